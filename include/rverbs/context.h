@@ -1,0 +1,209 @@
+/**
+ * @file rverbs/context.h
+ * @brief Device contexts: open, query device and port attributes, dump the
+ *        ownership tree.
+ */
+#ifndef RVERBS_CONTEXT_H
+#define RVERBS_CONTEXT_H
+
+#include <rverbs/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bits of rv_context_attr::mask. */
+enum rv_context_attr_mask {
+	/** rv_context_attr::listen_addr is set (software device only). */
+	RV_CONTEXT_ATTR_LISTEN_ADDR = 1u << 0
+};
+
+/** Options for rv_context_new(). Unset fields take the documented defaults. */
+typedef struct rv_context_attr {
+	uint64_t mask; /**< which fields the caller set (rv_context_attr_mask) */
+	/**
+	 * Software device: the IPv4 or IPv6 address to listen on and to use as
+	 * the port's GID. Default "127.0.0.1". Ignored by libibverbs devices.
+	 */
+	const char *listen_addr;
+} rv_context_attr;
+
+/** Link layer of a port (values equal IBV_LINK_LAYER_*). */
+typedef enum rv_link_layer {
+	RV_LINK_LAYER_UNSPECIFIED = 0, /**< not reported */
+	RV_LINK_LAYER_INFINIBAND = 1,  /**< InfiniBand */
+	RV_LINK_LAYER_ETHERNET = 2     /**< Ethernet (RoCE, iWARP, software device) */
+} rv_link_layer;
+
+/** Port state (values equal IBV_PORT_*). */
+typedef enum rv_port_state {
+	RV_PORT_NOP = 0,          /**< reserved */
+	RV_PORT_DOWN = 1,         /**< link down */
+	RV_PORT_INIT = 2,         /**< link up, not configured */
+	RV_PORT_ARMED = 3,        /**< configured, not yet active */
+	RV_PORT_ACTIVE = 4,       /**< ready for traffic */
+	RV_PORT_ACTIVE_DEFER = 5  /**< active, deferring */
+} rv_port_state;
+
+/** Path MTU (values equal IBV_MTU_*). */
+typedef enum rv_mtu {
+	RV_MTU_256 = 1,  /**< 256 bytes */
+	RV_MTU_512 = 2,  /**< 512 bytes */
+	RV_MTU_1024 = 3, /**< 1024 bytes */
+	RV_MTU_2048 = 4, /**< 2048 bytes */
+	RV_MTU_4096 = 5  /**< 4096 bytes */
+} rv_mtu;
+
+/** Atomic operation support (values equal IBV_ATOMIC_*). */
+typedef enum rv_atomic_cap {
+	RV_ATOMIC_NONE = 0, /**< no atomics */
+	RV_ATOMIC_HCA = 1,  /**< atomic with respect to this device */
+	RV_ATOMIC_GLOB = 2  /**< atomic with respect to the whole node */
+} rv_atomic_cap;
+
+/** Request every field of rv_device_attr known to this header version. */
+#define RV_DEVICE_ATTR_ALL UINT64_C(0x1)
+
+/** Device capabilities, as rv_context_query_device() reports them. */
+typedef struct rv_device_attr {
+	/**
+	 * In: which fields the caller wants (RV_DEVICE_ATTR_ALL). Out: which
+	 * fields were written.
+	 */
+	uint64_t mask;
+	char fw_ver[64];          /**< firmware version text */
+	uint64_t node_guid;       /**< node GUID (host byte order) */
+	uint64_t sys_image_guid;  /**< system image GUID (host byte order) */
+	uint64_t max_mr_size;     /**< largest registrable region, bytes */
+	uint64_t page_size_cap;   /**< supported page sizes, bit mask */
+	uint32_t vendor_id;       /**< IEEE vendor id */
+	uint32_t vendor_part_id;  /**< vendor part id */
+	uint32_t hw_ver;          /**< hardware version */
+	uint32_t max_qp;          /**< queue pairs */
+	uint32_t max_qp_wr;       /**< work requests per queue */
+	uint32_t device_cap_flags;/**< IBV_DEVICE_* capability flags */
+	uint32_t max_sge;         /**< scatter/gather entries per send/recv WR */
+	uint32_t max_sge_rd;      /**< scatter/gather entries per RDMA READ */
+	uint32_t max_cq;          /**< completion queues */
+	uint32_t max_cqe;         /**< entries per completion queue */
+	uint32_t max_mr;          /**< memory regions */
+	uint32_t max_pd;          /**< protection domains */
+	uint32_t max_qp_rd_atom;  /**< outstanding READ/atomic as target, per QP */
+	uint32_t max_qp_init_rd_atom; /**< outstanding READ/atomic as initiator, per QP */
+	uint32_t atomic_cap;      /**< an rv_atomic_cap */
+	uint32_t max_srq;         /**< shared receive queues */
+	uint32_t max_srq_wr;      /**< work requests per SRQ */
+	uint32_t max_srq_sge;     /**< scatter/gather entries per SRQ WR */
+	uint32_t max_mw;          /**< memory windows */
+	uint32_t max_ah;          /**< address handles */
+	uint32_t max_pkeys;       /**< P_Key table size */
+	uint32_t phys_port_cnt;   /**< number of ports (numbered from 1) */
+} rv_device_attr;
+
+/** Request every field of rv_port_attr known to this header version. */
+#define RV_PORT_ATTR_ALL UINT64_C(0x1)
+
+/** Port attributes, as rv_context_query_port() reports them. */
+typedef struct rv_port_attr {
+	/** In: which fields the caller wants (RV_PORT_ATTR_ALL). Out: which were written. */
+	uint64_t mask;
+	uint32_t state;          /**< an rv_port_state */
+	uint32_t max_mtu;        /**< an rv_mtu */
+	uint32_t active_mtu;     /**< an rv_mtu */
+	uint32_t gid_tbl_len;    /**< GID table length */
+	uint32_t port_cap_flags; /**< IBV_PORT_* capability flags */
+	uint32_t max_msg_sz;     /**< largest message, bytes */
+	uint32_t pkey_tbl_len;   /**< P_Key table length */
+	uint16_t lid;            /**< base LID (software device: its TCP port) */
+	uint16_t sm_lid;         /**< subnet manager LID */
+	uint8_t link_layer;      /**< an rv_link_layer */
+	uint8_t active_speed;    /**< IBV speed code */
+	uint8_t active_width;    /**< IBV width code */
+	uint8_t phys_state;      /**< physical port state */
+} rv_port_attr;
+
+/**
+ * Open a context on a device. The context holds a reference on the device.
+ * @param dev      the device
+ * @param attr     options, or NULL for defaults
+ * @param ret_ctx  receives the new context
+ * @retval 0             success
+ * @retval -EINVAL       a NULL argument, or an unknown bit in attr->mask
+ * @retval -RV_ECLOSED   @p dev was closed
+ * @retval -EADDRNOTAVAIL the software device could not listen on listen_addr
+ * @retval negative      the driver failed; rv_error_last() says why
+ */
+RV_API int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_context **ret_ctx);
+
+/** Take a reference on @p ctx. Returns @p ctx (NULL-safe). */
+RV_API rv_context *rv_context_ref(rv_context *ctx);
+
+/**
+ * Drop a reference; the last one closes and frees the context. Accepts NULL;
+ * returns NULL. With `RVERBS_DEBUG=leaks` in the environment, closing a context
+ * that still has referenced dependents logs each one as a leak.
+ */
+RV_API rv_context *rv_context_unref(rv_context *ctx);
+
+/**
+ * Close the context now: every resource in it is closed first, depth-first
+ * (QPs before CQs, MRs before PDs, everything before the context).
+ * @retval 0            success, or already closed
+ * @retval -EINVAL      @p ctx is NULL or not a context
+ * @retval negative     a dependent could not be destroyed; the context stays
+ *                      open and the call may be retried
+ */
+RV_API int rv_context_close(rv_context *ctx);
+
+/** The device the context was opened on (borrowed), or NULL for an invalid handle. */
+RV_API rv_device *rv_context_device(const rv_context *ctx);
+
+/**
+ * Query device capabilities.
+ * @param ctx   the context
+ * @param attr  in: attr->mask names the wanted fields; out: the fields
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument or an unknown mask bit
+ * @retval -RV_ECLOSED  the context is closed
+ */
+RV_API int rv_context_query_device(rv_context *ctx, rv_device_attr *attr);
+
+/**
+ * Query one port.
+ * @param ctx       the context
+ * @param port_num  port number, from 1
+ * @param attr      in: attr->mask names the wanted fields; out: the fields
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument, an unknown mask bit, or no such port
+ * @retval -RV_ECLOSED  the context is closed
+ */
+RV_API int rv_context_query_port(rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
+
+/**
+ * Read one GID table entry.
+ * @param ctx       the context
+ * @param port_num  port number, from 1
+ * @param index     GID index
+ * @param ret_gid   receives 16 bytes (network order)
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument, no such port or index
+ * @retval -RV_ECLOSED  the context is closed
+ */
+RV_API int rv_context_query_gid(rv_context *ctx, uint8_t port_num, int index, uint8_t ret_gid[16]);
+
+/**
+ * Describe the live ownership tree of the context: one line per handle with
+ * its type, id, reference count and state, indented under what it depends on.
+ * @param ctx       the context (an already closed one is described too)
+ * @param ret_text  receives a NUL-terminated text; free it with rv_free()
+ * @retval 0        success
+ * @retval -EINVAL  a NULL argument or not a context
+ * @retval -ENOMEM  out of memory
+ */
+RV_API int rv_context_dump(rv_context *ctx, char **ret_text);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,366 @@
+/**
+ * @file rverbs/qp.h
+ * @brief Queue pairs: creation, state transitions, connection, and the data
+ *        path (array-based posting and one-operation convenience calls).
+ */
+#ifndef RVERBS_QP_H
+#define RVERBS_QP_H
+
+#include <rverbs/common.h>
+#include <rverbs/endpoint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Queue pair transport (values equal IBV_QPT_*). */
+typedef enum rv_qp_type {
+	RV_QPT_RC = 2, /**< reliable connected */
+	RV_QPT_UC = 3, /**< unreliable connected */
+	RV_QPT_UD = 4  /**< unreliable datagram */
+} rv_qp_type;
+
+/** Queue pair state (values equal IBV_QPS_*). */
+typedef enum rv_qp_state {
+	RV_QPS_RESET = 0, /**< just created */
+	RV_QPS_INIT = 1,  /**< receives may be posted */
+	RV_QPS_RTR = 2,   /**< ready to receive */
+	RV_QPS_RTS = 3,   /**< ready to send */
+	RV_QPS_SQD = 4,   /**< send queue drained */
+	RV_QPS_SQE = 5,   /**< send queue error */
+	RV_QPS_ERR = 6    /**< error: outstanding work is flushed */
+} rv_qp_state;
+
+/** Queue sizes of a QP. */
+typedef struct rv_qp_cap {
+	uint32_t max_send_wr;     /**< send queue depth */
+	uint32_t max_recv_wr;     /**< receive queue depth */
+	uint32_t max_send_sge;    /**< SGEs per send WR */
+	uint32_t max_recv_sge;    /**< SGEs per receive WR */
+	uint32_t max_inline_data; /**< largest inline send, bytes */
+} rv_qp_cap;
+
+/** Bits of rv_qp_init_attr::mask. */
+enum rv_qp_init_attr_mask {
+	RV_QP_INIT_ATTR_TYPE = 1u << 0,       /**< qp_type is set (default RV_QPT_RC) */
+	RV_QP_INIT_ATTR_SEND_CQ = 1u << 1,    /**< send_cq is set (required) */
+	RV_QP_INIT_ATTR_RECV_CQ = 1u << 2,    /**< recv_cq is set (default: send_cq) */
+	RV_QP_INIT_ATTR_CAP = 1u << 3,        /**< cap is set (default 128/128/1/1/0) */
+	RV_QP_INIT_ATTR_SQ_SIG_ALL = 1u << 4  /**< sq_sig_all is set (default 1) */
+};
+
+/** Options for rv_qp_new(). */
+typedef struct rv_qp_init_attr {
+	uint64_t mask;       /**< which fields the caller set (rv_qp_init_attr_mask) */
+	uint32_t qp_type;    /**< an rv_qp_type */
+	uint32_t sq_sig_all; /**< 1: every send WR completes; 0: only those with RV_SEND_SIGNALED */
+	rv_cq *send_cq;      /**< CQ for send completions */
+	rv_cq *recv_cq;      /**< CQ for receive completions */
+	rv_qp_cap cap;       /**< requested queue sizes */
+} rv_qp_init_attr;
+
+/** Address vector of a connected QP's peer or of an address handle. */
+typedef struct rv_ah_attr {
+	uint8_t dgid[16];      /**< destination GID */
+	uint32_t flow_label;   /**< GRH flow label */
+	uint8_t sgid_index;    /**< source GID index */
+	uint8_t hop_limit;     /**< GRH hop limit */
+	uint8_t traffic_class; /**< GRH traffic class */
+	uint8_t is_global;     /**< 1: a GRH is used (RoCE, iWARP, software device) */
+	uint16_t dlid;         /**< destination LID (software device: its TCP port) */
+	uint8_t sl;            /**< service level */
+	uint8_t src_path_bits; /**< source path bits */
+	uint8_t static_rate;   /**< static rate */
+	uint8_t port_num;      /**< local port */
+	uint16_t reserved;     /**< zero */
+} rv_ah_attr;
+
+/** Bits of rv_qp_attr::mask (values equal IBV_QP_*). */
+enum rv_qp_attr_mask {
+	RV_QP_STATE = 1u << 0,              /**< qp_state */
+	RV_QP_CUR_STATE = 1u << 1,          /**< cur_qp_state */
+	RV_QP_EN_SQD_ASYNC_NOTIFY = 1u << 2,/**< en_sqd_async_notify */
+	RV_QP_ACCESS_FLAGS = 1u << 3,       /**< qp_access_flags */
+	RV_QP_PKEY_INDEX = 1u << 4,         /**< pkey_index */
+	RV_QP_PORT = 1u << 5,               /**< port_num */
+	RV_QP_QKEY = 1u << 6,               /**< qkey */
+	RV_QP_AV = 1u << 7,                 /**< ah_attr */
+	RV_QP_PATH_MTU = 1u << 8,           /**< path_mtu */
+	RV_QP_TIMEOUT = 1u << 9,            /**< timeout */
+	RV_QP_RETRY_CNT = 1u << 10,         /**< retry_cnt */
+	RV_QP_RNR_RETRY = 1u << 11,         /**< rnr_retry */
+	RV_QP_RQ_PSN = 1u << 12,            /**< rq_psn */
+	RV_QP_MAX_QP_RD_ATOMIC = 1u << 13,  /**< max_rd_atomic */
+	RV_QP_ALT_PATH = 1u << 14,          /**< alternate path (not supported) */
+	RV_QP_MIN_RNR_TIMER = 1u << 15,     /**< min_rnr_timer */
+	RV_QP_SQ_PSN = 1u << 16,            /**< sq_psn */
+	RV_QP_MAX_DEST_RD_ATOMIC = 1u << 17,/**< max_dest_rd_atomic */
+	RV_QP_PATH_MIG_STATE = 1u << 18,    /**< path migration state (not supported) */
+	RV_QP_CAP = 1u << 19,               /**< cap */
+	RV_QP_DEST_QPN = 1u << 20           /**< dest_qp_num */
+};
+
+/** Every bit of rv_qp_attr_mask that rv_qp_modify() and rv_qp_query() accept. */
+#define RV_QP_ATTR_ALL (0x1fffffu & ~(uint64_t)(RV_QP_ALT_PATH | RV_QP_PATH_MIG_STATE))
+
+/** QP attributes for rv_qp_modify() and rv_qp_query(). */
+typedef struct rv_qp_attr {
+	uint64_t mask;              /**< rv_qp_attr_mask: the fields set (modify) or wanted (query) */
+	uint32_t qp_state;          /**< target state (an rv_qp_state) */
+	uint32_t cur_qp_state;      /**< current state */
+	uint32_t path_mtu;          /**< an rv_mtu */
+	uint32_t qkey;              /**< Q_Key (UD) */
+	uint32_t rq_psn;            /**< expected receive PSN (24 bits) */
+	uint32_t sq_psn;            /**< first send PSN (24 bits) */
+	uint32_t dest_qp_num;       /**< remote QP number (24 bits) */
+	uint32_t qp_access_flags;   /**< rv_access_flags allowed to incoming operations */
+	rv_qp_cap cap;              /**< queue sizes (query only) */
+	rv_ah_attr ah_attr;         /**< the peer's address */
+	uint16_t pkey_index;        /**< P_Key index */
+	uint8_t en_sqd_async_notify;/**< notify when the SQ is drained */
+	uint8_t max_rd_atomic;      /**< outstanding READ/atomic as initiator */
+	uint8_t max_dest_rd_atomic; /**< outstanding READ/atomic as target */
+	uint8_t min_rnr_timer;      /**< RNR NAK timer code (0..31) */
+	uint8_t port_num;           /**< port number */
+	uint8_t timeout;            /**< local ACK timeout code: 4.096 µs × 2^timeout (0 = infinite) */
+	uint8_t retry_cnt;          /**< transport retries (0..7) */
+	uint8_t rnr_retry;          /**< RNR retries (0..7; 7 = infinite) */
+	uint8_t reserved[6];        /**< zero */
+} rv_qp_attr;
+
+/** Send operation of a work request (values equal IBV_WR_*). */
+typedef enum rv_wr_opcode {
+	RV_WR_RDMA_WRITE = 0,           /**< RDMA WRITE */
+	RV_WR_RDMA_WRITE_WITH_IMM = 1,  /**< RDMA WRITE with immediate data */
+	RV_WR_SEND = 2,                 /**< SEND */
+	RV_WR_SEND_WITH_IMM = 3,        /**< SEND with immediate data */
+	RV_WR_RDMA_READ = 4,            /**< RDMA READ */
+	RV_WR_ATOMIC_CMP_AND_SWP = 5,   /**< atomic compare and swap */
+	RV_WR_ATOMIC_FETCH_AND_ADD = 6, /**< atomic fetch and add */
+	RV_WR_LOCAL_INV = 7,            /**< local invalidate */
+	RV_WR_BIND_MW = 8,              /**< bind a memory window */
+	RV_WR_SEND_WITH_INV = 9         /**< SEND with invalidate */
+} rv_wr_opcode;
+
+/** Bits of rv_send_wr::send_flags (values equal IBV_SEND_*). */
+typedef enum rv_send_flags {
+	RV_SEND_FENCE = 1u << 0,     /**< wait for prior READ/atomics first */
+	RV_SEND_SIGNALED = 1u << 1,  /**< generate a completion */
+	RV_SEND_SOLICITED = 1u << 2, /**< solicited event at the receiver */
+	RV_SEND_INLINE = 1u << 3,    /**< copy the payload at post time */
+	RV_SEND_IP_CSUM = 1u << 4,   /**< offload IP checksum */
+	RV_SEND_NO_INLINE = 1u << 16 /**< rverbs: never choose inline automatically */
+} rv_send_flags;
+
+/** One scatter/gather element (layout equal to struct ibv_sge). */
+typedef struct rv_sge {
+	uint64_t addr;   /**< start address */
+	uint32_t length; /**< bytes */
+	uint32_t lkey;   /**< local key of the MR holding it */
+} rv_sge;
+
+/** A send work request. Work requests are posted as arrays. */
+typedef struct rv_send_wr {
+	uint64_t wr_id;            /**< returned in the completion */
+	const rv_sge *sg_list;     /**< scatter/gather list */
+	uint32_t num_sge;          /**< entries in sg_list */
+	uint32_t opcode;           /**< an rv_wr_opcode */
+	uint32_t send_flags;       /**< rv_send_flags */
+	uint32_t imm_data;         /**< immediate data (host byte order) or rkey to invalidate */
+	uint64_t remote_addr;      /**< RDMA/atomic target address */
+	uint32_t rkey;             /**< RDMA/atomic target key */
+	uint32_t remote_qpn;       /**< UD: destination QP */
+	uint64_t compare_add;      /**< atomic compare value or addend */
+	uint64_t swap;             /**< atomic swap value */
+	rv_ah *ah;                 /**< UD: destination address handle */
+	uint32_t remote_qkey;      /**< UD: destination Q_Key */
+	uint32_t reserved;         /**< zero */
+} rv_send_wr;
+
+/** A receive work request. */
+typedef struct rv_recv_wr {
+	uint64_t wr_id;        /**< returned in the completion */
+	const rv_sge *sg_list; /**< scatter list */
+	uint32_t num_sge;      /**< entries in sg_list */
+	uint32_t reserved;     /**< zero */
+} rv_recv_wr;
+
+/**
+ * Create a queue pair in the RESET state. The QP holds references on its PD
+ * and CQs. A random 24-bit initial send PSN is chosen.
+ * @param pd      the protection domain
+ * @param attr    options; RV_QP_INIT_ATTR_SEND_CQ is required
+ * @param ret_qp  receives the QP
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument, a missing send CQ, an unknown mask bit,
+ *                      a CQ from another context, or a capability above the
+ *                      device limit (rv_error_last() names it)
+ * @retval -RV_ECLOSED  the PD or a CQ is closed
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp);
+
+/** Take a reference on @p qp. Returns @p qp (NULL-safe). */
+RV_API rv_qp *rv_qp_ref(rv_qp *qp);
+
+/** Drop a reference; the last one closes and frees the QP. Accepts NULL; returns NULL. */
+RV_API rv_qp *rv_qp_unref(rv_qp *qp);
+
+/**
+ * Destroy the QP now. Work still in flight is not completed.
+ * @retval 0          success, or already closed
+ * @retval -EINVAL    @p qp is NULL or not a QP
+ * @retval negative   the driver refused; the QP stays and the call may be retried
+ */
+RV_API int rv_qp_close(rv_qp *qp);
+
+/** The QP number; 0 for an invalid handle. */
+RV_API uint32_t rv_qp_num(const rv_qp *qp);
+
+/** The QP's PD (borrowed), or NULL for an invalid handle. */
+RV_API rv_pd *rv_qp_pd(const rv_qp *qp);
+
+/**
+ * The capabilities the QP actually got, read back after creation
+ * (max_inline_data may exceed the request).
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_get_cap(const rv_qp *qp, rv_qp_cap *ret_cap);
+
+/**
+ * Modify QP attributes; the transition is validated against the InfiniBand
+ * state table first, so an illegal transition or a missing or forbidden
+ * attribute fails with -EINVAL and a message that names it.
+ * @retval 0            success
+ * @retval -EINVAL      an illegal transition, a missing or forbidden attribute
+ * @retval -RV_ECLOSED  the QP is closed
+ * @retval negative     the driver refused
+ */
+RV_API int rv_qp_modify(rv_qp *qp, const rv_qp_attr *attr);
+
+/**
+ * Query QP attributes.
+ * @param qp    the QP
+ * @param attr  in: attr->mask names the wanted fields; out: their values
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument or an unknown mask bit
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_query(rv_qp *qp, rv_qp_attr *attr);
+
+/** The current state (an rv_qp_state), or a negative errno. */
+RV_API int rv_qp_state_of(rv_qp *qp);
+
+/**
+ * RESET → INIT. @p attr may be NULL or set a subset of: port_num (default 1),
+ * pkey_index (0), qp_access_flags (LOCAL_WRITE | REMOTE_READ | REMOTE_WRITE |
+ * REMOTE_ATOMIC for RC; LOCAL_WRITE | REMOTE_WRITE for UC), qkey (UD; default 0x11111111).
+ * @retval 0            success
+ * @retval -EINVAL      the QP is not in RESET, or an attribute not allowed here
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_to_init(rv_qp *qp, const rv_qp_attr *attr);
+
+/**
+ * INIT → RTR. For RC/UC, @p attr must set RV_QP_AV, RV_QP_DEST_QPN and
+ * RV_QP_RQ_PSN; path_mtu defaults to the port's active MTU, max_dest_rd_atomic
+ * to the device limit, min_rnr_timer to 12. UD needs no attributes.
+ * @retval 0            success
+ * @retval -EINVAL      wrong state, or a missing/forbidden attribute (named)
+ * @retval -RV_ECLOSED  the QP is closed
+ * @retval negative     the driver refused (software device: the peer could not be reached)
+ */
+RV_API int rv_qp_to_rtr(rv_qp *qp, const rv_qp_attr *attr);
+
+/**
+ * RTR → RTS. Defaults: sq_psn the QP's own random PSN, timeout 14, retry_cnt 7,
+ * rnr_retry 7, max_rd_atomic the device limit.
+ * @retval 0            success
+ * @retval -EINVAL      wrong state, or an attribute not allowed here
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr);
+
+/**
+ * This QP's endpoint (GID, LID, QPN, PSN, MTU, capabilities) for its peer.
+ * The optional fields are cleared; add a memory region or user data before
+ * packing it.
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep);
+
+/**
+ * Drive the QP from RESET (or INIT) to RTS against @p peer with sane defaults:
+ * MTU the minimum of both ports, timeout 14, retry 7, rnr_retry 7,
+ * min_rnr_timer 12, rd_atomic from the device caps, the PSNs of both endpoints.
+ * @retval 0            success: the QP is in RTS
+ * @retval -EINVAL      the peer endpoint is incompatible (QP type, missing GID);
+ *                      rv_error_last() says which field
+ * @retval -RV_ECLOSED  the QP is closed
+ * @retval negative     a transition failed; rv_error_last() names it
+ */
+RV_API int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer);
+
+/**
+ * Post send work requests. A WR whose payload fits max_inline_data is sent
+ * inline unless it has RV_SEND_NO_INLINE.
+ * @param qp         the QP
+ * @param wrs        array of @p n work requests
+ * @param n          number of work requests
+ * @param n_posted   receives how many were posted (may be NULL); on failure
+ *                   the failing one is wrs[*n_posted]
+ * @retval 0            all posted
+ * @retval -EINVAL      a NULL argument or an invalid WR (rv_error_last() names it)
+ * @retval -ENOMEM      the send queue is full
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+
+/**
+ * Post receive work requests.
+ * @param qp         the QP
+ * @param wrs        array of @p n work requests
+ * @param n          number of work requests
+ * @param n_posted   receives how many were posted (may be NULL)
+ * @retval 0            all posted
+ * @retval -EINVAL      a NULL argument or an invalid WR
+ * @retval -ENOMEM      the receive queue is full
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_post_recv(rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
+
+/**
+ * Post one signalled RDMA WRITE of @p local to (@p remote_addr, @p rkey).
+ * @retval 0 or the errors of rv_qp_post_send()
+ */
+RV_API int rv_qp_write(rv_qp *qp, const rv_sge *local, uint64_t remote_addr, uint32_t rkey,
+		       uint64_t wr_id);
+
+/**
+ * Post one signalled RDMA READ from (@p remote_addr, @p rkey) into @p local.
+ * @retval 0 or the errors of rv_qp_post_send()
+ */
+RV_API int rv_qp_read(rv_qp *qp, const rv_sge *local, uint64_t remote_addr, uint32_t rkey,
+		      uint64_t wr_id);
+
+/**
+ * Post one signalled SEND of @p local.
+ * @retval 0 or the errors of rv_qp_post_send()
+ */
+RV_API int rv_qp_send(rv_qp *qp, const rv_sge *local, uint64_t wr_id);
+
+/**
+ * Post one receive into @p local.
+ * @retval 0 or the errors of rv_qp_post_recv()
+ */
+RV_API int rv_qp_recv(rv_qp *qp, const rv_sge *local, uint64_t wr_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * The handle core: every rverbs handle starts with a struct rv_object.
+ *
+ * Owns: reference counts, the dependency graph (strong references from a child
+ * to what it depends on, a weak registry of dependents in each parent), the
+ * depth-first cascade close, and the closed state. Never calls a driver except
+ * through the class's destroy hook; never takes a lock on the data path.
+ */
+#ifndef RV_CORE_OBJECT_H
+#define RV_CORE_OBJECT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum rv_obj_type {
+	RV_OBJ_DEVICE = 1,
+	RV_OBJ_CONTEXT,
+	RV_OBJ_PD,
+	RV_OBJ_MR,
+	RV_OBJ_MW,
+	RV_OBJ_CQ,
+	RV_OBJ_COMP_CHANNEL,
+	RV_OBJ_QP,
+	RV_OBJ_SRQ,
+	RV_OBJ_AH,
+	RV_OBJ_TYPE_MAX
+};
+
+enum rv_obj_state {
+	RV_OBJ_LIVE = 1,
+	RV_OBJ_CLOSED = 2,
+};
+
+/* A handle whose memory is ours carries this magic (xor its type). */
+#define RV_OBJ_MAGIC 0x72766f00u
+/* Written over the magic when the memory is freed, to catch use after free. */
+#define RV_OBJ_DEAD 0xdeadbeefu
+
+/* A child depends on at most this many objects (QP: PD, send CQ, recv CQ, SRQ). */
+#define RV_OBJ_MAX_DEPS 4
+
+struct rv_object;
+struct rv_context;
+
+struct rv_object_class {
+	enum rv_obj_type type;
+	const char *name; /* "QP", used in messages */
+	/* Destroy the underlying resource. 0, or a negative errno with the error
+	 * message set; on failure the object stays live and tracked. */
+	int (*destroy)(struct rv_object *obj);
+	/* Free what the object owns beyond the resource (buffers). May be NULL. */
+	void (*release)(struct rv_object *obj);
+};
+
+struct rv_object {
+	uint32_t magic;
+	uint8_t state; /* enum rv_obj_state; read on the data path */
+	uint8_t n_deps;
+	uint16_t pad;
+	_Atomic uint32_t refcnt;
+	uint32_t n_dependents;
+	uint32_t cap_dependents;
+	uint64_t id;
+	const struct rv_object_class *cls;
+	/* The context whose lock guards this object's graph edges; for a device NULL
+	 * (devices use the global lock), for a context itself. Weak for a context;
+	 * a strong dependency for every object inside one (it is in deps too). */
+	struct rv_context *ctx;
+	struct rv_object *deps[RV_OBJ_MAX_DEPS];    /* strong */
+	struct rv_object **dependents;              /* weak */
+	char close_reason[160];
+};
+
+static inline uint32_t rv_obj_magic(enum rv_obj_type t) { return RV_OBJ_MAGIC ^ (uint32_t)t; }
+
+/* Initialise with refcount 1, live, no dependencies. */
+void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls,
+		 struct rv_context *ctx);
+
+/* Take a strong reference on dep and register obj as its dependent. Call with
+ * the graph lock held (or before obj is visible to anyone). */
+int rv_obj_add_dep(struct rv_object *obj, struct rv_object *dep);
+
+/* Undo every rv_obj_add_dep and free the memory of an object whose creation
+ * failed before the resource existed. */
+void rv_obj_abort(struct rv_object *obj);
+
+void rv_obj_ref(struct rv_object *obj);
+/* Drop a reference; at zero close (if live) and free. */
+void rv_obj_unref(struct rv_object *obj);
+
+/* Close obj and, first, everything that depends on it. reason is the text a
+ * later call on the closed handle reports ("closed by rv_qp_close"). */
+int rv_obj_close(struct rv_object *obj, const char *reason);
+
+/* Validate a handle argument of a public entry: NULL, foreign memory or wrong
+ * type give -EINVAL; a closed handle -RV_ECLOSED with its close reason. */
+int rv_obj_check(const struct rv_object *obj, enum rv_obj_type type, const char *func);
+/* As rv_obj_check but a closed handle is acceptable (ref, unref, close, dump). */
+int rv_obj_check_any(const struct rv_object *obj, enum rv_obj_type type, const char *func);
+
+/* Graph locking for a control-path call on obj: takes a temporary reference on
+ * the context so that nothing the call releases can free the lock it holds. */
+void rv_graph_lock(struct rv_object *obj);
+void rv_graph_unlock(struct rv_object *obj);
+
+/* For rv_context_dump and leak reports: visit live dependents depth-first. */
+typedef void (*rv_obj_visit_fn)(struct rv_object *obj, int depth, void *arg);
+void rv_obj_walk(struct rv_object *root, rv_obj_visit_fn fn, void *arg);
+
+const char *rv_obj_type_name(enum rv_obj_type type);
+
+#endif

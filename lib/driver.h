@@ -1,0 +1,76 @@
+/*
+ * The internal driver interface. The facade (lib/*.c) validates arguments,
+ * keeps the ownership graph and calls these ops; a driver never sees a NULL,
+ * closed or foreign handle, an unknown mask bit, or an illegal QP transition.
+ *
+ * Conventions for every op:
+ * - return 0 (or a count) on success, a negative errno on failure;
+ * - on failure, set the message with rv_err(errnum, "rv_xxx", ...) naming the
+ *   cause and a hint; if the driver sets none, the facade adds a generic one;
+ * - a destroy op that fails must leave the resource intact so the close can
+ *   be retried;
+ * - create ops store their private object in the handle's drv_* field and
+ *   fill the fields documented below.
+ */
+#ifndef RV_DRIVER_H
+#define RV_DRIVER_H
+
+#include "rverbs-private.h"
+
+typedef int (*rv_driver_add_fn)(void *cookie, const char *name, void *drv_dev);
+
+struct rv_driver {
+	const char *name; /* "ibv", "soft" */
+	rv_device_kind kind;
+
+	/* Discovery: call add() once per device. A driver with no devices returns 0. */
+	int (*probe)(rv_driver_add_fn add, void *cookie);
+	void (*device_release)(void *drv_dev);
+	/* True when the device has at least one active port (default-device rule). */
+	bool (*device_active)(void *drv_dev);
+
+	/* ctx->dev is set; attr has defaults applied (listen_addr never NULL). */
+	int (*context_open)(struct rv_context *ctx, const rv_context_attr *attr);
+	int (*context_close)(struct rv_context *ctx);
+	/* Fill every field of rv_device_attr / rv_port_attr (the facade handles masks). */
+	int (*query_device)(struct rv_context *ctx, rv_device_attr *attr);
+	int (*query_port)(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
+	int (*query_gid)(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
+
+	int (*pd_alloc)(struct rv_pd *pd);
+	int (*pd_dealloc)(struct rv_pd *pd);
+
+	/* mr->pd, addr, length, access are set; fill lkey, rkey, drv_mr. */
+	int (*mr_reg)(struct rv_mr *mr);
+	int (*mr_dereg)(struct rv_mr *mr);
+
+	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. */
+	int (*cq_create)(struct rv_cq *cq, const rv_cq_attr *attr);
+	int (*cq_destroy)(struct rv_cq *cq);
+	/* Data path: max ≥ 1, wc non-NULL. */
+	int (*cq_poll)(struct rv_cq *cq, rv_wc *wc, int max);
+
+	/* qp->pd, send_cq, recv_cq, qp_type, sq_sig_all are set; attr has defaults
+	 * applied. Fill qp->qpn, qp->cap (read back) and drv_qp. */
+	int (*qp_create)(struct rv_qp *qp, const rv_qp_init_attr *attr);
+	int (*qp_destroy)(struct rv_qp *qp);
+	/* attr has been validated against the state table (lib/qp_state.c); on
+	 * success the facade records attr->qp_state in qp->state. */
+	int (*qp_modify)(struct rv_qp *qp, const rv_qp_attr *attr);
+	/* Fill the fields named in attr->mask. qp_state must be current: a driver
+	 * whose QP moved to ERR by itself reports RV_QPS_ERR. */
+	int (*qp_query)(struct rv_qp *qp, rv_qp_attr *attr);
+	/* Data path: wrs non-NULL, n ≥ 1, n_posted non-NULL. Apply automatic
+	 * inline with rv_send_wr_inline(). */
+	int (*post_send)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+	int (*post_recv)(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
+
+	/* Escape hatch: the struct ibv_* behind a handle, or NULL. May be NULL. */
+	void *(*raw)(struct rv_object *obj);
+};
+
+/* The drivers built in (NULL when a driver is disabled at build time). */
+extern const struct rv_driver rv_driver_ibv;
+extern const struct rv_driver rv_driver_soft;
+
+#endif

@@ -1,0 +1,116 @@
+/*
+ * The private layout of every public handle, shared by the facade (lib/*.c)
+ * and the drivers (lib/drivers/*). Nothing here is part of the ABI.
+ */
+#ifndef RV_PRIVATE_H
+#define RV_PRIVATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <rverbs/rverbs.h>
+
+#include "core/error.h"
+#include "core/object.h"
+
+#define RV_EXPORT __attribute__((visibility("default")))
+#define RV_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RV_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+struct rv_driver;
+
+struct rv_device {
+	struct rv_object obj;
+	const struct rv_driver *drv;
+	void *drv_dev; /* the driver's device (struct ibv_device *, soft device state) */
+	char name[64];
+	rv_device_kind kind;
+};
+
+struct rv_context {
+	struct rv_object obj;
+	pthread_mutex_t lock; /* recursive; the graph lock of everything in this context */
+	struct rv_device *dev;
+	const struct rv_driver *drv;
+	void *drv_ctx;
+	_Atomic uint64_t next_id;
+};
+
+struct rv_pd {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	void *drv_pd;
+};
+
+struct rv_mr {
+	struct rv_object obj;
+	struct rv_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t access;
+	uint32_t lkey;
+	uint32_t rkey;
+	void *drv_mr;
+	void *owned;          /* memory from rv_mr_alloc, freed at release */
+	size_t owned_length;
+};
+
+struct rv_cq {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	uint32_t cqe; /* actual size, set by the driver */
+	void *drv_cq;
+};
+
+struct rv_qp {
+	struct rv_object obj;
+	/* Data path first: the cached driver entry points and the opaque driver QP. */
+	const struct rv_driver *drv;
+	void *drv_qp;
+	struct rv_context *ctx;
+	struct rv_pd *pd;
+	struct rv_cq *send_cq;
+	struct rv_cq *recv_cq;
+	uint32_t qp_type;
+	uint32_t qpn;      /* set by the driver at create */
+	uint32_t sq_sig_all;
+	uint32_t state;    /* rv_qp_state as last set through rverbs (or by the driver on error) */
+	uint32_t init_psn; /* random 24-bit initial send PSN */
+	uint8_t port_num;  /* the port chosen at INIT (default 1) */
+	rv_qp_cap cap;     /* as read back from the driver after create */
+};
+
+/* Next id for a handle in ctx (ids are per context, from 1). */
+static inline uint64_t rv_ctx_next_id(struct rv_context *ctx)
+{
+	return atomic_fetch_add(&ctx->next_id, 1) + 1;
+}
+
+/* Total payload of a send WR; used by the drivers for automatic inline. */
+static inline uint64_t rv_send_wr_length(const rv_send_wr *wr)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < wr->num_sge; i++)
+		n += wr->sg_list[i].length;
+	return n;
+}
+
+/* Whether a send WR goes inline: the caller asked, or it fits the QP's
+ * max_inline_data and the caller did not forbid it. Only SENDs and WRITEs. */
+static inline bool rv_send_wr_inline(const struct rv_qp *qp, const rv_send_wr *wr)
+{
+	if (wr->opcode != RV_WR_SEND && wr->opcode != RV_WR_SEND_WITH_IMM &&
+	    wr->opcode != RV_WR_RDMA_WRITE && wr->opcode != RV_WR_RDMA_WRITE_WITH_IMM &&
+	    wr->opcode != RV_WR_SEND_WITH_INV)
+		return false;
+	if (wr->send_flags & RV_SEND_INLINE)
+		return true;
+	if (wr->send_flags & RV_SEND_NO_INLINE || qp->cap.max_inline_data == 0)
+		return false;
+	return rv_send_wr_length(wr) <= qp->cap.max_inline_data;
+}
+
+/* Random bytes from getrandom(), falling back to a seeded generator. */
+void rv_random_bytes(void *buf, size_t len);
+
+#endif
