@@ -1,5 +1,5 @@
 /*
- * The internal driver interface. The facade (lib/*.c) validates arguments,
+ * The internal driver interface. The facade (the lib/ sources) validates arguments,
  * keeps the ownership graph and calls these ops; a driver never sees a NULL,
  * closed or foreign handle, an unknown mask bit, or an illegal QP transition.
  *

@@ -1,6 +1,6 @@
 /*
- * The private layout of every public handle, shared by the facade (lib/*.c)
- * and the drivers (lib/drivers/*). Nothing here is part of the ABI.
+ * The private layout of every public handle, shared by the facade (the lib/ sources)
+ * and the drivers (lib/drivers/). Nothing here is part of the ABI.
  */
 #ifndef RV_PRIVATE_H
 #define RV_PRIVATE_H
@@ -16,6 +16,10 @@
 #define RV_EXPORT __attribute__((visibility("default")))
 #define RV_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RV_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* A handle as its object header (the header is the first member of each). */
+#define RV_OBJ(h) ((struct rv_object *)(void *)(h))
+#define RV_COBJ(h) ((const struct rv_object *)(const void *)(h))
 
 struct rv_driver;
 

@@ -57,7 +57,7 @@ struct rv_object {
 	uint32_t magic;
 	uint8_t state; /* enum rv_obj_state; read on the data path */
 	uint8_t n_deps;
-	uint16_t pad;
+	uint16_t flags; /* RV_OBJ_ZOMBIE_FLAG */
 	_Atomic uint32_t refcnt;
 	uint32_t n_dependents;
 	uint32_t cap_dependents;

@@ -1,0 +1,235 @@
+/*
+ * Contexts: open a device, query it, and describe the ownership tree.
+ *
+ * A context owns the graph lock of everything created in it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static _Atomic uint64_t next_context_id;
+
+static int context_destroy(struct rv_object *obj)
+{
+	struct rv_context *ctx = (struct rv_context *)obj;
+	return ctx->drv->context_close(ctx);
+}
+
+static void context_release(struct rv_object *obj)
+{
+	struct rv_context *ctx = (struct rv_context *)obj;
+	pthread_mutex_destroy(&ctx->lock);
+}
+
+static const struct rv_object_class context_class = {
+	.type = RV_OBJ_CONTEXT,
+	.name = "context",
+	.destroy = context_destroy,
+	.release = context_release,
+};
+
+RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_context **ret_ctx)
+{
+	rv_context_attr a = {.mask = 0, .listen_addr = "127.0.0.1"};
+	pthread_mutexattr_t ma;
+	struct rv_context *ctx;
+	int rc;
+
+	rc = rv_obj_check(RV_COBJ(dev), RV_OBJ_DEVICE, __func__);
+	if (rc < 0)
+		return rc;
+	if (!ret_ctx)
+		return rv_err(EINVAL, __func__, "ret_ctx is NULL");
+	if (attr) {
+		if (attr->mask & ~(uint64_t)RV_CONTEXT_ATTR_LISTEN_ADDR)
+			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_context_attr.mask",
+				      attr->mask & ~(uint64_t)RV_CONTEXT_ATTR_LISTEN_ADDR);
+		if (attr->mask & RV_CONTEXT_ATTR_LISTEN_ADDR) {
+			if (!attr->listen_addr)
+				return rv_err(EINVAL, __func__, "RV_CONTEXT_ATTR_LISTEN_ADDR is set but listen_addr is NULL");
+			a.listen_addr = attr->listen_addr;
+		}
+		a.mask = attr->mask;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return rv_err(ENOMEM, __func__, "out of memory");
+	rv_obj_init(&ctx->obj, &context_class, ctx);
+	ctx->obj.id = atomic_fetch_add(&next_context_id, 1);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&ctx->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	ctx->dev = dev;
+	ctx->drv = dev->drv;
+	rc = rv_obj_add_dep(&ctx->obj, &dev->obj);
+	if (rc < 0) {
+		rv_obj_abort(&ctx->obj);
+		return rv_err(-rc, __func__, "out of memory");
+	}
+	rv_error_clear();
+	rc = ctx->drv->context_open(ctx, &a);
+	if (rc < 0) {
+		rc = rv_err_from_driver(rc, __func__, "opening the device");
+		rv_obj_abort(&ctx->obj);
+		return rc;
+	}
+	*ret_ctx = ctx;
+	return 0;
+}
+
+RV_EXPORT rv_context *rv_context_ref(rv_context *ctx)
+{
+	if (ctx && rv_obj_check_any(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__) == 0)
+		rv_obj_ref(&ctx->obj);
+	return ctx;
+}
+
+RV_EXPORT rv_context *rv_context_unref(rv_context *ctx)
+{
+	if (ctx && rv_obj_check_any(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__) == 0)
+		rv_obj_unref(&ctx->obj);
+	return NULL;
+}
+
+RV_EXPORT int rv_context_close(rv_context *ctx)
+{
+	int rc = rv_obj_check_any(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+	if (rc < 0)
+		return rc;
+	rv_error_clear();
+	rc = rv_obj_close(&ctx->obj, "closed by rv_context_close");
+	return rv_err_from_driver(rc, __func__, "closing the context or one of its resources");
+}
+
+RV_EXPORT rv_device *rv_context_device(const rv_context *ctx)
+{
+	if (rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__) < 0)
+		return NULL;
+	return ctx->dev;
+}
+
+RV_EXPORT int rv_context_query_device(rv_context *ctx, rv_device_attr *attr)
+{
+	rv_device_attr tmp;
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!attr)
+		return rv_err(EINVAL, __func__, "attr is NULL");
+	if (attr->mask & ~RV_DEVICE_ATTR_ALL)
+		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_device_attr.mask",
+			      attr->mask & ~RV_DEVICE_ATTR_ALL);
+	if (!(attr->mask & RV_DEVICE_ATTR_ALL))
+		return 0;
+	memset(&tmp, 0, sizeof(tmp));
+	rv_error_clear();
+	rc = ctx->drv->query_device(ctx, &tmp);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the device");
+	tmp.mask = RV_DEVICE_ATTR_ALL;
+	*attr = tmp;
+	return 0;
+}
+
+RV_EXPORT int rv_context_query_port(rv_context *ctx, uint8_t port_num, rv_port_attr *attr)
+{
+	rv_port_attr tmp;
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!attr)
+		return rv_err(EINVAL, __func__, "attr is NULL");
+	if (attr->mask & ~RV_PORT_ATTR_ALL)
+		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_port_attr.mask",
+			      attr->mask & ~RV_PORT_ATTR_ALL);
+	if (port_num == 0)
+		return rv_err(EINVAL, __func__, "port numbers start at 1");
+	if (!(attr->mask & RV_PORT_ATTR_ALL))
+		return 0;
+	memset(&tmp, 0, sizeof(tmp));
+	rv_error_clear();
+	rc = ctx->drv->query_port(ctx, port_num, &tmp);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the port");
+	tmp.mask = RV_PORT_ATTR_ALL;
+	*attr = tmp;
+	return 0;
+}
+
+RV_EXPORT int rv_context_query_gid(rv_context *ctx, uint8_t port_num, int index, uint8_t ret_gid[16])
+{
+	uint8_t gid[16];
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_gid)
+		return rv_err(EINVAL, __func__, "ret_gid is NULL");
+	if (port_num == 0 || index < 0)
+		return rv_err(EINVAL, __func__, "port %u index %d: ports start at 1, indexes at 0",
+			      port_num, index);
+	rv_error_clear();
+	rc = ctx->drv->query_gid(ctx, port_num, index, gid);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the GID table");
+	memcpy(ret_gid, gid, sizeof(gid));
+	return 0;
+}
+
+struct dump_state {
+	FILE *f;
+};
+
+static void dump_one(FILE *f, const struct rv_object *obj, int depth)
+{
+	fprintf(f, "%*s%s #%" PRIu64 " refs=%u %s", depth * 2, "", rv_obj_type_name(obj->cls->type),
+		obj->id, atomic_load(&obj->refcnt),
+		obj->state == RV_OBJ_LIVE ? ((obj->flags & 1u) ? "zombie(destroy failed)" : "live") : "closed");
+	if (obj->state != RV_OBJ_LIVE)
+		fprintf(f, " (%s)", obj->close_reason);
+	fputc('\n', f);
+}
+
+static void dump_visit(struct rv_object *obj, int depth, void *arg)
+{
+	struct dump_state *ds = arg;
+	dump_one(ds->f, obj, depth + 1);
+}
+
+RV_EXPORT int rv_context_dump(rv_context *ctx, char **ret_text)
+{
+	struct dump_state ds;
+	char *text = NULL;
+	size_t len = 0;
+	int rc = rv_obj_check_any(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_text)
+		return rv_err(EINVAL, __func__, "ret_text is NULL");
+	ds.f = open_memstream(&text, &len);
+	if (!ds.f)
+		return rv_err(ENOMEM, __func__, "out of memory");
+	rv_graph_lock(&ctx->obj);
+	dump_one(ds.f, &ctx->obj, 0);
+	rv_obj_walk(&ctx->obj, dump_visit, &ds);
+	rv_graph_unlock(&ctx->obj);
+	if (fclose(ds.f) != 0) {
+		free(text);
+		return rv_err(ENOMEM, __func__, "out of memory");
+	}
+	*ret_text = text;
+	return 0;
+}
+
+RV_EXPORT void rv_free(void *ptr)
+{
+	free(ptr);
+}

@@ -1,0 +1,110 @@
+/*
+ * Thread-local error messages and the log hook.
+ *
+ * Owns: the per-thread message behind rv_error_last() and the process-wide log
+ * handler. Never writes to stderr or any file by itself.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#define RV_ERR_MAX 512
+
+static _Thread_local char err_buf[RV_ERR_MAX];
+
+static rv_log_fn log_fn;
+static void *log_user;
+static _Atomic int log_level = RV_LOG_WARN;
+
+static void vlog(rv_log_level level, const char *fmt, va_list ap)
+{
+	char line[RV_ERR_MAX];
+	rv_log_fn fn = log_fn;
+
+	if (!fn || (int)level > atomic_load(&log_level))
+		return;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fn(level, line, log_user);
+}
+
+__attribute__((visibility("default"))) void rv_set_log_handler(rv_log_fn fn, void *user)
+{
+	log_user = user;
+	log_fn = fn;
+}
+
+__attribute__((visibility("default"))) int rv_set_log_level(rv_log_level level)
+{
+	if ((int)level < RV_LOG_ERROR || (int)level > RV_LOG_DEBUG)
+		return rv_err(EINVAL, "rv_set_log_level", "level %d is not an rv_log_level (0..3)",
+			      (int)level);
+	atomic_store(&log_level, (int)level);
+	return 0;
+}
+
+void rv_log(rv_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+int rv_err(int errnum, const char *func, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(err_buf, sizeof(err_buf), "%s: ", func);
+	if (n < 0 || (size_t)n >= sizeof(err_buf))
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(err_buf + n, sizeof(err_buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	rv_log(RV_LOG_DEBUG, "%s", err_buf);
+	return -errnum;
+}
+
+void rv_err_hint(const char *fmt, ...)
+{
+	size_t n = strlen(err_buf);
+	va_list ap;
+
+	if (n + 10 >= sizeof(err_buf))
+		return;
+	memcpy(err_buf + n, "; hint: ", 8);
+	n += 8;
+	err_buf[n] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(err_buf + n, sizeof(err_buf) - n, fmt, ap);
+	va_end(ap);
+}
+
+int rv_err_is_set(void)
+{
+	return err_buf[0] != '\0';
+}
+
+int rv_err_from_driver(int rc, const char *func, const char *what)
+{
+	if (rc >= 0)
+		return rc;
+	if (!rv_err_is_set())
+		return rv_err(-rc, func, "%s failed: %s", what, strerror(-rc));
+	return rc;
+}
+
+__attribute__((visibility("default"))) const char *rv_error_last(void)
+{
+	return err_buf;
+}
+
+__attribute__((visibility("default"))) void rv_error_clear(void)
+{
+	err_buf[0] = '\0';
+}

@@ -1,0 +1,369 @@
+/*
+ * The handle core: reference counts, the dependency graph, cascade close.
+ *
+ * Locking: every object inside a context shares that context's recursive
+ * mutex (the graph lock); devices and the registry of contexts under each
+ * device use one global mutex. The order is always context lock, then global
+ * lock, never the reverse (rv_device_close releases the global lock before
+ * closing contexts). Nothing here runs on the data path except the inline
+ * state check done by the callers.
+ *
+ * Lifetime rules:
+ * - a live child holds a strong reference on each dependency and is listed in
+ *   each dependency's weak registry of dependents;
+ * - closing drops those references at once, so a closed handle pins nothing;
+ * - a destroy that fails leaves the object live and listed; if its last
+ *   reference was already gone it becomes a zombie that the parent's close
+ *   retries and then frees, so nothing leaks and nothing is destroyed twice.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rverbs-private.h"
+
+static pthread_mutex_t global_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+static const char *const type_names[RV_OBJ_TYPE_MAX] = {
+	[RV_OBJ_DEVICE] = "device", [RV_OBJ_CONTEXT] = "context", [RV_OBJ_PD] = "PD",
+	[RV_OBJ_MR] = "MR",         [RV_OBJ_MW] = "MW",           [RV_OBJ_CQ] = "CQ",
+	[RV_OBJ_COMP_CHANNEL] = "completion channel",             [RV_OBJ_QP] = "QP",
+	[RV_OBJ_SRQ] = "SRQ",       [RV_OBJ_AH] = "AH",
+};
+
+const char *rv_obj_type_name(enum rv_obj_type type)
+{
+	if ((int)type <= 0 || type >= RV_OBJ_TYPE_MAX)
+		return "handle";
+	return type_names[type];
+}
+
+static enum rv_obj_type obj_type(const struct rv_object *obj)
+{
+	return obj->cls->type;
+}
+
+/* Zombies: last reference gone while a failed destroy kept the object live. */
+#define RV_OBJ_ZOMBIE_FLAG 1u
+
+void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls, struct rv_context *ctx)
+{
+	memset(obj, 0, sizeof(*obj));
+	obj->magic = rv_obj_magic(cls->type);
+	obj->state = RV_OBJ_LIVE;
+	obj->cls = cls;
+	obj->ctx = ctx;
+	atomic_init(&obj->refcnt, 1);
+}
+
+static void lock_for(struct rv_object *obj)
+{
+	if (obj_type(obj) == RV_OBJ_DEVICE)
+		pthread_mutex_lock(&global_lock);
+}
+
+static void unlock_for(struct rv_object *obj)
+{
+	if (obj_type(obj) == RV_OBJ_DEVICE)
+		pthread_mutex_unlock(&global_lock);
+}
+
+int rv_obj_add_dep(struct rv_object *obj, struct rv_object *dep)
+{
+	int rc = 0;
+
+	if (obj->n_deps >= RV_OBJ_MAX_DEPS)
+		return -EOVERFLOW;
+	lock_for(dep);
+	if (dep->n_dependents == dep->cap_dependents) {
+		uint32_t cap = dep->cap_dependents ? dep->cap_dependents * 2 : 8;
+		struct rv_object **n = realloc(dep->dependents, cap * sizeof(*n));
+		if (!n) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		dep->dependents = n;
+		dep->cap_dependents = cap;
+	}
+	dep->dependents[dep->n_dependents++] = obj;
+	atomic_fetch_add(&dep->refcnt, 1);
+	obj->deps[obj->n_deps++] = dep;
+out:
+	unlock_for(dep);
+	return rc;
+}
+
+static void unregister_from(struct rv_object *dep, struct rv_object *obj)
+{
+	lock_for(dep);
+	for (uint32_t i = dep->n_dependents; i-- > 0;) {
+		if (dep->dependents[i] == obj) {
+			memmove(&dep->dependents[i], &dep->dependents[i + 1],
+				(dep->n_dependents - i - 1) * sizeof(dep->dependents[0]));
+			dep->n_dependents--;
+			break;
+		}
+	}
+	unlock_for(dep);
+}
+
+static void free_obj(struct rv_object *obj)
+{
+	if (obj->cls->release)
+		obj->cls->release(obj);
+	free(obj->dependents);
+	obj->magic = RV_OBJ_DEAD;
+	free(obj);
+}
+
+/* Drop the strong references an object holds; called once it no longer needs them. */
+static void drop_deps(struct rv_object *obj)
+{
+	struct rv_object *deps[RV_OBJ_MAX_DEPS];
+	uint8_t n = obj->n_deps;
+
+	memcpy(deps, obj->deps, sizeof(deps));
+	for (uint8_t i = 0; i < n; i++)
+		unregister_from(deps[i], obj);
+	obj->n_deps = 0;
+	memset(obj->deps, 0, sizeof(obj->deps));
+	for (uint8_t i = 0; i < n; i++)
+		rv_obj_unref(deps[i]);
+}
+
+void rv_obj_abort(struct rv_object *obj)
+{
+	drop_deps(obj);
+	free_obj(obj);
+}
+
+void rv_obj_ref(struct rv_object *obj)
+{
+	atomic_fetch_add_explicit(&obj->refcnt, 1, memory_order_relaxed);
+}
+
+static bool leak_debug(void)
+{
+	const char *v = getenv("RVERBS_DEBUG");
+	return v && strstr(v, "leaks");
+}
+
+static void report_leak(struct rv_object *obj, int depth, void *arg)
+{
+	(void)arg;
+	(void)depth;
+	rv_log(RV_LOG_WARN, "leak: %s #%" PRIu64 " still has %u reference(s) when its context was closed",
+	       rv_obj_type_name(obj_type(obj)), obj->id, atomic_load(&obj->refcnt));
+}
+
+/* Close obj after its dependents, newest first. Caller holds the graph lock. */
+static int close_locked(struct rv_object *obj, const char *reason)
+{
+	int rc;
+
+	if (obj->state == RV_OBJ_CLOSED)
+		return 0;
+	if (obj_type(obj) == RV_OBJ_CONTEXT && obj->n_dependents && leak_debug())
+		rv_obj_walk(obj, report_leak, NULL);
+
+	while (obj->n_dependents > 0) {
+		struct rv_object *d = obj->dependents[obj->n_dependents - 1];
+		char why[sizeof(obj->close_reason)];
+
+		snprintf(why, sizeof(why), "closed because its %s #%" PRIu64 " was closed",
+			 rv_obj_type_name(obj_type(obj)), obj->id);
+		rc = close_locked(d, why);
+		if (rc < 0)
+			return rc;
+	}
+
+	rc = obj->cls->destroy ? obj->cls->destroy(obj) : 0;
+	if (rc < 0) {
+		rv_log(RV_LOG_ERROR, "destroying %s #%" PRIu64 " failed (%s); it stays tracked and the close can be retried",
+		       rv_obj_type_name(obj_type(obj)), obj->id, strerror(-rc));
+		return rc;
+	}
+	obj->state = RV_OBJ_CLOSED;
+	snprintf(obj->close_reason, sizeof(obj->close_reason), "%s", reason);
+	drop_deps(obj);
+	if (obj->flags & RV_OBJ_ZOMBIE_FLAG)
+		free_obj(obj);
+	return 0;
+}
+
+static pthread_mutex_t *graph_mutex(struct rv_object *obj, struct rv_context **ret_ctx)
+{
+	struct rv_context *ctx;
+
+	if (obj_type(obj) == RV_OBJ_DEVICE) {
+		*ret_ctx = NULL;
+		return &global_lock;
+	}
+	ctx = obj_type(obj) == RV_OBJ_CONTEXT ? (struct rv_context *)obj : obj->ctx;
+	*ret_ctx = ctx;
+	return &ctx->lock;
+}
+
+void rv_graph_lock(struct rv_object *obj)
+{
+	struct rv_context *ctx;
+	pthread_mutex_t *m = graph_mutex(obj, &ctx);
+
+	if (ctx)
+		rv_obj_ref(&ctx->obj);
+	pthread_mutex_lock(m);
+}
+
+void rv_graph_unlock(struct rv_object *obj)
+{
+	struct rv_context *ctx;
+	pthread_mutex_t *m = graph_mutex(obj, &ctx);
+
+	pthread_mutex_unlock(m);
+	if (ctx)
+		rv_obj_unref(&ctx->obj);
+}
+
+static int device_close(struct rv_object *dev, const char *reason)
+{
+	struct rv_object **ctxs;
+	uint32_t n;
+	int rc = 0;
+
+	pthread_mutex_lock(&global_lock);
+	if (dev->state == RV_OBJ_CLOSED) {
+		pthread_mutex_unlock(&global_lock);
+		return 0;
+	}
+	n = dev->n_dependents;
+	ctxs = calloc(n ? n : 1, sizeof(*ctxs));
+	if (!ctxs) {
+		pthread_mutex_unlock(&global_lock);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		ctxs[i] = dev->dependents[i];
+		rv_obj_ref(ctxs[i]);
+	}
+	pthread_mutex_unlock(&global_lock);
+
+	for (uint32_t i = n; i-- > 0;) {
+		if (rc == 0)
+			rc = rv_obj_close(ctxs[i], "closed because its device was closed");
+		rv_obj_unref(ctxs[i]);
+	}
+	free(ctxs);
+	if (rc < 0)
+		return rc;
+
+	pthread_mutex_lock(&global_lock);
+	if (dev->n_dependents == 0) {
+		dev->state = RV_OBJ_CLOSED;
+		snprintf(dev->close_reason, sizeof(dev->close_reason), "%s", reason);
+	} else {
+		rc = -EBUSY; /* a context was opened while we were closing */
+	}
+	pthread_mutex_unlock(&global_lock);
+	return rc;
+}
+
+int rv_obj_close(struct rv_object *obj, const char *reason)
+{
+	int rc;
+
+	if (obj_type(obj) == RV_OBJ_DEVICE)
+		return device_close(obj, reason);
+	rv_graph_lock(obj);
+	rc = close_locked(obj, reason);
+	rv_graph_unlock(obj);
+	return rc;
+}
+
+static void final_unref(struct rv_object *obj)
+{
+	int rc;
+
+	if (obj->state == RV_OBJ_CLOSED) {
+		free_obj(obj);
+		return;
+	}
+	switch (obj_type(obj)) {
+	case RV_OBJ_DEVICE:
+		/* Live contexts hold references, so none is left: nothing to cascade. */
+		obj->state = RV_OBJ_CLOSED;
+		free_obj(obj);
+		return;
+	case RV_OBJ_CONTEXT: {
+		struct rv_context *ctx = (struct rv_context *)obj;
+		/* No live dependent can exist (each would hold a reference), except
+		 * zombies, which hold references too. So no temporary ref is needed. */
+		pthread_mutex_lock(&ctx->lock);
+		rc = close_locked(obj, "closed by its last unref");
+		pthread_mutex_unlock(&ctx->lock);
+		break;
+	}
+	default:
+		rv_graph_lock(obj);
+		rc = close_locked(obj, "closed by its last unref");
+		if (rc < 0)
+			obj->flags |= RV_OBJ_ZOMBIE_FLAG;
+		rv_graph_unlock(obj);
+		break;
+	}
+	if (rc == 0)
+		free_obj(obj);
+	else if (obj_type(obj) == RV_OBJ_CONTEXT)
+		rv_log(RV_LOG_ERROR, "context #%" PRIu64 " could not be destroyed at its last unref; it is leaked",
+		       obj->id);
+}
+
+void rv_obj_unref(struct rv_object *obj)
+{
+	if (atomic_fetch_sub_explicit(&obj->refcnt, 1, memory_order_acq_rel) == 1)
+		final_unref(obj);
+}
+
+static int check(const struct rv_object *obj, enum rv_obj_type type, const char *func, bool closed_ok)
+{
+	if (!obj)
+		return rv_err(EINVAL, func, "the %s handle is NULL", rv_obj_type_name(type));
+	if (obj->magic != rv_obj_magic(type)) {
+		uint32_t other = obj->magic ^ RV_OBJ_MAGIC;
+		if (obj->magic == RV_OBJ_DEAD)
+			return rv_err(EINVAL, func, "the %s handle was already freed (used after its last unref)",
+				      rv_obj_type_name(type));
+		if (other > 0 && other < RV_OBJ_TYPE_MAX)
+			return rv_err(EINVAL, func, "expected a %s handle, got a %s handle",
+				      rv_obj_type_name(type), rv_obj_type_name((enum rv_obj_type)other));
+		return rv_err(EINVAL, func, "not an rverbs %s handle", rv_obj_type_name(type));
+	}
+	if (!closed_ok && obj->state != RV_OBJ_LIVE)
+		return rv_err(RV_ECLOSED, func, "%s #%" PRIu64 " is closed (%s)", rv_obj_type_name(type),
+			      obj->id, obj->close_reason);
+	return 0;
+}
+
+int rv_obj_check(const struct rv_object *obj, enum rv_obj_type type, const char *func)
+{
+	return check(obj, type, func, false);
+}
+
+int rv_obj_check_any(const struct rv_object *obj, enum rv_obj_type type, const char *func)
+{
+	return check(obj, type, func, true);
+}
+
+static void walk(struct rv_object *obj, int depth, rv_obj_visit_fn fn, void *arg)
+{
+	for (uint32_t i = 0; i < obj->n_dependents; i++) {
+		fn(obj->dependents[i], depth, arg);
+		walk(obj->dependents[i], depth + 1, fn, arg);
+	}
+}
+
+void rv_obj_walk(struct rv_object *root, rv_obj_visit_fn fn, void *arg)
+{
+	walk(root, 0, fn, arg);
+}

@@ -1,0 +1,555 @@
+/*
+ * Queue pairs: creation, validated state transitions, the connection helper
+ * (rv_qp_connect) and the data path.
+ *
+ * The data path (rv_qp_post_send/recv and the one-operation wrappers) takes
+ * no lock and no atomic: one inline load of the handle state, then the
+ * driver. Everything else is control path.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "qp_state.h"
+
+static int qp_destroy(struct rv_object *obj)
+{
+	struct rv_qp *qp = (struct rv_qp *)obj;
+	return qp->drv->qp_destroy(qp);
+}
+
+static const struct rv_object_class qp_class = {
+	.type = RV_OBJ_QP,
+	.name = "QP",
+	.destroy = qp_destroy,
+};
+
+#define QP_INIT_KNOWN (RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_RECV_CQ | \
+		       RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL)
+
+static int qp_init_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_attr *a, const char *func)
+{
+	int rc;
+
+	if (!attr)
+		return rv_err(EINVAL, func, "attr is NULL; at least RV_QP_INIT_ATTR_SEND_CQ is required");
+	if (attr->mask & ~(uint64_t)QP_INIT_KNOWN)
+		return rv_err(EINVAL, func, "unknown bit 0x%" PRIx64 " in rv_qp_init_attr.mask",
+			      attr->mask & ~(uint64_t)QP_INIT_KNOWN);
+	if (!(attr->mask & RV_QP_INIT_ATTR_SEND_CQ))
+		return rv_err(EINVAL, func, "RV_QP_INIT_ATTR_SEND_CQ is required");
+	memset(a, 0, sizeof(*a));
+	a->mask = attr->mask;
+	a->qp_type = (attr->mask & RV_QP_INIT_ATTR_TYPE) ? attr->qp_type : RV_QPT_RC;
+	if (a->qp_type != RV_QPT_RC && a->qp_type != RV_QPT_UC && a->qp_type != RV_QPT_UD)
+		return rv_err(EINVAL, func, "qp_type %u is not RV_QPT_RC, RV_QPT_UC or RV_QPT_UD", a->qp_type);
+	a->send_cq = attr->send_cq;
+	a->recv_cq = (attr->mask & RV_QP_INIT_ATTR_RECV_CQ) ? attr->recv_cq : attr->send_cq;
+	rc = rv_obj_check(RV_COBJ(a->send_cq), RV_OBJ_CQ, func);
+	if (rc == 0)
+		rc = rv_obj_check(RV_COBJ(a->recv_cq), RV_OBJ_CQ, func);
+	if (rc < 0)
+		return rc;
+	if (a->send_cq->ctx != pd->ctx || a->recv_cq->ctx != pd->ctx)
+		return rv_err(EINVAL, func, "the CQs and the PD belong to different contexts");
+	a->sq_sig_all = (attr->mask & RV_QP_INIT_ATTR_SQ_SIG_ALL) ? !!attr->sq_sig_all : 1;
+	if (attr->mask & RV_QP_INIT_ATTR_CAP) {
+		a->cap = attr->cap;
+	} else {
+		a->cap.max_send_wr = 128;
+		a->cap.max_recv_wr = 128;
+		a->cap.max_send_sge = 1;
+		a->cap.max_recv_sge = 1;
+		a->cap.max_inline_data = 0;
+	}
+	if (a->cap.max_send_wr == 0 && a->cap.max_recv_wr == 0)
+		return rv_err(EINVAL, func, "cap.max_send_wr and cap.max_recv_wr are both 0");
+	return 0;
+}
+
+RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
+{
+	rv_qp_init_attr a;
+	struct rv_qp *qp;
+	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_qp)
+		return rv_err(EINVAL, __func__, "ret_qp is NULL");
+	rc = qp_init_defaults(pd, attr, &a, __func__);
+	if (rc < 0)
+		return rc;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return rv_err(ENOMEM, __func__, "out of memory");
+	rv_obj_init(&qp->obj, &qp_class, pd->ctx);
+	qp->obj.id = rv_ctx_next_id(pd->ctx);
+	qp->drv = pd->ctx->drv;
+	qp->ctx = pd->ctx;
+	qp->pd = pd;
+	qp->send_cq = a.send_cq;
+	qp->recv_cq = a.recv_cq;
+	qp->qp_type = a.qp_type;
+	qp->sq_sig_all = a.sq_sig_all;
+	qp->state = RV_QPS_RESET;
+	qp->port_num = 1;
+	rv_random_bytes(&qp->init_psn, sizeof(qp->init_psn));
+	qp->init_psn &= 0xffffff;
+
+	rv_graph_lock(&pd->obj);
+	rc = rv_obj_add_dep(&qp->obj, &pd->obj);
+	if (rc == 0)
+		rc = rv_obj_add_dep(&qp->obj, &a.send_cq->obj);
+	if (rc == 0 && a.recv_cq != a.send_cq)
+		rc = rv_obj_add_dep(&qp->obj, &a.recv_cq->obj);
+	if (rc == 0) {
+		rv_error_clear();
+		rc = qp->drv->qp_create(qp, &a);
+		rc = rv_err_from_driver(rc, __func__, "creating the QP");
+	} else {
+		rc = rv_err(ENOMEM, __func__, "out of memory");
+	}
+	if (rc < 0)
+		rv_obj_abort(&qp->obj);
+	rv_graph_unlock(&pd->obj);
+	if (rc == 0)
+		*ret_qp = qp;
+	return rc;
+}
+
+RV_EXPORT rv_qp *rv_qp_ref(rv_qp *qp)
+{
+	if (qp && rv_obj_check_any(RV_COBJ(qp), RV_OBJ_QP, __func__) == 0)
+		rv_obj_ref(&qp->obj);
+	return qp;
+}
+
+RV_EXPORT rv_qp *rv_qp_unref(rv_qp *qp)
+{
+	if (qp && rv_obj_check_any(RV_COBJ(qp), RV_OBJ_QP, __func__) == 0)
+		rv_obj_unref(&qp->obj);
+	return NULL;
+}
+
+RV_EXPORT int rv_qp_close(rv_qp *qp)
+{
+	int rc = rv_obj_check_any(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	if (rc < 0)
+		return rc;
+	rv_error_clear();
+	rc = rv_obj_close(&qp->obj, "closed by rv_qp_close");
+	return rv_err_from_driver(rc, __func__, "destroying the QP");
+}
+
+RV_EXPORT uint32_t rv_qp_num(const rv_qp *qp)
+{
+	if (rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__) < 0)
+		return 0;
+	return qp->qpn;
+}
+
+RV_EXPORT rv_pd *rv_qp_pd(const rv_qp *qp)
+{
+	if (rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__) < 0)
+		return NULL;
+	return qp->pd;
+}
+
+RV_EXPORT int rv_qp_get_cap(const rv_qp *qp, rv_qp_cap *ret_cap)
+{
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	if (rc < 0)
+		return rc;
+	if (!ret_cap)
+		return rv_err(EINVAL, __func__, "ret_cap is NULL");
+	*ret_cap = qp->cap;
+	return 0;
+}
+
+/* The state as the driver sees it: a QP may have moved to ERR by itself. */
+static uint32_t current_state(struct rv_qp *qp)
+{
+	rv_qp_attr q = {.mask = RV_QP_STATE};
+
+	if (qp->drv->qp_query(qp, &q) == 0 && q.qp_state <= RV_QPS_ERR)
+		qp->state = q.qp_state;
+	return qp->state;
+}
+
+RV_EXPORT int rv_qp_modify(rv_qp *qp, const rv_qp_attr *attr)
+{
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!attr)
+		return rv_err(EINVAL, __func__, "attr is NULL");
+	rv_graph_lock(&qp->obj);
+	rc = rv_qp_check_modify(qp->qp_type, current_state(qp), attr, __func__);
+	if (rc == 0) {
+		rv_error_clear();
+		rc = qp->drv->qp_modify(qp, attr);
+		rc = rv_err_from_driver(rc, __func__, "modifying the QP");
+	}
+	if (rc == 0) {
+		if (attr->mask & RV_QP_STATE)
+			qp->state = attr->qp_state;
+		if (attr->mask & RV_QP_PORT)
+			qp->port_num = attr->port_num;
+	}
+	rv_graph_unlock(&qp->obj);
+	return rc;
+}
+
+RV_EXPORT int rv_qp_query(rv_qp *qp, rv_qp_attr *attr)
+{
+	rv_qp_attr tmp;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!attr)
+		return rv_err(EINVAL, __func__, "attr is NULL");
+	if (attr->mask & ~(uint64_t)RV_QP_ATTR_ALL)
+		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_qp_attr.mask",
+			      attr->mask & ~(uint64_t)RV_QP_ATTR_ALL);
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.mask = attr->mask;
+	rv_error_clear();
+	rc = qp->drv->qp_query(qp, &tmp);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the QP");
+	if (tmp.mask & RV_QP_CAP)
+		tmp.cap = qp->cap;
+	*attr = tmp;
+	return 0;
+}
+
+RV_EXPORT int rv_qp_state_of(rv_qp *qp)
+{
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	return rc < 0 ? rc : (int)current_state(qp);
+}
+
+/* Copy the caller's fields over the defaults in *a. */
+static void overlay(rv_qp_attr *a, const rv_qp_attr *u)
+{
+	uint64_t m = u->mask;
+
+	if (m & RV_QP_PKEY_INDEX) a->pkey_index = u->pkey_index;
+	if (m & RV_QP_PORT) a->port_num = u->port_num;
+	if (m & RV_QP_ACCESS_FLAGS) a->qp_access_flags = u->qp_access_flags;
+	if (m & RV_QP_QKEY) a->qkey = u->qkey;
+	if (m & RV_QP_AV) a->ah_attr = u->ah_attr;
+	if (m & RV_QP_PATH_MTU) a->path_mtu = u->path_mtu;
+	if (m & RV_QP_DEST_QPN) a->dest_qp_num = u->dest_qp_num;
+	if (m & RV_QP_RQ_PSN) a->rq_psn = u->rq_psn;
+	if (m & RV_QP_SQ_PSN) a->sq_psn = u->sq_psn;
+	if (m & RV_QP_MAX_DEST_RD_ATOMIC) a->max_dest_rd_atomic = u->max_dest_rd_atomic;
+	if (m & RV_QP_MAX_QP_RD_ATOMIC) a->max_rd_atomic = u->max_rd_atomic;
+	if (m & RV_QP_MIN_RNR_TIMER) a->min_rnr_timer = u->min_rnr_timer;
+	if (m & RV_QP_TIMEOUT) a->timeout = u->timeout;
+	if (m & RV_QP_RETRY_CNT) a->retry_cnt = u->retry_cnt;
+	if (m & RV_QP_RNR_RETRY) a->rnr_retry = u->rnr_retry;
+	if (m & RV_QP_CUR_STATE) a->cur_qp_state = u->cur_qp_state;
+	if (m & RV_QP_EN_SQD_ASYNC_NOTIFY) a->en_sqd_async_notify = u->en_sqd_async_notify;
+	a->mask |= m;
+}
+
+/* The helpers refuse a user mask that names the state: they choose it. */
+static int helper_attr(rv_qp_attr *a, const rv_qp_attr *user, uint32_t next, const char *func)
+{
+	if (user && (user->mask & RV_QP_STATE))
+		return rv_err(EINVAL, func, "do not set RV_QP_STATE: this call chooses the target state");
+	a->mask |= RV_QP_STATE;
+	a->qp_state = next;
+	if (user)
+		overlay(a, user);
+	return 0;
+}
+
+static int device_caps(struct rv_qp *qp, rv_device_attr *dattr, rv_port_attr *pattr, uint8_t port)
+{
+	int rc = 0;
+
+	if (dattr) {
+		memset(dattr, 0, sizeof(*dattr));
+		rc = qp->drv->query_device(qp->ctx, dattr);
+	}
+	if (rc == 0 && pattr) {
+		memset(pattr, 0, sizeof(*pattr));
+		rc = qp->drv->query_port(qp->ctx, port, pattr);
+	}
+	return rc;
+}
+
+RV_EXPORT int rv_qp_to_init(rv_qp *qp, const rv_qp_attr *attr)
+{
+	rv_qp_attr a;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.port_num = 1;
+	a.pkey_index = 0;
+	if (qp->qp_type == RV_QPT_UD) {
+		a.mask = RV_QP_PKEY_INDEX | RV_QP_PORT | RV_QP_QKEY;
+		a.qkey = 0x11111111;
+	} else {
+		a.mask = RV_QP_PKEY_INDEX | RV_QP_PORT | RV_QP_ACCESS_FLAGS;
+		a.qp_access_flags = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
+		if (qp->qp_type == RV_QPT_RC)
+			a.qp_access_flags |= RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_ATOMIC;
+	}
+	rc = helper_attr(&a, attr, RV_QPS_INIT, __func__);
+	return rc < 0 ? rc : rv_qp_modify(qp, &a);
+}
+
+RV_EXPORT int rv_qp_to_rtr(rv_qp *qp, const rv_qp_attr *attr)
+{
+	rv_device_attr dattr;
+	rv_port_attr pattr;
+	rv_qp_attr a;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	if (qp->qp_type != RV_QPT_UD) {
+		const char *missing = NULL;
+		uint64_t m = attr ? attr->mask : 0;
+		if (!(m & RV_QP_AV))
+			missing = "RV_QP_AV (the peer's GID/LID)";
+		else if (!(m & RV_QP_DEST_QPN))
+			missing = "RV_QP_DEST_QPN (the peer's QP number)";
+		else if (!(m & RV_QP_RQ_PSN))
+			missing = "RV_QP_RQ_PSN (the peer's initial send PSN)";
+		if (missing)
+			return rv_err(EINVAL, __func__, "a connected QP needs %s; rv_qp_connect() fills it from an rv_endpoint",
+				      missing);
+		rc = device_caps(qp, &dattr, &pattr, qp->port_num);
+		if (rc < 0)
+			return rv_err_from_driver(rc, __func__, "querying the device");
+		a.mask = RV_QP_PATH_MTU;
+		a.path_mtu = pattr.active_mtu ? pattr.active_mtu : RV_MTU_1024;
+		if (qp->qp_type == RV_QPT_RC) {
+			a.mask |= RV_QP_MAX_DEST_RD_ATOMIC | RV_QP_MIN_RNR_TIMER;
+			a.max_dest_rd_atomic = (uint8_t)(dattr.max_qp_rd_atom > 16 ? 16 : dattr.max_qp_rd_atom);
+			a.min_rnr_timer = 12;
+		}
+	}
+	rc = helper_attr(&a, attr, RV_QPS_RTR, __func__);
+	return rc < 0 ? rc : rv_qp_modify(qp, &a);
+}
+
+RV_EXPORT int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr)
+{
+	rv_device_attr dattr;
+	rv_qp_attr a;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_SQ_PSN;
+	a.sq_psn = qp->init_psn;
+	if (qp->qp_type == RV_QPT_RC) {
+		rc = device_caps(qp, &dattr, NULL, 0);
+		if (rc < 0)
+			return rv_err_from_driver(rc, __func__, "querying the device");
+		a.mask |= RV_QP_TIMEOUT | RV_QP_RETRY_CNT | RV_QP_RNR_RETRY | RV_QP_MAX_QP_RD_ATOMIC;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = (uint8_t)(dattr.max_qp_init_rd_atom > 16 ? 16 : dattr.max_qp_init_rd_atom);
+	}
+	rc = helper_attr(&a, attr, RV_QPS_RTS, __func__);
+	return rc < 0 ? rc : rv_qp_modify(qp, &a);
+}
+
+RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
+{
+	rv_device_attr dattr;
+	rv_port_attr pattr;
+	rv_endpoint ep;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_ep)
+		return rv_err(EINVAL, __func__, "ret_ep is NULL");
+	memset(&ep, 0, sizeof(ep));
+	rv_error_clear();
+	rc = device_caps(qp, &dattr, &pattr, qp->port_num);
+	if (rc == 0)
+		rc = qp->drv->query_gid(qp->ctx, qp->port_num, 0, ep.gid);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the port");
+	ep.lid = pattr.lid;
+	ep.port_num = qp->port_num;
+	ep.mtu = (uint8_t)pattr.active_mtu;
+	ep.qpn = qp->qpn;
+	ep.psn = qp->init_psn;
+	ep.qp_type = qp->qp_type;
+	if (dattr.atomic_cap != RV_ATOMIC_NONE)
+		ep.caps |= RV_EP_CAP_ATOMIC;
+	if (qp->ctx->dev->kind == RV_DEVICE_SOFT)
+		ep.caps |= RV_EP_CAP_SOFT;
+	else
+		ep.caps |= RV_EP_CAP_IMM;
+	*ret_ep = ep;
+	return 0;
+}
+
+static bool gid_is_zero(const uint8_t gid[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (gid[i])
+			return false;
+	return true;
+}
+
+RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
+{
+	rv_port_attr pattr;
+	rv_qp_attr a;
+	uint32_t state;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!peer)
+		return rv_err(EINVAL, __func__, "peer is NULL");
+	if (qp->qp_type == RV_QPT_UD)
+		return rv_err(EINVAL, __func__, "UD QPs are not connected: use rv_qp_to_init/to_rtr/to_rts and address handles");
+	if (peer->qp_type != qp->qp_type)
+		return rv_err(EINVAL, __func__, "the peer's QP type %u differs from ours (%u): both sides must be RC or both UC",
+			      peer->qp_type, qp->qp_type);
+	if (peer->qpn == 0 || peer->qpn > 0xffffff || peer->psn > 0xffffff)
+		return rv_err(EINVAL, __func__, "the peer endpoint's qpn 0x%x or psn 0x%x is out of range",
+			      peer->qpn, peer->psn);
+	rc = device_caps(qp, NULL, &pattr, qp->port_num);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the port");
+	if (pattr.link_layer == RV_LINK_LAYER_ETHERNET && gid_is_zero(peer->gid))
+		return rv_err(EINVAL, __func__, "the peer endpoint has no GID, which an Ethernet port (RoCE, iWARP, software device) needs");
+
+	state = current_state(qp);
+	if (state == RV_QPS_RESET) {
+		rc = rv_qp_to_init(qp, NULL);
+		if (rc < 0)
+			return rc;
+		state = RV_QPS_INIT;
+	}
+	if (state != RV_QPS_INIT)
+		return rv_err(EINVAL, __func__, "the QP is in %s; rv_qp_connect starts from RESET or INIT",
+			      rv_qp_state_name(state));
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN | RV_QP_PATH_MTU;
+	memcpy(a.ah_attr.dgid, peer->gid, 16);
+	a.ah_attr.is_global = !gid_is_zero(peer->gid);
+	a.ah_attr.hop_limit = 64;
+	a.ah_attr.sgid_index = 0;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = qp->port_num;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	a.path_mtu = pattr.active_mtu ? pattr.active_mtu : RV_MTU_1024;
+	if (peer->mtu >= RV_MTU_256 && peer->mtu < a.path_mtu)
+		a.path_mtu = peer->mtu;
+	rc = rv_qp_to_rtr(qp, &a);
+	if (rc < 0)
+		return rc;
+	return rv_qp_to_rts(qp, NULL);
+}
+
+/* ---- data path ---- */
+
+static inline int qp_live(const struct rv_qp *qp)
+{
+	return RV_LIKELY(qp && qp->obj.magic == rv_obj_magic(RV_OBJ_QP) && qp->obj.state == RV_OBJ_LIVE);
+}
+
+RV_EXPORT int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	size_t posted = 0;
+	int rc;
+
+	if (RV_UNLIKELY(!qp_live(qp)))
+		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	if (RV_UNLIKELY(!wrs || n == 0)) {
+		if (n_posted)
+			*n_posted = 0;
+		return wrs || n == 0 ? 0 : rv_err(EINVAL, __func__, "wrs is NULL");
+	}
+	rc = qp->drv->post_send(qp, wrs, n, &posted);
+	if (n_posted)
+		*n_posted = posted;
+	return rc;
+}
+
+RV_EXPORT int rv_qp_post_recv(rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	size_t posted = 0;
+	int rc;
+
+	if (RV_UNLIKELY(!qp_live(qp)))
+		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	if (RV_UNLIKELY(!wrs || n == 0)) {
+		if (n_posted)
+			*n_posted = 0;
+		return wrs || n == 0 ? 0 : rv_err(EINVAL, __func__, "wrs is NULL");
+	}
+	rc = qp->drv->post_recv(qp, wrs, n, &posted);
+	if (n_posted)
+		*n_posted = posted;
+	return rc;
+}
+
+static int post_one(rv_qp *qp, uint32_t opcode, const rv_sge *local, uint64_t raddr, uint32_t rkey,
+		    uint64_t wr_id, const char *func)
+{
+	rv_send_wr wr;
+
+	if (RV_UNLIKELY(!qp_live(qp)))
+		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, func);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = local;
+	wr.num_sge = local ? 1 : 0;
+	wr.opcode = opcode;
+	wr.send_flags = RV_SEND_SIGNALED;
+	wr.remote_addr = raddr;
+	wr.rkey = rkey;
+	size_t posted;
+	return qp->drv->post_send(qp, &wr, 1, &posted);
+}
+
+RV_EXPORT int rv_qp_write(rv_qp *qp, const rv_sge *local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id)
+{
+	return post_one(qp, RV_WR_RDMA_WRITE, local, remote_addr, rkey, wr_id, __func__);
+}
+
+RV_EXPORT int rv_qp_read(rv_qp *qp, const rv_sge *local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id)
+{
+	return post_one(qp, RV_WR_RDMA_READ, local, remote_addr, rkey, wr_id, __func__);
+}
+
+RV_EXPORT int rv_qp_send(rv_qp *qp, const rv_sge *local, uint64_t wr_id)
+{
+	return post_one(qp, RV_WR_SEND, local, 0, 0, wr_id, __func__);
+}
+
+RV_EXPORT int rv_qp_recv(rv_qp *qp, const rv_sge *local, uint64_t wr_id)
+{
+	rv_recv_wr wr = {.wr_id = wr_id, .sg_list = local, .num_sge = local ? 1 : 0, .reserved = 0};
+	size_t posted;
+
+	if (RV_UNLIKELY(!qp_live(qp)))
+		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	return qp->drv->post_recv(qp, &wr, 1, &posted);
+}
