@@ -77,6 +77,23 @@ nomem:
 	return -ENOMEM;
 }
 
+int rv_device_new_internal(const struct rv_driver *drv, const char *name, void *drv_dev,
+			   rv_device **ret_dev)
+{
+	struct probe_state ps = {.drv = drv};
+	int rc;
+
+	ps.list = calloc(1, sizeof(*ps.list));
+	if (!ps.list)
+		return -ENOMEM;
+	ps.cap = 1;
+	rc = probe_add(&ps, name, drv_dev);
+	if (rc == 0)
+		*ret_dev = ps.list[0];
+	free(ps.list);
+	return rc;
+}
+
 RV_EXPORT void rv_device_list_free(rv_device **list)
 {
 	if (!list)

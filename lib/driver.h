@@ -69,6 +69,11 @@ struct rv_driver {
 	void *(*raw)(struct rv_object *obj);
 };
 
+/* A device handle served by drv, outside discovery: for tests with a mock
+ * driver. Not exported from the shared library. */
+int rv_device_new_internal(const struct rv_driver *drv, const char *name, void *drv_dev,
+			   rv_device **ret_dev);
+
 /* The drivers built in (NULL when a driver is disabled at build time). */
 extern const struct rv_driver rv_driver_ibv;
 extern const struct rv_driver rv_driver_soft;
