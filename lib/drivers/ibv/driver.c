@@ -1,0 +1,42 @@
+/*
+ * The libibverbs driver's entry table: hardware NICs (ConnectX, EFA ...) and
+ * kernel software devices (rxe, siw) as the facade sees them.
+ *
+ * Owns: nothing but the table; each op lives in the file named after its
+ * purpose (device.c, context.c, resources.c, qp.c, datapath.c, escape.c).
+ */
+#include "ibv-driver.h"
+
+const struct rv_driver rv_driver_ibv = {
+	.name = "ibv",
+	.kind = RV_DEVICE_VERBS,
+
+	.probe = rv_ibv_probe,
+	.device_release = rv_ibv_device_release,
+	.device_active = rv_ibv_device_active,
+
+	.context_open = rv_ibv_context_open,
+	.context_close = rv_ibv_context_close,
+	.query_device = rv_ibv_query_device,
+	.query_port = rv_ibv_query_port,
+	.query_gid = rv_ibv_query_gid,
+
+	.pd_alloc = rv_ibv_pd_alloc,
+	.pd_dealloc = rv_ibv_pd_dealloc,
+
+	.mr_reg = rv_ibv_mr_reg,
+	.mr_dereg = rv_ibv_mr_dereg,
+
+	.cq_create = rv_ibv_cq_create,
+	.cq_destroy = rv_ibv_cq_destroy,
+	.cq_poll = rv_ibv_cq_poll,
+
+	.qp_create = rv_ibv_qp_create,
+	.qp_destroy = rv_ibv_qp_destroy,
+	.qp_modify = rv_ibv_qp_modify,
+	.qp_query = rv_ibv_qp_query,
+	.post_send = rv_ibv_post_send,
+	.post_recv = rv_ibv_post_recv,
+
+	.raw = rv_ibv_raw,
+};

@@ -1,0 +1,254 @@
+/*
+ * Creation and destruction of libibverbs PDs, MRs, CQs and QPs.
+ *
+ * Owns: the struct ibv_pd / ibv_mr / ibv_cq / ibv_qp behind each handle
+ * (drv_pd, drv_mr, drv_cq, drv_qp) and the words for their failures. A
+ * destroy that fails leaves the object and its drv_* pointer untouched, so
+ * the facade keeps it tracked and the close can be retried. Never touches the
+ * ownership graph.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "ibv-driver.h"
+#include "translate.h"
+
+/* Report a failed destroy (errno-returning verbs) and keep the object. */
+static int destroy_failed(int rc, const char *func, const char *verb, const char *what,
+			  const char *devname)
+{
+	char ebuf[128];
+	int err = rv_ibv_errno(rc);
+
+	rv_err(err, func, "%s on %s failed: %s", verb, devname,
+	       rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == EBUSY)
+		rv_err_hint("%s is still in use by a resource rverbs does not track "
+			    "(one made through the escape hatch?); it stays and the close "
+			    "may be retried", what);
+	else
+		rv_err_hint("%s stays and the close may be retried", what);
+	return -err;
+}
+
+/* ---- protection domains ------------------------------------------------ */
+
+int rv_ibv_pd_alloc(struct rv_pd *pd)
+{
+	struct ibv_pd *p;
+	char ebuf[128];
+	int err;
+
+	errno = 0;
+	p = ibv_alloc_pd(rv_ibv_ctx(pd->ctx));
+	if (p) {
+		pd->drv_pd = p;
+		return 0;
+	}
+	err = errno ? errno : ENOMEM;
+	rv_err(err, "rv_pd_new", "ibv_alloc_pd on %s failed: %s", pd->ctx->dev->name,
+	       rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == ENOMEM || err == ENOSPC) {
+		struct ibv_device_attr dattr;
+
+		if (ibv_query_device(rv_ibv_ctx(pd->ctx), &dattr) == 0)
+			rv_err_hint("the device allows %d PDs in all; close unused ones", dattr.max_pd);
+	}
+	return -err;
+}
+
+int rv_ibv_pd_dealloc(struct rv_pd *pd)
+{
+	int rc = ibv_dealloc_pd(pd->drv_pd);
+
+	if (rc != 0)
+		return destroy_failed(rc, "rv_pd_close", "ibv_dealloc_pd", "the PD",
+				      pd->ctx->dev->name);
+	pd->drv_pd = NULL;
+	return 0;
+}
+
+/* ---- memory regions ---------------------------------------------------- */
+
+int rv_ibv_mr_reg(struct rv_mr *mr)
+{
+	const char *devname = mr->pd->ctx->dev->name;
+	struct ibv_mr *m;
+	char ebuf[128];
+	int err;
+
+	errno = 0;
+	m = ibv_reg_mr(mr->pd->drv_pd, mr->addr, mr->length, (int)mr->access);
+	if (m) {
+		mr->drv_mr = m;
+		mr->lkey = m->lkey;
+		mr->rkey = m->rkey;
+		return 0;
+	}
+	err = errno ? errno : ENOMEM;
+	rv_err(err, "rv_mr_reg", "ibv_reg_mr(%p, %zu bytes, access 0x%x) on %s failed: %s",
+	       mr->addr, mr->length, mr->access, devname, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	switch (err) {
+	case ENOMEM:
+	case EAGAIN:
+		rv_ibv_hint_memlock();
+		break;
+	case EFAULT:
+		rv_err_hint("the range [%p, +%zu) is not entirely mapped in this process",
+			    mr->addr, mr->length);
+		break;
+	case EACCES:
+	case EPERM:
+		rv_err_hint("the memory's protection does not allow the access flags: local or "
+			    "remote write needs writable pages (is it mapped read-only?)");
+		break;
+	case EINVAL:
+	case EOPNOTSUPP: {
+		struct ibv_device_attr dattr;
+
+		if (ibv_query_device(rv_ibv_ctx(mr->pd->ctx), &dattr) == 0 &&
+		    (uint64_t)mr->length > dattr.max_mr_size)
+			rv_err_hint("%zu bytes exceed the device's max_mr_size of %llu",
+				    mr->length, (unsigned long long)dattr.max_mr_size);
+		else
+			rv_err_hint("the device may not support an access flag: ON_DEMAND needs "
+				    "on-demand paging, MW_BIND memory windows, ZERO_BASED is "
+				    "rarely supported");
+		break;
+	}
+	default:
+		break;
+	}
+	return -err;
+}
+
+int rv_ibv_mr_dereg(struct rv_mr *mr)
+{
+	int rc = ibv_dereg_mr(mr->drv_mr);
+
+	if (rc != 0)
+		return destroy_failed(rc, "rv_mr_close", "ibv_dereg_mr", "the MR",
+				      mr->pd->ctx->dev->name);
+	mr->drv_mr = NULL;
+	return 0;
+}
+
+/* ---- completion queues ------------------------------------------------- */
+
+int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
+{
+	struct ibv_context *c = rv_ibv_ctx(cq->ctx);
+	struct ibv_cq *q;
+	char ebuf[128];
+	int err;
+
+	/* struct rv_comp_channel has no driver object yet, so a CQ cannot be
+	 * tied to a libibverbs completion channel. */
+	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
+		return rv_err(EOPNOTSUPP, "rv_cq_new",
+			      "completion channels are not supported on %s yet", cq->ctx->dev->name);
+
+	errno = 0;
+	q = ibv_create_cq(c, (int)attr->cqe, cq, NULL, (int)attr->comp_vector);
+	if (q) {
+		cq->drv_cq = q;
+		cq->cqe = q->cqe > 0 ? (uint32_t)q->cqe : attr->cqe;
+		return 0;
+	}
+	err = errno ? errno : ENOMEM;
+	rv_err(err, "rv_cq_new", "ibv_create_cq(cqe %u, comp_vector %u) on %s failed: %s",
+	       attr->cqe, attr->comp_vector, cq->ctx->dev->name,
+	       rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == EINVAL || err == ENOMEM) {
+		struct ibv_device_attr dattr;
+
+		if (ibv_query_device(c, &dattr) == 0)
+			rv_err_hint("requested cqe %u and comp_vector %u; the device allows cqe up "
+				    "to %d, %d CQs in all, and this context has %d completion "
+				    "vectors",
+				    attr->cqe, attr->comp_vector, dattr.max_cqe, dattr.max_cq,
+				    c->num_comp_vectors);
+	}
+	return -err;
+}
+
+int rv_ibv_cq_destroy(struct rv_cq *cq)
+{
+	int rc = ibv_destroy_cq(cq->drv_cq);
+
+	if (rc != 0)
+		return destroy_failed(rc, "rv_cq_close", "ibv_destroy_cq", "the CQ",
+				      cq->ctx->dev->name);
+	cq->drv_cq = NULL;
+	return 0;
+}
+
+/* ---- queue pairs ------------------------------------------------------- */
+
+static void hint_qp_caps(struct ibv_context *c, const rv_qp_init_attr *attr)
+{
+	struct ibv_device_attr dattr;
+
+	if (ibv_query_device(c, &dattr) != 0)
+		return;
+	rv_err_hint("requested %s QP with max_send_wr %u, max_recv_wr %u, max_send_sge %u, "
+		    "max_recv_sge %u, max_inline_data %u; the device allows max_qp_wr %d, "
+		    "max_sge %d, %d QPs in all (its inline limit is not reported: try a "
+		    "smaller max_inline_data)",
+		    rv_ibv_qp_type_name(attr->qp_type), attr->cap.max_send_wr,
+		    attr->cap.max_recv_wr, attr->cap.max_send_sge, attr->cap.max_recv_sge,
+		    attr->cap.max_inline_data, dattr.max_qp_wr, dattr.max_sge, dattr.max_qp);
+}
+
+int rv_ibv_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
+{
+	struct ibv_context *c = rv_ibv_ctx(qp->ctx);
+	struct ibv_qp_init_attr init;
+	struct ibv_qp *q;
+	char ebuf[128];
+	int err;
+
+	rv_ibv_qp_init_attr_to_ibv(attr, qp->send_cq->drv_cq, qp->recv_cq->drv_cq, qp, &init);
+	errno = 0;
+	q = ibv_create_qp(qp->pd->drv_pd, &init);
+	if (q) {
+		qp->drv_qp = q;
+		qp->qpn = q->qp_num;
+		/* ibv_create_qp() writes back what the QP actually got; the
+		 * inline limit in particular may exceed the request, and
+		 * rv_send_wr_inline() relies on it. */
+		rv_ibv_qp_cap_from_ibv(&init.cap, &qp->cap);
+		return 0;
+	}
+	err = errno ? errno : ENOMEM;
+	rv_err(err, "rv_qp_new", "ibv_create_qp(%s) on %s failed: %s",
+	       rv_ibv_qp_type_name(attr->qp_type), qp->ctx->dev->name,
+	       rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	switch (err) {
+	case EINVAL:
+	case ENOMEM:
+	case ENOSPC:
+		hint_qp_caps(c, attr);
+		break;
+	case EOPNOTSUPP:
+	case ENOSYS:
+	case EPROTONOSUPPORT:
+		rv_err_hint("the device does not offer %s QPs (EFA offers UD and SRD only, "
+			    "iWARP devices RC only)", rv_ibv_qp_type_name(attr->qp_type));
+		break;
+	default:
+		break;
+	}
+	return -err;
+}
+
+int rv_ibv_qp_destroy(struct rv_qp *qp)
+{
+	int rc = ibv_destroy_qp(qp->drv_qp);
+
+	if (rc != 0)
+		return destroy_failed(rc, "rv_qp_close", "ibv_destroy_qp", "the QP",
+				      qp->ctx->dev->name);
+	qp->drv_qp = NULL;
+	return 0;
+}
