@@ -10,10 +10,8 @@
 
 #include "ibv-driver.h"
 
-/* Handles start with their struct rv_object, so a NULL or foreign pointer is
- * handed to rv_obj_check() as is, without a member access through it. */
-#define AS_OBJ(h) ((const struct rv_object *)(const void *)(h))
-
+/* RV_COBJ hands a NULL or foreign pointer to rv_obj_check() as is, without a
+ * member access through it. */
 static bool on_verbs(const struct rv_context *ctx)
 {
 	return ctx && ctx->dev && ctx->dev->kind == RV_DEVICE_VERBS;
@@ -21,21 +19,21 @@ static bool on_verbs(const struct rv_context *ctx)
 
 RV_EXPORT struct ibv_context *rv_context_ibv(rv_context *ctx)
 {
-	if (rv_obj_check(AS_OBJ(ctx), RV_OBJ_CONTEXT, "rv_context_ibv") != 0 || !on_verbs(ctx))
+	if (rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, "rv_context_ibv") != 0 || !on_verbs(ctx))
 		return NULL;
 	return ctx->drv_ctx;
 }
 
 RV_EXPORT struct ibv_pd *rv_pd_ibv(rv_pd *pd)
 {
-	if (rv_obj_check(AS_OBJ(pd), RV_OBJ_PD, "rv_pd_ibv") != 0 || !on_verbs(pd->ctx))
+	if (rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, "rv_pd_ibv") != 0 || !on_verbs(pd->ctx))
 		return NULL;
 	return pd->drv_pd;
 }
 
 RV_EXPORT struct ibv_mr *rv_mr_ibv(rv_mr *mr)
 {
-	if (rv_obj_check(AS_OBJ(mr), RV_OBJ_MR, "rv_mr_ibv") != 0 || !mr->pd ||
+	if (rv_obj_check(RV_COBJ(mr), RV_OBJ_MR, "rv_mr_ibv") != 0 || !mr->pd ||
 	    !on_verbs(mr->pd->ctx))
 		return NULL;
 	return mr->drv_mr;
@@ -43,14 +41,14 @@ RV_EXPORT struct ibv_mr *rv_mr_ibv(rv_mr *mr)
 
 RV_EXPORT struct ibv_cq *rv_cq_ibv(rv_cq *cq)
 {
-	if (rv_obj_check(AS_OBJ(cq), RV_OBJ_CQ, "rv_cq_ibv") != 0 || !on_verbs(cq->ctx))
+	if (rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, "rv_cq_ibv") != 0 || !on_verbs(cq->ctx))
 		return NULL;
 	return cq->drv_cq;
 }
 
 RV_EXPORT struct ibv_qp *rv_qp_ibv(rv_qp *qp)
 {
-	if (rv_obj_check(AS_OBJ(qp), RV_OBJ_QP, "rv_qp_ibv") != 0 || !on_verbs(qp->ctx))
+	if (rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, "rv_qp_ibv") != 0 || !on_verbs(qp->ctx))
 		return NULL;
 	return qp->drv_qp;
 }
