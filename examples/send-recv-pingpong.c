@@ -1,0 +1,257 @@
+/*
+ * send-recv-pingpong: two-sided SEND/RECV round trips between two processes,
+ * with the latency they took.
+ *
+ * Each side keeps a receive posted; the client SENDs, the server answers with
+ * a SEND of the same bytes, and the client checks every byte that comes back.
+ *
+ *   send-recv-pingpong [-n ITERS] [-s SIZE]                 both sides (fork)
+ *   send-recv-pingpong [-n ITERS] [-s SIZE] server [PORT]
+ *   send-recv-pingpong [-n ITERS] [-s SIZE] client HOST PORT
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rverbs/rverbs.h>
+
+#include "oob.h"
+
+struct side {
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_mr *mr; /* first half: receive buffer, second half: send buffer */
+	rv_cq *cq;
+	rv_qp *qp;
+	uint32_t size;
+};
+
+static int fail(const char *what, int rc)
+{
+	fprintf(stderr, "%s failed: %s\n  %s\n", what, strerror(-rc), rv_error_last());
+	return 1;
+}
+
+static int side_open(struct side *s, uint32_t size)
+{
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ};
+	int rc;
+
+	s->size = size;
+	if ((rc = rv_device_default(&s->dev)) < 0)
+		return fail("rv_device_default", rc);
+	if ((rc = rv_context_new(s->dev, NULL, &s->ctx)) < 0)
+		return fail("rv_context_new", rc);
+	if ((rc = rv_pd_new(s->ctx, NULL, &s->pd)) < 0)
+		return fail("rv_pd_new", rc);
+	if ((rc = rv_mr_alloc(s->pd, 2 * (size_t)size, RV_ACCESS_LOCAL_WRITE, &s->mr)) < 0)
+		return fail("rv_mr_alloc", rc);
+	if ((rc = rv_cq_new(s->ctx, NULL, &s->cq)) < 0)
+		return fail("rv_cq_new", rc);
+	qa.send_cq = s->cq;
+	if ((rc = rv_qp_new(s->pd, &qa, &s->qp)) < 0)
+		return fail("rv_qp_new", rc);
+	return 0;
+}
+
+static void side_close(struct side *s)
+{
+	rv_context_close(s->ctx); /* closes the QP, CQ, MR and PD first */
+	rv_qp_unref(s->qp);
+	rv_cq_unref(s->cq);
+	rv_mr_unref(s->mr);
+	rv_pd_unref(s->pd);
+	rv_context_unref(s->ctx);
+	rv_device_unref(s->dev);
+}
+
+static char *buf(struct side *s, int send_half)
+{
+	return (char *)rv_mr_addr(s->mr) + (send_half ? s->size : 0);
+}
+
+static int post_recv(struct side *s)
+{
+	rv_sge sge = {.addr = (uintptr_t)buf(s, 0), .length = s->size, .lkey = rv_mr_lkey(s->mr)};
+	return rv_qp_recv(s->qp, &sge, 0);
+}
+
+/* Send the send half; wait for both the send completion and one receive. */
+static int send_and_receive(struct side *s, int send_first)
+{
+	rv_sge sge = {.addr = (uintptr_t)buf(s, 1), .length = s->size, .lkey = rv_mr_lkey(s->mr)};
+	int got_send = 0, got_recv = 0, rc;
+	rv_wc wc;
+
+	if (!send_first)
+		got_send = 1;
+	else if ((rc = rv_qp_send(s->qp, &sge, 1)) < 0)
+		return fail("rv_qp_send", rc);
+	while (!got_send || !got_recv) {
+		if ((rc = oob_wait_completion(s->cq, &wc, 5000)) < 0)
+			return fail("waiting for a completion", rc);
+		if (wc.status != RV_WC_SUCCESS) {
+			fprintf(stderr, "%s completed with %s: %s\n", wc.opcode & RV_WC_RECV ? "RECV" : "SEND",
+				rv_wc_status_str((int)wc.status), rv_wc_status_hint((int)wc.status));
+			return 1;
+		}
+		if (wc.opcode & RV_WC_RECV) {
+			got_recv = 1;
+			if (wc.byte_len != s->size) {
+				fprintf(stderr, "received %u bytes, expected %u\n", wc.byte_len, s->size);
+				return 1;
+			}
+			if ((rc = post_recv(s)) < 0)
+				return fail("rv_qp_recv", rc);
+			if (!send_first) {
+				memcpy(buf(s, 1), buf(s, 0), s->size);
+				if ((rc = rv_qp_send(s->qp, &sge, 1)) < 0)
+					return fail("rv_qp_send", rc);
+				got_send = 0;
+				send_first = 1;
+			}
+		} else {
+			got_send = 1;
+		}
+	}
+	return 0;
+}
+
+static int connect_side(struct side *s, int fd)
+{
+	rv_endpoint me, peer;
+	int rc;
+
+	if ((rc = post_recv(s)) < 0)
+		return fail("rv_qp_recv", rc);
+	if ((rc = rv_qp_endpoint(s->qp, &me)) < 0)
+		return fail("rv_qp_endpoint", rc);
+	if ((rc = oob_exchange(fd, &me, &peer)) < 0)
+		return fail("endpoint exchange", rc);
+	if ((rc = rv_qp_connect(s->qp, &peer)) < 0)
+		return fail("rv_qp_connect", rc);
+	return oob_barrier(fd) < 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int server(int lfd, int iters, uint32_t size)
+{
+	struct side s = {0};
+	int fd = -1, ret = 1;
+
+	if (side_open(&s, size) || oob_accept(lfd, &fd) < 0 || connect_side(&s, fd))
+		goto out;
+	for (int i = 0; i < iters; i++)
+		if (send_and_receive(&s, 0))
+			goto out;
+	ret = oob_barrier(fd) < 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	side_close(&s);
+	return ret;
+}
+
+static int client(const char *host, const char *port, int iters, uint32_t size)
+{
+	struct side s = {0};
+	double *rtt = calloc((size_t)iters, sizeof(*rtt)), sum = 0;
+	int fd = -1, ret = 1;
+
+	if (!rtt || side_open(&s, size) || oob_connect(host, port, &fd) < 0 || connect_side(&s, fd))
+		goto out;
+	for (int i = 0; i < iters; i++) {
+		for (uint32_t k = 0; k < size; k++)
+			buf(&s, 1)[k] = (char)(i + k);
+		double t0 = now_us();
+		if (send_and_receive(&s, 1))
+			goto out;
+		rtt[i] = now_us() - t0;
+		if (memcmp(buf(&s, 0), buf(&s, 1), size) != 0) {
+			fprintf(stderr, "iteration %d: the echoed bytes differ from the sent ones\n", i);
+			goto out;
+		}
+		sum += rtt[i];
+	}
+	qsort(rtt, (size_t)iters, sizeof(*rtt), cmp_double);
+	printf("send-recv-pingpong on %s: %d round trips of %u bytes, all bytes verified\n",
+	       rv_device_name(s.dev), iters, size);
+	printf("  one-way latency (RTT/2), us: min %.2f  median %.2f  avg %.2f  p99 %.2f  max %.2f\n",
+	       rtt[0] / 2, rtt[iters / 2] / 2, sum / iters / 2, rtt[(size_t)((iters - 1) * 0.99)] / 2,
+	       rtt[iters - 1] / 2);
+	printf("  round trips per second: %.0f\n", iters / (sum / 1e6));
+	ret = oob_barrier(fd) < 0;
+out:
+	free(rtt);
+	if (fd >= 0)
+		close(fd);
+	side_close(&s);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	int iters = 10000, opt, lfd, port, status, rc;
+	uint32_t size = 64;
+	char portstr[16];
+	pid_t pid;
+
+	while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+		if (opt == 'n')
+			iters = atoi(optarg);
+		else if (opt == 's')
+			size = (uint32_t)strtoul(optarg, NULL, 0);
+		else
+			goto usage;
+	}
+	if (iters < 1 || size < 1 || size > (1u << 24))
+		goto usage;
+	argc -= optind;
+	argv += optind;
+	if (argc >= 1 && strcmp(argv[0], "server") == 0) {
+		if (oob_listen(argc > 1 ? argv[1] : "0", &lfd, &port) < 0)
+			return 1;
+		printf("listening on port %d\n", port);
+		fflush(stdout);
+		return server(lfd, iters, size);
+	}
+	if (argc == 3 && strcmp(argv[0], "client") == 0)
+		return client(argv[1], argv[2], iters, size);
+	if (argc != 0)
+		goto usage;
+	if (oob_listen("0", &lfd, &port) < 0)
+		return 1;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0)
+		_exit(server(lfd, iters, size));
+	close(lfd);
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	rc = client("127.0.0.1", portstr, iters, size);
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		rc = 1;
+	printf("send-recv-pingpong: %s\n", rc ? "FAILED" : "ok");
+	return rc;
+usage:
+	fprintf(stderr, "usage: send-recv-pingpong [-n ITERS] [-s SIZE] [server [PORT] | client HOST PORT]\n");
+	return 2;
+}
