@@ -187,10 +187,11 @@ struct dump_state {
 	FILE *f;
 };
 
-static void dump_one(FILE *f, const struct rv_object *obj, int depth)
+/* extra_refs: references held by the dump itself, not shown. */
+static void dump_one(FILE *f, const struct rv_object *obj, int depth, uint32_t extra_refs)
 {
 	fprintf(f, "%*s%s #%" PRIu64 " refs=%u %s", depth * 2, "", rv_obj_type_name(obj->cls->type),
-		obj->id, atomic_load(&obj->refcnt),
+		obj->id, atomic_load(&obj->refcnt) - extra_refs,
 		obj->state == RV_OBJ_LIVE ? ((obj->flags & 1u) ? "zombie(destroy failed)" : "live") : "closed");
 	if (obj->state != RV_OBJ_LIVE)
 		fprintf(f, " (%s)", obj->close_reason);
@@ -200,7 +201,7 @@ static void dump_one(FILE *f, const struct rv_object *obj, int depth)
 static void dump_visit(struct rv_object *obj, int depth, void *arg)
 {
 	struct dump_state *ds = arg;
-	dump_one(ds->f, obj, depth + 1);
+	dump_one(ds->f, obj, depth + 1, 0);
 }
 
 RV_EXPORT int rv_context_dump(rv_context *ctx, char **ret_text)
@@ -217,8 +218,8 @@ RV_EXPORT int rv_context_dump(rv_context *ctx, char **ret_text)
 	ds.f = open_memstream(&text, &len);
 	if (!ds.f)
 		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_graph_lock(&ctx->obj);
-	dump_one(ds.f, &ctx->obj, 0);
+	rv_graph_lock(&ctx->obj); /* takes one reference on ctx, not shown */
+	dump_one(ds.f, &ctx->obj, 0, 1);
 	rv_obj_walk(&ctx->obj, dump_visit, &ds);
 	rv_graph_unlock(&ctx->obj);
 	if (fclose(ds.f) != 0) {
