@@ -1,0 +1,371 @@
+/*
+ * The libibverbs driver's data path (lib/drivers/ibv/datapath.c) against a
+ * mock provider: ibv_post_send, ibv_post_recv and ibv_poll_cq are inline
+ * calls through ibv_context::ops, so a fake context proves the batching,
+ * the WR chains, n_posted from bad_wr and the polling loop without hardware.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "drivers/ibv/ibv-driver.h"
+#include "drivers/ibv/translate.h"
+
+#define MAX_CALLS 16
+#define MAX_WRS 256
+
+/* What the mock provider saw and how it should answer. */
+static struct {
+	int calls;
+	size_t chain_len[MAX_CALLS];
+	uint64_t wr_ids[MAX_WRS];
+	unsigned flags[MAX_WRS];
+	const void *sg_lists[MAX_WRS];
+	size_t seen;            /* WRs seen over all calls */
+	long fail_at;           /* overall index of the WR to refuse, or -1 */
+	int fail_rc;            /* what the provider returns then */
+	int bad_null;           /* the provider leaves *bad_wr NULL */
+	/* poll */
+	int available;          /* completions the CQ holds */
+	int poll_want[MAX_CALLS];
+	int poll_rc_after;      /* once this many were polled, return poll_err */
+	int poll_err;
+} mock;
+
+static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	size_t n = 0;
+
+	(void)qp;
+	mock.calls++;
+	for (; wr; wr = wr->next, n++) {
+		if ((long)mock.seen == mock.fail_at) {
+			mock.chain_len[mock.calls - 1] = n;
+			*bad = mock.bad_null ? NULL : wr;
+			return mock.fail_rc;
+		}
+		mock.wr_ids[mock.seen] = wr->wr_id;
+		mock.flags[mock.seen] = wr->send_flags;
+		mock.sg_lists[mock.seen] = wr->sg_list;
+		mock.seen++;
+	}
+	mock.chain_len[mock.calls - 1] = n;
+	return 0;
+}
+
+static int mock_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	size_t n = 0;
+
+	(void)qp;
+	mock.calls++;
+	for (; wr; wr = wr->next, n++) {
+		if ((long)mock.seen == mock.fail_at) {
+			mock.chain_len[mock.calls - 1] = n;
+			*bad = mock.bad_null ? NULL : wr;
+			return mock.fail_rc;
+		}
+		mock.wr_ids[mock.seen] = wr->wr_id;
+		mock.sg_lists[mock.seen] = wr->sg_list;
+		mock.seen++;
+	}
+	mock.chain_len[mock.calls - 1] = n;
+	return 0;
+}
+
+static int mock_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	int n = 0;
+
+	(void)cq;
+	mock.poll_want[mock.calls++] = num;
+	if (mock.poll_rc_after >= 0 && (int)mock.seen >= mock.poll_rc_after)
+		return mock.poll_err;
+	while (n < num && mock.available > 0) {
+		memset(&wc[n], 0, sizeof(wc[n]));
+		wc[n].wr_id = 1000 + mock.seen;
+		wc[n].status = IBV_WC_SUCCESS;
+		wc[n].opcode = IBV_WC_RECV;
+		wc[n].byte_len = (uint32_t)mock.seen;
+		wc[n].wc_flags = IBV_WC_WITH_IMM;
+		wc[n].imm_data = htobe32((uint32_t)mock.seen);
+		wc[n].qp_num = 0x42;
+		mock.available--;
+		mock.seen++;
+		n++;
+	}
+	return n;
+}
+
+static struct ibv_context fake_ctx;
+static struct ibv_qp fake_ibqp;
+static struct ibv_cq fake_ibcq;
+static struct rv_device fake_dev;
+static struct rv_context fake_rvctx;
+static struct rv_qp qp;
+static struct rv_cq cq;
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&mock, 0, sizeof(mock));
+	mock.fail_at = -1;
+	mock.poll_rc_after = -1;
+	memset(&fake_ctx, 0, sizeof(fake_ctx));
+	fake_ctx.ops.post_send = mock_post_send;
+	fake_ctx.ops.post_recv = mock_post_recv;
+	fake_ctx.ops.poll_cq = mock_poll_cq;
+	memset(&fake_ibqp, 0, sizeof(fake_ibqp));
+	fake_ibqp.context = &fake_ctx;
+	fake_ibqp.qp_num = 0x42;
+	memset(&fake_ibcq, 0, sizeof(fake_ibcq));
+	fake_ibcq.context = &fake_ctx;
+	memset(&fake_dev, 0, sizeof(fake_dev));
+	strcpy(fake_dev.name, "mock0");
+	memset(&fake_rvctx, 0, sizeof(fake_rvctx));
+	fake_rvctx.dev = &fake_dev;
+	fake_rvctx.drv_ctx = &fake_ctx;
+	memset(&qp, 0, sizeof(qp));
+	qp.drv_qp = &fake_ibqp;
+	qp.ctx = &fake_rvctx;
+	qp.qp_type = RV_QPT_RC;
+	qp.qpn = 0x42;
+	qp.state = RV_QPS_RTS;
+	qp.cap = (rv_qp_cap){ .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1,
+			      .max_recv_sge = 1, .max_inline_data = 32 };
+	memset(&cq, 0, sizeof(cq));
+	cq.drv_cq = &fake_ibcq;
+	cq.ctx = &fake_rvctx;
+	cq.cqe = 256;
+	rv_error_clear();
+	return 0;
+}
+
+static rv_sge sges[MAX_WRS];
+
+static void make_send(rv_send_wr *w, size_t n, uint32_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		sges[i] = (rv_sge){ .addr = 0x10000 + i * 64, .length = len, .lkey = 5 };
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].wr_id = 100 + i;
+		w[i].sg_list = &sges[i];
+		w[i].num_sge = 1;
+		w[i].opcode = RV_WR_RDMA_WRITE;
+		w[i].send_flags = RV_SEND_SIGNALED;
+		w[i].rkey = 9;
+	}
+}
+
+static void test_ibv_datapath__post_send_batches_of_16_in_order(void **state)
+{
+	rv_send_wr w[40];
+	size_t posted = 999;
+
+	(void)state;
+	make_send(w, 40, 64);
+	assert_int_equal(rv_ibv_post_send(&qp, w, 40, &posted), 0);
+	assert_int_equal(posted, 40);
+	assert_int_equal(mock.calls, 3);
+	assert_int_equal(mock.chain_len[0], 16);
+	assert_int_equal(mock.chain_len[1], 16);
+	assert_int_equal(mock.chain_len[2], 8);
+	for (size_t i = 0; i < 40; i++) {
+		assert_int_equal(mock.wr_ids[i], 100 + i);
+		/* The caller's SGE, not a copy. */
+		assert_ptr_equal(mock.sg_lists[i], &sges[i]);
+		/* 64 bytes exceed max_inline_data 32: not inline. */
+		assert_int_equal(mock.flags[i], IBV_SEND_SIGNALED);
+	}
+}
+
+static void test_ibv_datapath__post_send_inline_when_it_fits(void **state)
+{
+	rv_send_wr w[3];
+	size_t posted;
+
+	(void)state;
+	make_send(w, 3, 32);
+	w[1].send_flags |= RV_SEND_NO_INLINE;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 3, &posted), 0);
+	assert_int_equal(posted, 3);
+	assert_int_equal(mock.flags[0], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	assert_int_equal(mock.flags[1], IBV_SEND_SIGNALED);
+	assert_int_equal(mock.flags[2], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+}
+
+static void test_ibv_datapath__post_send_full_queue_counts_from_bad_wr(void **state)
+{
+	rv_send_wr w[40];
+	size_t posted = 999;
+
+	(void)state;
+	make_send(w, 40, 64);
+	mock.fail_at = 20; /* in the second batch, its fifth WR */
+	mock.fail_rc = ENOMEM;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 40, &posted), -ENOMEM);
+	assert_int_equal(posted, 20);
+	assert_int_equal(mock.calls, 2);
+	assert_non_null(strstr(rv_error_last(), "rv_qp_post_send"));
+	assert_non_null(strstr(rv_error_last(), "ibv_post_send"));
+	assert_non_null(strstr(rv_error_last(), "WR 20"));
+	assert_non_null(strstr(rv_error_last(), "send queue is full"));
+	assert_non_null(strstr(rv_error_last(), "max_send_wr 64"));
+}
+
+static void test_ibv_datapath__post_send_negative_errno_provider(void **state)
+{
+	rv_send_wr w[4];
+	size_t posted;
+
+	(void)state;
+	make_send(w, 4, 8);
+	mock.fail_at = 0;
+	mock.fail_rc = -EINVAL;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 4, &posted), -EINVAL);
+	assert_int_equal(posted, 0);
+	assert_non_null(strstr(rv_error_last(), "max_send_sge (1)"));
+}
+
+static void test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unposted(void **state)
+{
+	rv_send_wr w[20];
+	size_t posted;
+
+	(void)state;
+	make_send(w, 20, 8);
+	mock.fail_at = 18;
+	mock.fail_rc = EINVAL;
+	mock.bad_null = 1;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 20, &posted), -EINVAL);
+	assert_int_equal(posted, 16);
+}
+
+static void test_ibv_datapath__post_send_untranslatable_wr_posts_those_before(void **state)
+{
+	rv_send_wr w[8];
+	size_t posted = 999;
+
+	(void)state;
+	make_send(w, 8, 8);
+	w[5].opcode = RV_WR_BIND_MW;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 8, &posted), -EOPNOTSUPP);
+	assert_int_equal(posted, 5);
+	assert_int_equal(mock.calls, 1);
+	assert_int_equal(mock.chain_len[0], 5);
+	assert_non_null(strstr(rv_error_last(), "WR 5"));
+	assert_non_null(strstr(rv_error_last(), "BIND_MW"));
+
+	/* The very first WR: nothing reaches the provider. */
+	setup(NULL);
+	w[0].opcode = 77;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 8, &posted), -EINVAL);
+	assert_int_equal(posted, 0);
+	assert_int_equal(mock.calls, 0);
+}
+
+static void test_ibv_datapath__post_recv_batches_and_bad_wr(void **state)
+{
+	rv_recv_wr w[33];
+	size_t posted = 999;
+
+	(void)state;
+	for (size_t i = 0; i < 33; i++) {
+		sges[i] = (rv_sge){ .addr = 0x20000 + i * 64, .length = 64, .lkey = 6 };
+		w[i] = (rv_recv_wr){ .wr_id = 500 + i, .sg_list = &sges[i], .num_sge = 1 };
+	}
+	assert_int_equal(rv_ibv_post_recv(&qp, w, 33, &posted), 0);
+	assert_int_equal(posted, 33);
+	assert_int_equal(mock.calls, 3);
+	assert_int_equal(mock.chain_len[2], 1);
+	for (size_t i = 0; i < 33; i++) {
+		assert_int_equal(mock.wr_ids[i], 500 + i);
+		assert_ptr_equal(mock.sg_lists[i], &sges[i]);
+	}
+
+	setup(NULL);
+	mock.fail_at = 17;
+	mock.fail_rc = ENOMEM;
+	assert_int_equal(rv_ibv_post_recv(&qp, w, 33, &posted), -ENOMEM);
+	assert_int_equal(posted, 17);
+	assert_non_null(strstr(rv_error_last(), "rv_qp_post_recv"));
+	assert_non_null(strstr(rv_error_last(), "receive queue is full"));
+}
+
+static void test_ibv_datapath__poll_loops_in_batches_and_translates(void **state)
+{
+	rv_wc wc[100];
+
+	(void)state;
+	mock.available = 40;
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 100), 40);
+	/* 16 + 16 + 8 (< 16 asked: the CQ is empty, stop). */
+	assert_int_equal(mock.calls, 3);
+	assert_int_equal(mock.poll_want[0], 16);
+	assert_int_equal(mock.poll_want[2], 16);
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(wc[i].wr_id, 1000 + (uint64_t)i);
+		assert_int_equal(wc[i].opcode, RV_WC_RECV);
+		assert_int_equal(wc[i].imm_data, (uint32_t)i);
+		assert_int_equal(wc[i].byte_len, (uint32_t)i);
+	}
+}
+
+static void test_ibv_datapath__poll_never_asks_for_more_than_max(void **state)
+{
+	rv_wc wc[5];
+
+	(void)state;
+	mock.available = 40;
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 5), 5);
+	assert_int_equal(mock.calls, 1);
+	assert_int_equal(mock.poll_want[0], 5);
+	assert_int_equal(mock.available, 35);
+
+	setup(NULL);
+	mock.available = 32;
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 1), 1);
+
+	setup(NULL);
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 5), 0);
+	assert_int_equal(mock.calls, 1);
+}
+
+static void test_ibv_datapath__poll_error_keeps_completions_already_taken(void **state)
+{
+	rv_wc wc[64];
+
+	(void)state;
+	mock.available = 40;
+	mock.poll_rc_after = 16;
+	mock.poll_err = -2;
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 64), 16);
+
+	/* The next poll reports the error. */
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 64), -EOVERFLOW);
+	assert_non_null(strstr(rv_error_last(), "rv_cq_poll"));
+	assert_non_null(strstr(rv_error_last(), "ibv_poll_cq"));
+	assert_non_null(strstr(rv_error_last(), "overflow"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_batches_of_16_in_order, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_inline_when_it_fits, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_full_queue_counts_from_bad_wr, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_negative_errno_provider, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unposted, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_untranslatable_wr_posts_those_before, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_recv_batches_and_bad_wr, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__poll_loops_in_batches_and_translates, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__poll_never_asks_for_more_than_max, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__poll_error_keeps_completions_already_taken, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
