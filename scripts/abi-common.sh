@@ -25,5 +25,6 @@ build_library() {
 describe() {
 	abidw --headers-dir "$public_headers" --drop-private-types \
 		--no-show-locs --no-comp-dir-path --no-corpus-path \
+		--no-elf-needed --drop-undefined-syms \
 		--type-id-style hash --out-file "$2" "$1"
 }
