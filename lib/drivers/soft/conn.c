@@ -1,0 +1,599 @@
+/*
+ * Connections of the software device: one TCP stream per connected QP, set up
+ * with an MPA request/reply exchange (RFC 5044 §7.1, revision 1, CRC on,
+ * markers off) whose private data names both QPs (wire.h, rv_soft_cpd).
+ *
+ * Who connects: the side whose (gid, port, qpn) tuple compares lower connects
+ * to the other's listener at RTR; the other side's listener matches the
+ * request against its QP table. A request may arrive before the target QP
+ * reaches RTR: it then waits (PENDING) until that QP's RTR, or until
+ * SOFT_CONNECT_TIMEOUT_MS. The initiator sends the first FPDU (a zero-length
+ * READ, the RFC 6581 "RTR" message) and the responder sends nothing before it.
+ *
+ * Owns: the connection state machine, socket I/O for setup, epoll interest,
+ * teardown. Runs in the progress thread with sc->lock held, except
+ * soft_conn_start/adopt_pending/detach which control calls make with sc->lock
+ * held too, and soft_conn_flush/set_out which a posting thread may call with
+ * q->lock held on an attached connection. Never blocks: every socket is
+ * non-blocking.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+static void update_events(struct soft_conn *c)
+{
+	uint32_t want = 0;
+	struct epoll_event ev;
+
+	switch (c->state) {
+	case CONN_CONNECTING:
+		want = EPOLLOUT;
+		break;
+	case CONN_PENDING:
+		want = 0; /* the initiator waits for our reply; only HUP/ERR matter */
+		break;
+	case CONN_UP:
+		want = (c->rx_stalled ? 0 : EPOLLIN) | (c->tx_len > c->tx_off ? EPOLLOUT : 0);
+		break;
+	case CONN_DEAD:
+		return;
+	default:
+		want = EPOLLIN | (c->tx_len > c->tx_off ? EPOLLOUT : 0);
+		break;
+	}
+	if (want == c->events)
+		return;
+	ev.events = want;
+	ev.data.ptr = c;
+	if (epoll_ctl(c->sc->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+		c->events = want;
+}
+
+void soft_conn_set_out(struct soft_conn *c, bool want)
+{
+	(void)want;
+	update_events(c);
+}
+
+bool soft_conn_flush(struct soft_conn *c)
+{
+	while (c->tx_len > c->tx_off) {
+		ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			c->tx_off = c->tx_len = 0;
+			return false;
+		}
+		c->tx_off += (size_t)n;
+	}
+	if (c->tx_off == c->tx_len)
+		c->tx_off = c->tx_len = 0;
+	return true;
+}
+
+static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_state state)
+{
+	struct soft_conn *c = calloc(1, sizeof(*c));
+	struct epoll_event ev;
+	int one = 1;
+
+	if (!c)
+		return NULL;
+	c->rx = malloc(SOFT_RXBUF);
+	c->tx = malloc(SOFT_TXBUF);
+	if (!c->rx || !c->tx) {
+		free(c->rx);
+		free(c->tx);
+		free(c);
+		return NULL;
+	}
+	c->sc = sc;
+	c->fd = fd;
+	c->state = state;
+	c->events = state == CONN_CONNECTING ? EPOLLOUT : EPOLLIN;
+	c->deadline = soft_now_ms() + SOFT_CONNECT_TIMEOUT_MS;
+	ev.events = c->events;
+	ev.data.ptr = c;
+	if (epoll_ctl(sc->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		free(c->rx);
+		free(c->tx);
+		free(c);
+		return NULL;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->next = sc->conns;
+	sc->conns = c;
+	return c;
+}
+
+void soft_conn_free(struct soft_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->rx);
+	free(c->tx);
+	free(c);
+}
+
+/* Out of epoll and the live list; freed by the progress thread later. */
+static void conn_kill(struct soft_conn *c)
+{
+	struct soft_ctx *sc = c->sc;
+
+	if (c->state == CONN_DEAD)
+		return;
+	for (struct soft_conn **pp = &sc->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	epoll_ctl(sc->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	c->state = CONN_DEAD;
+	if (c->qp) {
+		c->qp->conn = NULL;
+		c->qp = NULL;
+	}
+	c->next = sc->zombies;
+	sc->zombies = c;
+}
+
+static void conn_closing(struct soft_conn *c)
+{
+	c->state = CONN_CLOSING;
+	c->deadline = soft_now_ms() + SOFT_LINGER_MS;
+	if (!soft_conn_flush(c)) {
+		conn_kill(c);
+		return;
+	}
+	if (c->tx_len == 0 && !c->shut_wr) {
+		shutdown(c->fd, SHUT_WR);
+		c->shut_wr = true;
+	}
+	c->rx_len = 0;
+	update_events(c);
+}
+
+void soft_conn_detach(struct soft_qp *q, bool graceful)
+{
+	struct soft_conn *c = q->conn;
+
+	if (!c)
+		return;
+	q->conn = NULL;
+	c->qp = NULL;
+	c->rx_stalled = false;
+	if (graceful && c->state == CONN_UP)
+		conn_closing(c);
+	else
+		conn_kill(c);
+}
+
+/* The QP's connection failed: its work completes with an error. */
+static void qp_conn_failed(struct soft_qp *q, const char *why)
+{
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: connection to QP 0x%x failed: %s; its work completes with "
+	       "RV_WC_RETRY_EXC_ERR and the QP is in the error state", q->qpn, q->peer_qpn, why);
+	soft_qp_fail(q, q->sq_head, RV_WC_RETRY_EXC_ERR,
+		     RV_WC_WR_FLUSH_ERR, false);
+	soft_conn_detach(q, false);
+}
+
+static int peer_sockaddr(const struct soft_qp *q, struct sockaddr_storage *ss, socklen_t *len)
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	memset(ss, 0, sizeof(*ss));
+	if (memcmp(q->peer_gid, v4mapped, 12) == 0) {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons(q->peer_port);
+		memcpy(&a->sin_addr, q->peer_gid + 12, 4);
+		*len = sizeof(*a);
+		return AF_INET;
+	}
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	a6->sin6_family = AF_INET6;
+	a6->sin6_port = htons(q->peer_port);
+	memcpy(&a6->sin6_addr, q->peer_gid, 16);
+	*len = sizeof(*a6);
+	return AF_INET6;
+}
+
+static void fill_cpd(const struct soft_qp *q, struct rv_soft_cpd *p, uint32_t reason)
+{
+	memset(p, 0, sizeof(*p));
+	p->ird = SOFT_IRD_CAP;
+	p->ord = (uint16_t)q->ord_max;
+	memcpy(p->gid, q->sc->gid, 16);
+	p->port = q->sc->port;
+	p->src_qpn = q->qpn;
+	p->dst_qpn = q->peer_qpn;
+	p->reason = reason;
+}
+
+static void queue_mpa(struct soft_conn *c, bool reply, uint8_t flags, const struct rv_soft_cpd *p)
+{
+	uint8_t pd[RV_SOFT_CPD_LEN];
+	struct rv_mpa_frame f = {.reply = reply, .flags = (uint8_t)(RV_MPA_FLAG_CRC | flags), .rev = 1,
+				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
+	int n;
+
+	rv_wire_cpd_encode(pd, sizeof(pd), p);
+	n = rv_wire_mpa_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
+	if (n > 0)
+		c->tx_len += (size_t)n;
+}
+
+int soft_conn_start(struct soft_qp *q)
+{
+	struct soft_ctx *sc = q->sc;
+	struct sockaddr_storage ss;
+	struct rv_soft_cpd p;
+	struct soft_conn *c;
+	socklen_t sl;
+	int fd, err, family = peer_sockaddr(q, &ss, &sl);
+
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = errno;
+		return rv_err(err, "rv_qp_modify", "socket() for the connection to the peer failed: %s",
+			      strerror(err));
+	}
+	if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
+		char a[INET6_ADDRSTRLEN] = "?";
+		err = errno;
+		close(fd);
+		inet_ntop(family, family == AF_INET ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
+						    : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr,
+			  a, sizeof(a));
+		return rv_err(err == ECONNREFUSED ? ECONNREFUSED : EHOSTUNREACH, "rv_qp_modify",
+			      "cannot connect to the peer's soft0 listener %s port %u: %s; is its context "
+			      "still open, and is the endpoint (GID/LID) current?",
+			      a, q->peer_port, strerror(err));
+	}
+	c = conn_new(sc, fd, CONN_CONNECTING);
+	if (!c) {
+		close(fd);
+		return rv_err(ENOMEM, "rv_qp_modify", "out of memory for a soft0 connection");
+	}
+	c->active = true;
+	c->qp = q;
+	q->conn = c;
+	fill_cpd(q, &p, RV_SOFT_REJECT_NONE);
+	queue_mpa(c, false, 0, &p);
+	return 0;
+}
+
+static void reject(struct soft_conn *c, uint32_t reason)
+{
+	struct rv_soft_cpd p;
+
+	memset(&p, 0, sizeof(p));
+	memcpy(p.gid, c->sc->gid, 16);
+	p.port = c->sc->port;
+	p.src_qpn = c->req.dst_qpn;
+	p.dst_qpn = c->req.src_qpn;
+	p.reason = reason;
+	queue_mpa(c, true, RV_MPA_FLAG_REJECT, &p);
+	conn_closing(c);
+}
+
+static void accept_on(struct soft_qp *q, struct soft_conn *c)
+{
+	struct rv_soft_cpd p;
+
+	c->qp = q;
+	q->conn = c;
+	c->state = CONN_UP;
+	c->active = false;
+	c->may_send = false;
+	c->deadline = 0;
+	fill_cpd(q, &p, RV_SOFT_REJECT_NONE);
+	queue_mpa(c, true, 0, &p);
+	soft_tx_push(q);
+	if (q->conn == c)
+		update_events(c);
+}
+
+static bool peer_matches(const struct soft_qp *q, const struct rv_soft_cpd *r)
+{
+	return q->have_peer && memcmp(q->peer_gid, r->gid, 16) == 0 && q->peer_port == r->port &&
+	       q->peer_qpn == r->src_qpn;
+}
+
+/* Passive side: a complete MPA request is in c->req. */
+static void handle_request(struct soft_conn *c)
+{
+	struct soft_qp *q = soft_ctx_find_qp(c->sc, c->req.dst_qpn);
+	uint32_t st;
+
+	if (!q) {
+		reject(c, RV_SOFT_REJECT_NO_QP);
+		return;
+	}
+	pthread_mutex_lock(&q->lock);
+	st = atomic_load(&q->state);
+	if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
+		c->state = CONN_PENDING;
+		update_events(c);
+	} else if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && peer_matches(q, &c->req)) {
+		if (q->conn)
+			reject(c, RV_SOFT_REJECT_BUSY);
+		else
+			accept_on(q, c);
+	} else if (st == RV_QPS_RTR || st == RV_QPS_RTS) {
+		reject(c, RV_SOFT_REJECT_PEER);
+	} else {
+		reject(c, RV_SOFT_REJECT_STATE);
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+void soft_conn_adopt_pending(struct soft_qp *q)
+{
+	struct soft_conn *c, *next;
+
+	for (c = q->sc->conns; c; c = next) {
+		next = c->next;
+		if (c->state != CONN_PENDING || c->req.dst_qpn != q->qpn)
+			continue;
+		if (!q->conn && peer_matches(q, &c->req))
+			accept_on(q, c);
+		else
+			reject(c, q->conn ? RV_SOFT_REJECT_BUSY : RV_SOFT_REJECT_PEER);
+	}
+}
+
+void soft_conn_accept(struct soft_ctx *sc)
+{
+	for (;;) {
+		int fd = accept4(sc->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return; /* EAGAIN, or a transient error (EMFILE): try at the next event */
+		if (!conn_new(sc, fd, CONN_WAIT_REQ)) {
+			rv_log(RV_LOG_WARN, "soft0: out of memory for an incoming connection; dropped");
+			close(fd);
+		}
+	}
+}
+
+/* Read what the socket has into c->rx. 1: got bytes, 0: nothing now, -1: EOF/error. */
+static int fill_rx(struct soft_conn *c)
+{
+	int got = 0;
+
+	while (c->rx_len < SOFT_RXBUF) {
+		ssize_t n = recv(c->fd, c->rx + c->rx_len, SOFT_RXBUF - c->rx_len, MSG_DONTWAIT);
+		if (n > 0) {
+			c->rx_len += (size_t)n;
+			got = 1;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return got;
+		return got ? 1 : -1; /* report the EOF on the next call, after the data */
+	}
+	return got;
+}
+
+static void consume(struct soft_conn *c, size_t n)
+{
+	memmove(c->rx, c->rx + n, c->rx_len - n);
+	c->rx_len -= n;
+}
+
+static void on_wait_req(struct soft_conn *c)
+{
+	struct rv_mpa_frame f;
+	int n;
+
+	if (fill_rx(c) < 0) {
+		conn_kill(c);
+		return;
+	}
+	n = rv_wire_mpa_decode(c->rx, c->rx_len, &f);
+	if (n == 0)
+		return;
+	if (n < 0 || f.reply || rv_wire_cpd_decode(f.pd, f.pd_len, &c->req) < 0 ||
+	    (f.flags & RV_MPA_FLAG_MARKERS)) {
+		memset(&c->req, 0, sizeof(c->req));
+		reject(c, RV_SOFT_REJECT_PROTOCOL);
+		return;
+	}
+	consume(c, (size_t)n);
+	handle_request(c);
+}
+
+static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
+{
+	struct rv_mpa_frame f;
+	struct rv_soft_cpd p;
+	int r = fill_rx(c), n;
+
+	n = rv_wire_mpa_decode(c->rx, c->rx_len, &f);
+	if (n == 0 && r >= 0)
+		return;
+	if (n <= 0) {
+		qp_conn_failed(q, r < 0 ? "the peer closed the connection during MPA setup"
+					: "the peer's MPA reply is malformed");
+		return;
+	}
+	if (!f.reply || rv_wire_cpd_decode(f.pd, f.pd_len, &p) < 0) {
+		qp_conn_failed(q, "the peer's MPA reply is malformed");
+		return;
+	}
+	if (f.flags & RV_MPA_FLAG_REJECT) {
+		static const char *const why[] = {
+			"rejected", "the peer has no QP with that number", "the peer QP expects another peer",
+			"the peer QP is already connected", "the peer QP did not reach RTR in time",
+			"the peer found our request malformed"};
+		qp_conn_failed(q, why[p.reason < sizeof(why) / sizeof(why[0]) ? p.reason : 0]);
+		return;
+	}
+	if (p.src_qpn != q->peer_qpn || p.dst_qpn != q->qpn) {
+		qp_conn_failed(q, "the MPA reply names other QPs");
+		return;
+	}
+	consume(c, (size_t)n);
+	c->state = CONN_UP;
+	c->deadline = 0;
+	c->may_send = true;
+	q->need_rtr = true;
+	soft_tx_push(q);
+	if (q->conn == c && c->rx_len)
+		soft_rx_process(q, c);
+	if (q->conn == c)
+		update_events(c);
+}
+
+static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
+{
+	if (events & EPOLLOUT)
+		soft_tx_push(q);
+	if (q->conn != c)
+		return;
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+		/* Bounded rounds so one busy stream cannot starve the others. */
+		for (int round = 0; round < 8 && q->conn == c && !c->rx_stalled; round++) {
+			int r = fill_rx(c);
+			if (r < 0) {
+				qp_conn_failed(q, "the peer closed or reset the connection");
+				return;
+			}
+			soft_rx_process(q, c);
+			if (r == 0)
+				break;
+		}
+		if (q->conn == c)
+			soft_tx_push(q);
+	}
+	if (q->conn == c)
+		update_events(c);
+}
+
+static void on_closing(struct soft_conn *c, uint32_t events)
+{
+	if (events & EPOLLOUT) {
+		if (!soft_conn_flush(c)) {
+			conn_kill(c);
+			return;
+		}
+		if (c->tx_len == 0 && !c->shut_wr) {
+			shutdown(c->fd, SHUT_WR);
+			c->shut_wr = true;
+		}
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+		c->rx_len = 0;
+		if (fill_rx(c) < 0) {
+			conn_kill(c);
+			return;
+		}
+		c->rx_len = 0;
+	}
+	update_events(c);
+}
+
+void soft_conn_event(struct soft_conn *c, uint32_t events)
+{
+	struct soft_qp *q = c->qp;
+
+	if (c->state == CONN_DEAD)
+		return;
+	if (q)
+		pthread_mutex_lock(&q->lock);
+	switch (c->state) {
+	case CONN_CONNECTING: {
+		int err = 0;
+		socklen_t l = sizeof(err);
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+			err = errno;
+		if (err) {
+			qp_conn_failed(q, strerror(err));
+			break;
+		}
+		c->state = CONN_WAIT_REPLY;
+		if (!soft_conn_flush(c)) {
+			qp_conn_failed(q, "the connection broke while sending the MPA request");
+			break;
+		}
+		update_events(c);
+		break;
+	}
+	case CONN_WAIT_REPLY:
+		if ((events & EPOLLOUT) && !soft_conn_flush(c)) {
+			qp_conn_failed(q, "the connection broke while sending the MPA request");
+			break;
+		}
+		if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			on_wait_reply(q, c);
+		else
+			update_events(c);
+		break;
+	case CONN_WAIT_REQ:
+		on_wait_req(c);
+		break;
+	case CONN_PENDING:
+		if (events & (EPOLLERR | EPOLLHUP))
+			conn_kill(c);
+		break;
+	case CONN_UP:
+		on_up(q, c, events);
+		break;
+	case CONN_CLOSING:
+		on_closing(c, events);
+		break;
+	case CONN_DEAD:
+		break;
+	}
+	if (q)
+		pthread_mutex_unlock(&q->lock);
+}
+
+void soft_conn_timers(struct soft_ctx *sc, int64_t now)
+{
+	struct soft_conn *c, *next;
+
+	for (c = sc->conns; c; c = next) {
+		next = c->next;
+		if (!c->deadline || now < c->deadline)
+			continue;
+		switch (c->state) {
+		case CONN_CONNECTING:
+		case CONN_WAIT_REPLY: {
+			struct soft_qp *q = c->qp;
+			pthread_mutex_lock(&q->lock);
+			qp_conn_failed(q, "connection setup timed out; did the peer call rv_qp_connect "
+					  "(or reach RTR) with our endpoint?");
+			pthread_mutex_unlock(&q->lock);
+			break;
+		}
+		case CONN_WAIT_REQ:
+			conn_kill(c);
+			break;
+		case CONN_PENDING:
+			reject(c, RV_SOFT_REJECT_STATE);
+			break;
+		case CONN_CLOSING:
+			conn_kill(c);
+			break;
+		default:
+			break;
+		}
+	}
+}

@@ -1,0 +1,296 @@
+/*
+ * A software device context: its TCP listener, its QP table and its
+ * progress thread.
+ *
+ * Owns: the listener socket (bound to listen_addr, port 0 = ephemeral), the
+ * epoll set, the eventfd that wakes the thread, and the thread itself. The
+ * thread accepts connections, runs connection setup, receives every FPDU,
+ * finishes transmissions the posting thread could not (EPOLLOUT) and runs
+ * timers. It holds sc->lock while it handles events and never while it
+ * waits in epoll_wait. Posting threads transmit directly and wake the thread
+ * through the eventfd only when a stalled receive can resume.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+/* epoll tags for the two fds that are not connections. */
+static char tag_listener, tag_eventfd;
+
+int64_t soft_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void soft_kick(struct soft_ctx *sc)
+{
+	uint64_t one = 1;
+
+	atomic_store(&sc->kicked, true);
+	if (write(sc->evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the thread is already woken. */
+	}
+}
+
+int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q)
+{
+	if (sc->n_qps == sc->cap_qps) {
+		uint32_t n = sc->cap_qps ? sc->cap_qps * 2 : 16;
+		struct soft_qp **a = realloc(sc->qps, n * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		sc->qps = a;
+		sc->cap_qps = n;
+	}
+	sc->qps[sc->n_qps++] = q;
+	return 0;
+}
+
+void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q)
+{
+	for (uint32_t i = 0; i < sc->n_qps; i++) {
+		if (sc->qps[i] == q) {
+			sc->qps[i] = sc->qps[--sc->n_qps];
+			return;
+		}
+	}
+}
+
+struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < sc->n_qps; i++)
+		if (sc->qps[i]->qpn == qpn)
+			return sc->qps[i];
+	return NULL;
+}
+
+/* QPs whose stalled receive may resume now that a receive WR was posted. */
+static void run_kicks(struct soft_ctx *sc)
+{
+	for (uint32_t i = 0; i < sc->n_qps; i++) {
+		struct soft_qp *q = sc->qps[i];
+
+		pthread_mutex_lock(&q->lock);
+		if (q->kick) {
+			q->kick = false;
+			if (q->conn && atomic_load(&q->state) == RV_QPS_ERR) {
+				/* A posting thread failed the QP: send its TERMINATE, then close. */
+				soft_tx_push(q);
+				soft_conn_detach(q, true);
+			} else if (q->conn && q->conn->state == CONN_UP && q->conn->rx_stalled) {
+				q->conn->rx_stalled = false;
+				soft_rx_process(q, q->conn);
+				if (q->conn)
+					soft_tx_push(q);
+			}
+		}
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+static void free_zombies(struct soft_ctx *sc)
+{
+	while (sc->zombies) {
+		struct soft_conn *c = sc->zombies;
+		sc->zombies = c->next;
+		soft_conn_free(c);
+	}
+}
+
+static void *progress(void *arg)
+{
+	struct soft_ctx *sc = arg;
+	struct epoll_event ev[64];
+	int64_t next_timer = soft_now_ms() + 100;
+
+	for (;;) {
+		int64_t now = soft_now_ms();
+		int timeout = next_timer > now ? (int)(next_timer - now) : 0;
+		int n = epoll_wait(sc->epfd, ev, 64, timeout);
+
+		pthread_mutex_lock(&sc->lock);
+		if (sc->stop) {
+			pthread_mutex_unlock(&sc->lock);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			void *p = ev[i].data.ptr;
+			if (p == &tag_listener) {
+				soft_conn_accept(sc);
+			} else if (p == &tag_eventfd) {
+				uint64_t v;
+				if (read(sc->evfd, &v, sizeof(v)) < 0) {
+					/* EAGAIN: already drained */
+				}
+			} else {
+				soft_conn_event(p, ev[i].events);
+			}
+		}
+		if (atomic_exchange(&sc->kicked, false))
+			run_kicks(sc);
+		now = soft_now_ms();
+		if (now >= next_timer) {
+			soft_conn_timers(sc, now);
+			next_timer = now + 100;
+		}
+		/* Events of this batch may name zombies; the next batch cannot. */
+		free_zombies(sc);
+		pthread_mutex_unlock(&sc->lock);
+	}
+	return NULL;
+}
+
+static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len, uint8_t gid[16])
+{
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, s, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		*len = sizeof(*a4);
+		memset(gid, 0, 10);
+		gid[10] = 0xff;
+		gid[11] = 0xff;
+		memcpy(gid + 12, &a4->sin_addr, 4);
+		return AF_INET;
+	}
+	if (inet_pton(AF_INET6, s, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		*len = sizeof(*a6);
+		memcpy(gid, &a6->sin6_addr, 16);
+		return AF_INET6;
+	}
+	return -1;
+}
+
+static int epoll_add(int epfd, int fd, void *tag)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void close_fds(struct soft_ctx *sc)
+{
+	if (sc->lfd >= 0)
+		close(sc->lfd);
+	if (sc->evfd >= 0)
+		close(sc->evfd);
+	if (sc->epfd >= 0)
+		close(sc->epfd);
+	sc->lfd = sc->evfd = sc->epfd = -1;
+}
+
+static void ctx_free(struct soft_ctx *sc)
+{
+	close_fds(sc);
+	soft_mr_table_fini(sc);
+	pthread_mutex_destroy(&sc->lock);
+	free(sc->qps);
+	free(sc);
+}
+
+int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
+{
+	static const char *const fn = "rv_context_new";
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct soft_ctx *sc;
+	pthread_mutexattr_t ma;
+	int one = 1, err;
+
+	sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return rv_err(ENOMEM, fn, "out of memory for the soft0 context");
+	sc->ctx = ctx;
+	sc->lfd = sc->evfd = sc->epfd = -1;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&sc->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	if (soft_mr_table_init(sc) < 0) {
+		pthread_mutex_destroy(&sc->lock);
+		free(sc);
+		return rv_err(ENOMEM, fn, "out of memory for the soft0 MR table");
+	}
+
+	sc->family = parse_addr(attr->listen_addr, &ss, &sl, sc->gid);
+	if (sc->family < 0) {
+		ctx_free(sc);
+		return rv_err(EINVAL, fn, "listen_addr \"%s\" is not a numeric IPv4 or IPv6 address",
+			      attr->listen_addr);
+	}
+	sc->lfd = socket(sc->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (sc->lfd < 0) {
+		err = errno;
+		ctx_free(sc);
+		return rv_err(err, fn, "socket() for the soft0 listener failed: %s", strerror(err));
+	}
+	setsockopt(sc->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(sc->lfd, (struct sockaddr *)&ss, sl) < 0 || listen(sc->lfd, 128) < 0) {
+		err = errno;
+		ctx_free(sc);
+		return rv_err(EADDRNOTAVAIL, fn, "soft0 cannot listen on %s: %s; pass an address of this host in rv_context_attr.listen_addr",
+			      attr->listen_addr, strerror(err));
+	}
+	sl = sizeof(ss);
+	getsockname(sc->lfd, (struct sockaddr *)&ss, &sl);
+	sc->port = ntohs(sc->family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					       : ((struct sockaddr_in6 *)&ss)->sin6_port);
+
+	sc->epfd = epoll_create1(EPOLL_CLOEXEC);
+	sc->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sc->epfd < 0 || sc->evfd < 0 || epoll_add(sc->epfd, sc->lfd, &tag_listener) < 0 ||
+	    epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0) {
+		err = errno;
+		ctx_free(sc);
+		return rv_err(err, fn, "epoll/eventfd setup failed: %s; check the open-files limit (ulimit -n)",
+			      strerror(err));
+	}
+	ctx->drv_ctx = sc;
+	err = pthread_create(&sc->thread, NULL, progress, sc);
+	if (err) {
+		ctx->drv_ctx = NULL;
+		ctx_free(sc);
+		return rv_err(err, fn, "cannot start the soft0 progress thread: %s", strerror(err));
+	}
+	sc->thread_started = true;
+	return 0;
+}
+
+int soft_context_close(struct rv_context *ctx)
+{
+	struct soft_ctx *sc = ctx->drv_ctx;
+
+	if (!sc)
+		return 0;
+	pthread_mutex_lock(&sc->lock);
+	sc->stop = true;
+	pthread_mutex_unlock(&sc->lock);
+	soft_kick(sc);
+	if (sc->thread_started)
+		pthread_join(sc->thread, NULL);
+	/* QPs were destroyed first by the facade; what is left are connections. */
+	while (sc->conns) {
+		struct soft_conn *c = sc->conns;
+		sc->conns = c->next;
+		if (c->qp)
+			c->qp->conn = NULL;
+		soft_conn_free(c);
+	}
+	free_zombies(sc);
+	ctx_free(sc);
+	ctx->drv_ctx = NULL;
+	return 0;
+}

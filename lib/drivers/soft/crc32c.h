@@ -1,0 +1,20 @@
+/*
+ * CRC32c (Castagnoli), the MPA FPDU checksum (RFC 5044 §4.1, as iSCSI).
+ *
+ * Owns: the checksum and nothing else. Pure: no I/O, no allocation; the
+ * table is built once, thread-safely, on first use.
+ */
+#ifndef RV_SOFT_CRC32C_H
+#define RV_SOFT_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Continue a CRC32c over buf. Start with crc = 0; the pre- and post-inversion
+ * are applied inside, so rv_crc32c(rv_crc32c(0, a, n), b, m) equals the CRC of
+ * a followed by b. rv_crc32c(0, "123456789", 9) == 0xE3069283.
+ */
+uint32_t rv_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#endif

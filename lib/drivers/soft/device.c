@@ -1,0 +1,113 @@
+/*
+ * The software device "soft0": discovery and the device/port/GID queries.
+ *
+ * Owns: the soft_device object and the capability numbers. The port is the
+ * context's TCP listener: state ACTIVE, link layer Ethernet, GID the listen
+ * address (IPv4-mapped for IPv4), LID the listen port. active_mtu is
+ * RV_MTU_4096, the payload of one FPDU (SOFT_FPDU_PAYLOAD). Never blocks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "soft.h"
+
+int soft_probe(rv_driver_add_fn add, void *cookie)
+{
+	struct soft_device *d = calloc(1, sizeof(*d));
+	int rc;
+
+	if (!d)
+		return rv_err(ENOMEM, "rv_device_list", "out of memory for the software device");
+	snprintf(d->name, sizeof(d->name), "soft0");
+	rc = add(cookie, d->name, d);
+	if (rc < 0)
+		free(d);
+	return rc;
+}
+
+void soft_device_release(void *drv_dev)
+{
+	free(drv_dev);
+}
+
+bool soft_device_active(void *drv_dev)
+{
+	(void)drv_dev;
+	return true;
+}
+
+int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
+{
+	struct soft_ctx *sc = ctx->drv_ctx;
+	uint64_t guid = 0;
+
+	/* A node GUID derived from the listen address and port: stable for a context, distinct per listener. */
+	for (int i = 0; i < 16; i++)
+		guid = guid * 131 + sc->gid[i];
+	guid = (guid << 16) ^ sc->port;
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "rverbs-soft 1.0 (iWARP: MPA rev 1, CRC on)");
+	a->node_guid = guid;
+	a->sys_image_guid = guid;
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0xfffff000u;
+	a->vendor_id = 0;
+	a->vendor_part_id = 0;
+	a->hw_ver = 1;
+	a->max_qp = SOFT_MAX_QP;
+	a->max_qp_wr = SOFT_MAX_QP_WR;
+	a->device_cap_flags = 0;
+	a->max_sge = SOFT_MAX_SGE;
+	a->max_sge_rd = SOFT_MAX_SGE;
+	a->max_cq = SOFT_MAX_CQ;
+	a->max_cqe = SOFT_MAX_CQE;
+	a->max_mr = SOFT_MAX_MR;
+	a->max_pd = SOFT_MAX_PD;
+	a->max_qp_rd_atom = SOFT_MAX_RD_ATOM;
+	a->max_qp_init_rd_atom = SOFT_MAX_RD_ATOM;
+	a->atomic_cap = RV_ATOMIC_NONE;
+	a->max_srq = 0;
+	a->max_srq_wr = 0;
+	a->max_srq_sge = 0;
+	a->max_mw = 0;
+	a->max_ah = 0;
+	a->max_pkeys = 1;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+int soft_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_attr *a)
+{
+	struct soft_ctx *sc = ctx->drv_ctx;
+
+	if (port_num != 1)
+		return rv_err(EINVAL, "rv_context_query_port", "port %u does not exist; soft0 has port 1 only",
+			      port_num);
+	a->state = RV_PORT_ACTIVE;
+	a->max_mtu = RV_MTU_4096;
+	a->active_mtu = RV_MTU_4096;
+	a->gid_tbl_len = 1;
+	a->port_cap_flags = 0;
+	a->max_msg_sz = SOFT_MAX_MSG;
+	a->pkey_tbl_len = 1;
+	a->lid = sc->port;
+	a->sm_lid = 0;
+	a->link_layer = RV_LINK_LAYER_ETHERNET;
+	a->active_speed = 1;
+	a->active_width = 1;
+	a->phys_state = 5; /* LinkUp */
+	return 0;
+}
+
+int soft_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16])
+{
+	struct soft_ctx *sc = ctx->drv_ctx;
+
+	if (port_num != 1 || index != 0)
+		return rv_err(EINVAL, "rv_context_query_gid",
+			      "port %u GID index %d does not exist; soft0 has port 1 with one GID (index 0)",
+			      port_num, index);
+	memcpy(gid, sc->gid, 16);
+	return 0;
+}

@@ -1,0 +1,256 @@
+/*
+ * Protection domains and memory regions of the software device, and every
+ * access to registered memory.
+ *
+ * Owns: the per-context MR table (a hash of STags under sc->mr_lock) and the
+ * checks made before a byte is copied: key, PD, access right, bounds (with
+ * 64-bit overflow checked). Keys are random, unguessable 32-bit values (never
+ * 0, which the zero-length confirm READ uses); lkey == rkey. Copies run under
+ * the read lock so that a concurrent deregistration waits for them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "soft.h"
+
+int soft_pd_alloc(struct rv_pd *pd)
+{
+	/* A PD is only an identity: MRs and QPs compare rv_pd pointers. */
+	pd->drv_pd = pd;
+	return 0;
+}
+
+int soft_pd_dealloc(struct rv_pd *pd)
+{
+	pd->drv_pd = NULL;
+	return 0;
+}
+
+int soft_mr_table_init(struct soft_ctx *sc)
+{
+	sc->mr_buckets = 256;
+	sc->mr_hash = calloc(sc->mr_buckets, sizeof(*sc->mr_hash));
+	if (!sc->mr_hash)
+		return -ENOMEM;
+	if (pthread_rwlock_init(&sc->mr_lock, NULL) != 0) {
+		free(sc->mr_hash);
+		sc->mr_hash = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void soft_mr_table_fini(struct soft_ctx *sc)
+{
+	if (!sc->mr_hash)
+		return;
+	for (uint32_t i = 0; i < sc->mr_buckets; i++) {
+		struct soft_mr *m = sc->mr_hash[i];
+		while (m) {
+			struct soft_mr *n = m->next;
+			free(m);
+			m = n;
+		}
+	}
+	free(sc->mr_hash);
+	sc->mr_hash = NULL;
+	pthread_rwlock_destroy(&sc->mr_lock);
+}
+
+static uint32_t bucket(const struct soft_ctx *sc, uint32_t key)
+{
+	return (key * 0x9e3779b1u) >> 16 & (sc->mr_buckets - 1);
+}
+
+static struct soft_mr *lookup(struct soft_ctx *sc, uint32_t key)
+{
+	for (struct soft_mr *m = sc->mr_hash[bucket(sc, key)]; m; m = m->next)
+		if (m->key == key)
+			return m;
+	return NULL;
+}
+
+static void grow(struct soft_ctx *sc)
+{
+	uint32_t nb = sc->mr_buckets * 2;
+	struct soft_mr **nh = calloc(nb, sizeof(*nh));
+
+	if (!nh)
+		return; /* longer chains, still correct */
+	for (uint32_t i = 0; i < sc->mr_buckets; i++) {
+		struct soft_mr *m = sc->mr_hash[i];
+		while (m) {
+			struct soft_mr *n = m->next;
+			uint32_t b = (m->key * 0x9e3779b1u) >> 16 & (nb - 1);
+			m->next = nh[b];
+			nh[b] = m;
+			m = n;
+		}
+	}
+	free(sc->mr_hash);
+	sc->mr_hash = nh;
+	sc->mr_buckets = nb;
+}
+
+int soft_mr_reg(struct rv_mr *mr)
+{
+	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
+	struct soft_mr *m = calloc(1, sizeof(*m));
+	uint32_t key;
+
+	if (!m)
+		return rv_err(ENOMEM, "rv_mr_reg", "out of memory for the software MR");
+	m->pd = mr->pd;
+	m->addr = (uint64_t)(uintptr_t)mr->addr;
+	m->length = mr->length;
+	m->access = mr->access;
+	if (m->length > UINT64_MAX - m->addr) {
+		free(m);
+		return rv_err(EINVAL, "rv_mr_reg", "the region wraps around the address space");
+	}
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	if (sc->n_mr >= SOFT_MAX_MR) {
+		pthread_rwlock_unlock(&sc->mr_lock);
+		free(m);
+		return rv_err(ENOMEM, "rv_mr_reg", "soft0 allows %u MRs per context; close unused ones",
+			      SOFT_MAX_MR);
+	}
+	do
+		rv_random_bytes(&key, sizeof(key));
+	while (key == 0 || lookup(sc, key));
+	m->key = key;
+	if (sc->n_mr >= sc->mr_buckets * 2)
+		grow(sc);
+	m->next = sc->mr_hash[bucket(sc, key)];
+	sc->mr_hash[bucket(sc, key)] = m;
+	sc->n_mr++;
+	pthread_rwlock_unlock(&sc->mr_lock);
+	mr->lkey = key;
+	mr->rkey = key;
+	mr->drv_mr = m;
+	return 0;
+}
+
+int soft_mr_dereg(struct rv_mr *mr)
+{
+	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
+	struct soft_mr *m = mr->drv_mr, **pp;
+
+	if (!m)
+		return 0;
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	for (pp = &sc->mr_hash[bucket(sc, m->key)]; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			sc->n_mr--;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&sc->mr_lock);
+	free(m);
+	mr->drv_mr = NULL;
+	return 0;
+}
+
+static enum soft_mem_err check(const struct soft_mr *m, struct rv_pd *pd, uint32_t access, uint64_t addr,
+			       uint64_t len)
+{
+	if (!m)
+		return SOFT_MEM_NO_KEY;
+	if (m->pd != pd)
+		return SOFT_MEM_PD;
+	if ((m->access & access) != access)
+		return SOFT_MEM_ACCESS;
+	/* addr + len may overflow: compare by differences only. */
+	if (addr < m->addr || addr - m->addr > m->length || len > m->length - (addr - m->addr))
+		return SOFT_MEM_BOUNDS;
+	return SOFT_MEM_OK;
+}
+
+enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				 uint64_t addr, uint64_t len)
+{
+	enum soft_mem_err e;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	e = check(lookup(sc, key), pd, access, addr, len);
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
+}
+
+enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				 uint64_t addr, const void *src, uint64_t len)
+{
+	enum soft_mem_err e;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	e = check(lookup(sc, key), pd, access, addr, len);
+	if (e == SOFT_MEM_OK && len)
+		memcpy((void *)(uintptr_t)addr, src, len);
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
+}
+
+enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				uint64_t addr, void *dst, uint64_t len)
+{
+	enum soft_mem_err e;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	e = check(lookup(sc, key), pd, access, addr, len);
+	if (e == SOFT_MEM_OK && len)
+		memcpy(dst, (const void *)(uintptr_t)addr, len);
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
+}
+
+/* Walk an SGE list from byte offset off, copying len bytes in or out. */
+static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				  uint64_t off, void *buf, uint64_t len, bool to_sgl)
+{
+	enum soft_mem_err e = SOFT_MEM_OK;
+	uint8_t *p = buf;
+	uint32_t i = 0;
+
+	if (len == 0)
+		return SOFT_MEM_OK;
+	while (i < n && off >= sge[i].length) {
+		off -= sge[i].length;
+		i++;
+	}
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	for (; i < n && len; i++, off = 0) {
+		uint64_t k = sge[i].length - off;
+		if (k > len)
+			k = len;
+		if (k == 0)
+			continue;
+		e = check(lookup(sc, sge[i].lkey), pd, to_sgl ? RV_ACCESS_LOCAL_WRITE : 0, sge[i].addr,
+			  sge[i].length);
+		if (e != SOFT_MEM_OK)
+			break;
+		if (to_sgl)
+			memcpy((void *)(uintptr_t)(sge[i].addr + off), p, k);
+		else
+			memcpy(p, (const void *)(uintptr_t)(sge[i].addr + off), k);
+		p += k;
+		len -= k;
+	}
+	pthread_rwlock_unlock(&sc->mr_lock);
+	if (e == SOFT_MEM_OK && len)
+		e = SOFT_MEM_BOUNDS;
+	return e;
+}
+
+enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				uint64_t off, void *dst, uint64_t len)
+{
+	return sgl_copy(sc, pd, sge, n, off, dst, len, false);
+}
+
+enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				 uint64_t off, const void *src, uint64_t len)
+{
+	return sgl_copy(sc, pd, sge, n, off, (void *)(uintptr_t)src, len, true);
+}

@@ -1,0 +1,540 @@
+/*
+ * Queue pairs of the software device: creation, the state machine as the
+ * facade drives it, posting, in-order completion and the error path.
+ *
+ * Posting: rv_qp_post_send copies the WRs (and inline payloads) into the send
+ * queue and transmits directly in the calling thread (tx.c) under q->lock; the
+ * progress thread continues on EPOLLOUT. rv_qp_post_recv only queues, and
+ * wakes the progress thread through the eventfd when a SEND is waiting for a
+ * receive WR. The data path takes q->lock (uncontended unless the progress
+ * thread is receiving on this QP) and makes syscalls only to transmit.
+ *
+ * QP numbers come from a per-process counter that starts at a random 24-bit
+ * base, so they are unique within the process and vary between runs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "soft.h"
+
+static bool before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+static _Atomic uint32_t qpn_counter;
+static uint32_t qpn_base;
+static pthread_once_t qpn_once = PTHREAD_ONCE_INIT;
+
+static void qpn_init(void)
+{
+	rv_random_bytes(&qpn_base, sizeof(qpn_base));
+}
+
+static uint32_t next_qpn(void)
+{
+	uint32_t n;
+
+	pthread_once(&qpn_once, qpn_init);
+	do
+		n = (qpn_base + atomic_fetch_add(&qpn_counter, 1)) & 0xffffff;
+	while (n < 2); /* 0 and 1 are special QPs in verbs */
+	return n;
+}
+
+static uint32_t wc_opcode(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case RV_WR_RDMA_WRITE:
+	case RV_WR_RDMA_WRITE_WITH_IMM:
+		return RV_WC_RDMA_WRITE;
+	case RV_WR_RDMA_READ:
+		return RV_WC_RDMA_READ;
+	default:
+		return RV_WC_SEND;
+	}
+}
+
+static void send_wc(struct soft_qp *q, const struct soft_swqe *w, uint32_t status)
+{
+	rv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wr_id;
+	wc.status = status;
+	wc.opcode = wc_opcode(w->opcode);
+	wc.byte_len = status == RV_WC_SUCCESS ? w->length : 0;
+	wc.qp_num = q->qpn;
+	soft_cq_push(q->qp->send_cq, &wc);
+}
+
+static void recv_wc(struct soft_qp *q, const struct soft_rwqe *w, uint32_t status)
+{
+	rv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wr_id;
+	wc.status = status;
+	wc.opcode = RV_WC_RECV;
+	wc.qp_num = q->qpn;
+	soft_cq_push(q->qp->recv_cq, &wc);
+}
+
+void soft_sq_complete(struct soft_qp *q)
+{
+	while (q->sq_head != q->sq_tx) {
+		struct soft_swqe *w = &q->sq[q->sq_head % q->sq_size];
+		if (w->opcode == RV_WR_RDMA_READ ? !w->done : !before(q->sq_head, q->sq_confirmed))
+			break;
+		if (w->signaled)
+			send_wc(q, w, RV_WC_SUCCESS);
+		q->sq_head++;
+	}
+}
+
+static void set_state(struct soft_qp *q, uint32_t st)
+{
+	atomic_store(&q->state, st);
+	/* The facade reads qp->state as "last set through rverbs or by the driver on error". */
+	__atomic_store_n(&q->qp->state, st, __ATOMIC_RELAXED);
+}
+
+void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term)
+{
+	if (atomic_load(&q->state) == RV_QPS_ERR)
+		return;
+	set_state(q, RV_QPS_ERR);
+	for (uint32_t i = q->sq_head; i != q->sq_tail; i++) {
+		struct soft_swqe *w = &q->sq[i % q->sq_size];
+		uint32_t s;
+
+		if (before(i, fail))
+			s = (w->opcode == RV_WR_RDMA_READ && !w->done) ? RV_WC_WR_FLUSH_ERR : RV_WC_SUCCESS;
+		else
+			s = i == fail ? status : RV_WC_WR_FLUSH_ERR;
+		if (s != RV_WC_SUCCESS || w->signaled)
+			send_wc(q, w, s);
+	}
+	q->sq_head = q->sq_tx = q->sq_covered = q->sq_confirmed = q->sq_tail;
+	q->tx_off = 0;
+	for (uint32_t i = q->rq_head; i != q->rq_tail; i++)
+		recv_wc(q, &q->rq[i % q->rq_size],
+			i == q->rq_head && q->rx_in_msg ? rq_status : RV_WC_WR_FLUSH_ERR);
+	q->rq_head = q->rq_tail;
+	q->rx_in_msg = false;
+	q->rx_bytes = 0;
+	q->ord_head = q->ord_tail;
+	q->ird_head = q->ird_tail;
+	q->need_rtr = false;
+	if (!term)
+		q->term_pending = false;
+}
+
+/* Work posted to a QP in ERR completes at once, flushed. */
+static void flush_posted(struct soft_qp *q)
+{
+	for (; q->sq_head != q->sq_tail; q->sq_head++)
+		send_wc(q, &q->sq[q->sq_head % q->sq_size], RV_WC_WR_FLUSH_ERR);
+	q->sq_tx = q->sq_covered = q->sq_confirmed = q->sq_tail;
+	for (; q->rq_head != q->rq_tail; q->rq_head++)
+		recv_wc(q, &q->rq[q->rq_head % q->rq_size], RV_WC_WR_FLUSH_ERR);
+}
+
+static void qp_free(struct soft_qp *q)
+{
+	free(q->sq);
+	free(q->sq_sge);
+	free(q->sq_inline);
+	free(q->rq);
+	free(q->rq_sge);
+	free(q);
+}
+
+int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
+{
+	static const char *const fn = "rv_qp_new";
+	struct soft_ctx *sc = qp->ctx->drv_ctx;
+	const rv_qp_cap *cap = &attr->cap;
+	struct soft_qp *q;
+	int rc;
+
+	if (attr->qp_type != RV_QPT_RC)
+		return rv_err(EOPNOTSUPP, fn, "soft0 supports RC QPs only for now (UC and UD come later); "
+			      "use RV_QPT_RC");
+	if (cap->max_send_wr > SOFT_MAX_QP_WR || cap->max_recv_wr > SOFT_MAX_QP_WR)
+		return rv_err(EINVAL, fn, "cap.max_send_wr %u / max_recv_wr %u exceed soft0's max_qp_wr %u",
+			      cap->max_send_wr, cap->max_recv_wr, SOFT_MAX_QP_WR);
+	if (cap->max_send_sge > SOFT_MAX_SGE || cap->max_recv_sge > SOFT_MAX_SGE)
+		return rv_err(EINVAL, fn, "cap.max_send_sge %u / max_recv_sge %u exceed soft0's max_sge %u",
+			      cap->max_send_sge, cap->max_recv_sge, SOFT_MAX_SGE);
+	if (cap->max_inline_data > SOFT_MAX_INLINE)
+		return rv_err(EINVAL, fn, "cap.max_inline_data %u exceeds soft0's limit of %u bytes",
+			      cap->max_inline_data, SOFT_MAX_INLINE);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return rv_err(ENOMEM, fn, "out of memory for the QP");
+	q->qp = qp;
+	q->sc = sc;
+	q->sq_size = cap->max_send_wr ? cap->max_send_wr : 1;
+	q->rq_size = cap->max_recv_wr ? cap->max_recv_wr : 1;
+	q->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+	q->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	q->max_inline = cap->max_inline_data > SOFT_MIN_INLINE ? cap->max_inline_data : SOFT_MIN_INLINE;
+	q->sq = calloc(q->sq_size, sizeof(*q->sq));
+	q->sq_sge = calloc((size_t)q->sq_size * q->max_send_sge, sizeof(*q->sq_sge));
+	q->sq_inline = calloc(q->sq_size, q->max_inline);
+	q->rq = calloc(q->rq_size, sizeof(*q->rq));
+	q->rq_sge = calloc((size_t)q->rq_size * q->max_recv_sge, sizeof(*q->rq_sge));
+	if (!q->sq || !q->sq_sge || !q->sq_inline || !q->rq || !q->rq_sge ||
+	    pthread_mutex_init(&q->lock, NULL) != 0) {
+		uint32_t ns = q->sq_size, nr = q->rq_size;
+		qp_free(q);
+		return rv_err(ENOMEM, fn, "out of memory for the QP's queues (%u send, %u receive WRs)",
+			      ns, nr);
+	}
+	for (uint32_t i = 0; i < q->sq_size; i++) {
+		q->sq[i].sge = &q->sq_sge[(size_t)i * q->max_send_sge];
+		q->sq[i].inline_data = &q->sq_inline[(size_t)i * q->max_inline];
+	}
+	for (uint32_t i = 0; i < q->rq_size; i++)
+		q->rq[i].sge = &q->rq_sge[(size_t)i * q->max_recv_sge];
+	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = 1;
+	q->msn_rx[0] = q->msn_rx[1] = 1;
+	q->ord_max = SOFT_MAX_RD_ATOM;
+	q->qpn = next_qpn();
+	atomic_store(&q->state, RV_QPS_RESET);
+
+	pthread_mutex_lock(&sc->lock);
+	rc = soft_ctx_add_qp(sc, q);
+	pthread_mutex_unlock(&sc->lock);
+	if (rc < 0) {
+		pthread_mutex_destroy(&q->lock);
+		qp_free(q);
+		return rv_err(ENOMEM, fn, "out of memory for the QP table");
+	}
+	qp->qpn = q->qpn;
+	qp->cap.max_send_wr = q->sq_size;
+	qp->cap.max_recv_wr = q->rq_size;
+	qp->cap.max_send_sge = q->max_send_sge;
+	qp->cap.max_recv_sge = q->max_recv_sge;
+	qp->cap.max_inline_data = q->max_inline;
+	qp->drv_qp = q;
+	return 0;
+}
+
+int soft_qp_destroy(struct rv_qp *qp)
+{
+	struct soft_qp *q = qp->drv_qp;
+	struct soft_ctx *sc = q->sc;
+
+	/* Out of the progress thread's view first: table, then connection. */
+	pthread_mutex_lock(&sc->lock);
+	soft_ctx_del_qp(sc, q);
+	pthread_mutex_lock(&q->lock);
+	soft_conn_detach(q, true);
+	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&sc->lock);
+	pthread_mutex_destroy(&q->lock);
+	qp_free(q);
+	qp->drv_qp = NULL;
+	return 0;
+}
+
+static void reset_queues(struct soft_qp *q)
+{
+	q->sq_head = q->sq_tx = q->sq_tail = q->sq_confirmed = q->sq_covered = 0;
+	q->tx_off = 0;
+	q->rq_head = q->rq_tail = 0;
+	q->rx_in_msg = false;
+	q->rx_bytes = 0;
+	q->ord_head = q->ord_tail = q->ird_head = q->ird_tail = 0;
+	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = 1;
+	q->msn_rx[0] = q->msn_rx[1] = 1;
+	q->need_rtr = q->term_pending = q->kick = false;
+	q->have_peer = q->active = false;
+}
+
+static void save_attr(rv_qp_attr *a, const rv_qp_attr *u)
+{
+	uint64_t m = u->mask;
+
+	if (m & RV_QP_PKEY_INDEX) a->pkey_index = u->pkey_index;
+	if (m & RV_QP_PORT) a->port_num = u->port_num;
+	if (m & RV_QP_ACCESS_FLAGS) a->qp_access_flags = u->qp_access_flags;
+	if (m & RV_QP_QKEY) a->qkey = u->qkey;
+	if (m & RV_QP_AV) a->ah_attr = u->ah_attr;
+	if (m & RV_QP_PATH_MTU) a->path_mtu = u->path_mtu;
+	if (m & RV_QP_DEST_QPN) a->dest_qp_num = u->dest_qp_num;
+	if (m & RV_QP_RQ_PSN) a->rq_psn = u->rq_psn;
+	if (m & RV_QP_SQ_PSN) a->sq_psn = u->sq_psn;
+	if (m & RV_QP_MAX_DEST_RD_ATOMIC) a->max_dest_rd_atomic = u->max_dest_rd_atomic;
+	if (m & RV_QP_MAX_QP_RD_ATOMIC) a->max_rd_atomic = u->max_rd_atomic;
+	if (m & RV_QP_MIN_RNR_TIMER) a->min_rnr_timer = u->min_rnr_timer;
+	if (m & RV_QP_TIMEOUT) a->timeout = u->timeout;
+	if (m & RV_QP_RETRY_CNT) a->retry_cnt = u->retry_cnt;
+	if (m & RV_QP_RNR_RETRY) a->rnr_retry = u->rnr_retry;
+	if (m & RV_QP_EN_SQD_ASYNC_NOTIFY) a->en_sqd_async_notify = u->en_sqd_async_notify;
+}
+
+/* The side whose (gid, port, qpn) is lower connects. */
+static int tuple_cmp(const struct soft_qp *q)
+{
+	int c = memcmp(q->sc->gid, q->peer_gid, 16);
+
+	if (c)
+		return c;
+	if (q->sc->port != q->peer_port)
+		return q->sc->port < q->peer_port ? -1 : 1;
+	if (q->qpn != q->peer_qpn)
+		return q->qpn < q->peer_qpn ? -1 : 1;
+	return 0;
+}
+
+static int to_rtr(struct soft_qp *q, const rv_qp_attr *attr)
+{
+	int rc;
+
+	memcpy(q->peer_gid, attr->ah_attr.dgid, 16);
+	q->peer_port = attr->ah_attr.dlid;
+	q->peer_qpn = attr->dest_qp_num & 0xffffff;
+	if (tuple_cmp(q) == 0)
+		return rv_err(EINVAL, "rv_qp_modify",
+			      "the peer named in ah_attr/dest_qp_num is this QP itself; soft0 connects "
+			      "two distinct QPs (create a second QP for loopback)");
+	q->have_peer = true;
+	q->active = tuple_cmp(q) < 0;
+	set_state(q, RV_QPS_RTR);
+	if (q->active) {
+		rc = soft_conn_start(q);
+		if (rc < 0) {
+			q->have_peer = false;
+			set_state(q, RV_QPS_INIT);
+			return rc;
+		}
+	} else {
+		soft_conn_adopt_pending(q);
+	}
+	return 0;
+}
+
+int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
+{
+	struct soft_qp *q = qp->drv_qp;
+	struct soft_ctx *sc = q->sc;
+	uint64_t m = attr->mask;
+	uint32_t cur, next;
+	int rc = 0;
+
+	pthread_mutex_lock(&sc->lock);
+	pthread_mutex_lock(&q->lock);
+	cur = atomic_load(&q->state);
+	next = (m & RV_QP_STATE) ? attr->qp_state : cur;
+	if (next == RV_QPS_SQD || next == RV_QPS_SQE) {
+		rc = rv_err(EOPNOTSUPP, "rv_qp_modify", "soft0 does not support the %s state yet",
+			    next == RV_QPS_SQD ? "SQD" : "SQE");
+		goto out;
+	}
+	save_attr(&q->attr, attr);
+	if (m & RV_QP_ACCESS_FLAGS)
+		q->access = attr->qp_access_flags;
+	if (m & RV_QP_MAX_QP_RD_ATOMIC)
+		q->ord_max = attr->max_rd_atomic ? attr->max_rd_atomic : 1;
+	switch (next) {
+	case RV_QPS_RESET:
+		soft_conn_detach(q, false);
+		reset_queues(q);
+		set_state(q, RV_QPS_RESET);
+		break;
+	case RV_QPS_INIT:
+		set_state(q, RV_QPS_INIT);
+		break;
+	case RV_QPS_RTR:
+		if (cur == RV_QPS_INIT)
+			rc = to_rtr(q, attr);
+		break;
+	case RV_QPS_RTS:
+		set_state(q, RV_QPS_RTS);
+		soft_tx_push(q);
+		break;
+	case RV_QPS_ERR:
+		soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, false);
+		soft_conn_detach(q, true);
+		break;
+	default:
+		break;
+	}
+out:
+	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&sc->lock);
+	return rc;
+}
+
+int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr)
+{
+	struct soft_qp *q = qp->drv_qp;
+	uint64_t mask = attr->mask;
+
+	pthread_mutex_lock(&q->lock);
+	*attr = q->attr;
+	attr->mask = mask;
+	attr->qp_state = atomic_load(&q->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->qp_access_flags = q->access;
+	attr->cap = qp->cap;
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+static int check_send_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i, uint64_t len)
+{
+	static const char *const fn = "rv_qp_post_send";
+
+	switch (wr->opcode) {
+	case RV_WR_SEND:
+	case RV_WR_RDMA_WRITE:
+	case RV_WR_RDMA_READ:
+		break;
+	case RV_WR_SEND_WITH_IMM:
+	case RV_WR_RDMA_WRITE_WITH_IMM:
+		return rv_err(EOPNOTSUPP, fn, "wrs[%zu]: immediate data is not supported by soft0 yet "
+			      "(RFC 7306 support comes later); carry the value in the payload", i);
+	case RV_WR_ATOMIC_CMP_AND_SWP:
+	case RV_WR_ATOMIC_FETCH_AND_ADD:
+		return rv_err(EOPNOTSUPP, fn, "wrs[%zu]: atomics are not supported by soft0 yet "
+			      "(its atomic_cap is RV_ATOMIC_NONE)", i);
+	default:
+		return rv_err(EOPNOTSUPP, fn, "wrs[%zu]: opcode %u is not supported by soft0", i, wr->opcode);
+	}
+	if (wr->num_sge > q->max_send_sge)
+		return rv_err(EINVAL, fn, "wrs[%zu] has %u SGEs; the QP's max_send_sge is %u", i, wr->num_sge,
+			      q->max_send_sge);
+	if (wr->num_sge && !wr->sg_list)
+		return rv_err(EINVAL, fn, "wrs[%zu] has num_sge %u but sg_list is NULL", i, wr->num_sge);
+	if (len > SOFT_MAX_MSG)
+		return rv_err(EINVAL, fn, "wrs[%zu] moves %llu bytes; soft0's max_msg_sz is %u", i,
+			      (unsigned long long)len, SOFT_MAX_MSG);
+	if (q->sq_tail - q->sq_head >= q->sq_size)
+		return rv_err(ENOMEM, fn, "the send queue is full (%u WRs outstanding); poll the send CQ "
+			      "before posting more, or create the QP with a larger cap.max_send_wr", q->sq_size);
+	return 0;
+}
+
+int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	struct soft_qp *q = qp->drv_qp;
+	uint32_t st;
+	size_t i = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&q->lock);
+	st = atomic_load(&q->state);
+	if (RV_UNLIKELY(st == RV_QPS_RESET || st == RV_QPS_INIT)) {
+		rc = rv_err(EINVAL, "rv_qp_post_send", "the QP is in %s; send work can be posted once it is "
+			    "connected (rv_qp_connect, or RTR/RTS)", st == RV_QPS_RESET ? "RESET" : "INIT");
+		goto out;
+	}
+	for (; i < n; i++) {
+		const rv_send_wr *wr = &wrs[i];
+		uint64_t len = rv_send_wr_length(wr);
+		struct soft_swqe *w;
+
+		rc = check_send_wr(q, wr, i, len);
+		if (RV_UNLIKELY(rc < 0))
+			break;
+		w = &q->sq[q->sq_tail % q->sq_size];
+		w->inl = rv_send_wr_inline(qp, wr);
+		if (w->inl && len > q->max_inline) {
+			rc = rv_err(EINVAL, "rv_qp_post_send", "wrs[%zu]: %llu bytes inline exceed the QP's "
+				    "max_inline_data %u; drop RV_SEND_INLINE", i, (unsigned long long)len,
+				    q->max_inline);
+			break;
+		}
+		w->wr_id = wr->wr_id;
+		w->opcode = wr->opcode;
+		w->flags = wr->send_flags;
+		w->length = (uint32_t)len;
+		w->remote_addr = wr->remote_addr;
+		w->rkey = wr->rkey;
+		w->done = false;
+		w->signaled = qp->sq_sig_all || (wr->send_flags & RV_SEND_SIGNALED);
+		w->msn = 0;
+		if (w->inl) {
+			/* Inline: the caller may reuse its buffer as soon as this returns. */
+			uint32_t off = 0;
+			for (uint32_t k = 0; k < wr->num_sge; k++) {
+				memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[k].addr,
+				       wr->sg_list[k].length);
+				off += wr->sg_list[k].length;
+			}
+			w->num_sge = 0;
+		} else {
+			w->num_sge = wr->num_sge;
+			if (wr->num_sge)
+				memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(rv_sge));
+		}
+		q->sq_tail++;
+	}
+	if (i > 0) {
+		if (atomic_load(&q->state) == RV_QPS_ERR)
+			flush_posted(q);
+		else if (q->conn)
+			soft_tx_push(q);
+	}
+out:
+	pthread_mutex_unlock(&q->lock);
+	*n_posted = i;
+	return rc;
+}
+
+int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	static const char *const fn = "rv_qp_post_recv";
+	struct soft_qp *q = qp->drv_qp;
+	size_t i = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&q->lock);
+	if (RV_UNLIKELY(atomic_load(&q->state) == RV_QPS_RESET)) {
+		rc = rv_err(EINVAL, fn, "the QP is in RESET; move it to INIT first (rv_qp_to_init)");
+		goto out;
+	}
+	for (; i < n; i++) {
+		const rv_recv_wr *wr = &wrs[i];
+		struct soft_rwqe *w;
+
+		if (wr->num_sge > q->max_recv_sge) {
+			rc = rv_err(EINVAL, fn, "wrs[%zu] has %u SGEs; the QP's max_recv_sge is %u", i,
+				    wr->num_sge, q->max_recv_sge);
+			break;
+		}
+		if (wr->num_sge && !wr->sg_list) {
+			rc = rv_err(EINVAL, fn, "wrs[%zu] has num_sge %u but sg_list is NULL", i, wr->num_sge);
+			break;
+		}
+		if (q->rq_tail - q->rq_head >= q->rq_size) {
+			rc = rv_err(ENOMEM, fn, "the receive queue is full (%u WRs); create the QP with a "
+				    "larger cap.max_recv_wr", q->rq_size);
+			break;
+		}
+		w = &q->rq[q->rq_tail % q->rq_size];
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(rv_sge));
+		q->rq_tail++;
+	}
+	if (i > 0) {
+		if (atomic_load(&q->state) == RV_QPS_ERR) {
+			flush_posted(q);
+		} else if (q->conn && q->conn->rx_stalled && !q->kick) {
+			/* Rare path: a SEND is waiting for exactly this. */
+			q->kick = true;
+			soft_kick(q->sc);
+		}
+	}
+out:
+	pthread_mutex_unlock(&q->lock);
+	*n_posted = i;
+	return rc;
+}

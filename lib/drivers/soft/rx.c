@@ -1,0 +1,363 @@
+/*
+ * The receive side of a software QP: verifies each FPDU, checks it, and
+ * places its payload.
+ *
+ * Every check happens before a byte is written: the STag must exist, belong
+ * to the QP's PD, grant the access (and the QP's qp_access_flags must allow
+ * it) and cover [TO, TO + length) without 64-bit overflow. A violation sends
+ * a TERMINATE (RFC 5040 §4.8 with the layer/type/code of RFC 5040 §7 and
+ * RFC 5041 §7) and moves this QP to ERR; a remote WRITE/READ target gets no
+ * completion for it, as on iWARP. A TERMINATE from the peer completes the WR
+ * it names with the matching verbs status and flushes the rest.
+ *
+ * A SEND that finds no receive WR stalls the stream (it stays at the head of
+ * the rx buffer and the socket is no longer read) until one is posted; this
+ * is how the device behaves with rnr_retry 7 (infinite), the connection
+ * helper's default.
+ *
+ * Runs in the progress thread with sc->lock and q->lock held. Never blocks.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "soft.h"
+
+static bool before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+/* This side found an error in the peer's stream: TERMINATE, then ERR. */
+static int responder_error(struct soft_qp *q, const struct rv_fpdu *f, uint8_t layer, uint8_t etype,
+			   uint8_t ecode, uint32_t rq_status)
+{
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: terminating the connection to QP 0x%x (layer %u, type %u, "
+	       "code 0x%02x); the QP is in the error state", q->qpn, q->peer_qpn, layer, etype, ecode);
+	soft_tx_terminate(q, layer, etype, ecode, f);
+	soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, rq_status, true);
+	soft_tx_push(q);
+	soft_conn_detach(q, true);
+	return -1;
+}
+
+/* This side, as requester, got a response it cannot accept. */
+static int requester_error(struct soft_qp *q, const struct rv_fpdu *f, uint32_t fail, uint32_t status,
+			   uint8_t ecode)
+{
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: bad READ response from QP 0x%x; terminating", q->qpn, q->peer_qpn);
+	soft_tx_terminate(q, RV_TERM_DDP, RV_TERM_DDP_TAGGED, ecode, f);
+	soft_qp_fail(q, fail, status, RV_WC_WR_FLUSH_ERR, true);
+	soft_tx_push(q);
+	soft_conn_detach(q, true);
+	return -1;
+}
+
+static int tagged_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_mem_err e)
+{
+	switch (e) {
+	case SOFT_MEM_NO_KEY:
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_TAGGED, RV_TERM_DDP_T_INV_STAG,
+				       RV_WC_WR_FLUSH_ERR);
+	case SOFT_MEM_PD:
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_TAGGED, RV_TERM_DDP_T_STREAM,
+				       RV_WC_WR_FLUSH_ERR);
+	case SOFT_MEM_BOUNDS:
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_TAGGED, RV_TERM_DDP_T_BOUNDS,
+				       RV_WC_WR_FLUSH_ERR);
+	case SOFT_MEM_ACCESS:
+	default:
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
+				       RV_WC_WR_FLUSH_ERR);
+	}
+}
+
+static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	enum soft_mem_err e;
+
+	/* A zero-length WRITE touches no memory (RFC 6581 uses one as RTR). */
+	if (f->payload_len == 0)
+		return 0;
+	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
+				       RV_WC_WR_FLUSH_ERR);
+	e = soft_mem_write(q->sc, q->qp->pd, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, f->payload,
+			   f->payload_len);
+	return e == SOFT_MEM_OK ? 0 : tagged_error(q, f, e);
+}
+
+static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	const struct rv_read_req *r = &f->rreq;
+	enum soft_mem_err e = SOFT_MEM_OK;
+
+	if (f->qn != RV_DDP_QN_READ)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->msn != q->msn_rx[1])
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (!f->last || f->mo != 0)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
+				       RV_WC_WR_FLUSH_ERR);
+	if (q->ird_tail - q->ird_head >= SOFT_IRD_CAP)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_NO_BUF,
+				       RV_WC_WR_FLUSH_ERR);
+	if (r->size) {
+		if (!(q->access & RV_ACCESS_REMOTE_READ))
+			e = SOFT_MEM_ACCESS;
+		else
+			e = soft_mem_check(q->sc, q->qp->pd, r->src_stag, RV_ACCESS_REMOTE_READ, r->src_to,
+					   r->size);
+	}
+	if (e != SOFT_MEM_OK) {
+		static const uint8_t code[] = {
+			[SOFT_MEM_NO_KEY] = RV_TERM_RDMAP_INV_STAG,
+			[SOFT_MEM_PD] = RV_TERM_RDMAP_STREAM,
+			[SOFT_MEM_ACCESS] = RV_TERM_RDMAP_ACCESS,
+			[SOFT_MEM_BOUNDS] = RV_TERM_RDMAP_BOUNDS,
+		};
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, code[e],
+				       RV_WC_WR_FLUSH_ERR);
+	}
+	q->msn_rx[1]++;
+	q->ird[q->ird_tail % SOFT_IRD_CAP].req = *r;
+	q->ird[q->ird_tail % SOFT_IRD_CAP].sent = 0;
+	q->ird_tail++;
+	return 0;
+}
+
+/* The oldest user READ in flight, else the oldest WR. */
+static uint32_t first_read(const struct soft_qp *q)
+{
+	for (uint32_t i = q->ord_head; i != q->ord_tail; i++)
+		if (q->ord[i % SOFT_ORD_CAP].user)
+			return q->ord[i % SOFT_ORD_CAP].wqe;
+	return q->sq_head;
+}
+
+static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct soft_ord *o;
+
+	if (q->ord_head == q->ord_tail)
+		return requester_error(q, f, q->sq_head, RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_INV_STAG);
+	o = &q->ord[q->ord_head % SOFT_ORD_CAP];
+	if (f->stag != o->sink_stag)
+		return requester_error(q, f, first_read(q), RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_INV_STAG);
+	if (f->to != o->sink_to + o->got || f->payload_len > o->len - o->got ||
+	    (f->last && o->got + f->payload_len != o->len))
+		return requester_error(q, f, first_read(q), RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_BOUNDS);
+	if (o->user && f->payload_len) {
+		struct soft_swqe *w = &q->sq[o->wqe % q->sq_size];
+		if (soft_sgl_write(q->sc, q->qp->pd, w->sge, w->num_sge, o->got, f->payload, f->payload_len) !=
+		    SOFT_MEM_OK) {
+			rv_log(RV_LOG_WARN, "soft0: QP 0x%x: a READ's local buffer is no longer registered",
+			       q->qpn);
+			soft_qp_fail(q, o->wqe, RV_WC_LOC_PROT_ERR, RV_WC_WR_FLUSH_ERR, false);
+			soft_conn_detach(q, false);
+			return -1;
+		}
+	}
+	o->got += f->payload_len;
+	if (f->last) {
+		if (o->user)
+			q->sq[o->wqe % q->sq_size].done = true;
+		if (before(q->sq_confirmed, o->upto))
+			q->sq_confirmed = o->upto;
+		q->ord_head++;
+		soft_sq_complete(q);
+	}
+	return 0;
+}
+
+/* 0: placed; 1: no receive WR yet (stall); -1: the QP failed. */
+static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct soft_rwqe *rw;
+	uint64_t cap = 0;
+
+	if (f->qn != RV_DDP_QN_SEND)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->msn != q->msn_rx[0])
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (!q->rx_in_msg) {
+		if (q->rq_head == q->rq_tail)
+			return 1;
+		q->rx_in_msg = true;
+		q->rx_bytes = 0;
+	}
+	if (f->mo != q->rx_bytes)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
+				       RV_WC_WR_FLUSH_ERR);
+	rw = &q->rq[q->rq_head % q->rq_size];
+	for (uint32_t i = 0; i < rw->num_sge; i++)
+		cap += rw->sge[i].length;
+	if ((uint64_t)f->mo + f->payload_len > cap)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_TOO_LONG,
+				       RV_WC_LOC_LEN_ERR);
+	if (f->payload_len &&
+	    soft_sgl_write(q->sc, q->qp->pd, rw->sge, rw->num_sge, f->mo, f->payload, f->payload_len) !=
+		    SOFT_MEM_OK)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_LOCAL_CATA, RV_TERM_RDMAP_UNSPEC,
+				       RV_WC_LOC_PROT_ERR);
+	q->rx_bytes += f->payload_len;
+	if (f->last) {
+		rv_wc wc;
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = rw->wr_id;
+		wc.status = RV_WC_SUCCESS;
+		wc.opcode = RV_WC_RECV;
+		wc.byte_len = q->rx_bytes;
+		wc.qp_num = q->qpn;
+		wc.src_qp = q->peer_qpn;
+		soft_cq_push(q->qp->recv_cq, &wc);
+		q->rq_head++;
+		q->rx_in_msg = false;
+		q->rx_bytes = 0;
+		q->msn_rx[0]++;
+	}
+	return 0;
+}
+
+static uint32_t term_status(const struct rv_term *t)
+{
+	if (t->layer == RV_TERM_RDMAP) {
+		if (t->etype == RV_TERM_RDMAP_REMOTE_PROT)
+			return RV_WC_REM_ACCESS_ERR;
+		if (t->etype == RV_TERM_RDMAP_REMOTE_OP &&
+		    (t->ecode == RV_TERM_RDMAP_OPCODE || t->ecode == RV_TERM_RDMAP_VERSION))
+			return RV_WC_REM_INV_REQ_ERR;
+		return RV_WC_REM_OP_ERR;
+	}
+	if (t->layer == RV_TERM_DDP) {
+		if (t->etype == RV_TERM_DDP_TAGGED)
+			return t->ecode == RV_TERM_DDP_T_VERSION ? RV_WC_REM_INV_REQ_ERR : RV_WC_REM_ACCESS_ERR;
+		if (t->etype == RV_TERM_DDP_UNTAGGED && t->ecode == RV_TERM_DDP_U_TOO_LONG)
+			return RV_WC_REM_INV_REQ_ERR;
+		return RV_WC_REM_OP_ERR;
+	}
+	return RV_WC_REM_OP_ERR;
+}
+
+/* The send WR a TERMINATE names, by the DDP header it quotes. */
+static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
+{
+	uint32_t end = q->sq_tx + (q->tx_off ? 1 : 0), i;
+
+	if (t->d) {
+		for (i = q->sq_head; i != end; i++) {
+			const struct soft_swqe *w = &q->sq[i % q->sq_size];
+			if (t->ddp_tagged && t->ddp_opcode == RV_RDMAP_WRITE) {
+				if (w->opcode == RV_WR_RDMA_WRITE && w->rkey == t->ddp_stag &&
+				    t->ddp_to >= w->remote_addr && t->ddp_to - w->remote_addr <= w->length)
+					return i;
+			} else if (!t->ddp_tagged && t->ddp_qn == RV_DDP_QN_SEND) {
+				if (w->opcode == RV_WR_SEND && w->msn == t->ddp_msn)
+					return i;
+			} else if (!t->ddp_tagged && t->ddp_qn == RV_DDP_QN_READ) {
+				if (w->opcode == RV_WR_RDMA_READ && w->msn == t->ddp_msn)
+					return i;
+			}
+		}
+	}
+	/* Not named: the oldest WR the peer has not confirmed. */
+	for (i = q->sq_head; i != q->sq_tx; i++) {
+		const struct soft_swqe *w = &q->sq[i % q->sq_size];
+		if (w->opcode == RV_WR_RDMA_READ ? !w->done : !before(i, q->sq_confirmed))
+			return i;
+	}
+	return i;
+}
+
+static int rx_terminate(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	const struct rv_term *t = &f->term;
+	uint32_t victim = term_victim(q, t);
+	uint32_t status = term_status(t);
+
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: QP 0x%x terminated the connection (layer %u, type %u, code "
+	       "0x%02x): %s", q->qpn, q->peer_qpn, t->layer, t->etype, t->ecode,
+	       victim != q->sq_tail ? "the WR it names fails, the rest flush" : "outstanding work flushes");
+	soft_qp_fail(q, victim, status, RV_WC_WR_FLUSH_ERR, false);
+	soft_conn_detach(q, true);
+	return -1;
+}
+
+static int rx_fpdu(struct soft_qp *q, struct soft_conn *c, const struct rv_fpdu *f)
+{
+	c->may_send = true; /* the initiator has spoken first (RFC 5044 §7.1.2) */
+	switch (f->opcode) {
+	case RV_RDMAP_WRITE:
+		return rx_write(q, f);
+	case RV_RDMAP_READ_REQ:
+		return rx_read_req(q, f);
+	case RV_RDMAP_READ_RESP:
+		return rx_read_resp(q, f);
+	case RV_RDMAP_SEND:
+	case RV_RDMAP_SEND_SE:
+		return rx_send(q, f);
+	case RV_RDMAP_TERMINATE:
+		return rx_terminate(q, f);
+	default:
+		/* SEND with invalidate, RFC 7306 and unknown opcodes: not supported yet. */
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
+	}
+}
+
+/* A frame that does not decode: say why at the layer that found it. */
+static void bad_frame(struct soft_qp *q, int err)
+{
+	switch (err) {
+	case -EILSEQ:
+		responder_error(q, NULL, RV_TERM_LLP, 0, RV_TERM_LLP_CRC, RV_WC_WR_FLUSH_ERR);
+		break;
+	case -EPROTO:
+		responder_error(q, NULL, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_VERSION,
+				RV_WC_WR_FLUSH_ERR);
+		break;
+	case -EPROTONOSUPPORT:
+		responder_error(q, NULL, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_VERSION,
+				RV_WC_WR_FLUSH_ERR);
+		break;
+	case -EMSGSIZE:
+		responder_error(q, NULL, RV_TERM_LLP, 0, RV_TERM_LLP_FPDU, RV_WC_WR_FLUSH_ERR);
+		break;
+	default:
+		responder_error(q, NULL, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
+				RV_WC_WR_FLUSH_ERR);
+		break;
+	}
+}
+
+void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
+{
+	size_t off = 0;
+
+	while (q->conn == c && !c->rx_stalled) {
+		struct rv_fpdu f;
+		int n = rv_wire_fpdu_decode(c->rx + off, c->rx_len - off, &f), r;
+
+		if (n == 0)
+			break;
+		if (n < 0) {
+			bad_frame(q, n);
+			return;
+		}
+		r = rx_fpdu(q, c, &f);
+		if (r > 0) {
+			c->rx_stalled = true;
+			break;
+		}
+		if (r < 0)
+			return; /* detached: the connection's buffer is no longer ours */
+		off += (size_t)n;
+	}
+	if (off) {
+		memmove(c->rx, c->rx + off, c->rx_len - off);
+		c->rx_len -= off;
+	}
+}

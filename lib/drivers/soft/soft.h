@@ -1,0 +1,315 @@
+/*
+ * The software RDMA device: private objects shared by the files of
+ * lib/drivers/soft. Nothing here leaves this folder except rv_driver_soft.
+ *
+ * Threads and locks (the rules every file here follows):
+ * - Each context has one progress thread (context.c) that owns the epoll
+ *   loop, the listener, connection setup and all receive processing.
+ * - sc->lock guards the context's QP table, its connection lists and the
+ *   connection state machine. The progress thread holds it while it handles
+ *   events; control calls (qp create/modify/destroy) take it too. It is never
+ *   taken on the data path (post, poll).
+ * - q->lock guards one QP's queues and its transmit side. Posting threads
+ *   take it alone; the progress thread takes it under sc->lock. Order:
+ *   sc->lock, then q->lock, then sc->mr_lock (read), then a CQ's lock.
+ * - A QP leaves the progress thread's view (the QP table, conn->qp) under
+ *   sc->lock + q->lock before it is freed; a connection is freed only by the
+ *   progress thread (or context close after it stopped), after its fd left
+ *   the epoll set, so a stale epoll event never reaches freed memory.
+ */
+#ifndef RV_SOFT_H
+#define RV_SOFT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "driver.h"
+#include "wire.h"
+
+/* Limits reported by query_device and enforced at create. */
+#define SOFT_MAX_QP 65536u
+#define SOFT_MAX_QP_WR 16384u
+#define SOFT_MAX_SGE 16u
+#define SOFT_MAX_CQ 65536u
+#define SOFT_MAX_CQE (1u << 20)
+#define SOFT_MAX_MR (1u << 20)
+#define SOFT_MAX_PD 65536u
+#define SOFT_MAX_RD_ATOM 16u
+#define SOFT_MAX_INLINE 1024u
+#define SOFT_MIN_INLINE 64u
+#define SOFT_MAX_MSG (1u << 31)
+
+/* Payload bytes per FPDU (one page, matching active_mtu RV_MTU_4096). */
+#define SOFT_FPDU_PAYLOAD 4096u
+/* Per-connection buffers: rx holds at least one largest FPDU. */
+#define SOFT_RXBUF (128u * 1024u)
+#define SOFT_TXBUF (64u * 1024u)
+/* Connection setup gives up after this long (peer never reaches RTR, host unreachable). */
+#define SOFT_CONNECT_TIMEOUT_MS 60000
+/* A closing connection waits this long for the peer's FIN before it is dropped. */
+#define SOFT_LINGER_MS 2000
+/* Ask the peer to confirm (zero-length READ) after this many unconfirmed WRs. */
+#define SOFT_CONFIRM_EVERY 16u
+
+struct soft_qp;
+struct soft_conn;
+
+struct soft_device {
+	char name[16];
+};
+
+struct soft_mr {
+	struct soft_mr *next; /* hash chain */
+	uint32_t key;         /* lkey == rkey == STag */
+	uint32_t access;
+	struct rv_pd *pd;
+	uint64_t addr;
+	uint64_t length;
+};
+
+struct soft_ctx {
+	struct rv_context *ctx;
+	pthread_mutex_t lock;
+	pthread_rwlock_t mr_lock;
+	struct soft_mr **mr_hash;
+	uint32_t mr_buckets; /* power of two */
+	uint32_t n_mr;
+
+	struct soft_qp **qps; /* the progress thread's view of QPs */
+	uint32_t n_qps, cap_qps;
+	struct soft_conn *conns;   /* every live connection */
+	struct soft_conn *zombies; /* out of epoll, freed by the progress thread */
+
+	int epfd, evfd, lfd;
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t gid[16];
+	uint16_t port;
+	pthread_t thread;
+	bool thread_started;
+	bool stop;
+	_Atomic bool kicked; /* some QP wants the progress thread (post_recv on a stalled rx) */
+};
+
+enum soft_conn_state {
+	CONN_CONNECTING = 1, /* active: TCP connect in progress, MPA request queued */
+	CONN_WAIT_REPLY,     /* active: MPA request sent */
+	CONN_WAIT_REQ,       /* passive: accepted, reading the MPA request */
+	CONN_PENDING,        /* passive: request read, waiting for its QP to reach RTR */
+	CONN_UP,             /* FPDUs flow */
+	CONN_CLOSING,        /* detached from its QP: flush tx, shut down, wait for FIN */
+	CONN_DEAD,           /* out of epoll, on the zombie list */
+};
+
+struct soft_conn {
+	struct soft_conn *next;  /* sc->conns or sc->zombies */
+	struct soft_ctx *sc;
+	struct soft_qp *qp;      /* NULL unless attached (UP, CONNECTING, WAIT_REPLY) */
+	int fd;
+	uint32_t events;         /* current epoll interest */
+	enum soft_conn_state state;
+	bool active;
+	bool may_send;           /* passive side: the initiator's first FPDU arrived (RFC 5044 §7.1.2) */
+	bool rx_stalled;         /* a SEND waits at the head of rx for a receive WR */
+	bool shut_wr;
+	int64_t deadline;        /* ms, CLOCK_MONOTONIC; 0 = none */
+	uint8_t *rx;
+	size_t rx_len;
+	uint8_t *tx;
+	size_t tx_off, tx_len;
+	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
+};
+
+struct soft_swqe {
+	uint64_t wr_id;
+	uint32_t opcode;
+	uint32_t flags;
+	uint32_t num_sge;
+	uint32_t length;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t msn;     /* SEND: its QN 0 MSN; READ: its QN 1 MSN */
+	bool inl;         /* payload copied at post time into inline_data */
+	bool done;        /* READ: response complete */
+	bool signaled;
+	rv_sge *sge;      /* this slot's SGE array */
+	uint8_t *inline_data;
+};
+
+struct soft_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	rv_sge *sge;
+};
+
+/* A READ this QP sent and awaits (requester), in order of sending. */
+struct soft_ord {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t len;
+	uint32_t got;
+	bool user;     /* a user READ WR (else an internal zero-length confirm) */
+	uint32_t wqe;  /* user: its SQ index */
+	uint32_t upto; /* completing it confirms every SQ WR before this index */
+};
+
+/* A READ this QP must answer (responder), in order of arrival. */
+struct soft_ird {
+	struct rv_read_req req;
+	uint32_t sent;
+};
+
+#define SOFT_ORD_CAP SOFT_MAX_RD_ATOM
+#define SOFT_IRD_CAP (2 * SOFT_MAX_RD_ATOM)
+
+struct soft_qp {
+	struct rv_qp *qp;
+	struct soft_ctx *sc;
+	pthread_mutex_t lock;
+	uint32_t qpn;
+	_Atomic uint32_t state; /* rv_qp_state as the driver sees it */
+	rv_qp_attr attr;        /* what modify set, for query */
+	uint32_t access;        /* qp_access_flags */
+
+	bool have_peer, active;
+	uint8_t peer_gid[16];
+	uint16_t peer_port;
+	uint32_t peer_qpn;
+	uint32_t ord_max;
+
+	/* Send queue; counters are free-running, index = counter % sq_size. */
+	struct soft_swqe *sq;
+	rv_sge *sq_sge;
+	uint8_t *sq_inline;
+	uint32_t sq_size, max_send_sge, max_inline;
+	uint32_t sq_head;      /* oldest not completed */
+	uint32_t sq_tx;        /* next to transmit */
+	uint32_t sq_tail;      /* next free */
+	uint32_t sq_confirmed; /* SENDs/WRITEs before this index reached the peer */
+	uint32_t sq_covered;   /* a READ sent after index sq_covered-1 will confirm up to here */
+	uint32_t tx_off;       /* bytes of sq[sq_tx] already framed */
+	uint32_t msn_tx[3];    /* next MSN per queue number */
+	bool need_rtr;         /* active: send the zero-length READ that opens the stream */
+	bool term_pending;
+	uint8_t term[RV_FPDU_OVERHEAD + 8 + RV_DDP_UNTAGGED_HDR + RV_RDMAP_READ_REQ_LEN];
+	size_t term_len;
+
+	struct soft_ord ord[SOFT_ORD_CAP];
+	uint32_t ord_head, ord_tail;
+	struct soft_ird ird[SOFT_IRD_CAP];
+	uint32_t ird_head, ird_tail;
+
+	/* Receive queue. */
+	struct soft_rwqe *rq;
+	rv_sge *rq_sge;
+	uint32_t rq_size, max_recv_sge;
+	uint32_t rq_head, rq_tail;
+	bool rx_in_msg;     /* rq[rq_head] is being filled */
+	uint32_t rx_bytes;  /* bytes placed into it so far */
+	uint32_t msn_rx[2]; /* expected MSN on QN 0 and QN 1 */
+
+	struct soft_conn *conn;
+	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
+};
+
+/* ---- device.c ---- */
+int soft_probe(rv_driver_add_fn add, void *cookie);
+void soft_device_release(void *drv_dev);
+bool soft_device_active(void *drv_dev);
+int soft_query_device(struct rv_context *ctx, rv_device_attr *attr);
+int soft_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
+int soft_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
+
+/* ---- context.c ---- */
+int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
+int soft_context_close(struct rv_context *ctx);
+int64_t soft_now_ms(void);
+void soft_kick(struct soft_ctx *sc);
+int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
+void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
+struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn);
+
+/* ---- mr.c ---- */
+int soft_pd_alloc(struct rv_pd *pd);
+int soft_pd_dealloc(struct rv_pd *pd);
+int soft_mr_reg(struct rv_mr *mr);
+int soft_mr_dereg(struct rv_mr *mr);
+int soft_mr_table_init(struct soft_ctx *sc);
+void soft_mr_table_fini(struct soft_ctx *sc);
+
+/* Why an access to registered memory was refused. */
+enum soft_mem_err {
+	SOFT_MEM_OK = 0,
+	SOFT_MEM_NO_KEY,  /* no MR with that key */
+	SOFT_MEM_PD,      /* the MR belongs to another PD */
+	SOFT_MEM_ACCESS,  /* the MR lacks the access right */
+	SOFT_MEM_BOUNDS,  /* outside the MR (or address arithmetic overflows) */
+};
+
+/* Copy len bytes into (key, addr), checking key, PD, access and bounds first. */
+enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				 uint64_t addr, const void *src, uint64_t len);
+/* Copy len bytes out of (key, addr), with the same checks. */
+enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				uint64_t addr, void *dst, uint64_t len);
+/* The same checks without copying. */
+enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				 uint64_t addr, uint64_t len);
+/* Gather len bytes from offset off of an SGE list (lkeys, LOCAL access). */
+enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				uint64_t off, void *dst, uint64_t len);
+/* Scatter len bytes to offset off of an SGE list (lkeys, LOCAL_WRITE). */
+enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				 uint64_t off, const void *src, uint64_t len);
+
+/* ---- cq.c ---- */
+int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
+int soft_cq_destroy(struct rv_cq *cq);
+int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
+void soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
+
+/* ---- qp.c ---- */
+int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);
+int soft_qp_destroy(struct rv_qp *qp);
+int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr);
+int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr);
+int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
+/* Complete finished send WRs in order (q->lock held). */
+void soft_sq_complete(struct soft_qp *q);
+/*
+ * Move q to ERR (q->lock held): send WRs before index fail complete as
+ * successful (the peer processed them), the one at fail gets status, the rest
+ * and every receive WR flush; rq_status, if not FLUSH, goes to the receive WR
+ * being filled. If term is true the queued TERMINATE is sent before the
+ * connection closes. fail == q->sq_tail fails nothing in particular.
+ */
+void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term);
+
+/* ---- conn.c ---- */
+int soft_conn_start(struct soft_qp *q);           /* active side, at RTR */
+void soft_conn_adopt_pending(struct soft_qp *q);  /* passive side, at RTR */
+void soft_conn_detach(struct soft_qp *q, bool graceful);
+void soft_conn_event(struct soft_conn *c, uint32_t events);
+void soft_conn_accept(struct soft_ctx *sc);
+void soft_conn_timers(struct soft_ctx *sc, int64_t now);
+void soft_conn_free(struct soft_conn *c);
+void soft_conn_set_out(struct soft_conn *c, bool want);
+/* Send what is buffered; false when the connection broke. */
+bool soft_conn_flush(struct soft_conn *c);
+
+/* ---- tx.c ---- */
+/* Frame and send as much as the socket takes (q->lock held). */
+void soft_tx_push(struct soft_qp *q);
+/* Queue a TERMINATE quoting the offending FPDU's header (hdr may be NULL). */
+void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t ecode,
+		       const struct rv_fpdu *f);
+
+/* ---- rx.c ---- */
+/* Process the FPDUs in c->rx (progress thread, sc->lock and q->lock held). */
+void soft_rx_process(struct soft_qp *q, struct soft_conn *c);
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * The transmit side of a software QP: frames work into FPDUs and pushes them
+ * into the QP's TCP stream.
+ *
+ * Who transmits: the posting thread, directly (rv_qp_post_send ends in
+ * soft_tx_push); when the socket is full the rest waits in the connection's
+ * tx buffer and the progress thread continues on EPOLLOUT. The payload of a
+ * non-inline WR is read from its SGEs when its FPDU is framed, so the buffer
+ * must stay valid until the WR completes (as with any verbs device); inline
+ * payloads were copied at post time.
+ *
+ * When a SEND/WRITE completes: RC reports success only once the peer has
+ * processed the message, so that a remote access error can complete the very
+ * WR that caused it. iWARP has no ACK, so the requester asks for proof with a
+ * zero-length RDMA READ (legal per RFC 5040; RFC 6581 uses the same message):
+ * the responder handles its stream in order, so the READ's response proves
+ * every earlier message was placed. One is sent when the send queue drains or
+ * after SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well.
+ *
+ * Order on the wire at message boundaries: a pending TERMINATE first, then READ
+ * responses, then the initiator's opening READ, then the send queue.
+ * Always called with q->lock held; never blocks; never takes sc->lock.
+ */
+#include <string.h>
+
+#include "soft.h"
+
+static uint32_t ord_limit(const struct soft_qp *q)
+{
+	return q->ord_max < SOFT_ORD_CAP ? q->ord_max : SOFT_ORD_CAP;
+}
+
+static bool ord_room(const struct soft_qp *q)
+{
+	return q->ord_tail - q->ord_head < ord_limit(q);
+}
+
+static void emit_read_req(struct soft_qp *q, struct soft_conn *c, const struct rv_read_req *r, bool user,
+			  uint32_t wqe)
+{
+	struct rv_fpdu f;
+	struct soft_ord *o = &q->ord[q->ord_tail % SOFT_ORD_CAP];
+	int n;
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_READ_REQ;
+	f.last = true;
+	f.qn = RV_DDP_QN_READ;
+	f.msn = q->msn_tx[RV_DDP_QN_READ]++;
+	f.rreq = *r;
+	n = rv_wire_fpdu_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
+	c->tx_len += (size_t)n;
+	o->sink_stag = r->sink_stag;
+	o->sink_to = r->sink_to;
+	o->len = r->size;
+	o->got = 0;
+	o->user = user;
+	o->wqe = wqe;
+	o->upto = user ? wqe : q->sq_tx;
+	q->ord_tail++;
+	if (user)
+		q->sq[wqe % q->sq_size].msn = f.msn;
+	q->sq_covered = user ? wqe + 1 : q->sq_tx;
+}
+
+static void emit_confirm(struct soft_qp *q, struct soft_conn *c)
+{
+	struct rv_read_req r;
+
+	memset(&r, 0, sizeof(r));
+	emit_read_req(q, c, &r, false, 0);
+}
+
+/* Local error while framing sq[sq_tx]: the WR fails, the QP goes to ERR and
+ * the progress thread closes the connection. */
+static void local_fail(struct soft_qp *q, uint32_t status)
+{
+	soft_qp_fail(q, q->sq_tx, status, RV_WC_WR_FLUSH_ERR, false);
+	q->kick = true;
+	soft_kick(q->sc);
+}
+
+static bool emit_user_read(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
+{
+	struct rv_read_req r;
+
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		if (soft_mem_check(q->sc, q->qp->pd, w->sge[i].lkey, RV_ACCESS_LOCAL_WRITE, w->sge[i].addr,
+				   w->sge[i].length) != SOFT_MEM_OK) {
+			local_fail(q, RV_WC_LOC_PROT_ERR);
+			return false;
+		}
+	}
+	r.sink_stag = w->num_sge ? w->sge[0].lkey : 0;
+	r.sink_to = w->num_sge ? w->sge[0].addr : 0;
+	r.size = w->length;
+	r.src_stag = w->rkey;
+	r.src_to = w->remote_addr;
+	emit_read_req(q, c, &r, true, q->sq_tx);
+	q->sq_tx++;
+	return true;
+}
+
+/* One FPDU of a SEND or WRITE. */
+static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
+{
+	uint32_t chunk = w->length - q->tx_off;
+	uint8_t *buf = c->tx + c->tx_len;
+	struct rv_fpdu f;
+	size_t off;
+
+	if (chunk > SOFT_FPDU_PAYLOAD)
+		chunk = SOFT_FPDU_PAYLOAD;
+	memset(&f, 0, sizeof(f));
+	if (w->opcode == RV_WR_SEND) {
+		f.opcode = (w->flags & RV_SEND_SOLICITED) ? RV_RDMAP_SEND_SE : RV_RDMAP_SEND;
+		f.qn = RV_DDP_QN_SEND;
+		if (q->tx_off == 0)
+			w->msn = q->msn_tx[RV_DDP_QN_SEND];
+		f.msn = w->msn;
+		f.mo = q->tx_off;
+	} else {
+		f.opcode = RV_RDMAP_WRITE;
+		f.tagged = true;
+		f.stag = w->rkey;
+		f.to = w->remote_addr + q->tx_off;
+	}
+	f.last = q->tx_off + chunk == w->length;
+	off = rv_wire_fpdu_begin(buf, &f, chunk);
+	if (w->inl) {
+		memcpy(buf + off, w->inline_data + q->tx_off, chunk);
+	} else if (soft_sgl_read(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, buf + off, chunk) !=
+		   SOFT_MEM_OK) {
+		local_fail(q, RV_WC_LOC_PROT_ERR);
+		return false;
+	}
+	c->tx_len += rv_wire_fpdu_seal(buf);
+	q->tx_off += chunk;
+	if (f.last) {
+		if (w->opcode == RV_WR_SEND)
+			q->msn_tx[RV_DDP_QN_SEND]++;
+		q->tx_off = 0;
+		q->sq_tx++;
+	}
+	return true;
+}
+
+/* One FPDU of the READ response at the head of the IRD queue. */
+static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_ird *r = &q->ird[q->ird_head % SOFT_IRD_CAP];
+	uint32_t chunk = r->req.size - r->sent;
+	uint8_t *buf = c->tx + c->tx_len;
+	struct rv_fpdu f;
+	size_t off;
+
+	if (chunk > SOFT_FPDU_PAYLOAD)
+		chunk = SOFT_FPDU_PAYLOAD;
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_READ_RESP;
+	f.tagged = true;
+	f.stag = r->req.sink_stag;
+	f.to = r->req.sink_to + r->sent;
+	f.last = r->sent + chunk == r->req.size;
+	off = rv_wire_fpdu_begin(buf, &f, chunk);
+	if (chunk && soft_mem_read(q->sc, q->qp->pd, r->req.src_stag, RV_ACCESS_REMOTE_READ,
+				   r->req.src_to + r->sent, buf + off, chunk) != SOFT_MEM_OK) {
+		/* Validated on arrival; the MR was deregistered since. */
+		soft_tx_terminate(q, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_INV_STAG, NULL);
+		soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, true);
+		q->kick = true;
+		soft_kick(q->sc);
+		return false;
+	}
+	c->tx_len += rv_wire_fpdu_seal(buf);
+	r->sent += chunk;
+	if (f.last)
+		q->ird_head++;
+	return true;
+}
+
+static bool fill(struct soft_qp *q, struct soft_conn *c)
+{
+	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + SOFT_FPDU_PAYLOAD;
+	bool any = false;
+
+	while (SOFT_TXBUF - c->tx_len >= need) {
+		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+		struct soft_swqe *w;
+
+		if (q->term_pending) {
+			memcpy(c->tx + c->tx_len, q->term, q->term_len);
+			c->tx_len += q->term_len;
+			q->term_pending = false;
+			any = true;
+			continue;
+		}
+		if (st != RV_QPS_RTR && st != RV_QPS_RTS)
+			break;
+		if (q->ird_head != q->ird_tail) {
+			if (!emit_read_resp(q, c))
+				break;
+			any = true;
+			continue;
+		}
+		if (q->need_rtr) {
+			if (!ord_room(q))
+				break;
+			emit_confirm(q, c);
+			q->need_rtr = false;
+			any = true;
+			continue;
+		}
+		if (st != RV_QPS_RTS)
+			break;
+		if (q->sq_tx == q->sq_tail) {
+			if (q->sq_tx != q->sq_covered && ord_room(q)) {
+				emit_confirm(q, c);
+				any = true;
+			}
+			break;
+		}
+		w = &q->sq[q->sq_tx % q->sq_size];
+		if (q->tx_off == 0) {
+			if (q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && ord_room(q)) {
+				emit_confirm(q, c);
+				any = true;
+				continue;
+			}
+			/* A fenced WR waits for every READ before it. */
+			if ((w->flags & RV_SEND_FENCE) && q->ord_tail != q->ord_head)
+				break;
+		}
+		if (w->opcode == RV_WR_RDMA_READ) {
+			if (!ord_room(q) || !emit_user_read(q, c, w))
+				break;
+		} else if (!emit_data(q, c, w)) {
+			break;
+		}
+		any = true;
+	}
+	return any;
+}
+
+void soft_tx_push(struct soft_qp *q)
+{
+	struct soft_conn *c = q->conn;
+
+	if (c && c->state != CONN_DEAD && c->state != CONN_CLOSING) {
+		for (;;) {
+			if (!soft_conn_flush(c) || c->tx_len)
+				break; /* broken (the progress thread sees EPOLLERR) or full */
+			if (c->state != CONN_UP || !c->may_send || !fill(q, c))
+				break;
+		}
+		soft_conn_set_out(c, c->tx_len > 0);
+	}
+	soft_sq_complete(q);
+}
+
+void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t ecode, const struct rv_fpdu *bad)
+{
+	struct rv_fpdu f;
+	int n;
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_TERMINATE;
+	f.last = true;
+	f.qn = RV_DDP_QN_TERM;
+	f.msn = q->msn_tx[RV_DDP_QN_TERM]++;
+	f.term.layer = layer;
+	f.term.etype = etype;
+	f.term.ecode = ecode;
+	if (bad) {
+		/* Quote the offending DDP header, and a READ request's RDMAP header too:
+		 * in the receive buffer the payload follows the header. */
+		f.term.m = true;
+		f.term.d = true;
+		f.term.seg_len = (uint16_t)(bad->hdr_len + bad->payload_len);
+		f.term.hdr = bad->hdr;
+		f.term.hdr_len = bad->hdr_len;
+		if (bad->opcode == RV_RDMAP_READ_REQ && !bad->tagged) {
+			f.term.r = true;
+			f.term.hdr_len = (uint16_t)(bad->hdr_len + RV_RDMAP_READ_REQ_LEN);
+		}
+	}
+	n = rv_wire_fpdu_encode(q->term, sizeof(q->term), &f);
+	if (n > 0) {
+		q->term_len = (size_t)n;
+		q->term_pending = true;
+	}
+}

@@ -1,0 +1,382 @@
+/*
+ * Encoding and decoding of MPA frames and FPDUs (see wire.h for the formats).
+ *
+ * Owns: byte layouts only. Never does I/O, never allocates, never reads
+ * outside the buffer it was given; it must stay safe on hostile input.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "wire.h"
+
+static const char mpa_key_req[RV_MPA_KEY_LEN] = {'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R',
+						 'e', 'q', ' ', 'F', 'r', 'a', 'm', 'e'};
+static const char mpa_key_rep[RV_MPA_KEY_LEN] = {'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R',
+						 'e', 'p', ' ', 'F', 'r', 'a', 'm', 'e'};
+static const uint8_t cpd_magic[4] = {'R', 'V', 'S', '1'};
+
+/* DDP/RDMAP control word (RFC 5041 §4.2, RFC 5040 §4.3). */
+#define CTL_T 0x8000u
+#define CTL_L 0x4000u
+#define CTL_DV_SHIFT 8
+#define CTL_DV_MASK 0x0300u
+#define CTL_RV_SHIFT 6
+#define CTL_RV_MASK 0x00c0u
+#define CTL_OPCODE 0x000fu
+#define DDP_VERSION 1u
+#define RDMAP_VERSION 1u
+
+/* Terminate header control bits (RFC 5040 §4.8). */
+#define TERM_M 0x8000u
+#define TERM_D 0x4000u
+#define TERM_R 0x2000u
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* ---- MPA request/reply ---- */
+
+int rv_wire_mpa_encode(void *buf, size_t cap, const struct rv_mpa_frame *f)
+{
+	uint8_t *p = buf;
+
+	if (f->pd_len > RV_MPA_PD_MAX || (f->pd_len && !f->pd) || f->rev < 1 || f->rev > 2)
+		return -EINVAL;
+	if (cap < RV_MPA_HDR_LEN + (size_t)f->pd_len)
+		return -ENOSPC;
+	memcpy(p, f->reply ? mpa_key_rep : mpa_key_req, RV_MPA_KEY_LEN);
+	p[16] = f->flags & 0xf0u;
+	p[17] = f->rev;
+	put16(p + 18, f->pd_len);
+	if (f->pd_len)
+		memcpy(p + RV_MPA_HDR_LEN, f->pd, f->pd_len);
+	return RV_MPA_HDR_LEN + f->pd_len;
+}
+
+int rv_wire_mpa_decode(const void *buf, size_t len, struct rv_mpa_frame *f)
+{
+	const uint8_t *p = buf;
+	bool reply;
+	uint16_t pd_len;
+
+	/* Reject a wrong key as early as its first differing byte. */
+	for (size_t i = 0; i < len && i < RV_MPA_KEY_LEN; i++)
+		if (p[i] != (uint8_t)mpa_key_req[i] && p[i] != (uint8_t)mpa_key_rep[i])
+			return -EBADMSG;
+	if (len < RV_MPA_HDR_LEN)
+		return 0;
+	if (memcmp(p, mpa_key_req, RV_MPA_KEY_LEN) == 0)
+		reply = false;
+	else if (memcmp(p, mpa_key_rep, RV_MPA_KEY_LEN) == 0)
+		reply = true;
+	else
+		return -EBADMSG;
+	if (p[17] < 1 || p[17] > 2)
+		return -EBADMSG;
+	pd_len = get16(p + 18);
+	if (pd_len > RV_MPA_PD_MAX)
+		return -EBADMSG;
+	if (len < RV_MPA_HDR_LEN + (size_t)pd_len)
+		return 0;
+	f->reply = reply;
+	f->flags = p[16] & 0xf0u;
+	f->rev = p[17];
+	f->pd_len = pd_len;
+	f->pd = pd_len ? p + RV_MPA_HDR_LEN : NULL;
+	return RV_MPA_HDR_LEN + pd_len;
+}
+
+int rv_wire_cpd_encode(void *buf, size_t cap, const struct rv_soft_cpd *c)
+{
+	uint8_t *p = buf;
+
+	if (cap < RV_SOFT_CPD_LEN)
+		return -ENOSPC;
+	memcpy(p, cpd_magic, 4);
+	put16(p + 4, c->ird);
+	put16(p + 6, c->ord);
+	memcpy(p + 8, c->gid, 16);
+	put16(p + 24, c->port);
+	put16(p + 26, 0);
+	put32(p + 28, c->src_qpn);
+	put32(p + 32, c->dst_qpn);
+	put32(p + 36, c->reason);
+	return RV_SOFT_CPD_LEN;
+}
+
+int rv_wire_cpd_decode(const void *buf, size_t len, struct rv_soft_cpd *c)
+{
+	const uint8_t *p = buf;
+	struct rv_soft_cpd t;
+
+	if (!p || len < RV_SOFT_CPD_LEN || memcmp(p, cpd_magic, 4) != 0)
+		return -EBADMSG;
+	t.ird = get16(p + 4);
+	t.ord = get16(p + 6);
+	memcpy(t.gid, p + 8, 16);
+	t.port = get16(p + 24);
+	t.src_qpn = get32(p + 28);
+	t.dst_qpn = get32(p + 32);
+	t.reason = get32(p + 36);
+	if (t.src_qpn > 0xffffff || t.dst_qpn > 0xffffff)
+		return -EBADMSG;
+	*c = t;
+	return RV_SOFT_CPD_LEN;
+}
+
+/* ---- FPDUs ---- */
+
+static bool opcode_tagged(uint8_t op)
+{
+	return op == RV_RDMAP_WRITE || op == RV_RDMAP_READ_RESP;
+}
+
+size_t rv_wire_fpdu_begin(uint8_t *buf, const struct rv_fpdu *f, size_t payload_len)
+{
+	size_t hlen = rv_wire_ddp_hdr_len(f->tagged);
+	uint16_t ctl = (uint16_t)(DDP_VERSION << CTL_DV_SHIFT | RDMAP_VERSION << CTL_RV_SHIFT |
+				  (f->opcode & CTL_OPCODE));
+
+	if (f->tagged)
+		ctl |= CTL_T;
+	if (f->last)
+		ctl |= CTL_L;
+	put16(buf, (uint16_t)(hlen + payload_len));
+	put16(buf + 2, ctl);
+	if (f->tagged) {
+		put32(buf + 4, f->stag);
+		put64(buf + 8, f->to);
+	} else {
+		put32(buf + 4, f->inv_stag);
+		put32(buf + 8, f->qn);
+		put32(buf + 12, f->msn);
+		put32(buf + 16, f->mo);
+	}
+	return 2 + hlen;
+}
+
+size_t rv_wire_fpdu_seal(uint8_t *buf)
+{
+	size_t n = 2 + (size_t)get16(buf);
+	size_t total = rv_wire_fpdu_len(n - 2);
+	uint32_t crc;
+
+	while (n < total - 4)
+		buf[n++] = 0;
+	crc = rv_crc32c(0, buf, n);
+	buf[n] = (uint8_t)crc;
+	buf[n + 1] = (uint8_t)(crc >> 8);
+	buf[n + 2] = (uint8_t)(crc >> 16);
+	buf[n + 3] = (uint8_t)(crc >> 24);
+	return total;
+}
+
+static void rreq_put(uint8_t *p, const struct rv_read_req *r)
+{
+	put32(p, r->sink_stag);
+	put64(p + 4, r->sink_to);
+	put32(p + 12, r->size);
+	put32(p + 16, r->src_stag);
+	put64(p + 20, r->src_to);
+}
+
+static void rreq_get(const uint8_t *p, struct rv_read_req *r)
+{
+	r->sink_stag = get32(p);
+	r->sink_to = get64(p + 4);
+	r->size = get32(p + 12);
+	r->src_stag = get32(p + 16);
+	r->src_to = get64(p + 20);
+}
+
+static size_t term_len(const struct rv_term *t)
+{
+	return 4 + ((t->m || t->d || t->r) ? 2u + t->hdr_len : 0u);
+}
+
+int rv_wire_fpdu_encode(void *buf, size_t cap, const struct rv_fpdu *f)
+{
+	uint8_t *p = buf;
+	size_t plen, off, hlen = rv_wire_ddp_hdr_len(f->tagged);
+
+	if (f->opcode == RV_RDMAP_READ_REQ)
+		plen = RV_RDMAP_READ_REQ_LEN;
+	else if (f->opcode == RV_RDMAP_TERMINATE)
+		plen = term_len(&f->term);
+	else
+		plen = f->payload_len;
+	if (hlen + plen > RV_ULPDU_MAX)
+		return -EMSGSIZE;
+	if (cap < rv_wire_fpdu_len(hlen + plen))
+		return -ENOSPC;
+	off = rv_wire_fpdu_begin(p, f, plen);
+	if (f->opcode == RV_RDMAP_READ_REQ) {
+		rreq_put(p + off, &f->rreq);
+	} else if (f->opcode == RV_RDMAP_TERMINATE) {
+		const struct rv_term *t = &f->term;
+		uint16_t ctl = (uint16_t)((t->m ? TERM_M : 0) | (t->d ? TERM_D : 0) | (t->r ? TERM_R : 0));
+		p[off] = (uint8_t)((t->layer & 0xf) << 4 | (t->etype & 0xf));
+		p[off + 1] = t->ecode;
+		put16(p + off + 2, ctl);
+		if (t->m || t->d || t->r) {
+			put16(p + off + 4, t->seg_len);
+			if (t->hdr_len)
+				memcpy(p + off + 6, t->hdr, t->hdr_len);
+		}
+	} else if (plen) {
+		memcpy(p + off, f->payload, plen);
+	}
+	return (int)rv_wire_fpdu_seal(p);
+}
+
+size_t rv_wire_fpdu_peek(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	return len < 2 ? 0 : rv_wire_fpdu_len(get16(p));
+}
+
+static int term_decode(const uint8_t *p, size_t len, struct rv_term *t)
+{
+	uint16_t ctl;
+
+	memset(t, 0, sizeof(*t));
+	if (len < 4)
+		return -EBADMSG;
+	t->layer = p[0] >> 4;
+	t->etype = p[0] & 0xf;
+	t->ecode = p[1];
+	ctl = get16(p + 2);
+	t->m = ctl & TERM_M;
+	t->d = ctl & TERM_D;
+	t->r = ctl & TERM_R;
+	if (!(t->m || t->d || t->r))
+		return 0;
+	if (len < 6)
+		return -EBADMSG;
+	t->seg_len = get16(p + 4);
+	t->hdr = p + 6;
+	t->hdr_len = (uint16_t)(len - 6);
+	if (t->d) {
+		const uint8_t *h = t->hdr;
+		uint16_t dctl;
+		size_t hl;
+
+		if (t->hdr_len < 2)
+			return -EBADMSG;
+		dctl = get16(h);
+		t->ddp_tagged = dctl & CTL_T;
+		t->ddp_opcode = dctl & CTL_OPCODE;
+		hl = rv_wire_ddp_hdr_len(t->ddp_tagged);
+		if (t->hdr_len < hl)
+			return -EBADMSG;
+		if (t->ddp_tagged) {
+			t->ddp_stag = get32(h + 2);
+			t->ddp_to = get64(h + 6);
+		} else {
+			t->ddp_qn = get32(h + 6);
+			t->ddp_msn = get32(h + 10);
+			t->ddp_mo = get32(h + 14);
+		}
+		if (t->r && !t->ddp_tagged && t->ddp_opcode == RV_RDMAP_READ_REQ &&
+		    t->hdr_len >= hl + RV_RDMAP_READ_REQ_LEN) {
+			t->has_rreq = true;
+			rreq_get(h + hl, &t->rreq);
+		}
+	}
+	return 0;
+}
+
+int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *out)
+{
+	const uint8_t *p = buf;
+	struct rv_fpdu f;
+	size_t ulpdu, total, hlen, body;
+	uint32_t crc, sent;
+	uint16_t ctl;
+
+	if (len < 2)
+		return 0;
+	ulpdu = get16(p);
+	if (ulpdu < RV_DDP_TAGGED_HDR)
+		return -EMSGSIZE;
+	total = rv_wire_fpdu_len(ulpdu);
+	if (len < total)
+		return 0;
+	body = total - 4;
+	crc = rv_crc32c(0, p, body);
+	sent = (uint32_t)p[body] | (uint32_t)p[body + 1] << 8 | (uint32_t)p[body + 2] << 16 |
+	       (uint32_t)p[body + 3] << 24;
+	if (crc != sent)
+		return -EILSEQ;
+
+	memset(&f, 0, sizeof(f));
+	ctl = get16(p + 2);
+	if ((ctl & CTL_DV_MASK) >> CTL_DV_SHIFT != DDP_VERSION)
+		return -EPROTO;
+	if ((ctl & CTL_RV_MASK) >> CTL_RV_SHIFT != RDMAP_VERSION)
+		return -EPROTONOSUPPORT;
+	f.tagged = ctl & CTL_T;
+	f.last = ctl & CTL_L;
+	f.opcode = ctl & CTL_OPCODE;
+	hlen = rv_wire_ddp_hdr_len(f.tagged);
+	if (ulpdu < hlen)
+		return -EMSGSIZE;
+	if (f.opcode <= RV_RDMAP_TERMINATE && opcode_tagged(f.opcode) != f.tagged)
+		return -EBADMSG;
+	if (f.tagged) {
+		f.stag = get32(p + 4);
+		f.to = get64(p + 8);
+	} else {
+		f.inv_stag = get32(p + 4);
+		f.qn = get32(p + 8);
+		f.msn = get32(p + 12);
+		f.mo = get32(p + 16);
+	}
+	f.hdr = p + 2;
+	f.hdr_len = (uint8_t)hlen;
+	f.payload = p + 2 + hlen;
+	f.payload_len = (uint32_t)(ulpdu - hlen);
+	if (f.opcode == RV_RDMAP_READ_REQ) {
+		if (f.payload_len != RV_RDMAP_READ_REQ_LEN)
+			return -EBADMSG;
+		rreq_get(f.payload, &f.rreq);
+	} else if (f.opcode == RV_RDMAP_TERMINATE) {
+		if (term_decode(f.payload, f.payload_len, &f.term) < 0)
+			return -EBADMSG;
+	}
+	*out = f;
+	return (int)total;
+}

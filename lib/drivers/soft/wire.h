@@ -1,0 +1,241 @@
+/*
+ * The iWARP wire format of the software device: MPA request/reply frames
+ * (RFC 5044 §7.1) with the rverbs connection private data, and FPDUs (RFC 5044
+ * §4: MPA length, ULPDU, pad, CRC32c) carrying a DDP segment (RFC 5041 §4,
+ * tagged or untagged) with its RDMAP header (RFC 5040 §4).
+ *
+ * Owns: encoding and decoding of bytes. PURE: no I/O, no allocation, no
+ * global state besides the CRC table, no handles. Every decoder is safe on any
+ * input bytes (it is a fuzz target): it reads only inside [buf, buf + len) and
+ * returns a negative errno for anything malformed.
+ *
+ * Byte order: every header field is big-endian (network order). The CRC32c is
+ * transmitted least significant byte first, as iSCSI does (RFC 3720 §12.1 and
+ * its test vectors; RFC 5044 §4.1 refers to that definition).
+ */
+#ifndef RV_SOFT_WIRE_H
+#define RV_SOFT_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- MPA connection setup (RFC 5044 §7.1, RFC 6581 for revision 2) ---- */
+
+#define RV_MPA_KEY_LEN 16
+#define RV_MPA_HDR_LEN 20 /* key, flags, revision, private data length */
+#define RV_MPA_PD_MAX 512
+#define RV_MPA_FLAG_MARKERS 0x80u
+#define RV_MPA_FLAG_CRC 0x40u
+#define RV_MPA_FLAG_REJECT 0x20u
+#define RV_MPA_FLAG_ENHANCED 0x10u /* RFC 6581: IRD/ORD lead the private data */
+
+struct rv_mpa_frame {
+	bool reply;        /* "MPA ID Rep Frame" rather than "MPA ID Req Frame" */
+	uint8_t flags;     /* RV_MPA_FLAG_*; the low 4 bits are reserved */
+	uint8_t rev;       /* 1 or 2 */
+	uint16_t pd_len;   /* ≤ RV_MPA_PD_MAX */
+	const uint8_t *pd; /* decode: points into the input */
+};
+
+/* Encode into buf; returns the frame length, -ENOSPC or -EINVAL. */
+int rv_wire_mpa_encode(void *buf, size_t cap, const struct rv_mpa_frame *f);
+/*
+ * Decode one frame from the start of buf: returns its length (> 0), 0 when
+ * more bytes are needed, or -EBADMSG (wrong key, revision not 1 or 2, private
+ * data longer than RV_MPA_PD_MAX).
+ */
+int rv_wire_mpa_decode(const void *buf, size_t len, struct rv_mpa_frame *f);
+
+/*
+ * The rverbs connection private data, carried in the MPA request and reply.
+ * It names both ends so that the listener can find the QP the request is for.
+ * Layout (big-endian): magic "RVS1" | ird u16 | ord u16 | gid[16] | port u16 |
+ * reserved u16 | src_qpn u32 | dst_qpn u32 | reason u32. Revision 2 will put
+ * the RFC 6581 IRD/ORD word first; "ird"/"ord" are already here for that.
+ */
+#define RV_SOFT_CPD_LEN 40
+
+enum rv_soft_reject {
+	RV_SOFT_REJECT_NONE = 0,
+	RV_SOFT_REJECT_NO_QP = 1,     /* no QP with dst_qpn */
+	RV_SOFT_REJECT_PEER = 2,      /* the QP expects another peer */
+	RV_SOFT_REJECT_BUSY = 3,      /* the QP is already connected */
+	RV_SOFT_REJECT_STATE = 4,     /* the QP is not in RTR/RTS in time */
+	RV_SOFT_REJECT_PROTOCOL = 5,  /* malformed request */
+};
+
+struct rv_soft_cpd {
+	uint16_t ird, ord;
+	uint8_t gid[16];  /* the sender's port GID */
+	uint16_t port;    /* the sender's listen port (its LID) */
+	uint32_t src_qpn; /* the sender's QP */
+	uint32_t dst_qpn; /* the receiver's QP */
+	uint32_t reason;  /* reply only: an rv_soft_reject */
+};
+
+int rv_wire_cpd_encode(void *buf, size_t cap, const struct rv_soft_cpd *p);
+/* -EBADMSG unless len ≥ RV_SOFT_CPD_LEN with the right magic and 24-bit QPNs. */
+int rv_wire_cpd_decode(const void *buf, size_t len, struct rv_soft_cpd *p);
+
+/* ---- FPDUs: MPA framing + DDP + RDMAP ---- */
+
+enum rv_rdmap_opcode {
+	RV_RDMAP_WRITE = 0x0,
+	RV_RDMAP_READ_REQ = 0x1,
+	RV_RDMAP_READ_RESP = 0x2,
+	RV_RDMAP_SEND = 0x3,
+	RV_RDMAP_SEND_INV = 0x4,
+	RV_RDMAP_SEND_SE = 0x5,
+	RV_RDMAP_SEND_SE_INV = 0x6,
+	RV_RDMAP_TERMINATE = 0x7,
+	/* 0x8..0xb: RFC 7306 (immediate data, atomics), not produced yet. */
+};
+
+enum rv_ddp_qn {
+	RV_DDP_QN_SEND = 0,
+	RV_DDP_QN_READ = 1,
+	RV_DDP_QN_TERM = 2,
+};
+
+#define RV_DDP_TAGGED_HDR 14   /* control(2) STag(4) TO(8) */
+#define RV_DDP_UNTAGGED_HDR 18 /* control(2) RsvdULP(4) QN(4) MSN(4) MO(4) */
+#define RV_RDMAP_READ_REQ_LEN 28
+#define RV_ULPDU_MAX 65535u
+/* Everything an FPDU adds around its payload, at most: length, header, pad, CRC. */
+#define RV_FPDU_OVERHEAD (2 + RV_DDP_UNTAGGED_HDR + 3 + 4)
+#define RV_FPDU_MAX (2 + RV_ULPDU_MAX + 3 + 4)
+
+/* Terminate layers, types and codes (RFC 5040 §4.8, §7; RFC 5041 §7; RFC 5044 §8). */
+enum rv_term_layer { RV_TERM_RDMAP = 0, RV_TERM_DDP = 1, RV_TERM_LLP = 2 };
+enum rv_term_rdmap_etype {
+	RV_TERM_RDMAP_LOCAL_CATA = 0,
+	RV_TERM_RDMAP_REMOTE_PROT = 1,
+	RV_TERM_RDMAP_REMOTE_OP = 2,
+};
+enum rv_term_rdmap_ecode {
+	RV_TERM_RDMAP_INV_STAG = 0x00,
+	RV_TERM_RDMAP_BOUNDS = 0x01,
+	RV_TERM_RDMAP_ACCESS = 0x02,
+	RV_TERM_RDMAP_STREAM = 0x03, /* STag not associated with this stream (PD) */
+	RV_TERM_RDMAP_TO_WRAP = 0x04,
+	RV_TERM_RDMAP_VERSION = 0x05,
+	RV_TERM_RDMAP_OPCODE = 0x06,
+	RV_TERM_RDMAP_CATA_STREAM = 0x07,
+	RV_TERM_RDMAP_CATA_GLOBAL = 0x08,
+	RV_TERM_RDMAP_NO_INV = 0x09,
+	RV_TERM_RDMAP_UNSPEC = 0xff,
+};
+enum rv_term_ddp_etype { RV_TERM_DDP_CATA = 0, RV_TERM_DDP_TAGGED = 1, RV_TERM_DDP_UNTAGGED = 2 };
+enum rv_term_ddp_ecode {
+	/* tagged buffer errors */
+	RV_TERM_DDP_T_INV_STAG = 0x00,
+	RV_TERM_DDP_T_BOUNDS = 0x01,
+	RV_TERM_DDP_T_STREAM = 0x02,
+	RV_TERM_DDP_T_TO_WRAP = 0x03,
+	RV_TERM_DDP_T_VERSION = 0x04,
+	/* untagged buffer errors */
+	RV_TERM_DDP_U_QN = 0x01,
+	RV_TERM_DDP_U_NO_BUF = 0x02,
+	RV_TERM_DDP_U_MSN = 0x03,
+	RV_TERM_DDP_U_MO = 0x04,
+	RV_TERM_DDP_U_TOO_LONG = 0x05,
+	RV_TERM_DDP_U_VERSION = 0x06,
+};
+enum rv_term_llp_ecode { RV_TERM_LLP_CRC = 0x02, RV_TERM_LLP_MARKER = 0x03, RV_TERM_LLP_FPDU = 0x04 };
+
+struct rv_read_req {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t size;
+	uint32_t src_stag;
+	uint64_t src_to;
+};
+
+struct rv_term {
+	uint8_t layer, etype, ecode;
+	bool m, d, r;      /* segment length / DDP header / RDMAP header present */
+	uint16_t seg_len;  /* length of the terminated DDP segment */
+	/* Encode: the terminated DDP+RDMAP header bytes as received (d), then,
+	 * for a READ request, its 28 bytes (r). Decode: points into the input. */
+	const uint8_t *hdr;
+	uint16_t hdr_len;
+	/* Decode: the terminated DDP header, parsed (valid when d). */
+	bool ddp_tagged;
+	uint8_t ddp_opcode;
+	uint32_t ddp_stag, ddp_qn, ddp_msn, ddp_mo;
+	uint64_t ddp_to;
+	bool has_rreq;
+	struct rv_read_req rreq; /* valid when has_rreq */
+};
+
+struct rv_fpdu {
+	uint8_t opcode; /* enum rv_rdmap_opcode */
+	bool tagged;    /* DDP T bit */
+	bool last;      /* DDP L bit */
+	/* tagged */
+	uint32_t stag;
+	uint64_t to;
+	/* untagged */
+	uint32_t inv_stag; /* RsvdULP: the STag to invalidate (SEND with invalidate) */
+	uint32_t qn, msn, mo;
+	/* The ULP payload after the DDP/RDMAP header. Decode: points into the
+	 * input. Encode: copied by rv_wire_fpdu_encode (not for READ_REQ and
+	 * TERMINATE, whose payload comes from rreq / term). */
+	const uint8_t *payload;
+	uint32_t payload_len;
+	/* Decode: the DDP+RDMAP header bytes (for a TERMINATE that quotes them). */
+	const uint8_t *hdr;
+	uint8_t hdr_len;
+	struct rv_read_req rreq; /* READ_REQ */
+	struct rv_term term;     /* TERMINATE */
+};
+
+/* The DDP+RDMAP header length (14 or 18). */
+static inline size_t rv_wire_ddp_hdr_len(bool tagged)
+{
+	return tagged ? RV_DDP_TAGGED_HDR : RV_DDP_UNTAGGED_HDR;
+}
+
+/* The whole FPDU length for a ULPDU (DDP header + payload) of ulpdu_len bytes. */
+static inline size_t rv_wire_fpdu_len(size_t ulpdu_len)
+{
+	return (2 + ulpdu_len + 3) / 4 * 4 + 4;
+}
+
+/*
+ * Two-step encoding for callers that gather the payload themselves:
+ * rv_wire_fpdu_begin writes the MPA length and the DDP/RDMAP header for a
+ * payload of payload_len bytes and returns the offset of the payload; the
+ * caller writes the payload there; rv_wire_fpdu_seal writes the pad and the
+ * CRC and returns the FPDU length. buf must have room for
+ * rv_wire_fpdu_len(rv_wire_ddp_hdr_len(f->tagged) + payload_len) bytes, and
+ * the ULPDU must not exceed RV_ULPDU_MAX (the caller's job).
+ */
+size_t rv_wire_fpdu_begin(uint8_t *buf, const struct rv_fpdu *f, size_t payload_len);
+size_t rv_wire_fpdu_seal(uint8_t *buf);
+
+/*
+ * Encode a whole FPDU: the payload from f->payload (or from f->rreq for a
+ * READ_REQ, f->term for a TERMINATE). Returns its length, -ENOSPC when cap is
+ * too small, -EMSGSIZE when the ULPDU exceeds RV_ULPDU_MAX.
+ */
+int rv_wire_fpdu_encode(void *buf, size_t cap, const struct rv_fpdu *f);
+
+/* The length of the FPDU starting at buf, 0 if fewer than 2 bytes are there. */
+size_t rv_wire_fpdu_peek(const void *buf, size_t len);
+
+/*
+ * Decode and verify one FPDU at the start of buf. Returns its length (> 0),
+ * 0 when more bytes are needed, or:
+ *   -EMSGSIZE         the MPA length cannot hold a DDP header
+ *   -EILSEQ           CRC mismatch
+ *   -EPROTO           DDP version not 1
+ *   -EPROTONOSUPPORT  RDMAP version not 1
+ *   -EBADMSG          a malformed header: T bit contradicting the opcode, a
+ *                     READ request that is not 28 bytes, a bad TERMINATE
+ * f is filled (pointers into buf) only on success.
+ */
+int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *f);
+
+#endif
