@@ -152,6 +152,11 @@ int rv_ibv_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_
 		rv_err_hint("the GID table of port %u has %d entries", port_num, pattr.gid_tbl_len);
 		return -EINVAL;
 	}
-	return rv_err(err, "rv_context_query_gid", "ibv_query_gid(%s, port %u, index %d) failed: %s",
-		      ctx->dev->name, port_num, index, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	rv_err(err, "rv_context_query_gid", "ibv_query_gid(%s, port %u, index %d) failed: %s",
+	       ctx->dev->name, port_num, index, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (pattr.link_layer == IBV_LINK_LAYER_ETHERNET)
+		rv_err_hint("on RoCE a GID entry exists only for an IP address configured on the "
+			    "port's network interface; this one is empty (see `rdma link` and "
+			    "`ip addr`)");
+	return -err;
 }

@@ -21,6 +21,28 @@ _Static_assert(offsetof(rv_sge, addr) == offsetof(struct ibv_sge, addr), "rv_sge
 _Static_assert(offsetof(rv_sge, length) == offsetof(struct ibv_sge, length), "rv_sge.length");
 _Static_assert(offsetof(rv_sge, lkey) == offsetof(struct ibv_sge, lkey), "rv_sge.lkey");
 
+/* rv_wc has ibv_wc's layout up to rv_wc::reserved (ibv_wc's tail padding):
+ * rv_ibv_wc_from_ibv() copies that block whole. */
+#define RV_SAME_WC_FIELD(f)                                                        \
+	_Static_assert(offsetof(rv_wc, f) == offsetof(struct ibv_wc, f) &&        \
+		       sizeof(((rv_wc *)0)->f) == sizeof(((struct ibv_wc *)0)->f), \
+		       "rv_wc." #f " must match ibv_wc." #f)
+RV_SAME_WC_FIELD(wr_id);
+RV_SAME_WC_FIELD(status);
+RV_SAME_WC_FIELD(opcode);
+RV_SAME_WC_FIELD(vendor_err);
+RV_SAME_WC_FIELD(byte_len);
+RV_SAME_WC_FIELD(imm_data);
+RV_SAME_WC_FIELD(qp_num);
+RV_SAME_WC_FIELD(src_qp);
+RV_SAME_WC_FIELD(wc_flags);
+RV_SAME_WC_FIELD(pkey_index);
+RV_SAME_WC_FIELD(slid);
+RV_SAME_WC_FIELD(sl);
+RV_SAME_WC_FIELD(dlid_path_bits);
+_Static_assert(offsetof(rv_wc, reserved) == offsetof(struct ibv_wc, dlid_path_bits) + 1 &&
+	       sizeof(rv_wc) == sizeof(struct ibv_wc), "rv_wc size");
+
 RV_SAME(RV_WC_SUCCESS, IBV_WC_SUCCESS);
 RV_SAME(RV_WC_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR);
 RV_SAME(RV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR);

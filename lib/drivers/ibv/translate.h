@@ -16,7 +16,9 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <infiniband/verbs.h>
 
@@ -83,16 +85,25 @@ static inline int rv_ibv_send_wr_to_ibv(const struct rv_qp *qp, const rv_send_wr
 	if (rv_send_wr_inline(qp, in))
 		flags |= IBV_SEND_INLINE;
 
-	*out = (struct ibv_send_wr){
-		.wr_id = in->wr_id,
-		.next = NULL,
-		/* ibv_post_send() does not write through sg_list; the cast only
-		 * drops the const its older prototype lacks. */
-		.sg_list = (struct ibv_sge *)(uintptr_t)in->sg_list,
-		.num_sge = (int)in->num_sge,
-		.opcode = (enum ibv_wr_opcode)in->opcode,
-		.send_flags = flags,
-	};
+	/* Field by field: zeroing the whole 128-byte struct costs more than the
+	 * rest of the translation (compilers emit rep stos for it). Providers
+	 * read the unions by opcode and QP type only: the immediate, the
+	 * rdma/atomic union and the XRC one are always written; bind_mw and
+	 * tso are read only for opcodes rverbs never emits. */
+	out->wr_id = in->wr_id;
+	out->next = NULL;
+	/* ibv_post_send() does not write through sg_list; the cast only drops
+	 * the const its prototype lacks. */
+	out->sg_list = (struct ibv_sge *)(uintptr_t)in->sg_list;
+	out->num_sge = (int)in->num_sge;
+	out->opcode = (enum ibv_wr_opcode)in->opcode;
+	out->send_flags = flags;
+	out->imm_data = 0;
+	out->wr.atomic.remote_addr = 0;
+	out->wr.atomic.compare_add = 0;
+	out->wr.atomic.swap = 0;
+	out->wr.atomic.rkey = 0;
+	out->qp_type.xrc.remote_srqn = 0;
 
 	switch (in->opcode) {
 	case RV_WR_RDMA_WRITE_WITH_IMM:
@@ -135,27 +146,16 @@ static inline void rv_ibv_recv_wr_to_ibv(const rv_recv_wr *in, struct ibv_recv_w
 }
 
 /* ibv_wc -> rv_wc. Immediate data comes back to host byte order; an
- * invalidated rkey is already in host order; otherwise imm_data is 0. */
+ * invalidated rkey is already in host order; otherwise imm_data is 0.
+ * rv_wc was laid out as ibv_wc (translate.c proves every offset), so the
+ * fields travel in one block copy and only imm_data and reserved are fixed. */
 static inline void rv_ibv_wc_from_ibv(const struct ibv_wc *in, rv_wc *out)
 {
-	out->wr_id = in->wr_id;
-	out->status = (uint32_t)in->status;
-	out->opcode = (uint32_t)in->opcode;
-	out->vendor_err = in->vendor_err;
-	out->byte_len = in->byte_len;
+	memcpy(out, in, offsetof(rv_wc, reserved));
 	if (in->wc_flags & IBV_WC_WITH_IMM)
 		out->imm_data = be32toh(in->imm_data);
-	else if (in->wc_flags & IBV_WC_WITH_INV)
-		out->imm_data = in->invalidated_rkey;
-	else
+	else if (!(in->wc_flags & IBV_WC_WITH_INV))
 		out->imm_data = 0;
-	out->qp_num = in->qp_num;
-	out->src_qp = in->src_qp;
-	out->wc_flags = in->wc_flags;
-	out->pkey_index = in->pkey_index;
-	out->slid = in->slid;
-	out->sl = in->sl;
-	out->dlid_path_bits = in->dlid_path_bits;
 	out->reserved = 0;
 }
 
