@@ -219,6 +219,7 @@ RV_EXPORT int rv_device_close(rv_device *dev)
 	int rc = rv_obj_check_any(RV_COBJ(dev), RV_OBJ_DEVICE, __func__);
 	if (rc < 0)
 		return rc;
+	rv_error_clear();
 	rc = rv_obj_close(&dev->obj, "closed by rv_device_close");
 	return rv_err_from_driver(rc, __func__, "closing a context of the device");
 }

@@ -158,6 +158,19 @@ static void report_leak(struct rv_object *obj, int depth, void *arg)
 	       rv_obj_type_name(obj_type(obj)), obj->id, atomic_load(&obj->refcnt));
 }
 
+/* Drop the reference the cascade took on a dependent. At zero the dependent
+ * was only pinned by its own children: free it if it is closed, else (its
+ * destroy failed) keep it as a zombie for the next close of its parent. */
+static void cascade_put(struct rv_object *d)
+{
+	if (atomic_fetch_sub_explicit(&d->refcnt, 1, memory_order_acq_rel) != 1)
+		return;
+	if (d->state == RV_OBJ_CLOSED)
+		free_obj(d);
+	else
+		d->flags |= RV_OBJ_ZOMBIE_FLAG;
+}
+
 /* Close obj after its dependents, newest first. Caller holds the graph lock. */
 static int close_locked(struct rv_object *obj, const char *reason)
 {
@@ -174,7 +187,16 @@ static int close_locked(struct rv_object *obj, const char *reason)
 
 		snprintf(why, sizeof(why), "closed because its %s #%" PRIu64 " was closed",
 			 rv_obj_type_name(obj_type(obj)), obj->id);
-		rc = close_locked(d, why);
+		/* d may be referenced only by its own dependents, whose closing
+		 * drops those references: hold one so d outlives its close. A
+		 * zombie has none and is freed by close_locked itself. */
+		if (d->flags & RV_OBJ_ZOMBIE_FLAG) {
+			rc = close_locked(d, why);
+		} else {
+			rv_obj_ref(d);
+			rc = close_locked(d, why);
+			cascade_put(d);
+		}
 		if (rc < 0)
 			return rc;
 	}
@@ -275,6 +297,10 @@ int rv_obj_close(struct rv_object *obj, const char *reason)
 
 	if (obj_type(obj) == RV_OBJ_DEVICE)
 		return device_close(obj, reason);
+	/* A closed handle pins nothing, not even the context whose lock guarded
+	 * it: that context may be gone. */
+	if (obj->state == RV_OBJ_CLOSED)
+		return 0;
 	rv_graph_lock(obj);
 	rc = close_locked(obj, reason);
 	rv_graph_unlock(obj);

@@ -1,0 +1,486 @@
+/*
+ * The mock driver (see mock-driver.h). Fakes live until mock_reset() so that
+ * a second destroy is counted instead of being a use after free.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock-driver.h"
+
+struct mock_state mock;
+
+struct fake {
+	enum rv_obj_type type;
+	const void *handle;
+	uint64_t id;
+	bool live;
+	unsigned n_destroyed;
+	struct fake *parents[4];
+	uint32_t qp_state;
+};
+
+static struct fake **fakes;
+static size_t n_fakes, cap_fakes;
+
+static const char *type_name(enum rv_obj_type t)
+{
+	return rv_obj_type_name(t);
+}
+
+void mock_reset(void)
+{
+	for (size_t i = 0; i < n_fakes; i++)
+		free(fakes[i]);
+	free(fakes);
+	fakes = NULL;
+	n_fakes = cap_fakes = 0;
+	memset(&mock, 0, sizeof(mock));
+	mock.post_limit = SIZE_MAX;
+	mock.next_qpn = 0x100;
+	mock.next_key = 0x1000;
+	mock.active_mtu = RV_MTU_1024;
+	mock.link_layer = RV_LINK_LAYER_ETHERNET;
+	mock.fail_sets_message = true;
+}
+
+static struct fake *fake_new(enum rv_obj_type type, const void *handle)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		abort();
+	if (n_fakes == cap_fakes) {
+		cap_fakes = cap_fakes ? cap_fakes * 2 : 64;
+		fakes = realloc(fakes, cap_fakes * sizeof(*fakes));
+		if (!fakes)
+			abort();
+	}
+	fakes[n_fakes++] = f;
+	f->type = type;
+	f->handle = handle;
+	f->id = handle ? RV_COBJ(handle)->id : 0;
+	f->live = true;
+	mock.created[type]++;
+	return f;
+}
+
+/* Every op but device_release receives a live handle of the right type. */
+static void expect_live(const void *handle, enum rv_obj_type type)
+{
+	const struct rv_object *o = RV_COBJ(handle);
+
+	if (!o || o->magic != rv_obj_magic(type) || o->state != RV_OBJ_LIVE)
+		mock.contract_violations++;
+}
+
+static bool inject_create(enum rv_obj_type type, int *rc)
+{
+	if (mock.fail_create_count[type] == 0)
+		return false;
+	mock.fail_create_count[type]--;
+	*rc = -mock.fail_create_errno[type];
+	if (mock.fail_sets_message)
+		rv_err(mock.fail_create_errno[type], "mock_driver", "injected failure creating a %s",
+		       type_name(type));
+	return true;
+}
+
+/* The common destroy: injection, then the invariants, then the log. */
+static int fake_destroy(struct fake *f, enum rv_obj_type type)
+{
+	mock.destroy_calls[type]++;
+	if (mock.fail_destroy_count[type] > 0) {
+		mock.fail_destroy_count[type]--;
+		if (mock.fail_sets_message)
+			rv_err(mock.fail_destroy_errno[type], "mock_driver",
+			       "injected failure destroying %s #%llu", type_name(type),
+			       (unsigned long long)(f ? f->id : 0));
+		return -mock.fail_destroy_errno[type];
+	}
+	if (!f || f->type != type) {
+		mock.contract_violations++;
+		return 0;
+	}
+	if (!f->live)
+		mock.double_destroys++;
+	for (size_t i = 0; i < n_fakes; i++) {
+		if (!fakes[i]->live || fakes[i] == f)
+			continue;
+		for (int p = 0; p < 4; p++)
+			if (fakes[i]->parents[p] == f)
+				mock.order_violations++;
+	}
+	f->live = false;
+	f->n_destroyed++;
+	mock.destroyed[type]++;
+	if (mock.n_log < MOCK_LOG_MAX)
+		mock.log[mock.n_log++] = (struct mock_event){.type = type, .handle = f->handle, .id = f->id};
+	return 0;
+}
+
+unsigned mock_live(enum rv_obj_type type)
+{
+	return mock.created[type] - mock.destroyed[type];
+}
+
+unsigned mock_live_total(void)
+{
+	unsigned n = 0;
+
+	for (int t = 1; t < RV_OBJ_TYPE_MAX; t++)
+		n += mock_live((enum rv_obj_type)t);
+	return n;
+}
+
+void mock_fail_destroy(enum rv_obj_type type, int errnum, unsigned count)
+{
+	mock.fail_destroy_errno[type] = errnum;
+	mock.fail_destroy_count[type] = count;
+}
+
+void mock_fail_create(enum rv_obj_type type, int errnum, unsigned count)
+{
+	mock.fail_create_errno[type] = errnum;
+	mock.fail_create_count[type] = count;
+}
+
+long mock_destroy_index(const void *handle)
+{
+	for (size_t i = 0; i < mock.n_log; i++)
+		if (mock.log[i].handle == handle)
+			return (long)i;
+	return -1;
+}
+
+unsigned mock_destroy_count(const void *handle)
+{
+	for (size_t i = 0; i < n_fakes; i++)
+		if (fakes[i]->handle == handle)
+			return fakes[i]->n_destroyed;
+	return 0;
+}
+
+void mock_qp_force_state(rv_qp *qp, uint32_t state)
+{
+	struct fake *f = qp->drv_qp;
+	f->qp_state = state;
+}
+
+/* ---- ops ---- */
+
+static int mock_probe(rv_driver_add_fn add, void *cookie)
+{
+	(void)add;
+	(void)cookie;
+	return 0;
+}
+
+static void mock_device_release(void *drv_dev)
+{
+	fake_destroy(drv_dev, RV_OBJ_DEVICE);
+}
+
+static bool mock_device_active(void *drv_dev)
+{
+	(void)drv_dev;
+	return true;
+}
+
+static int mock_context_open(struct rv_context *ctx, const rv_context_attr *attr)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(ctx, RV_OBJ_CONTEXT);
+	if (!attr || !attr->listen_addr)
+		mock.contract_violations++;
+	if (inject_create(RV_OBJ_CONTEXT, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_CONTEXT, ctx);
+	f->parents[0] = ctx->dev->drv_dev;
+	ctx->drv_ctx = f;
+	return 0;
+}
+
+static int mock_context_close(struct rv_context *ctx)
+{
+	expect_live(ctx, RV_OBJ_CONTEXT);
+	return fake_destroy(ctx->drv_ctx, RV_OBJ_CONTEXT);
+}
+
+static int mock_query_device(struct rv_context *ctx, rv_device_attr *attr)
+{
+	expect_live(ctx, RV_OBJ_CONTEXT);
+	if (mock.fail_query_errno) {
+		if (mock.fail_sets_message)
+			rv_err(mock.fail_query_errno, "mock_driver", "injected query failure");
+		return -mock.fail_query_errno;
+	}
+	memset(attr, 0, sizeof(*attr));
+	strcpy(attr->fw_ver, "mock 1.0");
+	attr->node_guid = 0x1122334455667788ull;
+	attr->max_mr_size = UINT64_C(1) << 40;
+	attr->max_qp = 1024;
+	attr->max_qp_wr = 4096;
+	attr->max_sge = 16;
+	attr->max_cq = 1024;
+	attr->max_cqe = 65536;
+	attr->max_mr = 1024;
+	attr->max_pd = 1024;
+	attr->max_qp_rd_atom = 16;
+	attr->max_qp_init_rd_atom = 16;
+	attr->atomic_cap = RV_ATOMIC_HCA;
+	attr->phys_port_cnt = 1;
+	return 0;
+}
+
+static int mock_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr)
+{
+	expect_live(ctx, RV_OBJ_CONTEXT);
+	if (mock.fail_query_errno) {
+		if (mock.fail_sets_message)
+			rv_err(mock.fail_query_errno, "mock_driver", "injected query failure");
+		return -mock.fail_query_errno;
+	}
+	if (port_num != 1)
+		return rv_err(EINVAL, "rv_context_query_port", "the mock device has only port 1");
+	memset(attr, 0, sizeof(*attr));
+	attr->state = RV_PORT_ACTIVE;
+	attr->max_mtu = RV_MTU_4096;
+	attr->active_mtu = mock.active_mtu;
+	attr->gid_tbl_len = 1;
+	attr->max_msg_sz = 1u << 31;
+	attr->lid = 7;
+	attr->link_layer = mock.link_layer;
+	return 0;
+}
+
+static int mock_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16])
+{
+	static const uint8_t g[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+
+	expect_live(ctx, RV_OBJ_CONTEXT);
+	if (mock.fail_query_errno)
+		return -mock.fail_query_errno;
+	if (port_num != 1 || index != 0)
+		return rv_err(EINVAL, "rv_context_query_gid", "the mock device has one GID on port 1");
+	memcpy(gid, g, 16);
+	return 0;
+}
+
+static int mock_pd_alloc(struct rv_pd *pd)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(pd, RV_OBJ_PD);
+	if (inject_create(RV_OBJ_PD, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_PD, pd);
+	f->parents[0] = pd->ctx->drv_ctx;
+	pd->drv_pd = f;
+	return 0;
+}
+
+static int mock_pd_dealloc(struct rv_pd *pd)
+{
+	expect_live(pd, RV_OBJ_PD);
+	return fake_destroy(pd->drv_pd, RV_OBJ_PD);
+}
+
+static int mock_mr_reg(struct rv_mr *mr)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(mr, RV_OBJ_MR);
+	expect_live(mr->pd, RV_OBJ_PD);
+	if (!mr->addr || !mr->length)
+		mock.contract_violations++;
+	if (inject_create(RV_OBJ_MR, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_MR, mr);
+	f->parents[0] = mr->pd->drv_pd;
+	mr->lkey = mock.next_key++;
+	mr->rkey = mock.next_key++;
+	mr->drv_mr = f;
+	return 0;
+}
+
+static int mock_mr_dereg(struct rv_mr *mr)
+{
+	expect_live(mr, RV_OBJ_MR);
+	return fake_destroy(mr->drv_mr, RV_OBJ_MR);
+}
+
+static int mock_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(cq, RV_OBJ_CQ);
+	if (attr->cqe == 0)
+		mock.contract_violations++;
+	if (inject_create(RV_OBJ_CQ, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_CQ, cq);
+	f->parents[0] = cq->ctx->drv_ctx;
+	cq->cqe = attr->cqe;
+	cq->drv_cq = f;
+	return 0;
+}
+
+static int mock_cq_destroy(struct rv_cq *cq)
+{
+	expect_live(cq, RV_OBJ_CQ);
+	return fake_destroy(cq->drv_cq, RV_OBJ_CQ);
+}
+
+static int mock_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
+{
+	int n;
+
+	expect_live(cq, RV_OBJ_CQ);
+	if (!wc || max < 1)
+		mock.contract_violations++;
+	mock.n_poll++;
+	if (mock.poll_rc < 0)
+		return mock.poll_rc;
+	n = mock.poll_n < max ? mock.poll_n : max;
+	memcpy(wc, mock.poll_wc, (size_t)n * sizeof(*wc));
+	return n;
+}
+
+static int mock_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(qp, RV_OBJ_QP);
+	expect_live(qp->pd, RV_OBJ_PD);
+	expect_live(qp->send_cq, RV_OBJ_CQ);
+	expect_live(qp->recv_cq, RV_OBJ_CQ);
+	if (inject_create(RV_OBJ_QP, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_QP, qp);
+	f->parents[0] = qp->pd->drv_pd;
+	f->parents[1] = qp->send_cq->drv_cq;
+	f->parents[2] = qp->recv_cq->drv_cq;
+	f->qp_state = RV_QPS_RESET;
+	qp->qpn = mock.next_qpn++;
+	qp->cap = attr->cap;
+	qp->drv_qp = f;
+	return 0;
+}
+
+static int mock_qp_destroy(struct rv_qp *qp)
+{
+	expect_live(qp, RV_OBJ_QP);
+	return fake_destroy(qp->drv_qp, RV_OBJ_QP);
+}
+
+static int mock_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
+{
+	struct fake *f = qp->drv_qp;
+
+	expect_live(qp, RV_OBJ_QP);
+	mock.n_modify++;
+	mock.last_modify = *attr;
+	if (mock.fail_modify_errno) {
+		if (mock.fail_sets_message)
+			rv_err(mock.fail_modify_errno, "mock_driver", "injected modify failure");
+		return -mock.fail_modify_errno;
+	}
+	if (attr->mask & RV_QP_STATE)
+		f->qp_state = attr->qp_state;
+	return 0;
+}
+
+static int mock_qp_query(struct rv_qp *qp, rv_qp_attr *attr)
+{
+	struct fake *f = qp->drv_qp;
+
+	expect_live(qp, RV_OBJ_QP);
+	if (attr->mask & RV_QP_STATE)
+		attr->qp_state = f->qp_state;
+	if (attr->mask & RV_QP_PORT)
+		attr->port_num = qp->port_num;
+	return 0;
+}
+
+static int mock_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	size_t k = n < mock.post_limit ? n : mock.post_limit;
+
+	expect_live(qp, RV_OBJ_QP);
+	if (!wrs || n == 0 || !n_posted) {
+		mock.contract_violations++;
+		return -EINVAL;
+	}
+	mock.n_post_send++;
+	mock.last_send = wrs[0];
+	*n_posted = k;
+	if (mock.post_rc)
+		return mock.post_rc;
+	return k < n ? -ENOMEM : 0;
+}
+
+static int mock_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	size_t k = n < mock.post_limit ? n : mock.post_limit;
+
+	expect_live(qp, RV_OBJ_QP);
+	if (!wrs || n == 0 || !n_posted) {
+		mock.contract_violations++;
+		return -EINVAL;
+	}
+	mock.n_post_recv++;
+	mock.last_recv = wrs[0];
+	*n_posted = k;
+	if (mock.post_rc)
+		return mock.post_rc;
+	return k < n ? -ENOMEM : 0;
+}
+
+const struct rv_driver mock_driver = {
+	.name = "mock",
+	.kind = RV_DEVICE_VERBS,
+	.probe = mock_probe,
+	.device_release = mock_device_release,
+	.device_active = mock_device_active,
+	.context_open = mock_context_open,
+	.context_close = mock_context_close,
+	.query_device = mock_query_device,
+	.query_port = mock_query_port,
+	.query_gid = mock_query_gid,
+	.pd_alloc = mock_pd_alloc,
+	.pd_dealloc = mock_pd_dealloc,
+	.mr_reg = mock_mr_reg,
+	.mr_dereg = mock_mr_dereg,
+	.cq_create = mock_cq_create,
+	.cq_destroy = mock_cq_destroy,
+	.cq_poll = mock_cq_poll,
+	.qp_create = mock_qp_create,
+	.qp_destroy = mock_qp_destroy,
+	.qp_modify = mock_qp_modify,
+	.qp_query = mock_qp_query,
+	.post_send = mock_post_send,
+	.post_recv = mock_post_recv,
+	.raw = NULL,
+};
+
+int mock_device_new(const char *name, rv_device **ret_dev)
+{
+	struct fake *f = fake_new(RV_OBJ_DEVICE, NULL);
+	rv_device *dev;
+	int rc = rv_device_new_internal(&mock_driver, name, f, &dev);
+
+	if (rc < 0)
+		return rc;
+	f->handle = dev;
+	f->id = RV_OBJ(dev)->id;
+	*ret_dev = dev;
+	return 0;
+}
