@@ -1,0 +1,536 @@
+/*
+ * The RDMA engine of `rverbs perf`: resources, endpoint exchange and the
+ * measurement loops, on the public rverbs API only.
+ *
+ * Layout: one MR holds, per QP, a target half (what the peer writes, reads,
+ * sends into) and a source half (what this side writes, sends, reads into).
+ * wr_id of a send WR = QP index << 48 | its sequence number in the run, so a
+ * signalled completion says how many WRs of that QP are done (RC completes in
+ * order). Loops busy-poll; a run that makes no progress for STALL_NS fails
+ * instead of hanging.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "perf.h"
+#include "tools.h"
+
+#define STALL_NS (20ull * 1000000000ull)
+#define SEQ_MASK ((UINT64_C(1) << 48) - 1)
+
+struct rdma {
+	struct perf_params p;
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_mr *mr;
+	rv_cq *cq;
+	rv_qp **qp;
+	rv_endpoint *local, *remote;
+	uint32_t *recv_out; /* receives posted and not yet completed, per QP */
+	char *base;
+	size_t slot;        /* bytes per half */
+	uint32_t lkey;
+	rv_device_attr dattr;
+	rv_port_attr pattr;
+};
+
+/* What one run does per QP. */
+struct qrun {
+	uint64_t posted, done, recvd;
+};
+
+static char *target(struct rdma *r, uint32_t q) { return r->base + (size_t)q * 2 * r->slot; }
+static char *source(struct rdma *r, uint32_t q) { return target(r, q) + r->slot; }
+
+const char *rdma_device_name(const struct rdma *r) { return rv_device_name(r->dev); }
+bool rdma_has_atomics(const struct rdma *r) { return r->dattr.atomic_cap != RV_ATOMIC_NONE; }
+
+void rdma_close(struct rdma *r)
+{
+	if (!r)
+		return;
+	rv_context_close(r->ctx); /* closes the QPs, CQ, MR and PD first */
+	for (uint32_t i = 0; r->qp && i < r->p.n_qps; i++)
+		rv_qp_unref(r->qp[i]);
+	rv_cq_unref(r->cq);
+	rv_mr_unref(r->mr);
+	rv_pd_unref(r->pd);
+	rv_context_unref(r->ctx);
+	rv_device_unref(r->dev);
+	free(r->qp);
+	free(r->local);
+	free(r->remote);
+	free(r->recv_out);
+	free(r);
+}
+
+int rdma_open(struct rdma **ret, const char *devname, const struct perf_params *p)
+{
+	struct rdma *r = calloc(1, sizeof(*r));
+	uint32_t access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ;
+	rv_cq_attr ca = {.mask = RV_CQ_ATTR_CQE};
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->p = *p;
+	r->qp = calloc(p->n_qps, sizeof(*r->qp));
+	r->local = calloc(p->n_qps, sizeof(*r->local));
+	r->remote = calloc(p->n_qps, sizeof(*r->remote));
+	r->recv_out = calloc(p->n_qps, sizeof(*r->recv_out));
+	if (!r->qp || !r->local || !r->remote || !r->recv_out) {
+		rdma_close(r);
+		return -ENOMEM;
+	}
+	rc = devname ? rv_device_find(devname, &r->dev) : rv_device_default(&r->dev);
+	if (rc < 0) {
+		tool_fail(devname ? "rv_device_find" : "rv_device_default", rc);
+		goto fail;
+	}
+	if ((rc = rv_context_new(r->dev, NULL, &r->ctx)) < 0) {
+		tool_fail("rv_context_new", rc);
+		goto fail;
+	}
+	r->dattr.mask = RV_DEVICE_ATTR_ALL;
+	r->pattr.mask = RV_PORT_ATTR_ALL;
+	if ((rc = rv_context_query_device(r->ctx, &r->dattr)) < 0 ||
+	    (rc = rv_context_query_port(r->ctx, 1, &r->pattr)) < 0) {
+		tool_fail("querying the device", rc);
+		goto fail;
+	}
+	if (p->atomics && r->dattr.atomic_cap == RV_ATOMIC_NONE) {
+		fprintf(stderr, "rverbs perf: atomic operations are not supported by this device (%s reports "
+			"atomic_cap none)\n", rv_device_name(r->dev));
+		rc = -EOPNOTSUPP;
+		goto fail;
+	}
+	if (r->dattr.atomic_cap != RV_ATOMIC_NONE)
+		access |= RV_ACCESS_REMOTE_ATOMIC;
+	if ((rc = rv_pd_new(r->ctx, NULL, &r->pd)) < 0) {
+		tool_fail("rv_pd_new", rc);
+		goto fail;
+	}
+	r->slot = ((size_t)(p->max_size < 64 ? 64 : p->max_size) + 4095) & ~(size_t)4095;
+	if ((rc = rv_mr_alloc(r->pd, r->slot * 2 * p->n_qps, access, &r->mr)) < 0) {
+		tool_fail("rv_mr_alloc", rc);
+		goto fail;
+	}
+	r->base = rv_mr_addr(r->mr);
+	r->lkey = rv_mr_lkey(r->mr);
+	ca.cqe = p->n_qps * (p->tx_depth + p->rx_depth) + 16;
+	if ((rc = rv_cq_new(r->ctx, &ca, &r->cq)) < 0) {
+		tool_fail("rv_cq_new", rc);
+		goto fail;
+	}
+	for (uint32_t i = 0; i < p->n_qps; i++) {
+		rv_qp_init_attr qa = {
+			.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL,
+			.qp_type = RV_QPT_RC,
+			.sq_sig_all = 0,
+			.send_cq = r->cq,
+			.recv_cq = r->cq,
+			.cap = {.max_send_wr = p->tx_depth, .max_recv_wr = p->rx_depth, .max_send_sge = 1,
+				.max_recv_sge = 1, .max_inline_data = p->inline_size},
+		};
+		if ((rc = rv_qp_new(r->pd, &qa, &r->qp[i])) < 0) {
+			tool_fail("rv_qp_new", rc);
+			goto fail;
+		}
+		if ((rc = rv_qp_endpoint(r->qp[i], &r->local[i])) < 0) {
+			tool_fail("rv_qp_endpoint", rc);
+			goto fail;
+		}
+		r->local[i].mask |= RV_ENDPOINT_MR;
+		r->local[i].mr_addr = (uintptr_t)target(r, i);
+		r->local[i].mr_length = r->slot;
+		r->local[i].mr_rkey = rv_mr_rkey(r->mr);
+	}
+	*ret = r;
+	return 0;
+fail:
+	rdma_close(r);
+	return rc;
+}
+
+int rdma_connect(struct rdma *r, int fd)
+{
+	for (uint32_t i = 0; i < r->p.n_qps; i++) {
+		unsigned char buf[RV_ENDPOINT_PACKED_MAX];
+		uint64_t len;
+		size_t n;
+		int rc = rv_endpoint_pack(&r->local[i], buf, sizeof(buf), &n);
+
+		if (rc < 0)
+			return tool_fail("rv_endpoint_pack", rc), rc;
+		len = n;
+		if ((rc = net_send_u64s(fd, &len, 1)) < 0 || (rc = net_send(fd, buf, n)) < 0 ||
+		    (rc = net_recv_u64s(fd, &len, 1)) < 0)
+			return tool_fail("sending the endpoint", rc), rc;
+		if (len > sizeof(buf))
+			return fprintf(stderr, "rverbs perf: the peer sent an endpoint of %" PRIu64 " bytes\n", len), -EBADMSG;
+		if ((rc = net_recv(fd, buf, (size_t)len)) < 0)
+			return tool_fail("receiving the endpoint", rc), rc;
+		if ((rc = rv_endpoint_unpack(buf, (size_t)len, &r->remote[i])) < 0)
+			return tool_fail("rv_endpoint_unpack", rc), rc;
+		if (!(r->remote[i].mask & RV_ENDPOINT_MR))
+			return fprintf(stderr, "rverbs perf: the peer's endpoint has no buffer\n"), -EBADMSG;
+		if ((rc = rv_qp_connect(r->qp[i], &r->remote[i])) < 0)
+			return tool_fail("rv_qp_connect", rc), rc;
+	}
+	return net_barrier(fd);
+}
+
+static int post_recvs(struct rdma *r, uint32_t q, uint32_t want)
+{
+	rv_sge sge = {.addr = (uintptr_t)target(r, q), .length = (uint32_t)r->slot, .lkey = r->lkey};
+
+	while (r->recv_out[q] < want) {
+		int rc = rv_qp_recv(r->qp[q], &sge, (uint64_t)q << 48);
+		if (rc < 0)
+			return tool_fail("rv_qp_recv", rc), rc;
+		r->recv_out[q]++;
+	}
+	return 0;
+}
+
+static int post_op(struct rdma *r, uint32_t q, uint32_t test, uint32_t size, uint64_t seq, bool signaled)
+{
+	rv_sge sge = {.addr = (uintptr_t)source(r, q), .length = size, .lkey = r->lkey};
+	rv_send_wr wr;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uint64_t)q << 48 | seq;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = signaled ? RV_SEND_SIGNALED : 0;
+	wr.remote_addr = r->remote[q].mr_addr;
+	wr.rkey = r->remote[q].mr_rkey;
+	switch (test) {
+	case PERF_WRITE: wr.opcode = RV_WR_RDMA_WRITE; break;
+	case PERF_READ: wr.opcode = RV_WR_RDMA_READ; break;
+	case PERF_SEND: wr.opcode = RV_WR_SEND; break;
+	default:
+		wr.opcode = RV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.compare_add = 1;
+		sge.length = 8;
+		break;
+	}
+	rc = rv_qp_post_send(r->qp[q], &wr, 1, NULL);
+	if (rc < 0)
+		tool_fail("rv_qp_post_send", rc);
+	return rc;
+}
+
+static uint32_t qp_index(struct rdma *r, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < r->p.n_qps; i++)
+		if (r->local[i].qpn == qpn)
+			return i;
+	return 0;
+}
+
+/* Poll once; account completions in st. Returns the number polled or < 0. */
+static int poll_once(struct rdma *r, struct qrun *st)
+{
+	rv_wc wc[16];
+	int n = rv_cq_poll(r->cq, wc, 16);
+
+	if (n < 0)
+		return tool_fail("rv_cq_poll", n), n;
+	for (int i = 0; i < n; i++) {
+		uint32_t q = (uint32_t)(wc[i].wr_id >> 48);
+		if (wc[i].status != RV_WC_SUCCESS) {
+			fprintf(stderr, "rverbs perf: %s completion with status %s: %s\n",
+				wc[i].opcode & RV_WC_RECV ? "receive" : "send", rv_wc_status_str((int)wc[i].status),
+				rv_wc_status_hint((int)wc[i].status));
+			return -EIO;
+		}
+		if (q >= r->p.n_qps)
+			q = qp_index(r, wc[i].qp_num);
+		if (wc[i].opcode & RV_WC_RECV) {
+			st[q].recvd++;
+			r->recv_out[q]--;
+		} else {
+			st[q].done = wc[i].wr_id & SEQ_MASK;
+		}
+	}
+	return n;
+}
+
+/* Bandwidth: keep tx_depth WRs in flight per QP, signal every cq_mod-th and
+ * the last; the receiving side of SEND keeps rx_depth receives posted. */
+static int run_bw(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
+		  progress_fn progress)
+{
+	uint32_t nq = r->p.n_qps, size = (uint32_t)c->size;
+	bool sender = client || r->p.bidir;
+	bool receiver = c->test == PERF_SEND && (!client || r->p.bidir);
+	uint64_t total = c->iters * nq, next_mark;
+	/* Peak: the best rate over windows of a tenth of the run, but never
+	 * shorter than two queue depths, so a burst of completions is not a peak. */
+	uint64_t chunk = total / 10 > 2ull * r->p.tx_depth * nq ? total / 10 : 2ull * r->p.tx_depth * nq;
+	uint64_t t0, last_progress, t_mark, done_all = 0, recvd_all = 0;
+	double peak = 0;
+	struct qrun *st = calloc(nq, sizeof(*st));
+	int rc = 0;
+
+	if (!st)
+		return -ENOMEM;
+	if (!sender && !receiver) {
+		free(st);
+		return 0; /* the passive side of WRITE/READ/atomic: nothing to do */
+	}
+	for (uint32_t q = 0; q < nq && receiver; q++)
+		if ((rc = post_recvs(r, q, (uint32_t)(c->iters < r->p.rx_depth ? c->iters : r->p.rx_depth))) < 0)
+			goto out;
+	next_mark = chunk;
+	t0 = t_mark = last_progress = now_ns();
+	while ((sender && done_all < total) || (receiver && recvd_all < total)) {
+		for (uint32_t q = 0; q < nq && sender; q++) {
+			while (st[q].posted < c->iters && st[q].posted - st[q].done < r->p.tx_depth) {
+				uint64_t seq = st[q].posted + 1;
+				bool sig = seq % r->p.cq_mod == 0 || seq == c->iters;
+				if ((rc = post_op(r, q, c->test, size, seq, sig)) < 0)
+					goto out;
+				st[q].posted = seq;
+			}
+		}
+		rc = poll_once(r, st);
+		if (rc < 0)
+			goto out;
+		uint64_t now = now_ns();
+		if (rc == 0) {
+			if (now - last_progress > STALL_NS) {
+				fprintf(stderr, "rverbs perf: no completion for %llu s: the peer or the device stalled\n",
+					STALL_NS / 1000000000ull);
+				rc = -ETIMEDOUT;
+				goto out;
+			}
+			continue;
+		}
+		last_progress = now;
+		done_all = recvd_all = 0;
+		for (uint32_t q = 0; q < nq; q++) {
+			done_all += st[q].done;
+			recvd_all += st[q].recvd;
+			if (receiver) {
+				uint64_t left = c->iters - st[q].recvd;
+				if ((rc = post_recvs(r, q, (uint32_t)(left < r->p.rx_depth ? left : r->p.rx_depth))) < 0)
+					goto out;
+			}
+		}
+		uint64_t progress_n = sender ? done_all : recvd_all;
+		if (progress_n >= next_mark) {
+			double dt = (double)(now - t_mark) / 1e9;
+			uint64_t ops = progress_n - (next_mark - chunk);
+			if (dt > 0 && (double)ops * size / dt > peak)
+				peak = (double)ops * size / dt;
+			t_mark = now;
+			next_mark = progress_n + chunk;
+			if (progress)
+				progress(progress_n, total);
+		}
+	}
+	rc = 0;
+	if (client) {
+		double s = (double)(now_ns() - t0) / 1e9;
+		res->bw_avg = (double)total * size / s;
+		res->bw_peak = peak > res->bw_avg ? peak : res->bw_avg;
+		res->msg_rate = (double)total / s;
+	}
+out:
+	free(st);
+	return rc;
+}
+
+/* Wait until every signalled send of the run is complete, so that nothing
+ * of this run is left in the CQ for the next one. */
+static int drain(struct rdma *r, struct qrun *st)
+{
+	uint64_t t0 = now_ns();
+
+	for (uint32_t q = 0; q < r->p.n_qps; q++) {
+		while (st[q].done < st[q].posted) {
+			int rc = poll_once(r, st);
+			if (rc < 0)
+				return rc;
+			if (now_ns() - t0 > STALL_NS)
+				return fprintf(stderr, "rverbs perf: send completions stalled\n"), -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+/* Latency on QP 0: WRITE and SEND ping-pong (half the round trip, as
+ * perftest), READ and atomics one round trip each. */
+static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
+		   progress_fn progress)
+{
+	uint32_t size = (uint32_t)c->size;
+	volatile char *in = target(r, 0) + (size ? size - 1 : 0);
+	char *out = source(r, 0) + (size ? size - 1 : 0);
+	bool pingpong = c->test == PERF_WRITE || c->test == PERF_SEND;
+	struct qrun *st = calloc(r->p.n_qps, sizeof(*st));
+	double *lat = client ? calloc(c->iters, sizeof(*lat)) : NULL;
+	uint64_t stall = now_ns();
+	int rc = 0;
+
+	if (!st || (client && !lat)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!client && !pingpong)
+		goto out; /* READ and atomics need nothing from the responder's CPU */
+	for (uint64_t i = 0; i < c->iters; i++) {
+		uint64_t t0 = now_ns(), recvd = st[0].recvd;
+		char seq = (char)(i % 255 + 1);
+
+		if (client || !pingpong) {
+			*out = seq;
+			if ((rc = post_op(r, 0, c->test, size, ++st[0].posted, true)) < 0)
+				goto out;
+		}
+		/* Wait for: the peer's write (WRITE), a receive (SEND), our own completion (READ, atomic). */
+		for (;;) {
+			if (c->test == PERF_WRITE ? *in == seq :
+			    c->test == PERF_SEND ? st[0].recvd > recvd : st[0].done == st[0].posted)
+				break;
+			if ((rc = poll_once(r, st)) < 0)
+				goto out;
+			if (rc == 0 && (now_ns() - stall) > STALL_NS) {
+				fprintf(stderr, "rverbs perf: no answer for %llu s at iteration %" PRIu64 "\n",
+					STALL_NS / 1000000000ull, i);
+				rc = -ETIMEDOUT;
+				goto out;
+			}
+		}
+		stall = now_ns();
+		if (c->test == PERF_SEND && (rc = post_recvs(r, 0, 1)) < 0)
+			goto out;
+		if (!client) {
+			*out = seq;
+			if ((rc = post_op(r, 0, c->test, size, ++st[0].posted, true)) < 0)
+				goto out;
+		} else {
+			lat[i] = (double)(now_ns() - t0) / 1e3 / (pingpong ? 2 : 1);
+			if (progress && (i & 1023) == 1023)
+				progress(i, c->iters);
+		}
+	}
+	rc = drain(r, st);
+	if (client && rc == 0)
+		perf_lat_stats(lat, c->iters, res);
+out:
+	free(lat);
+	free(st);
+	return rc < 0 ? rc : 0;
+}
+
+/* Before the start barrier: clean buffers (the latency tests watch bytes) and
+ * a receive posted where a SEND will arrive. */
+static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
+{
+	if (c->mode == PERF_LAT) {
+		memset(target(r, 0), 0, 2 * r->slot);
+		if (c->test == PERF_SEND)
+			return post_recvs(r, 0, 1);
+	}
+	return 0;
+}
+
+int rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
+	     progress_fn progress)
+{
+	if (c->size > r->slot || (c->test == PERF_ATOMIC && !rdma_has_atomics(r)))
+		return -EINVAL;
+	if (c->mode == PERF_LAT)
+		return run_lat(r, client, c, res, progress);
+	return run_bw(r, client, c, res, progress);
+}
+
+int rdma_prepare(struct rdma *r, bool client, const struct perf_cmd *c)
+{
+	return prepare(r, client, c);
+}
+
+static void gid_perftest(const uint8_t *g, char *buf, size_t len)
+{
+	size_t off = 0;
+	for (int i = 0; i < 16 && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%02d", i ? ":" : "", g[i]);
+}
+
+static void print_addr(const char *which, const rv_endpoint *e)
+{
+	char gid[80];
+
+	printf(" %s address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016" PRIx64 "\n", which, e->lid,
+	       e->qpn, e->psn, e->mr_rkey, e->mr_addr);
+	gid_perftest(e->gid, gid, sizeof(gid));
+	printf(" GID: %s\n", gid);
+}
+
+void rdma_print_header(const struct rdma *r, const char *title)
+{
+	static const char line[] =
+		"---------------------------------------------------------------------------------------\n";
+	bool soft = rv_device_kind_of(r->dev) == RV_DEVICE_SOFT;
+	rv_qp_cap cap = {0};
+
+	rv_qp_get_cap(r->qp[0], &cap);
+	printf("%s", line);
+	printf("                    %s\n", title);
+	printf(" Dual-port       : OFF\t\tDevice         : %s\n", rv_device_name(r->dev));
+	printf(" Number of qps   : %u\t\tTransport type : %s\n", r->p.n_qps, soft ? "IW" : "IB");
+	printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
+	printf(" PCIe relax order: OFF\n");
+	printf(" TX depth        : %u\n", r->p.tx_depth);
+	printf(" RX depth        : %u\n", r->p.rx_depth);
+	printf(" CQ Moderation   : %u\n", r->p.cq_mod);
+	printf(" Mtu             : %d[B]\n", mtu_bytes(r->pattr.active_mtu));
+	printf(" Link type       : %s\n", link_layer_name(r->pattr.link_layer));
+	printf(" GID index       : 0\n");
+	printf(" Max inline data : %u[B]\n", cap.max_inline_data);
+	printf(" rdma_cm QPs     : OFF\n");
+	printf(" Data ex. method : Ethernet\n");
+	printf("%s", line);
+	for (uint32_t i = 0; i < r->p.n_qps; i++) {
+		print_addr("local", &r->local[i]);
+		print_addr("remote", &r->remote[i]);
+	}
+	printf("%s", line);
+}
+
+void rdma_json_header(const struct rdma *r, void *jv)
+{
+	struct json *j = jv;
+	char gid[48];
+
+	json_string(j, "device", rv_device_name(r->dev));
+	json_uint(j, "mtu", (uint64_t)mtu_bytes(r->pattr.active_mtu));
+	json_string(j, "link_layer", link_layer_name(r->pattr.link_layer));
+	json_array_begin(j, "qps");
+	for (uint32_t i = 0; i < r->p.n_qps; i++) {
+		const rv_endpoint *e[2] = {&r->local[i], &r->remote[i]};
+		json_object_begin(j, NULL);
+		for (int k = 0; k < 2; k++) {
+			json_object_begin(j, k ? "remote" : "local");
+			json_uint(j, "lid", e[k]->lid);
+			json_uint(j, "qpn", e[k]->qpn);
+			json_uint(j, "psn", e[k]->psn);
+			json_uint(j, "rkey", e[k]->mr_rkey);
+			json_uint(j, "vaddr", e[k]->mr_addr);
+			format_gid(e[k]->gid, gid, sizeof(gid));
+			json_string(j, "gid", gid);
+			json_object_end(j);
+		}
+		json_object_end(j);
+	}
+	json_array_end(j);
+}

@@ -1,0 +1,122 @@
+/*
+ * `rverbs perf` and `rverbs bench`: what perf.c (options, output),
+ * perf-rdma.c (the RDMA engine), perf-net.c (the control connection and the
+ * raw TCP baseline), perf-compare.c (the TCP vs rverbs table) and perf-svg.c
+ * (the curves) share.
+ *
+ * The client drives every run: it sends the parameters once, then one
+ * command per measurement (test, mode, size, iterations) over the control
+ * TCP connection; the server follows and reports its CPU time back.
+ */
+#ifndef RV_TOOLS_PERF_H
+#define RV_TOOLS_PERF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rverbs/rverbs.h>
+
+enum perf_test { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2, PERF_ATOMIC = 3,
+		 PERF_TCP = 4 /* the raw TCP baseline: ping-pong / stream */ };
+enum perf_mode { PERF_BW = 0, PERF_LAT = 1 };
+
+/* Set on the client, sent to the server once. */
+struct perf_params {
+	uint32_t n_qps;
+	uint32_t tx_depth;
+	uint32_t rx_depth;
+	uint32_t cq_mod;
+	uint32_t inline_size;
+	uint32_t max_size;   /* the largest message of the session */
+	uint32_t bidir;
+	uint32_t atomics;    /* the client wants atomics: register the MR for them */
+	uint32_t tcp_data;   /* open a second TCP connection for the TCP baseline */
+};
+
+/* One measurement. */
+struct perf_cmd {
+	uint32_t test, mode;
+	uint64_t size, iters;
+};
+
+struct perf_result {
+	uint64_t size, iters;
+	/* bandwidth tests: bytes per second and messages per second */
+	double bw_peak, bw_avg, msg_rate;
+	/* latency tests, microseconds (one way for WRITE/SEND/TCP ping-pong, as perftest) */
+	double lat_min, lat_max, lat_typical, lat_avg, lat_stdev, lat_p99, lat_p999;
+	/* both: wall time of the run and CPU time used by each side, seconds */
+	double wall, cpu_client, cpu_server;
+};
+
+/* ---- perf-net.c: the control connection and the TCP baseline ---- */
+int net_listen(const char *addr, int port, int *ret_fd, int *ret_port);
+int net_accept(int lfd, int *ret_fd);
+int net_connect(const char *host, int port, int *ret_fd);
+int net_send(int fd, const void *buf, size_t len);
+int net_recv(int fd, void *buf, size_t len);
+int net_barrier(int fd);
+int net_send_u64s(int fd, const uint64_t *v, int n);
+int net_recv_u64s(int fd, uint64_t *v, int n);
+/* The TCP baseline over data connection fd; the client measures. */
+int tcp_run(int fd, bool client, const struct perf_cmd *c, struct perf_result *res);
+
+uint64_t now_ns(void);
+uint64_t cpu_ns(void);
+/* Fill the latency fields of res from n samples in microseconds (sorts them). */
+void perf_lat_stats(double *us, uint64_t n, struct perf_result *res);
+
+/* ---- perf-rdma.c ---- */
+struct rdma;
+typedef void (*progress_fn)(uint64_t done, uint64_t total);
+
+/* Open the device (NULL: the default), create the resources for p. */
+int rdma_open(struct rdma **ret, const char *dev, const struct perf_params *p);
+/* Exchange endpoints over the control connection and connect every QP. */
+int rdma_connect(struct rdma *r, int fd);
+/* Before the start barrier of a command: clear buffers, post receives. */
+int rdma_prepare(struct rdma *r, bool client, const struct perf_cmd *c);
+/* Run one command; res is filled on the client. */
+int rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
+	     progress_fn progress);
+void rdma_close(struct rdma *r);
+bool rdma_has_atomics(const struct rdma *r);
+/* The perftest-style connection header. */
+void rdma_print_header(const struct rdma *r, const char *title);
+void rdma_json_header(const struct rdma *r, void *json);
+const char *rdma_device_name(const struct rdma *r);
+
+/* ---- perf-svg.c ---- */
+struct svg_series {
+	const char *label;
+	const char *color;
+	int n;
+	const double *x;      /* message sizes, bytes */
+	const double *y;      /* Gb/s or microseconds; NaN = no point */
+};
+/* Two panels: bandwidth (Gb/s) and latency (µs) against message size. */
+int svg_write(const char *path, const char *title, const struct svg_series *bw, int n_bw,
+	      const struct svg_series *lat, int n_lat);
+
+/* ---- perf-compare.c ---- */
+int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json);
+
+/* ---- perf.c: a client/server session, for perf-compare.c too ---- */
+struct session {
+	int fd, data_fd;
+	struct rdma *r;      /* NULL when either side could not set up RDMA */
+	bool quiet;
+};
+/* Serve one client on the listening socket; returns an exit status. */
+int perf_session_server(int lfd, const char *dev);
+/* Connect, send p, set up RDMA on both sides (a failure leaves s->r NULL
+ * and is printed), open the TCP data connection if p->tcp_data. */
+int session_open(struct session *s, const char *host, int port, const char *dev, const struct perf_params *p);
+/* Run one command on both sides; CPU and wall time are filled in res. */
+int session_run(struct session *s, const struct perf_cmd *c, struct perf_result *res, progress_fn progress);
+void session_close(struct session *s);
+/* fork a server child on a loopback listener; returns its pid, *ret_port the port. */
+int perf_fork_server(const char *dev, int *ret_port);
+const char *perf_test_name(uint32_t test);
+
+#endif
