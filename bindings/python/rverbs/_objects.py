@@ -1,0 +1,817 @@
+"""The Pythonic layer: one class per rverbs handle, modelled on pyverbs.
+
+Lifetime rules (they mirror the C core, they never add to it):
+
+- a Python object holds exactly one C reference, taken at creation, and drops
+  it once: in close() or, failing that, when it is garbage collected. Objects
+  may be collected in any order: the C children hold references on their C
+  parents, so nothing is freed while something still uses it;
+- close() calls rv_X_close() (the resource is destroyed now, after everything
+  that depends on it, depth-first, in C), then drops the reference. The Python
+  objects of those dependents are marked closed too; they keep their own
+  reference until their own close() or collection, and any call on them
+  raises RVerbsClosedError (errno EBADFD) with rv_error_last()'s reason;
+- a failed close (a driver refused a destroy) raises and leaves the object
+  open, as in C, so it can be retried.
+
+Objects may be used from several threads; closing an object while another
+thread uses it is a caller race, as in C.
+"""
+import threading
+import time
+import weakref
+
+from ._lowlevel import ffi, lib, check, error, RVerbsClosedError, ECLOSED
+
+_NULL = ffi.NULL
+
+
+def _closed_error(obj, func):
+    why = obj._closed_why or "closed"
+    return RVerbsClosedError(ECLOSED, func, "%s is closed (%s)" % (obj._kind, why))
+
+
+def _struct_dict(cdata):
+    """A C struct (by value or pointer) as a dict of plain Python values."""
+    out = {}
+    for name, field in ffi.typeof(cdata).item.fields if ffi.typeof(cdata).kind == "pointer" \
+            else ffi.typeof(cdata).fields:
+        value = getattr(cdata, name)
+        kind = field.type.kind
+        if kind == "array":
+            if field.type.item.cname == "char":
+                value = ffi.string(value).decode("utf-8", "replace")
+            else:
+                value = bytes(ffi.buffer(value)) if field.type.item.cname == "uint8_t" \
+                    else list(value)
+        elif kind == "struct":
+            value = _struct_dict(value)
+        out[name] = value
+    return out
+
+
+class _Handle:
+    """Base of every handle class: one C reference, close(), context manager."""
+
+    _kind = "handle"          # words for messages
+    _prefix = None            # "qp" -> rv_qp_close, rv_qp_unref
+
+    def __init__(self):
+        self._h = None
+        self._closed_why = None
+        self._children = weakref.WeakSet()
+        self._parent = None
+
+    def _adopt(self, ptr, parent=None):
+        self._h = ptr
+        cls = type(self)
+        if "_close_fn" not in cls.__dict__:
+            cls._close_fn = staticmethod(getattr(lib, "rv_%s_close" % cls._prefix))
+            cls._unref_fn = staticmethod(getattr(lib, "rv_%s_unref" % cls._prefix))
+        self._parent = parent
+        if parent is not None:
+            parent._children.add(self)
+
+    @property
+    def handle(self):
+        """The C handle (rv_X *) for use with rverbs.lib; it stays owned by this object."""
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "%s.handle" % type(self).__name__)
+        return h
+
+    @property
+    def closed(self):
+        """True once this object or something it depends on was closed."""
+        return self._h is None or self._closed_why is not None
+
+    def _mark_closed(self, why):
+        if self._closed_why is None:
+            self._closed_why = why
+        for child in list(self._children):
+            child._mark_closed("closed because its %s was closed" % self._kind)
+
+    def close(self):
+        """Destroy the resource now, and first everything that depends on it.
+
+        Idempotent. Raises RVerbsError (the object stays open) when a driver
+        refuses a destroy.
+        """
+        h = self._h
+        if h is None:
+            return
+        rc = self._close_fn(h)
+        if rc < 0:
+            raise error(rc, "rv_%s_close" % self._prefix)
+        self._mark_closed("closed by close()")
+        self._h = None
+        self._unref_fn(h)
+
+    def __del__(self):
+        h = self._h
+        if h is not None:
+            self._h = None
+            try:
+                self._unref_fn(h)
+            except Exception:  # interpreter shutdown: lib may be gone
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _ptr(self, func):
+        h = self._h
+        if h is None:
+            raise _closed_error(self, func)
+        return h
+
+    def __repr__(self):
+        state = "closed" if self.closed else "open"
+        return "<rverbs.%s %s>" % (type(self).__name__, state)
+
+
+# ---- devices and contexts ---------------------------------------------------
+
+class Device(_Handle):
+    """A device: ``soft0`` or a libibverbs device.
+
+    Device() is the default device (RVERBS_DEVICE=name, else the first active
+    libibverbs device, else soft0); Device("soft0") finds one by name.
+    """
+
+    _kind = "device"
+    _prefix = "device"
+
+    def __init__(self, name=None, _ptr=None):
+        super().__init__()
+        if _ptr is not None:
+            self._adopt(_ptr)
+            return
+        out = ffi.new("rv_device **")
+        if name is None:
+            check(lib.rv_device_default(out), "rv_device_default")
+        else:
+            check(lib.rv_device_find(name.encode(), out), "rv_device_find")
+        self._adopt(out[0])
+
+    @staticmethod
+    def list():
+        """Every device, as a list of Device objects."""
+        plist = ffi.new("rv_device ***")
+        n = ffi.new("size_t *")
+        check(lib.rv_device_list(plist, n), "rv_device_list")
+        try:
+            return [Device(_ptr=lib.rv_device_ref(plist[0][i])) for i in range(n[0])]
+        finally:
+            lib.rv_device_list_free(plist[0])
+
+    @property
+    def name(self):
+        p = lib.rv_device_name(self._ptr("rv_device_name"))
+        return ffi.string(p).decode() if p != _NULL else None
+
+    @property
+    def kind(self):
+        """RV_DEVICE_SOFT or RV_DEVICE_VERBS."""
+        return check(lib.rv_device_kind_of(self._ptr("rv_device_kind_of")), "rv_device_kind_of")
+
+    def open(self, **kwargs):
+        """A new Context on this device (see Context)."""
+        return Context(self, **kwargs)
+
+    def __repr__(self):
+        name = self.name if self._h is not None else "?"
+        return "<rverbs.Device %s%s>" % (name, " closed" if self.closed else "")
+
+
+class Context(_Handle):
+    """An open device context (pyverbs' Context).
+
+    Context() opens the default device; Context("soft0") or Context(device)
+    a given one. listen_addr: the software device's address (default 127.0.0.1).
+    """
+
+    _kind = "context"
+    _prefix = "context"
+
+    def __init__(self, device=None, listen_addr=None):
+        super().__init__()
+        if not isinstance(device, Device):
+            device = Device(device)
+        attr = _NULL
+        keep = None
+        if listen_addr is not None:
+            keep = ffi.new("char[]", listen_addr.encode())
+            attr = ffi.new("rv_context_attr *", {
+                "mask": lib.RV_CONTEXT_ATTR_LISTEN_ADDR, "listen_addr": keep})
+        out = ffi.new("rv_context **")
+        check(lib.rv_context_new(device._ptr("rv_context_new"), attr, out), "rv_context_new")
+        self.device = device
+        self._adopt(out[0], device)
+
+    def query_device(self):
+        """Device capabilities as a dict (rv_device_attr's fields)."""
+        attr = ffi.new("rv_device_attr *", {"mask": lib.RV_DEVICE_ATTR_ALL})
+        check(lib.rv_context_query_device(self._ptr("rv_context_query_device"), attr),
+              "rv_context_query_device")
+        return _struct_dict(attr)
+
+    def query_port(self, port_num=1):
+        """Port attributes as a dict (rv_port_attr's fields)."""
+        attr = ffi.new("rv_port_attr *", {"mask": lib.RV_PORT_ATTR_ALL})
+        check(lib.rv_context_query_port(self._ptr("rv_context_query_port"), port_num, attr),
+              "rv_context_query_port")
+        return _struct_dict(attr)
+
+    def query_gid(self, port_num=1, index=0):
+        """One GID table entry as 16 bytes."""
+        gid = ffi.new("uint8_t[16]")
+        check(lib.rv_context_query_gid(self._ptr("rv_context_query_gid"), port_num, index, gid),
+              "rv_context_query_gid")
+        return bytes(ffi.buffer(gid))
+
+    def dump(self):
+        """The live ownership tree of the context, as text (rv_context_dump)."""
+        out = ffi.new("char **")
+        check(lib.rv_context_dump(self._ptr("rv_context_dump"), out), "rv_context_dump")
+        try:
+            return ffi.string(out[0]).decode("utf-8", "replace")
+        finally:
+            lib.rv_free(out[0])
+
+    def pd(self):
+        return PD(self)
+
+    def cq(self, cqe=None, batch=16):
+        return CQ(self, cqe=cqe, batch=batch)
+
+
+class PD(_Handle):
+    """A protection domain."""
+
+    _kind = "PD"
+    _prefix = "pd"
+
+    def __init__(self, context):
+        super().__init__()
+        out = ffi.new("rv_pd **")
+        check(lib.rv_pd_new(context._ptr("rv_pd_new"), _NULL, out), "rv_pd_new")
+        self.context = context
+        self._adopt(out[0], context)
+
+    def mr(self, length=None, access=None, buffer=None):
+        return MR(self, length=length, access=access, buffer=buffer)
+
+    def qp(self, send_cq, **kwargs):
+        return QP(self, send_cq, **kwargs)
+
+
+# ---- memory -----------------------------------------------------------------
+
+def _default_access():
+    return lib.RV_ACCESS_LOCAL_WRITE | lib.RV_ACCESS_REMOTE_WRITE | lib.RV_ACCESS_REMOTE_READ
+
+
+class MR(_Handle):
+    """A registered memory region.
+
+    MR(pd, length, access): rverbs allocates page-aligned zeroed memory.
+    MR(pd, buffer=obj, access=...): registers the memory of a writable object
+    supporting the buffer protocol (bytearray, mmap, numpy array ...), which the
+    MR keeps alive. access defaults to LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ.
+
+    ``mr.buf`` is the memory as a writable memoryview: no copy. A memoryview
+    keeps the memory valid even after close() (the region is then just no
+    longer registered), so a stale view never reads freed memory.
+    """
+
+    _kind = "MR"
+    _prefix = "mr"
+
+    def __init__(self, pd, length=None, access=None, buffer=None):
+        super().__init__()
+        if access is None:
+            access = _default_access()
+        out = ffi.new("rv_mr **")
+        self._owner = None
+        if buffer is None:
+            if length is None:
+                raise TypeError("MR needs a length or a buffer")
+            check(lib.rv_mr_alloc(pd._ptr("rv_mr_alloc"), length, access, out), "rv_mr_alloc")
+        else:
+            try:
+                self._owner = ffi.from_buffer("char[]", buffer, require_writable=True)
+            except BufferError as e:
+                raise TypeError("MR buffer must be writable memory: %s" % e) from None
+            n = len(self._owner) if length is None else length
+            check(lib.rv_mr_reg(pd._ptr("rv_mr_reg"), self._owner, n, access, out), "rv_mr_reg")
+        self.pd = pd
+        self._adopt(out[0], pd)
+        h = out[0]
+        self.addr = int(ffi.cast("uintptr_t", lib.rv_mr_addr(h)))
+        self.length = lib.rv_mr_length(h)
+        self._view = None
+
+    @property
+    def lkey(self):
+        return lib.rv_mr_lkey(self._ptr("rv_mr_lkey"))
+
+    @property
+    def rkey(self):
+        return lib.rv_mr_rkey(self._ptr("rv_mr_rkey"))
+
+    @property
+    def buf(self):
+        """The region's memory as a writable memoryview (no copy)."""
+        view = self._view
+        if view is None:
+            h = self._ptr("MR.buf")
+            if self._owner is not None:
+                raw = ffi.buffer(self._owner, self.length)
+            else:
+                # The view holds its own C reference, dropped when the last
+                # view goes: rv_mr_alloc memory lives until the last unref.
+                ref = lib.rv_mr_ref(h)
+                base = ffi.gc(ffi.cast("char *", lib.rv_mr_addr(h)),
+                              lambda _p, ref=ref: lib.rv_mr_unref(ref))
+                raw = ffi.buffer(base, self.length)
+            view = self._view = memoryview(raw)
+        return view
+
+    def sge(self, offset=0, length=None):
+        """An rv_sge (a cffi struct, reusable) for bytes [offset, offset+length)."""
+        if length is None:
+            length = self.length - offset
+        if offset < 0 or length < 0 or offset + length > self.length:
+            raise ValueError("sge [%d, %d) outside the MR's %d bytes"
+                             % (offset, offset + length, self.length))
+        return ffi.new("rv_sge *", (self.addr + offset, length, self.lkey))
+
+    def close(self):
+        super().close()
+        self._view = None
+
+
+def sge(addr, length, lkey):
+    """An rv_sge from raw values (like pyverbs' SGE)."""
+    return ffi.new("rv_sge *", (addr, length, lkey))
+
+
+# ---- completions ------------------------------------------------------------
+
+def wc_status_str(status):
+    return ffi.string(lib.rv_wc_status_str(status)).decode()
+
+
+def wc_status_hint(status):
+    return ffi.string(lib.rv_wc_status_hint(status)).decode()
+
+
+class WC:
+    """A work completion, copied out of the CQ (see CQ.poll)."""
+
+    __slots__ = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "imm_data",
+                 "qp_num", "src_qp", "wc_flags", "pkey_index", "slid", "sl",
+                 "dlid_path_bits")
+
+    def __init__(self, c):
+        self.wr_id = c.wr_id
+        self.status = c.status
+        self.opcode = c.opcode
+        self.vendor_err = c.vendor_err
+        self.byte_len = c.byte_len
+        self.imm_data = c.imm_data
+        self.qp_num = c.qp_num
+        self.src_qp = c.src_qp
+        self.wc_flags = c.wc_flags
+        self.pkey_index = c.pkey_index
+        self.slid = c.slid
+        self.sl = c.sl
+        self.dlid_path_bits = c.dlid_path_bits
+
+    @property
+    def ok(self):
+        return self.status == 0
+
+    @property
+    def status_str(self):
+        return wc_status_str(self.status)
+
+    def __repr__(self):
+        return "<rverbs.WC wr_id=%d %s opcode=%d byte_len=%d>" % (
+            self.wr_id, self.status_str, self.opcode, self.byte_len)
+
+
+class CQ(_Handle):
+    """A completion queue.
+
+    Completions are polled in batches into one cffi array of rv_wc that the CQ
+    allocates once (``batch`` entries) and reuses: poll() copies them into WC
+    objects; poll_raw() returns the array itself, for loops that want no
+    Python object per completion.
+    """
+
+    _kind = "CQ"
+    _prefix = "cq"
+
+    def __init__(self, context, cqe=None, batch=16):
+        super().__init__()
+        attr = _NULL
+        if cqe is not None:
+            attr = ffi.new("rv_cq_attr *", {"mask": lib.RV_CQ_ATTR_CQE, "cqe": cqe})
+        out = ffi.new("rv_cq **")
+        check(lib.rv_cq_new(context._ptr("rv_cq_new"), attr, out), "rv_cq_new")
+        self.context = context
+        self._adopt(out[0], context)
+        self._batch = batch
+        self._wc = ffi.new("rv_wc[]", batch)
+
+    @property
+    def size(self):
+        return lib.rv_cq_size(self._ptr("rv_cq_size"))
+
+    def poll_raw(self, max_entries=None):
+        """(n, wcs): n completions in the reused cffi array wcs (valid until the
+        next poll on this CQ)."""
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "rv_cq_poll")
+        n = lib.rv_cq_poll(h, self._wc, max_entries or self._batch)
+        if n < 0:
+            raise error(n, "rv_cq_poll")
+        return n, self._wc
+
+    def poll(self, max_entries=None):
+        """Up to max_entries (default: the batch size) completions, as WC objects."""
+        if max_entries is not None and max_entries > self._batch:
+            self._batch = max_entries
+            self._wc = ffi.new("rv_wc[]", max_entries)
+        n, wcs = self.poll_raw(max_entries)
+        return [WC(wcs[i]) for i in range(n)]
+
+    def wait(self, count=1, timeout=None):
+        """Poll until ``count`` completions arrived or ``timeout`` seconds passed;
+        returns the list of WC (possibly shorter on timeout).
+
+        Busy-polls, yielding the GIL between polls (rverbs has no completion
+        channel yet), so other Python threads keep running.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        got = []
+        spins = 0
+        while len(got) < count:
+            batch = self.poll(min(self._batch, count - len(got)))
+            if batch:
+                got.extend(batch)
+                spins = 0
+                continue
+            spins += 1
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            time.sleep(0 if spins < 1000 else 0.0001)
+        return got
+
+
+# ---- endpoints --------------------------------------------------------------
+
+class Endpoint:
+    """What a peer needs to connect to a QP (rv_endpoint), with its portable
+    byte encoding (pack/unpack) for any out-of-band channel."""
+
+    def __init__(self, _c=None):
+        self._c = _c if _c is not None else ffi.new("rv_endpoint *")
+
+    def __getattr__(self, name):
+        c = self.__dict__.get("_c")
+        if c is None or name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            value = getattr(c, name)
+        except AttributeError:
+            raise AttributeError(name) from None
+        if name == "gid":
+            return bytes(ffi.buffer(value))
+        if name == "user_data":
+            return bytes(ffi.buffer(value, c.user_data_len))
+        return value
+
+    def __setattr__(self, name, value):
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        elif name == "user_data":
+            data = bytes(value)
+            if len(data) > lib.RV_ENDPOINT_USER_DATA_MAX:
+                raise ValueError("user_data is limited to %d bytes"
+                                 % lib.RV_ENDPOINT_USER_DATA_MAX)
+            ffi.memmove(self._c.user_data, data, len(data))
+            self._c.user_data_len = len(data)
+            self._c.mask |= lib.RV_ENDPOINT_USER_DATA
+        else:
+            setattr(self._c, name, value)
+
+    def set_mr(self, mr, offset=0, length=None, rkey=None):
+        """Advertise (part of) an MR to the peer (RV_ENDPOINT_MR)."""
+        c = self._c
+        c.mr_addr = mr.addr + offset
+        c.mr_length = (mr.length - offset) if length is None else length
+        c.mr_rkey = mr.rkey if rkey is None else rkey
+        c.mask |= lib.RV_ENDPOINT_MR
+
+    def pack(self):
+        buf = ffi.new("uint8_t[]", lib.RV_ENDPOINT_PACKED_MAX)
+        n = ffi.new("size_t *")
+        check(lib.rv_endpoint_pack(self._c, buf, len(buf), n), "rv_endpoint_pack")
+        return bytes(ffi.buffer(buf, n[0]))
+
+    @classmethod
+    def unpack(cls, data):
+        c = ffi.new("rv_endpoint *")
+        check(lib.rv_endpoint_unpack(ffi.from_buffer(data), len(data), c), "rv_endpoint_unpack")
+        return cls(c)
+
+    def to_dict(self):
+        return _struct_dict(self._c)
+
+    def __repr__(self):
+        return "<rverbs.Endpoint qpn=%d lid=%d>" % (self._c.qpn, self._c.lid)
+
+
+# ---- queue pairs ------------------------------------------------------------
+
+class SendWR:
+    """A send work request (pyverbs' SendWR), built into an rv_send_wr array at
+    post time. sg_list: a sequence of rv_sge (MR.sge(), rverbs.sge())."""
+
+    __slots__ = ("wr_id", "opcode", "sg_list", "send_flags", "imm_data", "remote_addr",
+                 "rkey", "compare_add", "swap")
+
+    def __init__(self, wr_id=0, opcode=None, sg_list=(), send_flags=0, imm_data=0,
+                 remote_addr=0, rkey=0, compare_add=0, swap=0):
+        self.wr_id = wr_id
+        self.opcode = lib.RV_WR_SEND if opcode is None else opcode
+        self.sg_list = sg_list
+        self.send_flags = send_flags
+        self.imm_data = imm_data
+        self.remote_addr = remote_addr
+        self.rkey = rkey
+        self.compare_add = compare_add
+        self.swap = swap
+
+
+class RecvWR:
+    """A receive work request (pyverbs' RecvWR)."""
+
+    __slots__ = ("wr_id", "sg_list")
+
+    def __init__(self, wr_id=0, sg_list=()):
+        self.wr_id = wr_id
+        self.sg_list = sg_list
+
+
+def _sge_array(sg_list, keep):
+    if not sg_list:
+        return _NULL, 0
+    arr = ffi.new("rv_sge[]", len(sg_list))
+    for i, s in enumerate(sg_list):
+        arr[i] = s[0] if ffi.typeof(s).kind == "pointer" else s
+    keep.append(arr)
+    return arr, len(sg_list)
+
+
+_QP_ATTRS = {
+    # keyword: mask bit name
+    "qp_state": "RV_QP_STATE", "cur_qp_state": "RV_QP_CUR_STATE",
+    "en_sqd_async_notify": "RV_QP_EN_SQD_ASYNC_NOTIFY",
+    "qp_access_flags": "RV_QP_ACCESS_FLAGS", "pkey_index": "RV_QP_PKEY_INDEX",
+    "port_num": "RV_QP_PORT", "qkey": "RV_QP_QKEY", "ah_attr": "RV_QP_AV",
+    "path_mtu": "RV_QP_PATH_MTU", "timeout": "RV_QP_TIMEOUT", "retry_cnt": "RV_QP_RETRY_CNT",
+    "rnr_retry": "RV_QP_RNR_RETRY", "rq_psn": "RV_QP_RQ_PSN",
+    "max_rd_atomic": "RV_QP_MAX_QP_RD_ATOMIC", "min_rnr_timer": "RV_QP_MIN_RNR_TIMER",
+    "sq_psn": "RV_QP_SQ_PSN", "max_dest_rd_atomic": "RV_QP_MAX_DEST_RD_ATOMIC",
+    "cap": "RV_QP_CAP", "dest_qp_num": "RV_QP_DEST_QPN",
+}
+
+
+def _qp_attr(kwargs):
+    if not kwargs:
+        return _NULL
+    attr = ffi.new("rv_qp_attr *")
+    for key, value in kwargs.items():
+        if key not in _QP_ATTRS:
+            raise TypeError("unknown QP attribute %r" % key)
+        attr.mask |= getattr(lib, _QP_ATTRS[key])
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k == "dgid":
+                    ffi.memmove(attr.ah_attr.dgid, bytes(v), 16)
+                else:
+                    setattr(getattr(attr, key), k, v)
+        else:
+            setattr(attr, key, value)
+    return attr
+
+
+class QP(_Handle):
+    """A queue pair (pyverbs' QP), created in RESET.
+
+    QP(pd, send_cq, recv_cq=None, qp_type=RV_QPT_RC, max_send_wr=..., max_recv_wr=...,
+    max_send_sge=..., max_recv_sge=..., max_inline_data=..., sq_sig_all=None)
+    """
+
+    _kind = "QP"
+    _prefix = "qp"
+
+    def __init__(self, pd, send_cq, recv_cq=None, qp_type=None, sq_sig_all=None, **cap):
+        super().__init__()
+        attr = ffi.new("rv_qp_init_attr *")
+        attr.mask = lib.RV_QP_INIT_ATTR_SEND_CQ
+        attr.send_cq = send_cq._ptr("rv_qp_new")
+        if recv_cq is not None:
+            attr.mask |= lib.RV_QP_INIT_ATTR_RECV_CQ
+            attr.recv_cq = recv_cq._ptr("rv_qp_new")
+        if qp_type is not None:
+            attr.mask |= lib.RV_QP_INIT_ATTR_TYPE
+            attr.qp_type = qp_type
+        if sq_sig_all is not None:
+            attr.mask |= lib.RV_QP_INIT_ATTR_SQ_SIG_ALL
+            attr.sq_sig_all = int(bool(sq_sig_all))
+        if cap:
+            defaults = {"max_send_wr": 128, "max_recv_wr": 128, "max_send_sge": 1,
+                        "max_recv_sge": 1, "max_inline_data": 0}
+            for k in cap:
+                if k not in defaults:
+                    raise TypeError("unknown QP capability %r" % k)
+            defaults.update(cap)
+            attr.mask |= lib.RV_QP_INIT_ATTR_CAP
+            for k, v in defaults.items():
+                setattr(attr.cap, k, v)
+        out = ffi.new("rv_qp **")
+        check(lib.rv_qp_new(pd._ptr("rv_qp_new"), attr, out), "rv_qp_new")
+        self.pd = pd
+        self.send_cq = send_cq
+        self.recv_cq = recv_cq if recv_cq is not None else send_cq
+        self._adopt(out[0], pd)
+        # A QP depends on its CQs too: closing one closes the QP (in C).
+        send_cq._children.add(self)
+        if recv_cq is not None:
+            recv_cq._children.add(self)
+        self._n_posted = ffi.new("size_t *")
+
+    @property
+    def qp_num(self):
+        return lib.rv_qp_num(self._ptr("rv_qp_num"))
+
+    num = qp_num
+
+    @property
+    def state(self):
+        return check(lib.rv_qp_state_of(self._ptr("rv_qp_state_of")), "rv_qp_state_of")
+
+    @property
+    def cap(self):
+        c = ffi.new("rv_qp_cap *")
+        check(lib.rv_qp_get_cap(self._ptr("rv_qp_get_cap"), c), "rv_qp_get_cap")
+        return _struct_dict(c)
+
+    def query(self):
+        attr = ffi.new("rv_qp_attr *", {"mask": lib.RV_QP_ATTR_ALL})
+        check(lib.rv_qp_query(self._ptr("rv_qp_query"), attr), "rv_qp_query")
+        return _struct_dict(attr)
+
+    def modify(self, **attrs):
+        check(lib.rv_qp_modify(self._ptr("rv_qp_modify"), _qp_attr(attrs)), "rv_qp_modify")
+
+    def to_init(self, **attrs):
+        check(lib.rv_qp_to_init(self._ptr("rv_qp_to_init"), _qp_attr(attrs)), "rv_qp_to_init")
+
+    def to_rtr(self, **attrs):
+        check(lib.rv_qp_to_rtr(self._ptr("rv_qp_to_rtr"), _qp_attr(attrs)), "rv_qp_to_rtr")
+
+    def to_rts(self, **attrs):
+        check(lib.rv_qp_to_rts(self._ptr("rv_qp_to_rts"), _qp_attr(attrs)), "rv_qp_to_rts")
+
+    def endpoint(self):
+        """This QP's Endpoint, to hand to the peer."""
+        ep = Endpoint()
+        check(lib.rv_qp_endpoint(self._ptr("rv_qp_endpoint"), ep._c), "rv_qp_endpoint")
+        return ep
+
+    def connect(self, peer):
+        """RESET/INIT -> RTS against the peer's Endpoint (or its packed bytes)."""
+        if not isinstance(peer, Endpoint):
+            peer = Endpoint.unpack(peer)
+        check(lib.rv_qp_connect(self._ptr("rv_qp_connect"), peer._c), "rv_qp_connect")
+
+    # -- data path --
+
+    def post_send(self, wrs, n=None):
+        """Post send work requests: a list of SendWR, or a cffi rv_send_wr array
+        (with n) for loops that build it once. Returns the number posted; on an
+        error, the exception's ``posted`` says how many went before it."""
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "rv_qp_post_send")
+        if isinstance(wrs, ffi.CData):
+            arr, count = wrs, len(wrs) if n is None else n
+        else:
+            keep = []
+            count = len(wrs)
+            arr = ffi.new("rv_send_wr[]", count)
+            for i, wr in enumerate(wrs):
+                c = arr[i]
+                c.wr_id = wr.wr_id
+                c.sg_list, c.num_sge = _sge_array(wr.sg_list, keep)
+                c.opcode = wr.opcode
+                c.send_flags = wr.send_flags
+                c.imm_data = wr.imm_data
+                c.remote_addr = wr.remote_addr
+                c.rkey = wr.rkey
+                c.compare_add = wr.compare_add
+                c.swap = wr.swap
+        rc = lib.rv_qp_post_send(h, arr, count, self._n_posted)
+        if rc < 0:
+            e = error(rc, "rv_qp_post_send")
+            e.posted = self._n_posted[0]
+            raise e
+        return count
+
+    def post_recv(self, wrs, n=None):
+        """Post receive work requests: a list of RecvWR or a cffi rv_recv_wr array."""
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "rv_qp_post_recv")
+        if isinstance(wrs, ffi.CData):
+            arr, count = wrs, len(wrs) if n is None else n
+        else:
+            keep = []
+            count = len(wrs)
+            arr = ffi.new("rv_recv_wr[]", count)
+            for i, wr in enumerate(wrs):
+                arr[i].wr_id = wr.wr_id
+                arr[i].sg_list, arr[i].num_sge = _sge_array(wr.sg_list, keep)
+        rc = lib.rv_qp_post_recv(h, arr, count, self._n_posted)
+        if rc < 0:
+            e = error(rc, "rv_qp_post_recv")
+            e.posted = self._n_posted[0]
+            raise e
+        return count
+
+    def write(self, local, remote_addr, rkey, wr_id=0):
+        """One signalled RDMA WRITE of the rv_sge ``local`` (MR.sge())."""
+        rc = lib.rv_qp_write(self._ptr("rv_qp_write"), local, remote_addr, rkey, wr_id)
+        if rc < 0:
+            raise error(rc, "rv_qp_write")
+
+    def read(self, local, remote_addr, rkey, wr_id=0):
+        """One signalled RDMA READ into the rv_sge ``local``."""
+        rc = lib.rv_qp_read(self._ptr("rv_qp_read"), local, remote_addr, rkey, wr_id)
+        if rc < 0:
+            raise error(rc, "rv_qp_read")
+
+    def send(self, local, wr_id=0):
+        """One signalled SEND of the rv_sge ``local``."""
+        rc = lib.rv_qp_send(self._ptr("rv_qp_send"), local, wr_id)
+        if rc < 0:
+            raise error(rc, "rv_qp_send")
+
+    def recv(self, local, wr_id=0):
+        """Post one receive into the rv_sge ``local``."""
+        rc = lib.rv_qp_recv(self._ptr("rv_qp_recv"), local, wr_id)
+        if rc < 0:
+            raise error(rc, "rv_qp_recv")
+
+
+# ---- logging ----------------------------------------------------------------
+
+_log_lock = threading.Lock()
+_log_callback = None
+
+
+def set_log_handler(fn):
+    """Route librverbs' log to fn(level, message) (None removes it). Exceptions
+    raised by fn are ignored (printed by cffi)."""
+    global _log_callback
+    with _log_lock:
+        if fn is None:
+            lib.rv_set_log_handler(_NULL, _NULL)
+            _log_callback = None
+            return
+
+        @ffi.callback("rv_log_fn")
+        def cb(level, msg, user):
+            fn(level, ffi.string(msg).decode("utf-8", "replace"))
+
+        lib.rv_set_log_handler(cb, _NULL)
+        _log_callback = cb  # keep it alive while installed
+
+
+def set_log_level(level):
+    check(lib.rv_set_log_level(level), "rv_set_log_level")
+
+
+__all__ = ["Device", "Context", "PD", "MR", "CQ", "QP", "Endpoint", "WC", "SendWR",
+           "RecvWR", "sge", "set_log_handler", "set_log_level", "wc_status_str",
+           "wc_status_hint"]
