@@ -66,12 +66,19 @@ void rv_ibv_hint_memlock(void)
 			    "`ulimit -l unlimited` or a memlock line in /etc/security/limits.conf");
 		return;
 	}
+	if (rl.rlim_cur == RLIM_INFINITY) {
+		rv_err_hint("RLIMIT_MEMLOCK is unlimited, so it is not the cause: the device ran "
+			    "out of translation resources or the system out of memory; close "
+			    "unused MRs or register fewer, larger regions");
+		return;
+	}
 	rv_ibv_format_limit(rl.rlim_cur, soft, sizeof(soft));
 	rv_ibv_format_limit(rl.rlim_max, hard, sizeof(hard));
-	rv_err_hint("registration pins memory against RLIMIT_MEMLOCK, which is %s (hard limit %s); "
-		    "raise it with `ulimit -l unlimited` (up to the hard limit), or for good in "
-		    "/etc/security/limits.conf (`* - memlock unlimited`) or LimitMEMLOCK= for a "
-		    "systemd service; CAP_IPC_LOCK lifts the limit",
+	/* Kept short: the whole message must fit rv_error_last()'s 512 bytes. */
+	rv_err_hint("registration pins memory against RLIMIT_MEMLOCK, now %s (hard %s): raise it "
+		    "with `ulimit -l unlimited` before starting the program (past the hard limit "
+		    "only as root), or for good with `* - memlock unlimited` in "
+		    "/etc/security/limits.conf or LimitMEMLOCK=infinity for a systemd unit",
 		    soft, hard);
 }
 
