@@ -194,8 +194,11 @@ int main(int argc, char **argv)
 	pid = fork();
 	if (pid < 0)
 		return 1;
-	if (pid == 0)
-		_exit(server(lfd));
+	if (pid == 0) {
+		int src = server(lfd);
+		fflush(stdout);
+		_exit(src);
+	}
 	close(lfd);
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	int rc = client("127.0.0.1", portstr, msg);

@@ -127,6 +127,9 @@ static int connect_side(struct side *s, int fd)
 	rv_endpoint me, peer;
 	int rc;
 
+	/* Receives may be posted from INIT on; post one before the peer can send. */
+	if ((rc = rv_qp_to_init(s->qp, NULL)) < 0)
+		return fail("rv_qp_to_init", rc);
 	if ((rc = post_recv(s)) < 0)
 		return fail("rv_qp_recv", rc);
 	if ((rc = rv_qp_endpoint(s->qp, &me)) < 0)
@@ -242,8 +245,11 @@ int main(int argc, char **argv)
 	pid = fork();
 	if (pid < 0)
 		return 1;
-	if (pid == 0)
-		_exit(server(lfd, iters, size));
+	if (pid == 0) {
+		int src = server(lfd, iters, size);
+		fflush(stdout);
+		_exit(src);
+	}
 	close(lfd);
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	rc = client("127.0.0.1", portstr, iters, size);
