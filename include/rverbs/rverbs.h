@@ -17,5 +17,6 @@
 #include <rverbs/cq.h>
 #include <rverbs/endpoint.h>
 #include <rverbs/qp.h>
+#include <rverbs/conn.h>
 
 #endif

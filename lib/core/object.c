@@ -31,6 +31,7 @@ static const char *const type_names[RV_OBJ_TYPE_MAX] = {
 	[RV_OBJ_MR] = "MR",         [RV_OBJ_MW] = "MW",           [RV_OBJ_CQ] = "CQ",
 	[RV_OBJ_COMP_CHANNEL] = "completion channel",             [RV_OBJ_QP] = "QP",
 	[RV_OBJ_SRQ] = "SRQ",       [RV_OBJ_AH] = "AH",
+	[RV_OBJ_LISTENER] = "listener", [RV_OBJ_CONN] = "connection",
 };
 
 const char *rv_obj_type_name(enum rv_obj_type type)

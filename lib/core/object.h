@@ -24,6 +24,8 @@ enum rv_obj_type {
 	RV_OBJ_QP,
 	RV_OBJ_SRQ,
 	RV_OBJ_AH,
+	RV_OBJ_LISTENER,
+	RV_OBJ_CONN,
 	RV_OBJ_TYPE_MAX
 };
 

@@ -1,0 +1,369 @@
+/*
+ * The rdma_cm transport for kernel RDMA devices (required by iWARP
+ * hardware, whose QPs can only be connected through the kernel's CM).
+ *
+ * rverbs keeps its own QPs (created through the ibv driver) and lets rdma_cm
+ * resolve the route and run the CM exchange; the QP transitions use the
+ * attributes rdma_init_qp_attr() computes, applied through rv_qp_modify() so
+ * that the facade's state tracking stays exact. rverbs' MR, capabilities and
+ * application data travel in the CM private data (cm.h).
+ *
+ * Owns: the event channel and the cm_id of each rdma_cm connection. Every
+ * wait polls the event channel's descriptor with the caller's deadline.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netdb.h>
+
+#include <rdma/rdma_cma.h>
+#include <rverbs/ibv.h>
+
+#include "conn/cm.h"
+#include "conn/conn-private.h"
+
+struct rv_cm_conn {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v); }
+static uint32_t get32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static uint64_t get64(const uint8_t *p) { return ((uint64_t)get32(p) << 32) | get32(p + 4); }
+
+int rv_cm_pdata_encode(const struct rv_cm_pdata *pd, void *buf, size_t cap)
+{
+	uint8_t *p = buf;
+
+	if (pd->data_len > RV_CONN_CM_PRIVATE_DATA_MAX || cap < RV_CM_PDATA_FIXED + pd->data_len)
+		return -EMSGSIZE;
+	memset(p, 0, RV_CM_PDATA_FIXED);
+	p[0] = 'R';
+	p[1] = 'V';
+	p[2] = 1;
+	p[3] = pd->has_mr ? 1 : 0;
+	put32(p + 4, pd->caps);
+	if (pd->has_mr) {
+		put32(p + 8, pd->mr_rkey);
+		put64(p + 12, pd->mr_addr);
+		put64(p + 20, pd->mr_length);
+	}
+	p[28] = (uint8_t)pd->data_len;
+	memcpy(p + RV_CM_PDATA_FIXED, pd->data, pd->data_len);
+	return (int)(RV_CM_PDATA_FIXED + pd->data_len);
+}
+
+int rv_cm_pdata_decode(const void *buf, size_t len, struct rv_cm_pdata *pd, const char *func)
+{
+	const uint8_t *p = buf;
+
+	/* The CM pads private data with zeros up to its fixed size: trailing bytes are fine. */
+	if (!p || len < RV_CM_PDATA_FIXED || p[0] != 'R' || p[1] != 'V')
+		return rv_err(EBADMSG, func, "the rdma_cm private data (%zu bytes) is not from rverbs", len);
+	if (p[2] != 1)
+		return rv_err(EPROTONOSUPPORT, func, "rdma_cm private data version %u; this library reads version 1", p[2]);
+	if (p[3] & ~1u)
+		return rv_err(EBADMSG, func, "unknown flags 0x%02x in the rdma_cm private data", p[3]);
+	if (p[28] > RV_CONN_CM_PRIVATE_DATA_MAX || (size_t)RV_CM_PDATA_FIXED + p[28] > len)
+		return rv_err(EBADMSG, func, "the rdma_cm private data announces %u bytes of data; %zu are there (at most %d)",
+			      p[28], len - RV_CM_PDATA_FIXED, RV_CONN_CM_PRIVATE_DATA_MAX);
+	memset(pd, 0, sizeof(*pd));
+	pd->has_mr = p[3] & 1u;
+	pd->caps = get32(p + 4);
+	if (pd->has_mr) {
+		pd->mr_rkey = get32(p + 8);
+		pd->mr_addr = get64(p + 12);
+		pd->mr_length = get64(p + 20);
+	}
+	pd->data_len = p[28];
+	memcpy(pd->data, p + RV_CM_PDATA_FIXED, pd->data_len);
+	return 0;
+}
+
+void rv_cm_qp_attr_from_ibv(const struct ibv_qp_attr *in, int ibv_mask, rv_qp_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->mask = (uint64_t)(unsigned)ibv_mask & RV_QP_ATTR_ALL;
+	out->qp_state = in->qp_state;
+	out->cur_qp_state = in->cur_qp_state;
+	out->path_mtu = in->path_mtu;
+	out->qkey = in->qkey;
+	out->rq_psn = in->rq_psn;
+	out->sq_psn = in->sq_psn;
+	out->dest_qp_num = in->dest_qp_num;
+	out->qp_access_flags = (uint32_t)in->qp_access_flags;
+	memcpy(out->ah_attr.dgid, in->ah_attr.grh.dgid.raw, 16);
+	out->ah_attr.flow_label = in->ah_attr.grh.flow_label;
+	out->ah_attr.sgid_index = in->ah_attr.grh.sgid_index;
+	out->ah_attr.hop_limit = in->ah_attr.grh.hop_limit;
+	out->ah_attr.traffic_class = in->ah_attr.grh.traffic_class;
+	out->ah_attr.is_global = in->ah_attr.is_global;
+	out->ah_attr.dlid = in->ah_attr.dlid;
+	out->ah_attr.sl = in->ah_attr.sl;
+	out->ah_attr.src_path_bits = in->ah_attr.src_path_bits;
+	out->ah_attr.static_rate = in->ah_attr.static_rate;
+	out->ah_attr.port_num = in->ah_attr.port_num;
+	out->pkey_index = in->pkey_index;
+	out->en_sqd_async_notify = in->en_sqd_async_notify;
+	out->max_rd_atomic = in->max_rd_atomic;
+	out->max_dest_rd_atomic = in->max_dest_rd_atomic;
+	out->min_rnr_timer = in->min_rnr_timer;
+	out->port_num = in->port_num;
+	out->timeout = in->timeout;
+	out->retry_cnt = in->retry_cnt;
+	out->rnr_retry = in->rnr_retry;
+}
+
+bool rv_cm_usable(struct rv_context *ctx)
+{
+	struct ibv_context **list;
+	bool found = false;
+	int n = 0;
+
+	if (ctx->dev->kind != RV_DEVICE_VERBS)
+		return false;
+	list = rdma_get_devices(&n);
+	if (!list)
+		return false;
+	for (int i = 0; i < n && !found; i++)
+		found = strcmp(ibv_get_device_name(list[i]->device), ctx->dev->name) == 0;
+	rdma_free_devices(list);
+	return found;
+}
+
+/* Wait for the next event on the channel: its type, or a negative errno. */
+static int next_event(struct rv_cm_conn *cm, int64_t deadline, struct rdma_cm_event **ret, const char *func)
+{
+	struct pollfd pfd = {.fd = cm->ch->fd, .events = POLLIN, .revents = 0};
+	int left = rv_ms_left(deadline);
+
+	if (left == 0 || poll(&pfd, 1, left) <= 0)
+		return rv_err(ETIMEDOUT, func, "rdma_cm: no event within the timeout");
+	if (rdma_get_cm_event(cm->ch, ret) < 0)
+		return rv_err(errno, func, "rdma_get_cm_event: %s", strerror(errno));
+	return 0;
+}
+
+static int expect_event(struct rv_cm_conn *cm, int64_t deadline, enum rdma_cm_event_type want,
+			struct rdma_cm_event **ret, const char *func)
+{
+	struct rdma_cm_event *ev;
+	int rc = next_event(cm, deadline, &ev, func);
+
+	if (rc < 0)
+		return rc;
+	if (ev->event != want) {
+		int st = ev->status;
+		enum rdma_cm_event_type got = ev->event;
+		rdma_ack_cm_event(ev);
+		rc = rv_err(got == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : got == RDMA_CM_EVENT_UNREACHABLE
+										      ? EHOSTUNREACH
+										      : EPROTO,
+			    func, "rdma_cm: expected %s, got %s (status %d)", rdma_event_str(want), rdma_event_str(got), st);
+		return rc;
+	}
+	*ret = ev;
+	return 0;
+}
+
+/* Apply rdma_init_qp_attr()'s attributes for state to the rverbs QP. */
+static int cm_modify(struct rv_cm_conn *cm, struct rv_qp *qp, enum ibv_qp_state state, const char *func)
+{
+	struct ibv_qp_attr ia;
+	rv_qp_attr a;
+	int mask = 0;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_state = state;
+	if (rdma_init_qp_attr(cm->id, &ia, &mask) < 0)
+		return rv_err(errno, func, "rdma_init_qp_attr(%d): %s", (int)state, strerror(errno));
+	rv_cm_qp_attr_from_ibv(&ia, mask, &a);
+	return rv_qp_modify(qp, &a);
+}
+
+void rv_cm_conn_destroy(struct rv_conn *c)
+{
+	struct rv_cm_conn *cm = c->cm;
+
+	if (cm->id) {
+		if (c->state == RV_CONN_ESTABLISHED)
+			rdma_disconnect(cm->id);
+		rdma_destroy_id(cm->id);
+	}
+	if (cm->ch)
+		rdma_destroy_event_channel(cm->ch);
+	free(cm);
+	c->cm = NULL;
+	c->fd = -1;
+}
+
+int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn_opts *o, int timeout_ms,
+		  struct rv_conn **ret, const char *func)
+{
+	int64_t deadline = rv_deadline(timeout_ms);
+	char host[RV_HOST_MAX], port[RV_PORT_MAX];
+	uint8_t pdata[RV_CM_PDATA_MAX];
+	struct rdma_conn_param param;
+	struct rdma_cm_event *ev;
+	struct addrinfo hints, *ai = NULL;
+	struct rv_cm_pdata mine, peer;
+	struct rv_conn_opts oo = *o;
+	struct rv_conn *c;
+	int rc, n;
+
+	if (!rv_cm_usable(ctx))
+		return rv_err(EOPNOTSUPP, func, "device %s has no rdma_cm support; use RV_CONN_TRANSPORT_TCP",
+			      ctx->dev->name);
+	if ((o->num_qps ? o->num_qps : 1) != 1)
+		return rv_err(EOPNOTSUPP, func, "rdma_cm connects one QP per connection; num_qps is %u", o->num_qps);
+	if (o->data_len > RV_CONN_CM_PRIVATE_DATA_MAX)
+		return rv_err(EMSGSIZE, func, "%u bytes of private data; rdma_cm carries at most %d",
+			      o->data_len, RV_CONN_CM_PRIVATE_DATA_MAX);
+	rc = rv_addr_parse(addr, host, port, func);
+	if (rc < 0)
+		return rc;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, port, &hints, &ai) != 0)
+		return rv_err(EHOSTUNREACH, func, "cannot resolve \"%s\"", host);
+	rc = rv_conn_create(ctx, &oo, 1, false, &c, func);
+	if (rc < 0) {
+		freeaddrinfo(ai);
+		return rc;
+	}
+	c->transport = RV_CONN_TRANSPORT_RDMA_CM;
+	rv_sockaddr_str(ai->ai_addr, c->peer_addr);
+	c->cm = calloc(1, sizeof(*c->cm));
+	rc = c->cm ? 0 : rv_err(ENOMEM, func, "out of memory");
+	if (rc == 0 && !(c->cm->ch = rdma_create_event_channel()))
+		rc = rv_err(errno, func, "rdma_create_event_channel: %s", strerror(errno));
+	if (rc == 0 && rdma_create_id(c->cm->ch, &c->cm->id, c, RDMA_PS_TCP) < 0)
+		rc = rv_err(errno, func, "rdma_create_id: %s", strerror(errno));
+	if (rc == 0) {
+		c->fd = c->cm->ch->fd;
+		if (rdma_resolve_addr(c->cm->id, NULL, ai->ai_addr, rv_ms_left(deadline) < 0 ? 5000 : rv_ms_left(deadline)) < 0)
+			rc = rv_err(errno, func, "rdma_resolve_addr %s: %s", c->peer_addr, strerror(errno));
+	}
+	freeaddrinfo(ai);
+	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_ADDR_RESOLVED, &ev, func)) == 0) {
+		rdma_ack_cm_event(ev);
+		if (strcmp(ibv_get_device_name(c->cm->id->verbs->device), ctx->dev->name) != 0)
+			rc = rv_err(EADDRNOTAVAIL, func, "%s is reached through device %s, not %s", c->peer_addr,
+				    ibv_get_device_name(c->cm->id->verbs->device), ctx->dev->name);
+		else if (rdma_resolve_route(c->cm->id, rv_ms_left(deadline) < 0 ? 5000 : rv_ms_left(deadline)) < 0)
+			rc = rv_err(errno, func, "rdma_resolve_route: %s", strerror(errno));
+	}
+	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, func)) == 0)
+		rdma_ack_cm_event(ev);
+	memset(&mine, 0, sizeof(mine));
+	mine.caps = c->local[0].caps;
+	mine.has_mr = o->has_mr;
+	mine.mr_addr = o->mr_addr;
+	mine.mr_length = o->mr_length;
+	mine.mr_rkey = o->mr_rkey;
+	mine.data_len = o->data_len;
+	if (o->data_len)
+		memcpy(mine.data, o->data, o->data_len);
+	n = rv_cm_pdata_encode(&mine, pdata, sizeof(pdata));
+	if (rc == 0) {
+		memset(&param, 0, sizeof(param));
+		param.private_data = pdata;
+		param.private_data_len = (uint8_t)n;
+		param.responder_resources = 16;
+		param.initiator_depth = 16;
+		param.retry_count = 7;
+		param.rnr_retry_count = 7;
+		param.qp_num = c->qps[0]->qpn;
+		if (rdma_connect(c->cm->id, &param) < 0)
+			rc = rv_err(errno, func, "rdma_connect %s: %s", c->peer_addr, strerror(errno));
+	}
+	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_CONNECT_RESPONSE, &ev, func)) == 0) {
+		rc = rv_cm_pdata_decode(ev->param.conn.private_data, ev->param.conn.private_data_len, &peer, func);
+		rdma_ack_cm_event(ev);
+	}
+	if (rc == 0 && (c->required_caps & ~peer.caps))
+		rc = rv_err(EOPNOTSUPP, func, "%s's device lacks capabilities 0x%x that this connection requires",
+			    c->peer_addr, c->required_caps & ~peer.caps);
+	if (rc == 0)
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTR, func);
+	if (rc == 0)
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTS, func);
+	if (rc == 0 && rdma_establish(c->cm->id) < 0)
+		rc = rv_err(errno, func, "rdma_establish: %s", strerror(errno));
+	if (rc < 0) {
+		if (c->cm && c->cm->id)
+			rdma_reject(c->cm->id, NULL, 0);
+		rv_conn_discard(c);
+		return rc;
+	}
+	c->peer[0] = c->local[0];
+	c->peer[0].mask = peer.has_mr ? RV_ENDPOINT_MR : 0;
+	c->peer[0].caps = peer.caps;
+	c->peer[0].mr_addr = peer.mr_addr;
+	c->peer[0].mr_length = peer.mr_length;
+	c->peer[0].mr_rkey = peer.mr_rkey;
+	c->peer[0].qpn = c->cm->id->qp ? c->cm->id->qp->qp_num : 0;
+	if (peer.data_len) {
+		c->peer_data = malloc(peer.data_len);
+		if (c->peer_data) {
+			memcpy(c->peer_data, peer.data, peer.data_len);
+			c->peer_data_len = peer.data_len;
+		}
+	}
+	c->path_mtu = c->local[0].mtu;
+	c->have_peer = true;
+	c->state = RV_CONN_ESTABLISHED;
+	c->phase = RV_PH_ESTABLISHED;
+	*ret = c;
+	return 0;
+}
+
+int rv_cm_conn_poll(struct rv_conn *c, int timeout_ms, uint32_t *ret_event, const char *func)
+{
+	struct rdma_cm_event *ev;
+	int rc;
+
+	*ret_event = RV_CONN_EVENT_NONE;
+	if (c->state != RV_CONN_ESTABLISHED)
+		return 0;
+	rc = next_event(c->cm, rv_deadline(timeout_ms), &ev, func);
+	if (rc == -ETIMEDOUT) {
+		rv_error_clear();
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED || ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		rv_conn_qps_to_err(c);
+		c->state = RV_CONN_DISCONNECTED;
+		*ret_event = RV_CONN_EVENT_DISCONNECTED;
+	}
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+int rv_cm_conn_disconnect(struct rv_conn *c, int timeout_ms, const char *func)
+{
+	struct rdma_cm_event *ev;
+	int rc;
+
+	if (c->state != RV_CONN_ESTABLISHED)
+		return 0;
+	rdma_disconnect(c->cm->id);
+	rv_conn_qps_to_err(c);
+	c->state = RV_CONN_DISCONNECTED;
+	rc = expect_event(c->cm, rv_deadline(timeout_ms), RDMA_CM_EVENT_DISCONNECTED, &ev, func);
+	if (rc == 0)
+		rdma_ack_cm_event(ev);
+	return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * The connection helper's private layout, shared by the sources in lib/conn.
+ *
+ * Locking: a connection or a listener is used by one thread at a time (as a
+ * socket would be); the graph lock is taken only to add dependencies. Waits
+ * never hold a lock.
+ */
+#ifndef RV_CONN_PRIVATE_H
+#define RV_CONN_PRIVATE_H
+
+#include <rverbs/conn.h>
+
+#include "rverbs-private.h"
+#include "conn/sock.h"
+
+/* A validated copy of an rv_conn_attr, with defaults applied. */
+struct rv_conn_opts {
+	uint64_t mask;
+	struct rv_pd *pd;
+	struct rv_cq *send_cq, *recv_cq;
+	struct rv_qp *qps[RV_CONN_MAX_QPS];
+	bool caller_qps;
+	uint32_t num_qps; /* 0: not set (client default 1; server: the client's) */
+	uint32_t qp_type;
+	bool has_cap;
+	rv_qp_cap cap;
+	bool has_mr;
+	uint64_t mr_addr, mr_length;
+	uint32_t mr_rkey;
+	const void *data;
+	uint32_t data_len;
+	uint32_t required_caps;
+	uint32_t transport;
+};
+
+enum rv_conn_phase {
+	RV_PH_TCP_CONNECTING = 1, /* client: non-blocking connect in progress */
+	RV_PH_WAIT_REP,           /* client: REQ sent */
+	RV_PH_WAIT_RTU,           /* server: REP sent */
+	RV_PH_ESTABLISHED,
+	RV_PH_DONE,               /* disconnected or failed; fd closed */
+};
+
+struct rv_cm_conn;
+
+struct rv_conn {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	uint32_t state;     /* rv_conn_state */
+	uint32_t transport; /* rv_conn_transport in use */
+	int phase;          /* enum rv_conn_phase */
+	bool server;
+	int fd;             /* TCP control channel, or the rdma_cm event channel */
+	int error;          /* negative errno of a failed rv_connect_start() */
+	char peer_addr[RV_ADDR_STR_MAX];
+	struct rv_msg_rx *rx;
+	uint8_t *out;       /* client: the encoded REQ */
+	size_t out_len;
+
+	uint32_t num_qps;
+	struct rv_qp *qps[RV_CONN_MAX_QPS]; /* a reference on each */
+	bool own_qps;                       /* created here: closed with the connection */
+	struct rv_pd *own_pd;               /* created here, or NULL */
+	struct rv_cq *own_cq;               /* created here, or NULL */
+	uint32_t required_caps;
+	rv_endpoint local[RV_CONN_MAX_QPS];
+
+	bool have_peer;
+	rv_endpoint peer[RV_CONN_MAX_QPS];
+	uint8_t *peer_data;
+	uint32_t peer_data_len;
+	uint32_t path_mtu;
+
+	struct rv_cm_conn *cm; /* rdma_cm transport state, or NULL */
+};
+
+/* conn.c */
+int rv_conn_opts_parse(struct rv_context *ctx, const rv_conn_attr *attr, struct rv_conn_opts *o,
+		       const char *func);
+/* A connection object with its QPs in INIT and local endpoints filled. */
+int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_t num_qps, bool server,
+		   struct rv_conn **ret, const char *func);
+/* Check the peer's HELLO against ours (names every mismatch), keep its
+ * endpoints and data, and connect the QPs (RTR, RTS). */
+int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const char *func);
+/* Fill a HELLO from the connection's local endpoints and the options. */
+void rv_conn_hello(const struct rv_conn *c, const struct rv_conn_opts *o, struct rv_wire_hello *h);
+/* Move every live QP to ERR (flushing its work). */
+void rv_conn_qps_to_err(struct rv_conn *c);
+/* Close and unreference a connection that never reached the caller,
+ * keeping the thread's error message. */
+void rv_conn_discard(struct rv_conn *c);
+
+/* cm.c: the rdma_cm transport. */
+bool rv_cm_usable(struct rv_context *ctx);
+int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn_opts *o, int timeout_ms,
+		  struct rv_conn **ret, const char *func);
+void rv_cm_conn_destroy(struct rv_conn *c);
+int rv_cm_conn_poll(struct rv_conn *c, int timeout_ms, uint32_t *ret_event, const char *func);
+int rv_cm_conn_disconnect(struct rv_conn *c, int timeout_ms, const char *func);
+
+#endif

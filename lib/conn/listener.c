@@ -1,0 +1,459 @@
+/*
+ * The listener: accepts TCP clients and serves their exchanges side by side
+ * (up to max_pending at once), so that a slow or hostile client delays
+ * nobody. One epoll set holds the listening socket, every client in the
+ * middle of its exchange and a timerfd armed for the nearest handshake
+ * deadline; it is the descriptor rv_listener_fd() hands out.
+ *
+ * Owns: those descriptors and the half-made connections of pending clients.
+ * Never blocks beyond the caller's timeout; never waits holding a lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "conn/conn-private.h"
+
+struct pending {
+	int fd;
+	int64_t deadline;
+	char peer[RV_ADDR_STR_MAX];
+	struct rv_conn *conn; /* made when the REQ arrived; NULL before */
+	struct rv_msg_rx rx;
+};
+
+struct rv_listener {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	int lfd, epfd, tfd;
+	int port;
+	bool lfd_in_set;
+	uint32_t hs_timeout_ms;
+	uint32_t max_pending;
+	struct pending **pending;
+	uint32_t n_pending;
+};
+
+static void pending_free(struct pending *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->conn)
+		rv_conn_discard(p->conn);
+	free(p);
+}
+
+static int listener_destroy(struct rv_object *obj)
+{
+	struct rv_listener *l = (struct rv_listener *)obj;
+
+	for (uint32_t i = 0; i < l->n_pending; i++)
+		pending_free(l->pending[i]);
+	l->n_pending = 0;
+	if (l->lfd >= 0)
+		close(l->lfd);
+	if (l->tfd >= 0)
+		close(l->tfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	l->lfd = l->tfd = l->epfd = -1;
+	return 0;
+}
+
+static void listener_release(struct rv_object *obj)
+{
+	struct rv_listener *l = (struct rv_listener *)obj;
+	free(l->pending);
+}
+
+static const struct rv_object_class listener_class = {
+	.type = RV_OBJ_LISTENER,
+	.name = "listener",
+	.destroy = listener_destroy,
+	.release = listener_release,
+};
+
+#define LISTENER_ATTR_KNOWN (RV_LISTENER_ATTR_BACKLOG | RV_LISTENER_ATTR_HANDSHAKE_TIMEOUT | \
+			     RV_LISTENER_ATTR_MAX_PENDING | RV_LISTENER_ATTR_TRANSPORT)
+
+static int epoll_add(int epfd, int fd, void *ptr)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ptr};
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listener_attr *attr,
+			      rv_listener **ret_listener)
+{
+	uint32_t backlog = 128, hs = 5000, max_pending = 256, transport = RV_CONN_TRANSPORT_AUTO;
+	struct rv_listener *l;
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!addr || !ret_listener)
+		return rv_err(EINVAL, __func__, "%s is NULL", addr ? "ret_listener" : "addr");
+	if (attr) {
+		if (attr->mask & ~(uint64_t)LISTENER_ATTR_KNOWN)
+			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_listener_attr.mask",
+				      attr->mask & ~(uint64_t)LISTENER_ATTR_KNOWN);
+		if (attr->mask & RV_LISTENER_ATTR_BACKLOG)
+			backlog = attr->backlog;
+		if (attr->mask & RV_LISTENER_ATTR_HANDSHAKE_TIMEOUT) {
+			if (attr->handshake_timeout_ms == 0)
+				return rv_err(EINVAL, __func__, "handshake_timeout_ms must be at least 1");
+			hs = attr->handshake_timeout_ms;
+		}
+		if (attr->mask & RV_LISTENER_ATTR_MAX_PENDING) {
+			if (attr->max_pending == 0)
+				return rv_err(EINVAL, __func__, "max_pending must be at least 1");
+			max_pending = attr->max_pending;
+		}
+		if (attr->mask & RV_LISTENER_ATTR_TRANSPORT) {
+			if (attr->transport > RV_CONN_TRANSPORT_RDMA_CM)
+				return rv_err(EINVAL, __func__, "transport %u is not an rv_conn_transport", attr->transport);
+			transport = attr->transport;
+		}
+	}
+	if (transport == RV_CONN_TRANSPORT_RDMA_CM && !rv_cm_usable(ctx))
+		return rv_err(EOPNOTSUPP, __func__, "device %s has no rdma_cm support; use RV_CONN_TRANSPORT_TCP",
+			      ctx->dev->name);
+	if (transport == RV_CONN_TRANSPORT_RDMA_CM || (transport == RV_CONN_TRANSPORT_AUTO && rv_cm_usable(ctx)))
+		return rv_err(EOPNOTSUPP, __func__, "device %s: listening through rdma_cm is not available in this version; "
+			      "use RV_CONN_TRANSPORT_TCP", ctx->dev->name);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return rv_err(ENOMEM, __func__, "out of memory");
+	rv_obj_init(&l->obj, &listener_class, ctx);
+	l->obj.id = rv_ctx_next_id(ctx);
+	l->ctx = ctx;
+	l->lfd = l->tfd = l->epfd = -1;
+	l->hs_timeout_ms = hs;
+	l->max_pending = max_pending;
+	rc = rv_sock_listen(addr, backlog, &l->lfd, &l->port, __func__);
+	if (rc == 0) {
+		l->epfd = epoll_create1(EPOLL_CLOEXEC);
+		l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (l->epfd < 0 || l->tfd < 0 || epoll_add(l->epfd, l->lfd, &l->lfd) < 0 ||
+		    epoll_add(l->epfd, l->tfd, &l->tfd) < 0)
+			rc = rv_err(errno, __func__, "epoll/timerfd: %s", strerror(errno));
+		l->lfd_in_set = true;
+	}
+	if (rc == 0) {
+		rv_graph_lock(&ctx->obj);
+		rc = rv_obj_add_dep(&l->obj, &ctx->obj);
+		rv_graph_unlock(&ctx->obj);
+		if (rc < 0)
+			rc = rv_err(ENOMEM, __func__, "out of memory");
+	}
+	if (rc < 0) {
+		listener_destroy(&l->obj);
+		rv_obj_abort(&l->obj);
+		return rc;
+	}
+	*ret_listener = l;
+	return 0;
+}
+
+RV_EXPORT rv_listener *rv_listener_ref(rv_listener *listener)
+{
+	if (listener && rv_obj_check_any(RV_COBJ(listener), RV_OBJ_LISTENER, __func__) == 0)
+		rv_obj_ref(&listener->obj);
+	return listener;
+}
+
+RV_EXPORT rv_listener *rv_listener_unref(rv_listener *listener)
+{
+	if (listener && rv_obj_check_any(RV_COBJ(listener), RV_OBJ_LISTENER, __func__) == 0)
+		rv_obj_unref(&listener->obj);
+	return NULL;
+}
+
+RV_EXPORT int rv_listener_close(rv_listener *listener)
+{
+	int rc = rv_obj_check_any(RV_COBJ(listener), RV_OBJ_LISTENER, __func__);
+
+	if (rc < 0)
+		return rc;
+	return rv_obj_close(&listener->obj, "closed by rv_listener_close");
+}
+
+RV_EXPORT int rv_listener_port(const rv_listener *listener)
+{
+	int rc = rv_obj_check(RV_COBJ(listener), RV_OBJ_LISTENER, __func__);
+	return rc < 0 ? rc : listener->port;
+}
+
+RV_EXPORT int rv_listener_fd(const rv_listener *listener)
+{
+	int rc = rv_obj_check(RV_COBJ(listener), RV_OBJ_LISTENER, __func__);
+	return rc < 0 ? rc : listener->epfd;
+}
+
+/* Arm the timerfd for the nearest handshake deadline (or disarm it). */
+static void arm_timer(struct rv_listener *l)
+{
+	struct itimerspec its;
+	int64_t next = INT64_MAX, left;
+
+	memset(&its, 0, sizeof(its));
+	for (uint32_t i = 0; i < l->n_pending; i++)
+		if (l->pending[i]->deadline < next)
+			next = l->pending[i]->deadline;
+	if (next != INT64_MAX) {
+		left = next - rv_now_ms();
+		if (left < 1)
+			left = 1;
+		its.it_value.tv_sec = left / 1000;
+		its.it_value.tv_nsec = (left % 1000) * 1000000;
+	}
+	timerfd_settime(l->tfd, 0, &its, NULL);
+}
+
+static void set_lfd_armed(struct rv_listener *l, bool on)
+{
+	if (on == l->lfd_in_set)
+		return;
+	if (on)
+		epoll_add(l->epfd, l->lfd, &l->lfd);
+	else
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->lfd, NULL);
+	l->lfd_in_set = on;
+}
+
+static void remove_pending(struct rv_listener *l, uint32_t i)
+{
+	l->pending[i] = l->pending[--l->n_pending];
+	set_lfd_armed(l, true);
+	arm_timer(l);
+}
+
+/* Accept every waiting client while there is room. */
+static void accept_new(struct rv_listener *l)
+{
+	while (l->n_pending < l->max_pending) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct pending *p;
+		int fd = accept4(l->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+				rv_log(RV_LOG_WARN, "listener #%" PRIu64 ": accept: %s", l->obj.id, strerror(errno));
+			return;
+		}
+		if (l->n_pending % 64 == 0) {
+			struct pending **n = realloc(l->pending, (l->n_pending + 64) * sizeof(*n));
+			if (!n) {
+				close(fd);
+				return;
+			}
+			l->pending = n;
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			close(fd);
+			return;
+		}
+		p->fd = fd;
+		p->deadline = rv_now_ms() + l->hs_timeout_ms;
+		rv_sockaddr_str((struct sockaddr *)&ss, p->peer);
+		if (epoll_add(l->epfd, fd, p) < 0) {
+			close(fd);
+			free(p);
+			return;
+		}
+		l->pending[l->n_pending++] = p;
+	}
+	set_lfd_armed(l, false);
+}
+
+/* A REQ arrived: make the connection, connect its QPs, answer with a REP. */
+static int on_request(struct rv_listener *l, struct pending *p, const struct rv_conn_opts *o, const char *func)
+{
+	struct rv_wire_hello h, mine;
+	uint8_t *out;
+	int n, rc = rv_wire_hello_decode(p->rx.payload, p->rx.hdr.length, &h, func);
+
+	if (rc == 0 && o->num_qps && o->num_qps != h.num_qps)
+		rc = rv_err(EPROTO, func, "asks for %u QP(s); this server accepts %u", h.num_qps, o->num_qps);
+	if (rc < 0)
+		goto reject;
+	rc = rv_conn_create(l->ctx, o, h.num_qps, true, &p->conn, func);
+	if (rc < 0)
+		goto reject;
+	memcpy(p->conn->peer_addr, p->peer, sizeof(p->peer));
+	rc = rv_conn_apply_peer(p->conn, &h, func);
+	if (rc < 0)
+		goto reject;
+	out = malloc(RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX);
+	if (!out) {
+		rc = rv_err(ENOMEM, func, "out of memory");
+		goto reject;
+	}
+	rv_conn_hello(p->conn, o, &mine);
+	n = rv_wire_hello_encode(RV_WIRE_REP, &mine, out, RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX, func);
+	rc = n < 0 ? n : rv_sock_send_all(p->fd, out, (size_t)n, p->deadline, p->peer, func);
+	free(out);
+	if (rc < 0)
+		return rc;
+	p->conn->phase = RV_PH_WAIT_RTU;
+	return 0;
+reject:;
+	const char *msg = rv_error_last(), *sep = strstr(msg, ": ");
+	rv_sock_send_reject(p->fd, -rc, sep ? sep + 2 : msg);
+	return rc;
+}
+
+/* Serve one pending client: 1 with *ret when established, 0 waiting, < 0 failed. */
+static int serve(struct rv_listener *l, struct pending *p, const struct rv_conn_opts *o, struct rv_conn **ret,
+		 const char *func)
+{
+	struct rv_wire_reject rj;
+	int rc;
+
+	for (;;) {
+		rc = rv_msg_rx_read(p->fd, &p->rx, p->peer, func);
+		if (rc == -ENOTCONN)
+			rc = rv_err(ECONNRESET, func, "client %s closed the connection %s", p->peer,
+				    p->conn ? "before confirming our answer" : "before sending its request");
+		if (rc <= 0)
+			return rc;
+		rv_msg_rx_reset(&p->rx);
+		switch (p->rx.hdr.type) {
+		case RV_WIRE_REQ:
+			if (p->conn)
+				return rv_err(EBADMSG, func, "client %s sent a second REQ", p->peer);
+			rc = on_request(l, p, o, func);
+			if (rc < 0) {
+				char why[400];
+				const char *m = rv_error_last();
+				snprintf(why, sizeof(why), "%s", strncmp(m, func, strlen(func)) == 0 ? m + strlen(func) + 2 : m);
+				return rv_err(-rc, func, "client %s: %s", p->peer, why);
+			}
+			continue;
+		case RV_WIRE_RTU:
+			if (!p->conn)
+				return rv_err(EBADMSG, func, "client %s sent an RTU before its REQ", p->peer);
+			p->conn->fd = p->fd;
+			p->fd = -1;
+			p->conn->phase = RV_PH_ESTABLISHED;
+			p->conn->state = RV_CONN_ESTABLISHED;
+			*ret = p->conn;
+			p->conn = NULL;
+			return 1;
+		case RV_WIRE_REJECT:
+			rc = rv_wire_reject_decode(p->rx.payload, p->rx.hdr.length, &rj, func);
+			if (rc < 0)
+				return rc;
+			return rv_err(rj.errnum, func, "client %s rejected the connection: %s", p->peer, rj.text);
+		default:
+			return rv_err(EBADMSG, func, "client %s sent a %s message during the exchange", p->peer,
+				      rv_wire_type_name(p->rx.hdr.type));
+		}
+	}
+}
+
+/* Drop the first client whose handshake is overdue, with its error. */
+static int expire(struct rv_listener *l, const char *func)
+{
+	int64_t now = rv_now_ms();
+
+	for (uint32_t i = 0; i < l->n_pending; i++) {
+		struct pending *p = l->pending[i];
+		if (p->deadline > now)
+			continue;
+		int rc = rv_err(ETIMEDOUT, func, "client %s did not complete its exchange within %u ms (%s)", p->peer,
+				l->hs_timeout_ms,
+				p->conn ? "no confirmation of our answer"
+					: p->rx.got ? "its request is incomplete" : "it sent nothing");
+		rv_sock_send_reject(p->fd, ETIMEDOUT, "the exchange took too long");
+		remove_pending(l, i);
+		pending_free(p);
+		return rc;
+	}
+	return 0;
+}
+
+RV_EXPORT int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr, int timeout_ms,
+				 rv_conn **ret_conn)
+{
+	int64_t deadline = rv_deadline(timeout_ms);
+	struct rv_listener *l = listener;
+	struct rv_conn_opts o;
+	int rc = rv_obj_check(RV_COBJ(listener), RV_OBJ_LISTENER, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_conn)
+		return rv_err(EINVAL, __func__, "ret_conn is NULL");
+	rc = rv_obj_check(RV_COBJ(l->ctx), RV_OBJ_CONTEXT, __func__);
+	if (rc == 0)
+		rc = rv_conn_opts_parse(l->ctx, attr, &o, __func__);
+	if (rc < 0)
+		return rc;
+	if (o.transport == RV_CONN_TRANSPORT_RDMA_CM)
+		return rv_err(EINVAL, __func__, "this listener uses TCP; choose the transport in rv_listener_new()");
+	for (;;) {
+		struct epoll_event evs[32];
+		int64_t wake = deadline;
+		int n, wait;
+
+		rc = expire(l, __func__);
+		if (rc < 0)
+			return rc;
+		for (uint32_t i = 0; i < l->n_pending; i++)
+			if (l->pending[i]->deadline < wake)
+				wake = l->pending[i]->deadline;
+		wait = rv_ms_left(wake);
+		n = epoll_wait(l->epfd, evs, 32, wait);
+		if (n < 0 && errno != EINTR)
+			return rv_err(errno, __func__, "epoll_wait: %s", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			void *ptr = evs[i].data.ptr;
+			struct rv_conn *c = NULL;
+
+			if (ptr == &l->lfd) {
+				accept_new(l);
+				arm_timer(l);
+				continue;
+			}
+			if (ptr == &l->tfd) {
+				uint64_t ticks;
+				if (read(l->tfd, &ticks, sizeof(ticks)) < 0)
+					ticks = 0;
+				continue;
+			}
+			struct pending *p = ptr;
+			rc = serve(l, p, &o, &c, __func__);
+			if (rc == 0)
+				continue;
+			for (uint32_t k = 0; k < l->n_pending; k++)
+				if (l->pending[k] == p) {
+					if (p->fd >= 0)
+						epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+					else
+						epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+					remove_pending(l, k);
+					break;
+				}
+			if (rc < 0) {
+				pending_free(p);
+				return rc;
+			}
+			free(p);
+			*ret_conn = c;
+			return 0;
+		}
+		if (rv_ms_left(deadline) == 0) {
+			rc = expire(l, __func__);
+			return rc < 0 ? rc : rv_err(EAGAIN, __func__, "no connection was established within %d ms",
+						    timeout_ms);
+		}
+	}
+}
