@@ -1,0 +1,16 @@
+/* The do-nothing provider of bench/overhead; see overhead-stub.c. */
+#ifndef RV_BENCH_OVERHEAD_STUB_H
+#define RV_BENCH_OVERHEAD_STUB_H
+
+#include <infiniband/verbs.h>
+
+struct stub {
+	struct ibv_context ctx_empty; /* post_send, post_recv, poll_cq -> 0 */
+	struct ibv_context ctx_one;   /* poll_cq -> one completion */
+	struct ibv_qp qp;
+	struct ibv_cq cq_empty, cq_one;
+};
+
+void stub_init(struct stub *s);
+
+#endif
