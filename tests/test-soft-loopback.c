@@ -504,6 +504,91 @@ static void test_soft__unsupported_ops_say_so(void **state)
 	side_close(&b);
 }
 
+static void test_soft__close_with_traffic_in_flight(void **state)
+{
+	struct side a, b;
+	rv_send_wr wr[32];
+	rv_sge g;
+
+	(void)state;
+	side_open(&a, NULL, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, NULL, RV_ACCESS_ALL_REMOTE);
+	connect_pair(&a, &b);
+	g = sge(&a, 0, 256 * 1024);
+	for (int i = 0; i < 32; i++)
+		wr[i] = (rv_send_wr){.wr_id = (uint64_t)i, .sg_list = &g, .num_sge = 1,
+				     .opcode = (i & 1) ? RV_WR_RDMA_READ : RV_WR_RDMA_WRITE,
+				     .send_flags = RV_SEND_SIGNALED,
+				     .remote_addr = (uint64_t)(uintptr_t)b.buf, .rkey = rv_mr_rkey(b.mr)};
+	assert_int_equal(rv_qp_post_send(a.qp, wr, 32, NULL), 0);
+	/* The target goes first, in the middle of the stream, then the initiator. */
+	assert_int_equal(rv_qp_close(b.qp), 0);
+	assert_int_equal(rv_qp_close(a.qp), 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_soft__many_messages_in_order(void **state)
+{
+	enum { N = 20000, DEPTH = 64 };
+	struct side a, b;
+	rv_qp_init_attr qa;
+	uint64_t next_recv = 0, next_send = 0, got = 0, sent_done = 0;
+	rv_wc wc[16];
+	int64_t end = now_ms() + 60000;
+
+	(void)state;
+	side_open(&a, NULL, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, NULL, RV_ACCESS_ALL_REMOTE);
+	/* A QP that signals every 8th send only. */
+	rv_qp_unref(a.qp);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL;
+	qa.send_cq = a.cq;
+	qa.sq_sig_all = 0;
+	qa.cap = (rv_qp_cap){.max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 1, .max_recv_sge = 1};
+	assert_int_equal(rv_qp_new(a.pd, &qa, &a.qp), 0);
+	assert_int_equal(rv_qp_to_init(b.qp, NULL), 0);
+	for (; next_recv < DEPTH; next_recv++) {
+		rv_sge g = sge(&b, (next_recv % DEPTH) * 64, 64);
+		assert_int_equal(rv_qp_recv(b.qp, &g, next_recv), 0);
+	}
+	connect_pair(&a, &b);
+	while (got < N && now_ms() < end) {
+		while (next_send < N && next_send - sent_done < DEPTH - 8) {
+			rv_sge g = sge(&a, (next_send % DEPTH) * 64, 8);
+			rv_send_wr w = {.wr_id = next_send, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
+					.send_flags = (next_send % 8 == 7 || next_send == N - 1) ? RV_SEND_SIGNALED : 0};
+			memcpy(a.buf + (next_send % DEPTH) * 64, &next_send, 8);
+			assert_int_equal(rv_qp_post_send(a.qp, &w, 1, NULL), 0);
+			next_send++;
+		}
+		int n = rv_cq_poll(a.cq, wc, 16);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, RV_WC_SUCCESS);
+			assert_true(wc[i].wr_id >= sent_done);
+			sent_done = wc[i].wr_id + 1;
+		}
+		n = rv_cq_poll(b.cq, wc, 16);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			uint64_t v;
+			assert_int_equal(wc[i].status, RV_WC_SUCCESS);
+			assert_int_equal(wc[i].wr_id, got);
+			memcpy(&v, b.buf + (wc[i].wr_id % DEPTH) * 64, 8);
+			assert_int_equal(v, got);
+			got++;
+			rv_sge g = sge(&b, (next_recv % DEPTH) * 64, 64);
+			assert_int_equal(rv_qp_recv(b.qp, &g, next_recv), 0);
+			next_recv++;
+		}
+	}
+	assert_int_equal(got, N);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* Two processes: endpoints travel over pipes as rv_endpoint_pack bytes. */
 static void exchange(int wfd, int rfd, rv_qp *qp, rv_mr *mr, rv_endpoint *peer)
 {
@@ -624,6 +709,8 @@ int main(void)
 		cmocka_unit_test(test_soft__qp_access_flags_are_checked),
 		cmocka_unit_test(test_soft__peer_death),
 		cmocka_unit_test(test_soft__unsupported_ops_say_so),
+		cmocka_unit_test(test_soft__close_with_traffic_in_flight),
+		cmocka_unit_test(test_soft__many_messages_in_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

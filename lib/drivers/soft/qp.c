@@ -93,11 +93,11 @@ void soft_sq_complete(struct soft_qp *q)
 	}
 }
 
+/* Only the driver's copy: the facade owns qp->state and refreshes it through
+ * soft_qp_query, so the progress thread never writes facade memory. */
 static void set_state(struct soft_qp *q, uint32_t st)
 {
 	atomic_store(&q->state, st);
-	/* The facade reads qp->state as "last set through rverbs or by the driver on error". */
-	__atomic_store_n(&q->qp->state, st, __ATOMIC_RELAXED);
 }
 
 void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term)
