@@ -30,6 +30,7 @@ struct rdma {
 	rv_mr *mr;
 	rv_cq *cq;
 	rv_qp **qp;
+	rv_conn *conn;
 	rv_endpoint *local, *remote;
 	uint32_t *recv_out; /* receives posted and not yet completed, per QP */
 	char *base;
@@ -54,6 +55,8 @@ void rdma_close(struct rdma *r)
 {
 	if (!r)
 		return;
+	rv_conn_close(r->conn);
+	rv_conn_unref(r->conn);
 	rv_context_close(r->ctx); /* closes the QPs, CQ, MR and PD first */
 	for (uint32_t i = 0; r->qp && i < r->p.n_qps; i++)
 		rv_qp_unref(r->qp[i]);
@@ -157,30 +160,43 @@ fail:
 	return rc;
 }
 
-int rdma_connect(struct rdma *r, int fd)
+/* The connection helper connects the QPs (and advertises the MR); the
+ * control connection only carries the listener's port to the client. */
+int rdma_connect(struct rdma *r, int fd, bool client, const char *host)
 {
-	for (uint32_t i = 0; i < r->p.n_qps; i++) {
-		unsigned char buf[RV_ENDPOINT_PACKED_MAX];
-		uint64_t len;
-		size_t n;
-		int rc = rv_endpoint_pack(&r->local[i], buf, sizeof(buf), &n);
+	rv_conn_attr a = {.mask = RV_CONN_ATTR_QPS | RV_CONN_ATTR_MR, .qps = r->qp, .num_qps = r->p.n_qps,
+			  .mr = r->mr};
+	rv_listener *l = NULL;
+	uint64_t port;
+	int rc;
 
+	if (client) {
+		char addr[300];
+		if ((rc = net_recv_u64s(fd, &port, 1)) < 0)
+			return tool_fail("receiving the listener's port", rc), rc;
+		snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+		if ((rc = rv_connect(r->ctx, addr, &a, 30000, &r->conn)) < 0)
+			return tool_fail("rv_connect", rc), rc;
+	} else {
+		if ((rc = rv_listener_new(r->ctx, "*:0", NULL, &l)) < 0)
+			return tool_fail("rv_listener_new", rc), rc;
+		port = (uint64_t)rv_listener_port(l);
+		if ((rc = net_send_u64s(fd, &port, 1)) < 0 ||
+		    (rc = rv_listener_accept(l, &a, 30000, &r->conn)) < 0)
+			tool_fail("rv_listener_accept", rc);
+		rv_listener_close(l);
+		rv_listener_unref(l);
 		if (rc < 0)
-			return tool_fail("rv_endpoint_pack", rc), rc;
-		len = n;
-		if ((rc = net_send_u64s(fd, &len, 1)) < 0 || (rc = net_send(fd, buf, n)) < 0 ||
-		    (rc = net_recv_u64s(fd, &len, 1)) < 0)
-			return tool_fail("sending the endpoint", rc), rc;
-		if (len > sizeof(buf))
-			return fprintf(stderr, "rverbs perf: the peer sent an endpoint of %" PRIu64 " bytes\n", len), -EBADMSG;
-		if ((rc = net_recv(fd, buf, (size_t)len)) < 0)
-			return tool_fail("receiving the endpoint", rc), rc;
-		if ((rc = rv_endpoint_unpack(buf, (size_t)len, &r->remote[i])) < 0)
-			return tool_fail("rv_endpoint_unpack", rc), rc;
+			return rc;
+	}
+	for (uint32_t i = 0; i < r->p.n_qps; i++) {
+		if ((rc = rv_conn_peer_endpoint(r->conn, i, &r->remote[i])) < 0)
+			return tool_fail("rv_conn_peer_endpoint", rc), rc;
 		if (!(r->remote[i].mask & RV_ENDPOINT_MR))
-			return fprintf(stderr, "rverbs perf: the peer's endpoint has no buffer\n"), -EBADMSG;
-		if ((rc = rv_qp_connect(r->qp[i], &r->remote[i])) < 0)
-			return tool_fail("rv_qp_connect", rc), rc;
+			return fprintf(stderr, "rverbs perf: the peer advertised no buffer\n"), -EBADMSG;
+		/* The peer advertised its whole MR; QP i uses its i-th pair of halves. */
+		r->remote[i].mr_addr += (uint64_t)i * 2 * r->slot;
+		r->remote[i].mr_length = r->slot;
 	}
 	return net_barrier(fd);
 }

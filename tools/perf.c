@@ -48,7 +48,7 @@ static int recv_params(int fd, struct perf_params *p)
 
 	if (rc < 0)
 		return rc;
-	if (v[0] == 0 || v[0] > 64 || v[1] == 0 || v[1] > 65536 || v[2] == 0 || v[2] > 65536 || v[3] == 0 ||
+	if (v[0] == 0 || v[0] > RV_CONN_MAX_QPS || v[1] == 0 || v[1] > 65536 || v[2] == 0 || v[2] > 65536 || v[3] == 0 ||
 	    v[5] > (64u << 20))
 		return -EBADMSG;
 	*p = (struct perf_params){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4],
@@ -57,7 +57,8 @@ static int recv_params(int fd, struct perf_params *p)
 }
 
 /* Both sides: open RDMA, tell each other whether it worked, connect if both did. */
-static int session_rdma(struct session *s, const char *dev, const struct perf_params *p, bool client)
+static int session_rdma(struct session *s, const char *dev, const struct perf_params *p, bool client,
+			const char *host)
 {
 	uint64_t mine, theirs;
 	struct perf_params mine_p = *p;
@@ -83,7 +84,7 @@ static int session_rdma(struct session *s, const char *dev, const struct perf_pa
 		s->r = NULL;
 		return 0;
 	}
-	if ((rc = rdma_connect(s->r, s->fd)) < 0) {
+	if ((rc = rdma_connect(s->r, s->fd, client, host)) < 0) {
 		rdma_close(s->r);
 		s->r = NULL;
 		return rc;
@@ -101,7 +102,7 @@ int session_open(struct session *s, const char *host, int port, const char *dev,
 		fprintf(stderr, "rverbs perf: cannot connect to %s:%d: %s\n", host, port, strerror(-rc));
 		return rc;
 	}
-	if ((rc = send_params(s->fd, p)) < 0 || (rc = session_rdma(s, dev, p, true)) < 0)
+	if ((rc = send_params(s->fd, p)) < 0 || (rc = session_rdma(s, dev, p, true, host)) < 0)
 		return tool_fail("setting up the session", rc), rc;
 	if (p->tcp_data && (rc = net_connect(host, port, &s->data_fd)) < 0)
 		return tool_fail("opening the TCP data connection", rc), rc;
@@ -173,7 +174,7 @@ int perf_session_server(int lfd, const char *dev)
 		fprintf(stderr, "rverbs perf server: accept failed: %s\n", strerror(-rc));
 		return 1;
 	}
-	if ((rc = recv_params(s.fd, &p)) < 0 || (rc = session_rdma(&s, dev, &p, false)) < 0 ||
+	if ((rc = recv_params(s.fd, &p)) < 0 || (rc = session_rdma(&s, dev, &p, false, NULL)) < 0 ||
 	    (p.tcp_data && (rc = net_accept(lfd, &s.data_fd)) < 0)) {
 		fprintf(stderr, "rverbs perf server: session setup failed: %s\n", strerror(-rc));
 		goto out;
@@ -521,9 +522,9 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		else if (!o->host) o->host = argv[i];
 		else return fprintf(stderr, "rverbs perf: unexpected argument \"%s\"\n", argv[i]), -1;
 	}
-	if (o->p.n_qps < 1 || o->p.n_qps > 64 || o->p.tx_depth < 1 || o->p.rx_depth < 1 || o->p.cq_mod < 1 ||
+	if (o->p.n_qps < 1 || o->p.n_qps > RV_CONN_MAX_QPS || o->p.tx_depth < 1 || o->p.rx_depth < 1 || o->p.cq_mod < 1 ||
 	    o->p.cq_mod > o->p.tx_depth)
-		return fprintf(stderr, "rverbs perf: need 1 <= -q <= 64, -t and -r >= 1, 1 <= -Q <= -t\n"), -1;
+		return fprintf(stderr, "rverbs perf: need 1 <= -q <= %d, -t and -r >= 1, 1 <= -Q <= -t\n", RV_CONN_MAX_QPS), -1;
 	if (o->events)
 		return fprintf(stderr, "rverbs perf: -e (event mode) needs completion channels, which this rverbs "
 			       "version does not provide yet (rv_cq_new refuses RV_CQ_ATTR_CHANNEL); run without -e "

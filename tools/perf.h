@@ -72,8 +72,9 @@ typedef void (*progress_fn)(uint64_t done, uint64_t total);
 
 /* Open the device (NULL: the default), create the resources for p. */
 int rdma_open(struct rdma **ret, const char *dev, const struct perf_params *p);
-/* Exchange endpoints over the control connection and connect every QP. */
-int rdma_connect(struct rdma *r, int fd);
+/* Connect every QP with the connection helper (rv_listener on the server,
+ * rv_connect on the client); fd, the control connection, carries the port. */
+int rdma_connect(struct rdma *r, int fd, bool client, const char *host);
 /* Before the start barrier of a command: clear buffers, post receives. */
 int rdma_prepare(struct rdma *r, bool client, const struct perf_cmd *c);
 /* Run one command; res is filled on the client. */
