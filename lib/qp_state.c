@@ -86,10 +86,12 @@ bool rv_qp_transition_masks(uint32_t t, uint32_t cur, uint32_t next, uint64_t *r
 		} else if (next == RV_QPS_SQD && cur == RV_QPS_RTS) {
 			o = RV_QP_EN_SQD_ASYNC_NOTIFY;
 		} else if (next == RV_QPS_SQD && cur == RV_QPS_SQD) {
+			/* As the IBA table (and Linux's qp_state_table) has it: no
+			 * PATH_MTU or CUR_STATE here, and RC may change its port. */
 			o = ud ? RV_QP_PKEY_INDEX | RV_QP_QKEY
-			       : RV_QP_AV | RV_QP_PATH_MTU | RV_QP_ALT_PATH | RV_QP_ACCESS_FLAGS |
-					 RV_QP_PKEY_INDEX | RV_QP_PATH_MIG_STATE | RV_QP_CUR_STATE |
-					 (rc ? RV_QP_TIMEOUT | RV_QP_RETRY_CNT | RV_QP_RNR_RETRY |
+			       : RV_QP_AV | RV_QP_ALT_PATH | RV_QP_ACCESS_FLAGS | RV_QP_PKEY_INDEX |
+					 RV_QP_PATH_MIG_STATE |
+					 (rc ? RV_QP_PORT | RV_QP_TIMEOUT | RV_QP_RETRY_CNT | RV_QP_RNR_RETRY |
 						       RV_QP_MAX_QP_RD_ATOMIC | RV_QP_MAX_DEST_RD_ATOMIC |
 						       RV_QP_MIN_RNR_TIMER
 						 : 0);
