@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Tests of the `rverbs` command (tools/): one case per meson test.
+
+    test-tools.py CASE PATH_TO_rverbs
+
+Output is parsed, never timed: no case has a performance threshold. A case
+that needs the software device exits 77 (skipped) when soft0 is not built in
+(RVERBS_TEST_SOFT=0) or cannot run.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+def run(args, timeout=120, env=None, prefix=()):
+    e = dict(os.environ)
+    e.pop("RVERBS_DEVICE", None)
+    e.pop("RVERBS_DOCTOR_ROOT", None)
+    if env:
+        e.update(env)
+    p = subprocess.run(list(prefix) + [RVERBS] + args, capture_output=True, text=True, timeout=timeout, env=e)
+    sys.stdout.write(f"$ rverbs {' '.join(args)}  -> exit {p.returncode}\n{p.stdout}{p.stderr}\n")
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        print(f"FAILED: {what}")
+        sys.exit(1)
+
+
+def soft_built():
+    return os.environ.get("RVERBS_TEST_SOFT", "1") == "1"
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
+def fake_tree(root, port_state="4: ACTIVE", phys="5: LinkUp", roce_v2=True, uverbs=True):
+    """A machine with one RoCE NIC, mlx5_0, as sysfs/procfs/devfs show it."""
+    port = "sys/class/infiniband/mlx5_0/ports/1/"
+    write(root, port + "state", port_state)
+    write(root, port + "phys_state", phys)
+    write(root, port + "link_layer", "Ethernet")
+    write(root, port + "gids/0", "fe80:0000:0000:0000:0a00:27ff:fe00:0001")
+    write(root, port + "gids/1", "0000:0000:0000:0000:0000:ffff:c0a8:0001")
+    write(root, port + "gid_attrs/types/0", "IB/RoCE v1")
+    write(root, port + "gid_attrs/types/1", "RoCE v2" if roce_v2 else "IB/RoCE v1")
+    write(root, port + "gid_attrs/ndevs/1", "eth0")
+    write(root, "sys/class/infiniband/mlx5_0/device/numa_node", "-1")
+    os.makedirs(os.path.join(root, "sys/module/ib_uverbs"), exist_ok=True)
+    os.makedirs(os.path.join(root, "sys/module/mlx5_ib"), exist_ok=True)
+    if uverbs:
+        write(root, "dev/infiniband/uverbs0", "")
+    write(root, "dev/infiniband/rdma_cm", "")
+    write(root, "proc/meminfo", "MemTotal: 1000 kB\nHugePages_Total: 0\nHugePages_Free: 0\nHugepagesize: 2048 kB")
+    write(root, "proc/self/status", "Name: rverbs\nVmLck: 0 kB")
+    return root
+
+
+def doctor_json(root, prefix=()):
+    p = run(["doctor", "--json", "--root", root], prefix=prefix)
+    data = json.loads(p.stdout)
+    return p, {c["name"]: c for c in data["checks"]}, data
+
+
+def case_info_json():
+    p = run(["info", "--json"])
+    check(p.returncode == 0, "rverbs info --json exits 0")
+    subprocess.run([sys.executable, "-m", "json.tool"], input=p.stdout, text=True, check=True,
+                   stdout=subprocess.DEVNULL)
+    data = json.loads(p.stdout)
+    names = [d["name"] for d in data["devices"]]
+    if soft_built():
+        check("soft0" in names, "the device list names soft0")
+        soft = [d for d in data["devices"] if d["name"] == "soft0"][0]
+        check(soft["ports"] and soft["ports"][0]["state"] == "ACTIVE", "soft0 port 1 is ACTIVE")
+        check(soft["ports"][0]["gids"], "soft0 port 1 has a GID")
+    p = run(["info", "-v"])
+    check(p.returncode == 0 and "hca_id:" in p.stdout, "rverbs info -v prints devices")
+    p = run(["info", "-d", "no-such-device"])
+    check(p.returncode != 0 and "no-such-device" in p.stderr, "an unknown -d is an error that names it")
+
+
+def case_doctor_healthy():
+    with tempfile.TemporaryDirectory() as root:
+        fake_tree(root)
+        p, checks, data = doctor_json(root, prefix=prlimit_prefix("unlimited"))
+        for name in ("memlock", "hugepages", "kernel-rdma", "providers", "rdma_cm", "port mlx5_0/1",
+                     "gid mlx5_0/1", "numa mlx5_0", "default-device"):
+            check(name in checks, f"doctor runs the {name} check")
+        for name in ("kernel-rdma", "port mlx5_0/1", "gid mlx5_0/1", "rdma_cm", "providers"):
+            check(checks[name]["status"] == "PASS", f"{name} passes on a healthy tree")
+        check("mlx5_ib" in checks["providers"]["detail"], "the loaded provider is named")
+        check("eth0" in checks["gid mlx5_0/1"]["detail"], "the RoCE v2 GID's interface is named")
+        failed = [n for n, c in checks.items() if c["status"] == "FAIL"]
+        # memlock comes from this process's real limit (prlimit may not be allowed to raise it).
+        check(failed in ([], ["memlock"]), f"nothing else FAILs on a healthy tree (failed: {failed})")
+        if soft_built() and not failed:
+            check(p.returncode == 0 and data["ok"], "a healthy machine exits 0")
+            check("soft0" in checks["default-device"]["detail"], "doctor says which device rverbs picks")
+        p = run(["doctor", "--root", root], prefix=prlimit_prefix("unlimited"))
+        check("PASS  port mlx5_0/1" in p.stdout, "the text output marks the port PASS")
+
+
+def case_doctor_port_down():
+    with tempfile.TemporaryDirectory() as root:
+        fake_tree(root, port_state="1: DOWN", phys="3: Disabled")
+        p, checks, data = doctor_json(root)
+        check(p.returncode == 1 and not data["ok"], "a DOWN port makes doctor exit 1")
+        check(checks["port mlx5_0/1"]["status"] == "FAIL", "the port check FAILs")
+        check("DOWN" in checks["port mlx5_0/1"]["detail"], "the detail says DOWN")
+        check("ip link set" in checks["port mlx5_0/1"]["fix"], "the fix says how to bring the link up")
+        p = run(["doctor", "--root", root])
+        check(p.returncode == 1 and "FAIL  port mlx5_0/1" in p.stdout, "the text output names the failed check")
+    with tempfile.TemporaryDirectory() as root:
+        fake_tree(root, uverbs=False)
+        p, checks, data = doctor_json(root)
+        check(p.returncode == 1 and checks["kernel-rdma"]["status"] == "FAIL", "no uverbs device node FAILs")
+        check("modprobe ib_uverbs" in checks["kernel-rdma"]["fix"], "the fix loads ib_uverbs")
+    with tempfile.TemporaryDirectory() as root:
+        fake_tree(root, roce_v2=False)
+        p, checks, data = doctor_json(root)
+        check(checks["gid mlx5_0/1"]["status"] == "WARN", "a RoCE port without a RoCE v2 GID warns")
+
+
+def case_doctor_bad_default():
+    with tempfile.TemporaryDirectory() as root:
+        fake_tree(root)
+        p = run(["doctor", "--json", "--root", root], env={"RVERBS_DEVICE": "nonexistent9"})
+        checks = {c["name"]: c for c in json.loads(p.stdout)["checks"]}
+        check(p.returncode == 1 and checks["default-device"]["status"] == "FAIL",
+              "RVERBS_DEVICE naming nothing FAILs the default-device check")
+        check("RVERBS_DEVICE" in checks["default-device"]["fix"], "the fix mentions RVERBS_DEVICE")
+
+
+def prlimit_prefix(memlock):
+    exe = shutil.which("prlimit")
+    return (exe, f"--memlock={memlock}:{memlock}") if exe and memlock_settable(exe, memlock) else ()
+
+
+def memlock_settable(exe, memlock):
+    return subprocess.run([exe, f"--memlock={memlock}:{memlock}", "true"], capture_output=True).returncode == 0
+
+
+def case_doctor_memlock():
+    exe = shutil.which("prlimit")
+    if not exe:
+        print("prlimit is not installed")
+        sys.exit(SKIP)
+    with tempfile.TemporaryDirectory() as root:
+        fake_tree(root)
+        p, checks, data = doctor_json(root, prefix=(exe, "--memlock=65536:65536"))
+        check(p.returncode == 1 and checks["memlock"]["status"] == "FAIL", "a 64 KiB memlock limit FAILs")
+        check("64 KiB" in checks["memlock"]["detail"], "the detail gives the limit")
+        check("ulimit -l" in checks["memlock"]["fix"], "the fix says how to raise it")
+
+
+def need_soft():
+    if not soft_built():
+        print("the software device is not built in")
+        sys.exit(SKIP)
+    p = run(["info", "--json"])
+    if p.returncode != 0 or "soft0" not in [d["name"] for d in json.loads(p.stdout)["devices"]]:
+        print("soft0 is not available")
+        sys.exit(SKIP)
+
+
+def case_perf_loopback():
+    need_soft()
+    for test in (["write", "bw"], ["send", "lat"], ["read", "lat"], ["send", "bw", "-q", "2", "-Q", "4"],
+                 ["write", "bw", "-b", "--report_gbits"]):
+        p = run(["perf"] + test + ["--loopback", "-n", "100", "-d", "soft0"])
+        check(p.returncode == 0, f"rverbs perf {' '.join(test)} --loopback -n 100 exits 0")
+        check("#bytes" in p.stdout and "#iterations" in p.stdout, "perftest's columns are printed")
+        check("Device         : soft0" in p.stdout, "perftest's header names the device")
+        rows = [l for l in p.stdout.splitlines() if l.strip().split()[:2] in (["65536", "100"], ["2", "100"])]
+        check(len(rows) == 1, "one result row of 100 iterations")
+        if "Gb/sec" in p.stdout:
+            check("BW peak[Gb/sec]" in p.stdout, "--report_gbits reports Gb/s")
+
+
+def case_perf_json_svg():
+    need_soft()
+    with tempfile.TemporaryDirectory() as d:
+        svg = os.path.join(d, "curves.svg")
+        p = run(["perf", "write", "bw", "--loopback", "-n", "50", "-s", "1024", "--json", "--svg", svg])
+        check(p.returncode == 0, "perf --json --svg exits 0")
+        data = json.loads(p.stdout)
+        check(data["test"] == "write" and data["mode"] == "bw" and data["ok"], "the JSON names the test")
+        r = data["results"][0]
+        check(r["bytes"] == 1024 and r["iterations"] == 50 and r["bw_avg_gbps"] > 0, "the JSON row has the run")
+        with open(svg) as f:
+            text = f.read()
+        check(text.startswith("<?xml") and "<svg" in text and "<polyline" in text, "the SVG has a curve")
+        p = run(["perf", "send", "lat", "--loopback", "-n", "50", "--json"])
+        r = json.loads(p.stdout)["results"][0]
+        for k in ("t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "t_p99_us", "t_p999_us"):
+            check(k in r, f"the latency row has {k}")
+        check(r["t_min_us"] <= r["t_typical_us"] <= r["t_max_us"], "min <= typical <= max")
+
+
+def case_perf_errors():
+    p = run(["perf", "write", "bw", "-e", "--loopback"])
+    check(p.returncode == 2 and "completion channels" in p.stderr, "-e gives a clear error")
+    p = run(["perf", "write", "lat", "-b", "--loopback"])
+    check(p.returncode == 2 and "-b" in p.stderr, "-b on a latency test is refused")
+    p = run(["perf", "write", "bw", "-s", "junk"])
+    check(p.returncode == 2, "a bad size is refused")
+    if soft_built():
+        need_soft()
+        p = run(["perf", "atomic", "bw", "--loopback", "-n", "10", "-d", "soft0"])
+        check(p.returncode != 0 and "not supported by this device" in p.stderr,
+              "atomics on soft0 say: not supported by this device")
+        check(p.stderr.count("not supported by this device") == 1, "said once, not by both processes")
+
+
+def case_bench_table():
+    need_soft()
+    with tempfile.TemporaryDirectory() as d:
+        svg = os.path.join(d, "bench.svg")
+        p = run(["bench", "--reps", "1", "-n", "50", "--svg", svg], timeout=300)
+        check(p.returncode == 0, "rverbs bench exits 0")
+        lines = p.stdout.splitlines()
+        check("| size | transport | avg latency (µs) | bandwidth (Gb/s) |" in p.stdout, "the table header")
+        for size in ("64 B", "4 KiB", "64 KiB"):
+            for transport in ("raw TCP", "rverbs RC", "rverbs/TCP"):
+                row = [l for l in lines if l.startswith(f"| {size} | {transport} |")]
+                check(len(row) == 1, f"a row for {size} {transport}")
+                check("n/a" not in row[0].split("|")[3], f"{size} {transport} has a latency")
+        check(os.path.getsize(svg) > 0, "the SVG is written")
+        p = run(["perf", "--compare", "--reps", "1", "-n", "20", "--json"], timeout=300)
+        data = json.loads(p.stdout)
+        check(len(data["rows"]) == 6 and data["ok"], "--compare --json has six rows")
+
+
+CASES = {
+    "info-json": case_info_json,
+    "doctor-healthy": case_doctor_healthy,
+    "doctor-port-down": case_doctor_port_down,
+    "doctor-bad-default": case_doctor_bad_default,
+    "doctor-memlock": case_doctor_memlock,
+    "perf-loopback": case_perf_loopback,
+    "perf-json-svg": case_perf_json_svg,
+    "perf-errors": case_perf_errors,
+    "bench-table": case_bench_table,
+}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in CASES:
+        print(f"usage: test-tools.py {{{'|'.join(CASES)}}} PATH_TO_rverbs")
+        sys.exit(2)
+    RVERBS = sys.argv[2]
+    CASES[sys.argv[1]]()
+    print("ok")
