@@ -318,7 +318,8 @@ RV_API int rv_conn_close(rv_conn *conn);
  * acknowledgement. The handle stays open (its QPs can still be polled) until
  * closed. The peer sees RV_CONN_EVENT_DISCONNECTED.
  * @param conn        the connection
- * @param timeout_ms  how long to wait for the peer (-1: no limit; 0: do not wait)
+ * @param timeout_ms  how long to wait for the peer (-1: no limit; 0: tell the
+ *                    peer without waiting for its acknowledgement)
  * @retval 0            success (or already disconnected)
  * @retval -EINVAL      @p conn is NULL or not a connection
  * @retval -RV_ECLOSED  @p conn is closed

@@ -26,9 +26,26 @@ static void close_fd(struct rv_conn *c)
 	}
 }
 
+/* Put back a message saved from rv_error_last() ("func: text"). */
+static void restore_error(char *msg)
+{
+	char *sep = strstr(msg, ": ");
+
+	if (!sep) {
+		rv_error_clear();
+		return;
+	}
+	*sep = '\0';
+	rv_err(0, msg, "%s", sep + 2);
+}
+
 void rv_conn_qps_to_err(struct rv_conn *c)
 {
 	rv_qp_attr a = {.mask = RV_QP_STATE, .qp_state = RV_QPS_ERR};
+	char msg[512];
+
+	/* Runs on failure paths: keep the caller's error message. */
+	snprintf(msg, sizeof(msg), "%s", rv_error_last());
 
 	for (uint32_t i = 0; i < c->num_qps; i++) {
 		struct rv_qp *qp = c->qps[i];
@@ -37,6 +54,7 @@ void rv_conn_qps_to_err(struct rv_conn *c)
 			rv_log(RV_LOG_WARN, "connection #%" PRIu64 ": moving QP %u to ERR failed: %s", c->obj.id,
 			       qp->qpn, rv_error_last());
 	}
+	restore_error(msg);
 }
 
 static int conn_destroy(struct rv_object *obj)
@@ -314,14 +332,7 @@ void rv_conn_discard(struct rv_conn *c)
 		rv_obj_close(&c->obj, "closed because its exchange failed");
 		rv_obj_unref(&c->obj);
 	}
-	if (msg[0]) {
-		/* Put the message back as it was ("func: text"). */
-		char *sep = strstr(msg, ": ");
-		if (sep) {
-			*sep = '\0';
-			rv_err(0, msg, "%s", sep + 2);
-		}
-	}
+	restore_error(msg);
 }
 
 static const char *caps_text(uint32_t caps)
@@ -733,6 +744,11 @@ RV_EXPORT int rv_conn_disconnect(rv_conn *conn, int timeout_ms)
 		return 0;
 	}
 	rv_conn_qps_to_err(conn);
+	if (timeout_ms == 0) {
+		/* Told, not waited for: the peer's answer is not needed. */
+		peer_gone(conn, false);
+		return 0;
+	}
 	while (conn->state == RV_CONN_ESTABLISHED) {
 		rc = rv_msg_rx_read(conn->fd, conn->rx, conn->peer_addr, __func__);
 		if (rc < 0) {
