@@ -1,0 +1,588 @@
+/*
+ * A mock libibverbs for the ibv driver's tests: the entry points the driver
+ * calls, defined in the test executable so that the linker binds the
+ * driver's objects to them before it looks at libibverbs.so.
+ *
+ * It is a working loopback provider: two RC QPs of one process connected to
+ * each other move data for WRITE, WRITE_WITH_IMM, READ, SEND, SEND_WITH_IMM
+ * and the two atomics, consume receives and complete into their CQs, so
+ * tests/test-ibv-live.c runs end to end on it (test 'ibv-live-mock'). Keys
+ * are not checked. Knobs in `mock` inject failures; counters prove that
+ * nothing is leaked.
+ *
+ * Built on its own (every helper static) or #included by test-ibv-driver.c,
+ * which reads and sets `mock`.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#define MOCK_NDEV 2
+#define MOCK_MAX_MODIFY 16
+#define MOCK_MAX_QP 64
+#define MOCK_RQ 256
+#define MOCK_SGE 4
+
+static struct {
+	/* live objects */
+	int lists_out, ctx_out, pd_out, mr_out, cq_out, qp_out;
+	/* failure knobs */
+	int list_errno;
+	int port_state;
+	int open_errno;
+	int reg_errno;
+	int destroy_qp_busy;
+	int modify_errno;
+	/* what the driver passed */
+	uint32_t next_qpn;
+	int reg_access;
+	struct ibv_qp_attr modify_attr[MOCK_MAX_MODIFY];
+	int modify_mask[MOCK_MAX_MODIFY];
+	uint32_t modify_qpn[MOCK_MAX_MODIFY];
+	int n_modify;
+	struct ibv_qp_init_attr last_init;
+	struct ibv_send_wr last_send;
+	int n_send;
+} mock = { .port_state = IBV_PORT_ACTIVE, .next_qpn = 0x100 };
+
+static struct ibv_device mock_devs[MOCK_NDEV] = {
+	{ .node_type = IBV_NODE_CA, .transport_type = IBV_TRANSPORT_IB, .name = "mock_0" },
+	{ .node_type = IBV_NODE_CA, .transport_type = IBV_TRANSPORT_IB, .name = "mock_1" },
+};
+
+static const uint8_t mock_gid[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+				      0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55 };
+
+struct mock_cq {
+	struct ibv_cq cq; /* first: the driver holds &cq */
+	struct ibv_wc *q;
+	int size, head, count;
+};
+
+struct mock_recv {
+	uint64_t wr_id;
+	int num_sge;
+	struct ibv_sge sge[MOCK_SGE];
+};
+
+struct mock_qp {
+	struct ibv_qp qp; /* first */
+	uint32_t dest_qpn;
+	int sq_sig_all;
+	struct mock_recv rq[MOCK_RQ];
+	int rq_head, rq_count;
+};
+
+static struct mock_qp *mock_qps[MOCK_MAX_QP];
+
+static struct mock_qp *mock_find_qp(uint32_t qpn)
+{
+	for (int i = 0; i < MOCK_MAX_QP; i++)
+		if (mock_qps[i] && mock_qps[i]->qp.qp_num == qpn)
+			return mock_qps[i];
+	return NULL;
+}
+
+static int mock_complete(struct ibv_cq *cq, const struct ibv_wc *wc)
+{
+	struct mock_cq *c = (struct mock_cq *)cq;
+
+	if (c->count == c->size)
+		return -1;
+	c->q[(c->head + c->count) % c->size] = *wc;
+	c->count++;
+	return 0;
+}
+
+static uint64_t mock_sge_len(const struct ibv_sge *sge, int n)
+{
+	uint64_t len = 0;
+
+	for (int i = 0; i < n; i++)
+		len += sge[i].length;
+	return len;
+}
+
+/* Copy between a flat buffer and an SGE list, in either direction. */
+static void mock_gather(const struct ibv_sge *sge, int n, uint8_t *dst)
+{
+	for (int i = 0; i < n; i++) {
+		memcpy(dst, (const void *)(uintptr_t)sge[i].addr, sge[i].length);
+		dst += sge[i].length;
+	}
+}
+
+static void mock_scatter(const struct ibv_sge *sge, int n, const uint8_t *src, uint64_t len)
+{
+	for (int i = 0; i < n && len > 0; i++) {
+		uint64_t k = sge[i].length < len ? sge[i].length : len;
+
+		memcpy((void *)(uintptr_t)sge[i].addr, src, k);
+		src += k;
+		len -= k;
+	}
+}
+
+static int mock_take_recv(struct mock_qp *q, struct mock_recv *r)
+{
+	if (q->rq_count == 0)
+		return -1;
+	*r = q->rq[q->rq_head];
+	q->rq_head = (q->rq_head + 1) % MOCK_RQ;
+	q->rq_count--;
+	return 0;
+}
+
+static enum ibv_wc_opcode mock_wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/* Execute one WR between q and its peer; 0, or an errno for bad_wr. */
+static int mock_execute(struct mock_qp *q, const struct ibv_send_wr *wr)
+{
+	struct mock_qp *peer = mock_find_qp(q->dest_qpn);
+	uint64_t len = mock_sge_len(wr->sg_list, wr->num_sge);
+	struct ibv_wc wc;
+	struct mock_recv r;
+	uint8_t *buf;
+
+	if (q->qp.state != IBV_QPS_RTS || !peer || peer->qp.state < IBV_QPS_RTR ||
+	    wr->num_sge > MOCK_SGE)
+		return EINVAL;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return ENOMEM;
+	memset(&wc, 0, sizeof(wc));
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		mock_gather(wr->sg_list, wr->num_sge, buf);
+		memcpy((void *)(uintptr_t)wr->wr.rdma.remote_addr, buf, len);
+		if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			if (mock_take_recv(peer, &r) != 0)
+				goto rnr;
+			wc.wr_id = r.wr_id;
+			wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+			wc.byte_len = (uint32_t)len;
+			wc.imm_data = wr->imm_data;
+			wc.wc_flags = IBV_WC_WITH_IMM;
+			wc.qp_num = peer->qp.qp_num;
+			mock_complete(peer->qp.recv_cq, &wc);
+		}
+		break;
+	case IBV_WR_RDMA_READ:
+		mock_scatter(wr->sg_list, wr->num_sge,
+			     (const uint8_t *)(uintptr_t)wr->wr.rdma.remote_addr, len);
+		break;
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		if (mock_take_recv(peer, &r) != 0)
+			goto rnr;
+		mock_gather(wr->sg_list, wr->num_sge, buf);
+		mock_scatter(r.sge, r.num_sge, buf, len);
+		wc.wr_id = r.wr_id;
+		wc.opcode = IBV_WC_RECV;
+		wc.byte_len = (uint32_t)len;
+		if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
+			wc.imm_data = wr->imm_data;
+			wc.wc_flags = IBV_WC_WITH_IMM;
+		}
+		wc.qp_num = peer->qp.qp_num;
+		wc.src_qp = q->qp.qp_num;
+		mock_complete(peer->qp.recv_cq, &wc);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
+		uint64_t *target = (uint64_t *)(uintptr_t)wr->wr.atomic.remote_addr;
+		uint64_t old = *target;
+
+		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			*target = old + wr->wr.atomic.compare_add;
+		else if (old == wr->wr.atomic.compare_add)
+			*target = wr->wr.atomic.swap;
+		mock_scatter(wr->sg_list, wr->num_sge, (const uint8_t *)&old, sizeof(old));
+		len = sizeof(old);
+		break;
+	}
+	default:
+		free(buf);
+		return EINVAL;
+	}
+	free(buf);
+	if (q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)) {
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = wr->wr_id;
+		wc.opcode = mock_wc_opcode(wr->opcode);
+		wc.byte_len = (uint32_t)len;
+		wc.qp_num = q->qp.qp_num;
+		mock_complete(q->qp.send_cq, &wc);
+	}
+	return 0;
+rnr:
+	/* No receive posted at the peer: complete in error, as after the RNR
+	 * retries ran out. */
+	free(buf);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wr->wr_id;
+	wc.status = IBV_WC_RNR_RETRY_EXC_ERR;
+	wc.qp_num = q->qp.qp_num;
+	mock_complete(q->qp.send_cq, &wc);
+	q->qp.state = IBV_QPS_ERR;
+	return 0;
+}
+
+static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct mock_qp *q = (struct mock_qp *)qp;
+
+	for (; wr; wr = wr->next) {
+		int rc;
+
+		mock.last_send = *wr;
+		mock.n_send++;
+		rc = mock_execute(q, wr);
+		if (rc) {
+			*bad = wr;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int mock_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct mock_qp *q = (struct mock_qp *)qp;
+
+	for (; wr; wr = wr->next) {
+		struct mock_recv *r;
+
+		if (q->rq_count == MOCK_RQ || wr->num_sge > MOCK_SGE) {
+			*bad = wr;
+			return q->rq_count == MOCK_RQ ? ENOMEM : EINVAL;
+		}
+		r = &q->rq[(q->rq_head + q->rq_count) % MOCK_RQ];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		if (wr->num_sge > 0)
+			memcpy(r->sge, wr->sg_list, sizeof(r->sge[0]) * (size_t)wr->num_sge);
+		q->rq_count++;
+	}
+	return 0;
+}
+
+static int mock_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	struct mock_cq *c = (struct mock_cq *)cq;
+	int n = 0;
+
+	for (; n < num && c->count > 0; n++) {
+		wc[n] = c->q[c->head];
+		c->head = (c->head + 1) % c->size;
+		c->count--;
+	}
+	return n;
+}
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list;
+
+	if (mock.list_errno) {
+		errno = mock.list_errno;
+		return NULL;
+	}
+	list = calloc(MOCK_NDEV + 1, sizeof(*list));
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < MOCK_NDEV; i++)
+		list[i] = &mock_devs[i];
+	if (num_devices)
+		*num_devices = MOCK_NDEV;
+	mock.lists_out++;
+	return list;
+}
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+	mock.lists_out--;
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct ibv_context *c;
+
+	if (mock.open_errno) {
+		errno = mock.open_errno;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->device = device;
+	c->ops.post_send = mock_post_send;
+	c->ops.post_recv = mock_post_recv;
+	c->ops.poll_cq = mock_poll_cq;
+	c->num_comp_vectors = 2;
+	mock.ctx_out++;
+	return c;
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+	free(context);
+	mock.ctx_out--;
+	return 0;
+}
+
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
+{
+	(void)context;
+	memset(a, 0, sizeof(*a));
+	strcpy(a->fw_ver, "1.2.3");
+	a->node_guid = htobe64(0x0011223344556677ull);
+	a->max_mr_size = 1ull << 30;
+	a->max_qp = 100;
+	a->max_qp_wr = 1024;
+	a->max_sge = MOCK_SGE;
+	a->max_cq = 10;
+	a->max_cqe = 4096;
+	a->max_pd = 10;
+	a->max_qp_rd_atom = 16;
+	a->max_qp_init_rd_atom = 16;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+/* verbs.h maps ibv_query_port to an inline that calls this symbol for a
+ * context without the extended ops (ours), passing a whole ibv_port_attr. */
+#undef ibv_query_port
+int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+		   struct _compat_ibv_port_attr *port_attr)
+{
+	struct ibv_port_attr *a = (struct ibv_port_attr *)(void *)port_attr;
+
+	(void)context;
+	if (port_num != 1)
+		return EINVAL;
+	a->state = (enum ibv_port_state)mock.port_state;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = IBV_MTU_1024;
+	a->gid_tbl_len = 2;
+	a->max_msg_sz = 1u << 30;
+	a->pkey_tbl_len = 1;
+	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
+
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
+{
+	(void)context;
+	if (port_num != 1 || index < 0 || index >= 2)
+		return -1;
+	memcpy(gid->raw, mock_gid, 16);
+	gid->raw[15] = (uint8_t)(gid->raw[15] + index);
+	return 0;
+}
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return NULL;
+	pd->context = context;
+	mock.pd_out++;
+	return pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	free(pd);
+	mock.pd_out--;
+	return 0;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				unsigned int access)
+{
+	struct ibv_mr *mr;
+
+	(void)iova;
+	if (mock.reg_errno) {
+		errno = mock.reg_errno;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return NULL;
+	mr->context = pd->context;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->lkey = 0x1000u + (uint32_t)mock.mr_out;
+	mr->rkey = 0x2000u + (uint32_t)mock.mr_out;
+	mock.reg_access = (int)access;
+	mock.mr_out++;
+	return mr;
+}
+
+#undef ibv_reg_mr
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	free(mr);
+	mock.mr_out--;
+	return 0;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct mock_cq *c;
+	int size = 1;
+
+	if (cqe < 1 || cqe > 4096 || comp_vector >= context->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* Like several providers: a power of two minus one, at least cqe. */
+	while (size < cqe + 1)
+		size <<= 1;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->q = calloc((size_t)size, sizeof(*c->q));
+	if (!c->q) {
+		free(c);
+		return NULL;
+	}
+	c->size = size - 1;
+	c->cq.context = context;
+	c->cq.channel = channel;
+	c->cq.cq_context = cq_context;
+	c->cq.cqe = size - 1;
+	mock.cq_out++;
+	return &c->cq;
+}
+
+int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	struct mock_cq *c = (struct mock_cq *)cq;
+
+	free(c->q);
+	free(c);
+	mock.cq_out--;
+	return 0;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	struct mock_qp *q;
+	int slot = -1;
+
+	for (int i = 0; i < MOCK_MAX_QP && slot < 0; i++)
+		if (!mock_qps[i])
+			slot = i;
+	if (init->cap.max_send_wr > 1024 || init->cap.max_recv_wr > 1024 ||
+	    init->cap.max_send_sge > MOCK_SGE || init->cap.max_recv_sge > MOCK_SGE || slot < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mock.last_init = *init;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->qp.context = pd->context;
+	q->qp.qp_context = init->qp_context;
+	q->qp.pd = pd;
+	q->qp.send_cq = init->send_cq;
+	q->qp.recv_cq = init->recv_cq;
+	q->qp.qp_num = ++mock.next_qpn;
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = init->qp_type;
+	q->sq_sig_all = init->sq_sig_all;
+	/* Providers round the inline space up and say so. */
+	if (init->cap.max_inline_data < 64)
+		init->cap.max_inline_data = 64;
+	mock_qps[slot] = q;
+	mock.qp_out++;
+	return &q->qp;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	if (mock.destroy_qp_busy) {
+		mock.destroy_qp_busy = 0;
+		return EBUSY;
+	}
+	for (int i = 0; i < MOCK_MAX_QP; i++)
+		if (mock_qps[i] == (struct mock_qp *)qp)
+			mock_qps[i] = NULL;
+	free(qp);
+	mock.qp_out--;
+	return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct mock_qp *q = (struct mock_qp *)qp;
+
+	if (mock.n_modify < MOCK_MAX_MODIFY) {
+		mock.modify_attr[mock.n_modify] = *attr;
+		mock.modify_mask[mock.n_modify] = attr_mask;
+		mock.modify_qpn[mock.n_modify] = qp->qp_num;
+		mock.n_modify++;
+	}
+	if (mock.modify_errno)
+		return mock.modify_errno;
+	if (attr_mask & IBV_QP_DEST_QPN)
+		q->dest_qpn = attr->dest_qp_num;
+	if (attr_mask & IBV_QP_STATE)
+		qp->state = attr->qp_state;
+	return 0;
+}
+
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr)
+{
+	struct mock_qp *q = (struct mock_qp *)qp;
+
+	(void)attr_mask;
+	memset(attr, 0, sizeof(*attr));
+	memset(init_attr, 0, sizeof(*init_attr));
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->dest_qp_num = q->dest_qpn;
+	attr->port_num = 1;
+	return 0;
+}
