@@ -2,7 +2,8 @@
  * CRC32c (Castagnoli), the MPA FPDU checksum (RFC 5044 §4.1, as iSCSI).
  *
  * Owns: the checksum and nothing else. Pure: no I/O, no allocation; the
- * table is built once, thread-safely, on first use.
+ * table (and the choice of a hardware instruction) is made once,
+ * thread-safely, on first use.
  */
 #ifndef RV_SOFT_CRC32C_H
 #define RV_SOFT_CRC32C_H
@@ -16,5 +17,8 @@
  * a followed by b. rv_crc32c(0, "123456789", 9) == 0xE3069283.
  */
 uint32_t rv_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* The same with the portable table only (for tests that compare both paths). */
+uint32_t rv_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 #endif
