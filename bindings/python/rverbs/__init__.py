@@ -5,9 +5,10 @@ Two layers:
 - ``rverbs.ffi`` / ``rverbs.lib``: every public function, struct, enum and
   integer macro of the C headers, generated from them at build time;
 - Pythonic classes modelled on pyverbs: Device, Context, PD, MR, CQ, QP,
-  Endpoint, with context managers, cascading close(), exceptions carrying the
-  errno and the rv_error_last() message, MR memory as a writable memoryview,
-  and completions polled in batches.
+  Listener and Conn (the connection helper), Endpoint, with context managers,
+  cascading close(), exceptions carrying the errno and the rv_error_last()
+  message, MR memory as a writable memoryview, and completions polled in
+  batches.
 
 Ownership: each Python object holds exactly one reference on its C handle and
 drops it in close() or when it is garbage collected, in any order; close()
@@ -25,7 +26,7 @@ __path__ = _pkgutil.extend_path(__path__, __name__)
 
 from ._lowlevel import ffi, lib, RVerbsError, RVerbsClosedError, ECLOSED  # noqa: E402
 from ._objects import (  # noqa: E402
-    Device, Context, PD, MR, CQ, QP, Endpoint, WC, SendWR, RecvWR, sge,
+    Device, Context, PD, MR, CQ, QP, Listener, Conn, Endpoint, WC, SendWR, RecvWR, sge,
     set_log_handler, set_log_level, wc_status_str, wc_status_hint,
 )
 from . import _cdef  # noqa: E402
@@ -60,7 +61,7 @@ _export_constants(globals())
 
 __all__ = [
     "ffi", "lib", "RVerbsError", "RVerbsClosedError", "ECLOSED", "Device", "Context",
-    "PD", "MR", "CQ", "QP", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
+    "PD", "MR", "CQ", "QP", "Listener", "Conn", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
     "set_log_handler", "set_log_level", "wc_status_str", "wc_status_hint",
     "library_version", "library_version_number",
 ]

@@ -784,6 +784,267 @@ class QP(_Handle):
             raise error(rc, "rv_qp_recv")
 
 
+# ---- the connection helper (rverbs/conn.h) -----------------------------------
+
+def _timeout_ms(timeout):
+    """Seconds (float) to the C API's milliseconds; None waits without limit."""
+    if timeout is None:
+        return -1
+    return max(0, int(timeout * 1000))
+
+
+def _wrap(cls, ptr, parent, **attrs):
+    """A Python object for a borrowed C handle: it takes its own reference."""
+    if ptr == _NULL:
+        return None
+    obj = cls.__new__(cls)
+    _Handle.__init__(obj)
+    ref = getattr(lib, "rv_%s_ref" % cls._prefix)(ptr)
+    obj._adopt(ref, parent)
+    for k, v in attrs.items():
+        setattr(obj, k, v)
+    return obj
+
+
+def _conn_attr(opts, keep):
+    """rv_conn_attr from keyword options (see Conn)."""
+    if not opts:
+        return _NULL
+    a = ffi.new("rv_conn_attr *")
+    keep.append(a)
+    for key, value in opts.items():
+        if value is None:
+            continue
+        if key == "pd":
+            a.mask |= lib.RV_CONN_ATTR_PD
+            a.pd = value._ptr("rv_conn_attr.pd")
+        elif key == "cq":
+            a.mask |= lib.RV_CONN_ATTR_CQ
+            a.send_cq = value._ptr("rv_conn_attr.send_cq")
+        elif key == "recv_cq":
+            a.mask |= lib.RV_CONN_ATTR_CQ
+            a.recv_cq = value._ptr("rv_conn_attr.recv_cq")
+        elif key == "qp_type":
+            a.mask |= lib.RV_CONN_ATTR_QP_TYPE
+            a.qp_type = value
+        elif key == "qp_cap":
+            a.mask |= lib.RV_CONN_ATTR_QP_CAP
+            cap = {"max_send_wr": 128, "max_recv_wr": 128, "max_send_sge": 1,
+                   "max_recv_sge": 1, "max_inline_data": 0}
+            cap.update(value)
+            for k, v in cap.items():
+                setattr(a.qp_cap, k, v)
+        elif key == "num_qps":
+            a.mask |= lib.RV_CONN_ATTR_NUM_QPS
+            a.num_qps = value
+        elif key == "qps":
+            arr = ffi.new("rv_qp *[]", [q._ptr("rv_conn_attr.qps") for q in value])
+            keep.append(arr)
+            a.mask |= lib.RV_CONN_ATTR_QPS
+            a.qps = arr
+            a.num_qps = len(value)
+        elif key == "mr":
+            a.mask |= lib.RV_CONN_ATTR_MR
+            a.mr = value._ptr("rv_conn_attr.mr")
+        elif key == "private_data":
+            data = ffi.from_buffer(bytes(value))
+            keep.append(data)
+            a.mask |= lib.RV_CONN_ATTR_PRIVATE_DATA
+            a.private_data = data
+            a.private_data_len = len(data)
+        elif key == "required_caps":
+            a.mask |= lib.RV_CONN_ATTR_REQUIRED_CAPS
+            a.required_caps = value
+        elif key == "transport":
+            a.mask |= lib.RV_CONN_ATTR_TRANSPORT
+            a.transport = value
+        else:
+            raise TypeError("unknown connection option %r" % key)
+    return a
+
+
+class Listener(_Handle):
+    """Listens on "host:port" for rverbs connections (rv_listener).
+
+    Listener(context, "127.0.0.1:0", backlog=None, handshake_timeout=None (s),
+    max_pending=None, transport=None). ``port`` is the port it listens on;
+    accept(timeout=None, **options) waits for one client without holding the
+    GIL and returns a Conn.
+    """
+
+    _kind = "listener"
+    _prefix = "listener"
+
+    def __init__(self, context, addr="127.0.0.1:0", backlog=None, handshake_timeout=None,
+                 max_pending=None, transport=None):
+        super().__init__()
+        a = ffi.new("rv_listener_attr *")
+        if backlog is not None:
+            a.mask |= lib.RV_LISTENER_ATTR_BACKLOG
+            a.backlog = backlog
+        if handshake_timeout is not None:
+            a.mask |= lib.RV_LISTENER_ATTR_HANDSHAKE_TIMEOUT
+            a.handshake_timeout_ms = max(1, int(handshake_timeout * 1000))
+        if max_pending is not None:
+            a.mask |= lib.RV_LISTENER_ATTR_MAX_PENDING
+            a.max_pending = max_pending
+        if transport is not None:
+            a.mask |= lib.RV_LISTENER_ATTR_TRANSPORT
+            a.transport = transport
+        out = ffi.new("rv_listener **")
+        check(lib.rv_listener_new(context._ptr("rv_listener_new"), addr.encode(), a, out),
+              "rv_listener_new")
+        self.context = context
+        self._adopt(out[0], context)
+
+    @property
+    def port(self):
+        return check(lib.rv_listener_port(self._ptr("rv_listener_port")), "rv_listener_port")
+
+    def fileno(self):
+        """A descriptor that is readable when accept() has work (for select/poll)."""
+        return check(lib.rv_listener_fd(self._ptr("rv_listener_fd")), "rv_listener_fd")
+
+    def accept(self, timeout=None, **options):
+        """Wait for one client and return the established Conn (options: see Conn)."""
+        keep = []
+        attr = _conn_attr(options, keep)
+        out = ffi.new("rv_conn **")
+        check(lib.rv_listener_accept(self._ptr("rv_listener_accept"), attr,
+                                     _timeout_ms(timeout), out), "rv_listener_accept")
+        return Conn._adopt_new(out[0], self.context)
+
+
+class Conn(_Handle):
+    """A connection from the connection helper (rv_conn): connected QPs in RTS.
+
+    Conn.connect(context, "host:port", timeout=None, **options) waits (without
+    the GIL); Conn.connect_start(...) returns at once, then poll() until
+    RV_CONN_EVENT_ESTABLISHED. Options: pd, cq, recv_cq, qp_type, qp_cap (dict),
+    num_qps, qps (list of QP), mr (advertised to the peer), private_data
+    (bytes), required_caps, transport.
+
+    ``qps`` are QP objects for the connection's QPs; ``peer_endpoint(i)`` has the
+    peer's advertised memory region (mr_addr, mr_length, mr_rkey).
+    """
+
+    _kind = "connection"
+    _prefix = "conn"
+
+    @classmethod
+    def _adopt_new(cls, ptr, context):
+        obj = cls.__new__(cls)
+        _Handle.__init__(obj)
+        obj.context = context
+        obj._adopt(ptr, context)
+        obj._wrap_parts()
+        return obj
+
+    def _wrap_parts(self):
+        # Python objects for the connection's PD, CQ and QPs, each with its own
+        # reference; closing the PD or CQ closes the connection (in C).
+        h = self._h
+        ctx = self.context
+        self.pd = _wrap(PD, lib.rv_conn_pd(h), ctx, context=ctx)
+        self.cq = _wrap(CQ, lib.rv_conn_cq(h), ctx, context=ctx, _batch=16,
+                        _wc=ffi.new("rv_wc[]", 16))
+        deps = [d for d in (self.pd, self.cq) if d is not None]
+        for d in deps:
+            d._children.add(self)
+        self.qps = []
+        for i in range(lib.rv_conn_num_qps(h)):
+            q = _wrap(QP, lib.rv_conn_qp(h, i), self, pd=self.pd, send_cq=self.cq,
+                      recv_cq=self.cq, _n_posted=ffi.new("size_t *"))
+            if q is None:
+                continue
+            for d in deps:
+                d._children.add(q)
+            self.qps.append(q)
+
+    @classmethod
+    def connect(cls, context, addr, timeout=None, **options):
+        keep = []
+        attr = _conn_attr(options, keep)
+        out = ffi.new("rv_conn **")
+        check(lib.rv_connect(context._ptr("rv_connect"), addr.encode(), attr,
+                             _timeout_ms(timeout), out), "rv_connect")
+        return cls._adopt_new(out[0], context)
+
+    @classmethod
+    def connect_start(cls, context, addr, **options):
+        keep = []
+        attr = _conn_attr(options, keep)
+        out = ffi.new("rv_conn **")
+        check(lib.rv_connect_start(context._ptr("rv_connect_start"), addr.encode(), attr, out),
+              "rv_connect_start")
+        return cls._adopt_new(out[0], context)
+
+    @property
+    def qp(self):
+        """The first (usually the only) QP."""
+        return self.qps[0] if self.qps else None
+
+    def poll(self, timeout=0):
+        """Process the control channel; returns an rv_conn_event (RV_CONN_EVENT_*)."""
+        ev = ffi.new("uint32_t *")
+        check(lib.rv_conn_poll(self._ptr("rv_conn_poll"), _timeout_ms(timeout), ev),
+              "rv_conn_poll")
+        if ev[0] == lib.RV_CONN_EVENT_ESTABLISHED and not self.qps:
+            self._wrap_parts()
+        return ev[0]
+
+    def disconnect(self, timeout=5.0):
+        """Tell the peer, flush the QPs, wait for its acknowledgement."""
+        check(lib.rv_conn_disconnect(self._ptr("rv_conn_disconnect"), _timeout_ms(timeout)),
+              "rv_conn_disconnect")
+
+    def fileno(self):
+        return check(lib.rv_conn_fd(self._ptr("rv_conn_fd")), "rv_conn_fd")
+
+    @property
+    def state(self):
+        """An rv_conn_state (RV_CONN_*)."""
+        return check(lib.rv_conn_state_of(self._ptr("rv_conn_state_of")), "rv_conn_state_of")
+
+    @property
+    def num_qps(self):
+        return lib.rv_conn_num_qps(self._ptr("rv_conn_num_qps"))
+
+    def peer_endpoint(self, index=0):
+        ep = Endpoint()
+        check(lib.rv_conn_peer_endpoint(self._ptr("rv_conn_peer_endpoint"), index, ep._c),
+              "rv_conn_peer_endpoint")
+        return ep
+
+    @property
+    def peer_data(self):
+        """The application data the peer sent (bytes)."""
+        h = self._ptr("rv_conn_peer_data")
+        n = ffi.new("size_t *")
+        check(lib.rv_conn_peer_data(h, _NULL, 0, n), "rv_conn_peer_data")
+        buf = ffi.new("char[]", max(1, n[0]))
+        check(lib.rv_conn_peer_data(h, buf, len(buf), n), "rv_conn_peer_data")
+        return bytes(ffi.buffer(buf, n[0]))
+
+    @property
+    def peer_addr(self):
+        buf = ffi.new("char[]", 128)
+        check(lib.rv_conn_peer_addr(self._ptr("rv_conn_peer_addr"), buf, len(buf)),
+              "rv_conn_peer_addr")
+        return ffi.string(buf).decode()
+
+    @property
+    def path_mtu(self):
+        """An rv_mtu."""
+        return check(lib.rv_conn_path_mtu(self._ptr("rv_conn_path_mtu")), "rv_conn_path_mtu")
+
+    @property
+    def transport(self):
+        """An rv_conn_transport."""
+        return check(lib.rv_conn_transport_of(self._ptr("rv_conn_transport_of")),
+                     "rv_conn_transport_of")
+
+
 # ---- logging ----------------------------------------------------------------
 
 _log_lock = threading.Lock()
@@ -812,6 +1073,6 @@ def set_log_level(level):
     check(lib.rv_set_log_level(level), "rv_set_log_level")
 
 
-__all__ = ["Device", "Context", "PD", "MR", "CQ", "QP", "Endpoint", "WC", "SendWR",
+__all__ = ["Device", "Context", "PD", "MR", "CQ", "QP", "Listener", "Conn", "Endpoint", "WC", "SendWR",
            "RecvWR", "sge", "set_log_handler", "set_log_level", "wc_status_str",
            "wc_status_hint"]

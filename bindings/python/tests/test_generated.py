@@ -159,6 +159,7 @@ def test_pythonic_layer_wraps_every_function():
         "rv_error_clear": "the layer reads rv_error_last() right after each failure",
         "rv_context_ref": "objects hold one reference each; rv_X_ref is for C-level sharing",
         "rv_pd_ref": "idem", "rv_cq_ref": "idem", "rv_qp_ref": "idem",
+        "rv_conn_ref": "idem", "rv_listener_ref": "idem",
         "rv_context_device": "Context.device holds the Device object",
         "rv_pd_context": "PD.context holds the Context object",
         "rv_mr_pd": "MR.pd holds the PD object",
@@ -177,5 +178,6 @@ def test_pythonic_layer_wraps_every_function():
         return (f in low_level_only or re.search(r"\b%s\b" % f, src) is not None
                 or (m is not None and m.group(1) in prefixes))
 
+    # _wrap() takes references by name too ("rv_%s_ref" % cls._prefix).
     unwrapped = [f for f in _cdef.FUNCTIONS if not wrapped(f)]
     assert unwrapped == [], "C functions the Pythonic layer does not wrap yet"

@@ -1,0 +1,662 @@
+/**
+ * @file rverbs.hpp
+ * @brief Header-only C++17 bindings of rverbs: RAII owners over the C handles.
+ *
+ * Installed as <rverbs/rverbs.hpp>. Nothing here adds behaviour to the C API;
+ * it only changes how ownership and errors are spelled:
+ *
+ * - Owners: rverbs::device, context, pd, mr, cq, qp each own one reference on
+ *   their C handle. Copying takes another reference (rv_X_ref), moving
+ *   transfers it, destruction drops it (rv_X_unref). close() destroys the
+ *   resource now and, as in C, everything that depends on it; every copy then
+ *   sees a closed handle. get() gives the C handle for calls made directly.
+ * - Errors, caller's choice: every fallible call exists twice, one that throws
+ *   rverbs::error (a std::system_error carrying the errno in code() and the
+ *   rv_error_last() message in detail()), and one that takes a trailing
+ *   std::error_code& and is noexcept. A handle closed explicitly or by a
+ *   cascade reports RV_ECLOSED (EBADFD); rverbs::is_closed(ec) tests for it.
+ * - Views: rverbs::span<T>, a pointer and a length (C++17 has no std::span),
+ *   for work-request and completion arrays and scatter/gather lists.
+ *
+ * Thread safety is the C library's: handles may be shared between threads;
+ * closing one while another thread uses it is a caller race.
+ */
+#ifndef RVERBS_HPP
+#define RVERBS_HPP
+
+#include <rverbs/rverbs.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rverbs {
+
+// ---- views ----------------------------------------------------------------
+
+/** A non-owning view of a contiguous array: a pointer and a length. */
+template <class T>
+class span {
+public:
+	using element_type = T;
+	using value_type = std::remove_cv_t<T>;
+	using size_type = std::size_t;
+	using iterator = T *;
+
+	constexpr span() noexcept = default;
+	constexpr span(T *data, std::size_t size) noexcept : data_(data), size_(size) {}
+	template <std::size_t N>
+	constexpr span(T (&arr)[N]) noexcept : data_(arr), size_(N) {}
+	/** From any contiguous container with data() and size(): std::vector, std::array, span. */
+	template <class C,
+		  class = std::enable_if_t<
+			  !std::is_array<std::remove_reference_t<C>>::value &&
+			  std::is_convertible<decltype(std::declval<C &>().data()), T *>::value>>
+	constexpr span(C &&c) noexcept(noexcept(c.data()) && noexcept(c.size()))
+		: data_(c.data()), size_(c.size())
+	{
+	}
+
+	constexpr T *data() const noexcept { return data_; }
+	constexpr std::size_t size() const noexcept { return size_; }
+	constexpr bool empty() const noexcept { return size_ == 0; }
+	constexpr T *begin() const noexcept { return data_; }
+	constexpr T *end() const noexcept { return data_ + size_; }
+	constexpr T &operator[](std::size_t i) const noexcept { return data_[i]; }
+	/** The elements [offset, offset + count), clamped to the view. */
+	constexpr span subspan(std::size_t offset, std::size_t count = SIZE_MAX) const noexcept
+	{
+		if (offset > size_)
+			offset = size_;
+		if (count > size_ - offset)
+			count = size_ - offset;
+		return span(data_ + offset, count);
+	}
+	constexpr span first(std::size_t count) const noexcept { return subspan(0, count); }
+
+private:
+	T *data_ = nullptr;
+	std::size_t size_ = 0;
+};
+
+// ---- errors ---------------------------------------------------------------
+
+/** A failed rverbs call: code() is the errno (generic category), detail() rv_error_last(). */
+class error : public std::system_error {
+public:
+	error(int err, const char *func, std::string detail)
+		: std::system_error(err, std::generic_category(),
+				    std::string(func) + (detail.empty() ? "" : ": " + detail)),
+		  func_(func), detail_(std::move(detail))
+	{
+	}
+	/** The C function that failed. */
+	const char *func() const noexcept { return func_; }
+	/** The rv_error_last() message read right after the failure. */
+	const std::string &detail() const noexcept { return detail_; }
+	/** True when the handle was closed (RV_ECLOSED, EBADFD). */
+	bool closed() const noexcept { return code().value() == RV_ECLOSED; }
+
+private:
+	const char *func_;
+	std::string detail_;
+};
+
+/** True when @p ec says a handle was closed (RV_ECLOSED, EBADFD). */
+inline bool is_closed(const std::error_code &ec) noexcept
+{
+	return ec.value() == RV_ECLOSED && ec.category() == std::generic_category();
+}
+
+/** The message of the last failure in this thread (rv_error_last()). */
+inline std::string last_error() { return rv_error_last(); }
+
+namespace detail {
+
+inline int check(int rc, const char *func)
+{
+	if (rc < 0)
+		throw error(-rc, func, rv_error_last());
+	return rc;
+}
+
+inline int check(int rc, std::error_code &ec) noexcept
+{
+	if (rc < 0)
+		ec.assign(-rc, std::generic_category());
+	else
+		ec.clear();
+	return rc;
+}
+
+template <class T>
+struct traits;
+
+#define RVERBS_HPP_TRAITS(T, name)                                                          \
+	template <>                                                                         \
+	struct traits<T> {                                                                  \
+		static T *ref(T *p) noexcept { return rv_##name##_ref(p); }                 \
+		static void unref(T *p) noexcept { rv_##name##_unref(p); }                  \
+		static int close(T *p) noexcept { return rv_##name##_close(p); }            \
+		static constexpr const char *close_name = "rv_" #name "_close";             \
+	};
+RVERBS_HPP_TRAITS(rv_device, device)
+RVERBS_HPP_TRAITS(rv_context, context)
+RVERBS_HPP_TRAITS(rv_pd, pd)
+RVERBS_HPP_TRAITS(rv_mr, mr)
+RVERBS_HPP_TRAITS(rv_cq, cq)
+RVERBS_HPP_TRAITS(rv_qp, qp)
+#undef RVERBS_HPP_TRAITS
+
+} // namespace detail
+
+/** Tag: take over a reference the caller already owns. */
+struct adopt_t {
+	explicit adopt_t() = default;
+};
+inline constexpr adopt_t adopt{};
+
+// ---- the owner ------------------------------------------------------------
+
+/** Owner of one reference on a C handle: copy = ref, move = transfer. */
+template <class T>
+class handle {
+	using tr = detail::traits<T>;
+
+public:
+	using element_type = T;
+
+	handle() noexcept = default;
+	/** Take over @p p's reference (from rv_X_new or rv_X_ref). */
+	handle(T *p, adopt_t) noexcept : p_(p) {}
+	/** Take a new reference on @p p (a borrowed handle). */
+	static handle borrow(T *p) noexcept { return handle(tr::ref(p), adopt); }
+
+	handle(const handle &o) noexcept : p_(tr::ref(o.p_)) {}
+	handle(handle &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+	handle &operator=(const handle &o) noexcept
+	{
+		handle tmp(o);
+		swap(tmp);
+		return *this;
+	}
+	handle &operator=(handle &&o) noexcept
+	{
+		handle tmp(std::move(o));
+		swap(tmp);
+		return *this;
+	}
+	~handle() { tr::unref(p_); }
+
+	void swap(handle &o) noexcept { std::swap(p_, o.p_); }
+	T *get() const noexcept { return p_; }
+	explicit operator bool() const noexcept { return p_ != nullptr; }
+	/** Give up the reference without dropping it. */
+	T *release() noexcept { return std::exchange(p_, nullptr); }
+	/** Drop the reference now (rv_X_unref); the owner becomes empty. */
+	void reset() noexcept { tr::unref(std::exchange(p_, nullptr)); }
+
+	/**
+	 * Destroy the resource now, after everything that depends on it (rv_X_close).
+	 * The reference stays: the handle reports RV_ECLOSED until it is dropped.
+	 */
+	void close() { detail::check(tr::close(p_), tr::close_name); }
+	void close(std::error_code &ec) noexcept { detail::check(tr::close(p_), ec); }
+
+	friend bool operator==(const handle &a, const handle &b) noexcept { return a.p_ == b.p_; }
+	friend bool operator!=(const handle &a, const handle &b) noexcept { return a.p_ != b.p_; }
+
+protected:
+	T *p_ = nullptr;
+};
+
+// A creating call in both styles: `make(...)` throws, `make(..., ec)` does not.
+#define RVERBS_HPP_CREATE(Owner, T, func, ...)                                           \
+	{                                                                                \
+		T *out = nullptr;                                                        \
+		detail::check(func(__VA_ARGS__, &out), #func);                           \
+		return Owner(out, adopt);                                                \
+	}
+#define RVERBS_HPP_CREATE_EC(Owner, T, func, ...)                                        \
+	{                                                                                \
+		T *out = nullptr;                                                        \
+		if (detail::check(func(__VA_ARGS__, &out), ec) < 0)                     \
+			return Owner();                                                  \
+		return Owner(out, adopt);                                                \
+	}
+
+class device : public handle<rv_device> {
+public:
+	using handle::handle;
+	device() noexcept = default;
+	device(handle<rv_device> h) noexcept : handle(std::move(h)) {}
+
+	/** The default device (RVERBS_DEVICE, else the first active one, else soft0). */
+	static device default_device()
+	{
+		rv_device *out = nullptr;
+		detail::check(rv_device_default(&out), "rv_device_default");
+		return device(out, adopt);
+	}
+	static device find(const char *name) RVERBS_HPP_CREATE(device, rv_device, rv_device_find, name)
+	static device find(const char *name, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(device, rv_device, rv_device_find, name)
+	static device default_device(std::error_code &ec) noexcept
+	{
+		rv_device *out = nullptr;
+		if (detail::check(rv_device_default(&out), ec) < 0)
+			return device();
+		return device(out, adopt);
+	}
+	/** Every device. */
+	static std::vector<device> list()
+	{
+		std::error_code ec;
+		auto v = list(ec);
+		if (ec)
+			throw error(ec.value(), "rv_device_list", rv_error_last());
+		return v;
+	}
+	static std::vector<device> list(std::error_code &ec) noexcept
+	{
+		rv_device **devs = nullptr;
+		size_t n = 0;
+		std::vector<device> v;
+		if (detail::check(rv_device_list(&devs, &n), ec) < 0)
+			return v;
+		try {
+			v.reserve(n);
+		} catch (...) {
+			rv_device_list_free(devs);
+			ec = std::make_error_code(std::errc::not_enough_memory);
+			return v;
+		}
+		for (size_t i = 0; i < n; i++)
+			v.push_back(device::borrow(devs[i]));
+		rv_device_list_free(devs);
+		return v;
+	}
+
+	/** The name, or nullptr for an empty or invalid handle. */
+	const char *name() const noexcept { return rv_device_name(p_); }
+	/** An rv_device_kind, or a negative errno. */
+	int kind() const noexcept { return rv_device_kind_of(p_); }
+};
+
+class context : public handle<rv_context> {
+public:
+	using handle::handle;
+	context() noexcept = default;
+	context(handle<rv_context> h) noexcept : handle(std::move(h)) {}
+
+	static context open(const device &dev, const rv_context_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(context, rv_context, rv_context_new, dev.get(), attr)
+	static context open(const device &dev, const rv_context_attr *attr,
+			    std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(context, rv_context, rv_context_new, dev.get(), attr)
+
+	/** The device (a new reference). */
+	device get_device() const noexcept { return device::borrow(rv_context_device(p_)); }
+
+	rv_device_attr query_device() const
+	{
+		rv_device_attr a{};
+		a.mask = RV_DEVICE_ATTR_ALL;
+		detail::check(rv_context_query_device(p_, &a), "rv_context_query_device");
+		return a;
+	}
+	rv_device_attr query_device(std::error_code &ec) const noexcept
+	{
+		rv_device_attr a{};
+		a.mask = RV_DEVICE_ATTR_ALL;
+		detail::check(rv_context_query_device(p_, &a), ec);
+		return a;
+	}
+	rv_port_attr query_port(uint8_t port_num = 1) const
+	{
+		rv_port_attr a{};
+		a.mask = RV_PORT_ATTR_ALL;
+		detail::check(rv_context_query_port(p_, port_num, &a), "rv_context_query_port");
+		return a;
+	}
+	rv_port_attr query_port(uint8_t port_num, std::error_code &ec) const noexcept
+	{
+		rv_port_attr a{};
+		a.mask = RV_PORT_ATTR_ALL;
+		detail::check(rv_context_query_port(p_, port_num, &a), ec);
+		return a;
+	}
+	std::array<uint8_t, 16> query_gid(uint8_t port_num = 1, int index = 0) const
+	{
+		std::array<uint8_t, 16> gid{};
+		detail::check(rv_context_query_gid(p_, port_num, index, gid.data()),
+			      "rv_context_query_gid");
+		return gid;
+	}
+	std::array<uint8_t, 16> query_gid(uint8_t port_num, int index,
+					  std::error_code &ec) const noexcept
+	{
+		std::array<uint8_t, 16> gid{};
+		detail::check(rv_context_query_gid(p_, port_num, index, gid.data()), ec);
+		return gid;
+	}
+	/** The live ownership tree (rv_context_dump). */
+	std::string dump() const
+	{
+		char *text = nullptr;
+		detail::check(rv_context_dump(p_, &text), "rv_context_dump");
+		std::string s;
+		try {
+			s = text;
+		} catch (...) {
+			rv_free(text);
+			throw;
+		}
+		rv_free(text);
+		return s;
+	}
+};
+
+class pd : public handle<rv_pd> {
+public:
+	using handle::handle;
+	pd() noexcept = default;
+	pd(handle<rv_pd> h) noexcept : handle(std::move(h)) {}
+
+	static pd create(const context &ctx, const rv_pd_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(pd, rv_pd, rv_pd_new, ctx.get(), attr)
+	static pd create(const context &ctx, const rv_pd_attr *attr, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(pd, rv_pd, rv_pd_new, ctx.get(), attr)
+
+	/** The context (a new reference). */
+	context get_context() const noexcept { return context::borrow(rv_pd_context(p_)); }
+};
+
+class mr : public handle<rv_mr> {
+public:
+	using handle::handle;
+	mr() noexcept = default;
+	mr(handle<rv_mr> h) noexcept : handle(std::move(h)) {}
+
+	/** Register caller memory (rv_mr_reg); keep it mapped until the MR is closed. */
+	static mr reg(const pd &pd, void *addr, size_t length, uint32_t access)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_reg, pd.get(), addr, length, access)
+	static mr reg(const pd &pd, void *addr, size_t length, uint32_t access,
+		      std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg, pd.get(), addr, length, access)
+	/** Allocate zeroed, page-aligned memory and register it (rv_mr_alloc). */
+	static mr alloc(const pd &pd, size_t length, uint32_t access)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_alloc, pd.get(), length, access)
+	static mr alloc(const pd &pd, size_t length, uint32_t access, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_alloc, pd.get(), length, access)
+
+	void *addr() const noexcept { return rv_mr_addr(p_); }
+	size_t length() const noexcept { return rv_mr_length(p_); }
+	uint32_t lkey() const noexcept { return rv_mr_lkey(p_); }
+	uint32_t rkey() const noexcept { return rv_mr_rkey(p_); }
+	/** The memory as bytes (rv_mr_alloc memory lives until the last reference). */
+	span<uint8_t> bytes() const noexcept
+	{
+		return span<uint8_t>(static_cast<uint8_t *>(addr()), length());
+	}
+	/** An rv_sge for [offset, offset + len) of the region, clamped to it. */
+	rv_sge sge(size_t offset = 0, size_t len = SIZE_MAX) const noexcept
+	{
+		size_t n = length();
+		if (offset > n)
+			offset = n;
+		if (len > n - offset)
+			len = n - offset;
+		return rv_sge{static_cast<uint64_t>(reinterpret_cast<uintptr_t>(addr())) + offset,
+			      static_cast<uint32_t>(len), lkey()};
+	}
+	pd get_pd() const noexcept { return pd::borrow(rv_mr_pd(p_)); }
+};
+
+class cq : public handle<rv_cq> {
+public:
+	using handle::handle;
+	cq() noexcept = default;
+	cq(handle<rv_cq> h) noexcept : handle(std::move(h)) {}
+
+	static cq create(const context &ctx, const rv_cq_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(cq, rv_cq, rv_cq_new, ctx.get(), attr)
+	static cq create(const context &ctx, const rv_cq_attr *attr, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(cq, rv_cq, rv_cq_new, ctx.get(), attr)
+
+	/** Poll up to wc.size() completions into @p wc; returns how many. */
+	size_t poll(span<rv_wc> wc) const
+	{
+		return static_cast<size_t>(
+			detail::check(rv_cq_poll(p_, wc.data(), clamp(wc.size())), "rv_cq_poll"));
+	}
+	size_t poll(span<rv_wc> wc, std::error_code &ec) const noexcept
+	{
+		int n = detail::check(rv_cq_poll(p_, wc.data(), clamp(wc.size())), ec);
+		return n < 0 ? 0 : static_cast<size_t>(n);
+	}
+	uint32_t size() const noexcept { return rv_cq_size(p_); }
+
+private:
+	static int clamp(size_t n) noexcept { return n > 0x7fffffff ? 0x7fffffff : static_cast<int>(n); }
+};
+
+/** Point a work request at a scatter/gather list (the list must outlive the post). */
+inline void set_sg_list(rv_send_wr &wr, span<const rv_sge> sg) noexcept
+{
+	wr.sg_list = sg.data();
+	wr.num_sge = static_cast<uint32_t>(sg.size());
+}
+inline void set_sg_list(rv_recv_wr &wr, span<const rv_sge> sg) noexcept
+{
+	wr.sg_list = sg.data();
+	wr.num_sge = static_cast<uint32_t>(sg.size());
+}
+
+class qp : public handle<rv_qp> {
+public:
+	using handle::handle;
+	qp() noexcept = default;
+	qp(handle<rv_qp> h) noexcept : handle(std::move(h)) {}
+
+	static qp create(const pd &pd, const rv_qp_init_attr &attr)
+		RVERBS_HPP_CREATE(qp, rv_qp, rv_qp_new, pd.get(), &attr)
+	static qp create(const pd &pd, const rv_qp_init_attr &attr, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(qp, rv_qp, rv_qp_new, pd.get(), &attr)
+	/** A QP of the default type and sizes on one CQ. */
+	static qp create(const pd &pd, const cq &cq) { return create(pd, init_attr(cq)); }
+	static qp create(const pd &pd, const cq &cq, std::error_code &ec) noexcept
+	{
+		return create(pd, init_attr(cq), ec);
+	}
+
+	uint32_t num() const noexcept { return rv_qp_num(p_); }
+	pd get_pd() const noexcept { return pd::borrow(rv_qp_pd(p_)); }
+	/** An rv_qp_state. */
+	int state() const { return detail::check(rv_qp_state_of(p_), "rv_qp_state_of"); }
+	int state(std::error_code &ec) const noexcept { return detail::check(rv_qp_state_of(p_), ec); }
+	rv_qp_cap cap() const
+	{
+		rv_qp_cap c{};
+		detail::check(rv_qp_get_cap(p_, &c), "rv_qp_get_cap");
+		return c;
+	}
+	rv_qp_cap cap(std::error_code &ec) const noexcept
+	{
+		rv_qp_cap c{};
+		detail::check(rv_qp_get_cap(p_, &c), ec);
+		return c;
+	}
+	rv_qp_attr query(uint64_t mask = RV_QP_ATTR_ALL) const
+	{
+		rv_qp_attr a{};
+		a.mask = mask;
+		detail::check(rv_qp_query(p_, &a), "rv_qp_query");
+		return a;
+	}
+	rv_qp_attr query(uint64_t mask, std::error_code &ec) const noexcept
+	{
+		rv_qp_attr a{};
+		a.mask = mask;
+		detail::check(rv_qp_query(p_, &a), ec);
+		return a;
+	}
+	void modify(const rv_qp_attr &a) { detail::check(rv_qp_modify(p_, &a), "rv_qp_modify"); }
+	void modify(const rv_qp_attr &a, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_modify(p_, &a), ec);
+	}
+	void to_init(const rv_qp_attr *a = nullptr) { detail::check(rv_qp_to_init(p_, a), "rv_qp_to_init"); }
+	void to_init(const rv_qp_attr *a, std::error_code &ec) noexcept { detail::check(rv_qp_to_init(p_, a), ec); }
+	void to_rtr(const rv_qp_attr *a) { detail::check(rv_qp_to_rtr(p_, a), "rv_qp_to_rtr"); }
+	void to_rtr(const rv_qp_attr *a, std::error_code &ec) noexcept { detail::check(rv_qp_to_rtr(p_, a), ec); }
+	void to_rts(const rv_qp_attr *a = nullptr) { detail::check(rv_qp_to_rts(p_, a), "rv_qp_to_rts"); }
+	void to_rts(const rv_qp_attr *a, std::error_code &ec) noexcept { detail::check(rv_qp_to_rts(p_, a), ec); }
+
+	/** This QP's endpoint for its peer. */
+	rv_endpoint endpoint() const
+	{
+		rv_endpoint ep{};
+		detail::check(rv_qp_endpoint(p_, &ep), "rv_qp_endpoint");
+		return ep;
+	}
+	rv_endpoint endpoint(std::error_code &ec) const noexcept
+	{
+		rv_endpoint ep{};
+		detail::check(rv_qp_endpoint(p_, &ep), ec);
+		return ep;
+	}
+	/** RESET/INIT -> RTS against @p peer (rv_qp_connect). */
+	void connect(const rv_endpoint &peer) { detail::check(rv_qp_connect(p_, &peer), "rv_qp_connect"); }
+	void connect(const rv_endpoint &peer, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_connect(p_, &peer), ec);
+	}
+
+	/** Post send WRs; returns how many were posted (all, or throws). */
+	size_t post_send(span<const rv_send_wr> wrs)
+	{
+		size_t n = 0;
+		detail::check(rv_qp_post_send(p_, wrs.data(), wrs.size(), &n), "rv_qp_post_send");
+		return n;
+	}
+	/** Post send WRs; returns how many were posted before a failure (see @p ec). */
+	size_t post_send(span<const rv_send_wr> wrs, std::error_code &ec) noexcept
+	{
+		size_t n = 0;
+		detail::check(rv_qp_post_send(p_, wrs.data(), wrs.size(), &n), ec);
+		return n;
+	}
+	size_t post_recv(span<const rv_recv_wr> wrs)
+	{
+		size_t n = 0;
+		detail::check(rv_qp_post_recv(p_, wrs.data(), wrs.size(), &n), "rv_qp_post_recv");
+		return n;
+	}
+	size_t post_recv(span<const rv_recv_wr> wrs, std::error_code &ec) noexcept
+	{
+		size_t n = 0;
+		detail::check(rv_qp_post_recv(p_, wrs.data(), wrs.size(), &n), ec);
+		return n;
+	}
+
+	void write(const rv_sge &local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id = 0)
+	{
+		detail::check(rv_qp_write(p_, &local, remote_addr, rkey, wr_id), "rv_qp_write");
+	}
+	void write(const rv_sge &local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id,
+		   std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_write(p_, &local, remote_addr, rkey, wr_id), ec);
+	}
+	void read(const rv_sge &local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id = 0)
+	{
+		detail::check(rv_qp_read(p_, &local, remote_addr, rkey, wr_id), "rv_qp_read");
+	}
+	void read(const rv_sge &local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id,
+		  std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_read(p_, &local, remote_addr, rkey, wr_id), ec);
+	}
+	void send(const rv_sge &local, uint64_t wr_id = 0)
+	{
+		detail::check(rv_qp_send(p_, &local, wr_id), "rv_qp_send");
+	}
+	void send(const rv_sge &local, uint64_t wr_id, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_send(p_, &local, wr_id), ec);
+	}
+	void recv(const rv_sge &local, uint64_t wr_id = 0)
+	{
+		detail::check(rv_qp_recv(p_, &local, wr_id), "rv_qp_recv");
+	}
+	void recv(const rv_sge &local, uint64_t wr_id, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_recv(p_, &local, wr_id), ec);
+	}
+
+private:
+	static rv_qp_init_attr init_attr(const cq &c) noexcept
+	{
+		rv_qp_init_attr a{};
+		a.mask = RV_QP_INIT_ATTR_SEND_CQ;
+		a.send_cq = c.get();
+		return a;
+	}
+};
+
+#undef RVERBS_HPP_CREATE
+#undef RVERBS_HPP_CREATE_EC
+
+// ---- endpoints ------------------------------------------------------------
+
+/** Encode an endpoint (rv_endpoint_pack). */
+inline std::vector<uint8_t> pack(const rv_endpoint &ep)
+{
+	std::vector<uint8_t> buf(RV_ENDPOINT_PACKED_MAX);
+	size_t n = 0;
+	detail::check(rv_endpoint_pack(&ep, buf.data(), buf.size(), &n), "rv_endpoint_pack");
+	buf.resize(n);
+	return buf;
+}
+/** Encode into @p buf; returns the length written (0 and @p ec set on failure). */
+inline size_t pack(const rv_endpoint &ep, span<uint8_t> buf, std::error_code &ec) noexcept
+{
+	size_t n = 0;
+	if (detail::check(rv_endpoint_pack(&ep, buf.data(), buf.size(), &n), ec) < 0)
+		return 0;
+	return n;
+}
+/** Decode and validate an endpoint (rv_endpoint_unpack). */
+inline rv_endpoint unpack(span<const uint8_t> bytes)
+{
+	rv_endpoint ep{};
+	detail::check(rv_endpoint_unpack(bytes.data(), bytes.size(), &ep), "rv_endpoint_unpack");
+	return ep;
+}
+inline rv_endpoint unpack(span<const uint8_t> bytes, std::error_code &ec) noexcept
+{
+	rv_endpoint ep{};
+	detail::check(rv_endpoint_unpack(bytes.data(), bytes.size(), &ep), ec);
+	return ep;
+}
+
+/** rv_wc_status_str(). */
+inline const char *wc_status_str(uint32_t status) noexcept
+{
+	return rv_wc_status_str(static_cast<int>(status));
+}
+/** rv_wc_status_hint(). */
+inline const char *wc_status_hint(uint32_t status) noexcept
+{
+	return rv_wc_status_hint(static_cast<int>(status));
+}
+
+} // namespace rverbs
+
+#endif
