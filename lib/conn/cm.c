@@ -26,8 +26,22 @@
 #include "conn/conn-private.h"
 
 struct rv_cm_conn {
+	struct rdma_event_channel *ch; /* NULL while the listener's channel serves the id */
+	struct rdma_cm_id *id;
+};
+
+/* A client of the listener between CONNECT_REQUEST and ESTABLISHED. */
+struct cm_pending {
+	struct rv_conn *conn;
+	int64_t deadline;
+};
+
+struct rv_cm_listener {
+	struct rv_context *ctx;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
+	struct cm_pending *pending;
+	uint32_t n_pending, cap_pending;
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -221,6 +235,12 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	struct rv_conn *c;
 	int rc, n;
 
+	oo.cm = true;
+	if (o->caller_qps)
+		for (uint32_t i = 0; i < o->num_qps; i++)
+			if (o->qps[i]->state != RV_QPS_RESET)
+				return rv_err(EINVAL, func, "with rdma_cm, the caller's QPs must be in RESET: the CM chooses their port and access");
+
 	if (!rv_cm_usable(ctx))
 		return rv_err(EOPNOTSUPP, func, "device %s has no rdma_cm support; use RV_CONN_TRANSPORT_TCP",
 			      ctx->dev->name);
@@ -263,8 +283,10 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 		else if (rdma_resolve_route(c->cm->id, rv_ms_left(deadline) < 0 ? 5000 : rv_ms_left(deadline)) < 0)
 			rc = rv_err(errno, func, "rdma_resolve_route: %s", strerror(errno));
 	}
-	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, func)) == 0)
+	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, func)) == 0) {
 		rdma_ack_cm_event(ev);
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_INIT, func);
+	}
 	memset(&mine, 0, sizeof(mine));
 	mine.caps = c->local[0].caps;
 	mine.has_mr = o->has_mr;
@@ -366,4 +388,242 @@ int rv_cm_conn_disconnect(struct rv_conn *c, int timeout_ms, const char *func)
 	if (rc == 0)
 		rdma_ack_cm_event(ev);
 	return rc;
+}
+
+/* ---- the listening side ---- */
+
+int rv_cm_listen(struct rv_context *ctx, const char *addr, uint32_t backlog, struct rv_cm_listener **ret,
+		 int *ret_port, int *ret_fd, const char *func)
+{
+	char host[RV_HOST_MAX], port[RV_PORT_MAX];
+	struct addrinfo hints, *ai = NULL;
+	struct rv_cm_listener *cml;
+	int rc = rv_addr_parse(addr, host, port, func);
+
+	if (rc < 0)
+		return rc;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai) != 0)
+		return rv_err(EHOSTUNREACH, func, "cannot resolve \"%s\"", host);
+	cml = calloc(1, sizeof(*cml));
+	if (!cml) {
+		freeaddrinfo(ai);
+		return rv_err(ENOMEM, func, "out of memory");
+	}
+	cml->ctx = ctx;
+	if (!(cml->ch = rdma_create_event_channel()))
+		rc = rv_err(errno, func, "rdma_create_event_channel: %s", strerror(errno));
+	else if (rdma_create_id(cml->ch, &cml->id, NULL, RDMA_PS_TCP) < 0)
+		rc = rv_err(errno, func, "rdma_create_id: %s", strerror(errno));
+	else if (rdma_bind_addr(cml->id, ai->ai_addr) < 0)
+		rc = rv_err(errno, func, "rdma_bind_addr \"%s\": %s", addr, strerror(errno));
+	else if (cml->id->verbs && strcmp(ibv_get_device_name(cml->id->verbs->device), ctx->dev->name) != 0)
+		rc = rv_err(EADDRNOTAVAIL, func, "\"%s\" belongs to device %s, not %s", addr,
+			    ibv_get_device_name(cml->id->verbs->device), ctx->dev->name);
+	else if (rdma_listen(cml->id, (int)backlog) < 0)
+		rc = rv_err(errno, func, "rdma_listen: %s", strerror(errno));
+	freeaddrinfo(ai);
+	if (rc < 0) {
+		rv_cm_listener_destroy(cml);
+		return rc;
+	}
+	*ret_port = ntohs(rdma_get_src_port(cml->id));
+	*ret_fd = cml->ch->fd;
+	*ret = cml;
+	return 0;
+}
+
+void rv_cm_listener_destroy(struct rv_cm_listener *cml)
+{
+	for (uint32_t i = 0; i < cml->n_pending; i++)
+		rv_conn_discard(cml->pending[i].conn);
+	free(cml->pending);
+	if (cml->id)
+		rdma_destroy_id(cml->id);
+	if (cml->ch)
+		rdma_destroy_event_channel(cml->ch);
+	free(cml);
+}
+
+static void drop_pending(struct rv_cm_listener *cml, uint32_t i)
+{
+	cml->pending[i] = cml->pending[--cml->n_pending];
+}
+
+/* CONNECT_REQUEST: make the connection, INIT and RTR from the CM, accept. */
+static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *ev, const struct rv_conn_opts *o,
+			      uint32_t hs_timeout_ms, struct rdma_cm_id **ret_dead, const char *func)
+{
+	struct rdma_cm_id *id = ev->id;
+	struct rv_conn_opts oo = *o;
+	struct rdma_conn_param param;
+	struct rv_cm_pdata peer, mine;
+	uint8_t pdata[RV_CM_PDATA_MAX];
+	struct rv_conn *c = NULL;
+	char peer_addr[RV_ADDR_STR_MAX];
+	int rc, n;
+
+	rv_sockaddr_str(rdma_get_peer_addr(id), peer_addr);
+	oo.cm = true;
+	rc = rv_cm_pdata_decode(ev->param.conn.private_data, ev->param.conn.private_data_len, &peer, func);
+	if (rc == 0 && strcmp(ibv_get_device_name(id->verbs->device), cml->ctx->dev->name) != 0)
+		rc = rv_err(EADDRNOTAVAIL, func, "arrived on device %s, not %s", ibv_get_device_name(id->verbs->device),
+			    cml->ctx->dev->name);
+	if (rc == 0 && o->num_qps > 1)
+		rc = rv_err(EPROTO, func, "rdma_cm connects one QP; this server wants %u", o->num_qps);
+	if (rc == 0 && (o->required_caps & ~peer.caps))
+		rc = rv_err(EOPNOTSUPP, func, "the client's device lacks capabilities 0x%x that this connection requires",
+			    o->required_caps & ~peer.caps);
+	if (rc == 0)
+		rc = rv_conn_create(cml->ctx, &oo, 1, true, &c, func);
+	if (rc == 0) {
+		c->transport = RV_CONN_TRANSPORT_RDMA_CM;
+		memcpy(c->peer_addr, peer_addr, sizeof(peer_addr));
+		c->cm = calloc(1, sizeof(*c->cm));
+		if (!c->cm)
+			rc = rv_err(ENOMEM, func, "out of memory");
+	}
+	if (rc == 0) {
+		c->cm->id = id;
+		id->context = c;
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_INIT, func);
+	}
+	if (rc == 0)
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTR, func);
+	if (rc == 0) {
+		memset(&mine, 0, sizeof(mine));
+		mine.caps = c->local[0].caps;
+		mine.has_mr = o->has_mr;
+		mine.mr_addr = o->mr_addr;
+		mine.mr_length = o->mr_length;
+		mine.mr_rkey = o->mr_rkey;
+		mine.data_len = o->data_len <= RV_CONN_CM_PRIVATE_DATA_MAX ? o->data_len : 0;
+		if (mine.data_len)
+			memcpy(mine.data, o->data, mine.data_len);
+		if (o->data_len > RV_CONN_CM_PRIVATE_DATA_MAX)
+			rc = rv_err(EMSGSIZE, func, "%u bytes of private data; rdma_cm carries at most %d", o->data_len,
+				    RV_CONN_CM_PRIVATE_DATA_MAX);
+	}
+	if (rc == 0) {
+		n = rv_cm_pdata_encode(&mine, pdata, sizeof(pdata));
+		memset(&param, 0, sizeof(param));
+		param.private_data = pdata;
+		param.private_data_len = (uint8_t)n;
+		param.responder_resources = ev->param.conn.initiator_depth;
+		param.initiator_depth = ev->param.conn.responder_resources;
+		param.rnr_retry_count = 7;
+		param.qp_num = c->qps[0]->qpn;
+		if (rdma_accept(id, &param) < 0)
+			rc = rv_err(errno, func, "rdma_accept: %s", strerror(errno));
+	}
+	if (rc == 0 && cml->n_pending == cml->cap_pending) {
+		uint32_t cap = cml->cap_pending ? cml->cap_pending * 2 : 16;
+		struct cm_pending *np = realloc(cml->pending, cap * sizeof(*np));
+		if (!np)
+			rc = rv_err(ENOMEM, func, "out of memory");
+		else {
+			cml->pending = np;
+			cml->cap_pending = cap;
+		}
+	}
+	if (rc < 0) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s", rv_error_last());
+		if (c) {
+			c->cm->id = NULL; /* the listener's event handling owns it until accepted */
+			rv_conn_discard(c);
+		}
+		rdma_reject(id, NULL, 0);
+		*ret_dead = id; /* destroyed once its event is acknowledged */
+		return rv_err(-rc, func, "client %s: %s", peer_addr,
+			      strncmp(msg, func, strlen(func)) == 0 ? msg + strlen(func) + 2 : msg);
+	}
+	c->have_peer = true;
+	c->peer[0] = c->local[0];
+	c->peer[0].mask = peer.has_mr ? RV_ENDPOINT_MR : 0;
+	c->peer[0].caps = peer.caps;
+	c->peer[0].mr_addr = peer.mr_addr;
+	c->peer[0].mr_length = peer.mr_length;
+	c->peer[0].mr_rkey = peer.mr_rkey;
+	if (peer.data_len && (c->peer_data = malloc(peer.data_len))) {
+		memcpy(c->peer_data, peer.data, peer.data_len);
+		c->peer_data_len = peer.data_len;
+	}
+	c->path_mtu = c->local[0].mtu;
+	cml->pending[cml->n_pending].conn = c;
+	cml->pending[cml->n_pending].deadline = rv_now_ms() + hs_timeout_ms;
+	cml->n_pending++;
+	return 0;
+}
+
+int rv_cm_listener_event(struct rv_cm_listener *cml, const struct rv_conn_opts *o, uint32_t hs_timeout_ms,
+			 struct rv_conn **ret, const char *func)
+{
+	struct rdma_cm_event *ev;
+	struct rv_conn *c = NULL;
+	uint32_t i;
+	int rc;
+
+	if (rdma_get_cm_event(cml->ch, &ev) < 0)
+		return errno == EAGAIN ? 0 : rv_err(errno, func, "rdma_get_cm_event: %s", strerror(errno));
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		struct rdma_cm_id *dead = NULL;
+		rc = on_connect_request(cml, ev, o, hs_timeout_ms, &dead, func);
+		rdma_ack_cm_event(ev);
+		if (dead)
+			rdma_destroy_id(dead);
+		return rc;
+	}
+	for (i = 0; i < cml->n_pending; i++)
+		if (cml->pending[i].conn->cm->id == ev->id)
+			break;
+	if (i == cml->n_pending) {
+		rdma_ack_cm_event(ev);
+		return 0;
+	}
+	c = cml->pending[i].conn;
+	drop_pending(cml, i);
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
+		rc = rv_err(ECONNRESET, func, "client %s: %s before the connection was established", c->peer_addr,
+			    rdma_event_str(ev->event));
+		rdma_ack_cm_event(ev);
+		rv_conn_discard(c);
+		return rc;
+	}
+	rdma_ack_cm_event(ev);
+	/* Give the connection its own channel, so that its events (disconnect) are its own. */
+	rc = 0;
+	if (!(c->cm->ch = rdma_create_event_channel()))
+		rc = rv_err(errno, func, "rdma_create_event_channel: %s", strerror(errno));
+	else if (rdma_migrate_id(c->cm->id, c->cm->ch) < 0)
+		rc = rv_err(errno, func, "rdma_migrate_id: %s", strerror(errno));
+	if (rc == 0)
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTS, func);
+	if (rc < 0) {
+		rv_conn_discard(c);
+		return rc;
+	}
+	c->fd = c->cm->ch->fd;
+	c->state = RV_CONN_ESTABLISHED;
+	c->phase = RV_PH_ESTABLISHED;
+	*ret = c;
+	return 1;
+}
+
+int rv_cm_listener_expire(struct rv_cm_listener *cml, const char *func)
+{
+	int64_t now = rv_now_ms();
+
+	for (uint32_t i = 0; i < cml->n_pending; i++) {
+		struct rv_conn *c = cml->pending[i].conn;
+		if (cml->pending[i].deadline > now)
+			continue;
+		int rc = rv_err(ETIMEDOUT, func, "client %s did not complete the rdma_cm exchange in time", c->peer_addr);
+		drop_pending(cml, i);
+		rv_conn_discard(c);
+		return rc;
+	}
+	return 0;
 }

@@ -31,6 +31,7 @@ struct rv_conn_opts {
 	uint32_t data_len;
 	uint32_t required_caps;
 	uint32_t transport;
+	bool cm; /* rdma_cm drives the QP transitions: leave the QPs in RESET */
 };
 
 enum rv_conn_phase {
@@ -92,7 +93,17 @@ void rv_conn_qps_to_err(struct rv_conn *c);
 void rv_conn_discard(struct rv_conn *c);
 
 /* cm.c: the rdma_cm transport. */
+struct rv_cm_listener;
 bool rv_cm_usable(struct rv_context *ctx);
+int rv_cm_listen(struct rv_context *ctx, const char *addr, uint32_t backlog, struct rv_cm_listener **ret,
+		 int *ret_port, int *ret_fd, const char *func);
+void rv_cm_listener_destroy(struct rv_cm_listener *cml);
+/* Handle the listener's pending rdma_cm events: 1 with *ret established, 0
+ * nothing complete, < 0 a client failed (named). */
+int rv_cm_listener_event(struct rv_cm_listener *cml, const struct rv_conn_opts *o, uint32_t hs_timeout_ms,
+			 struct rv_conn **ret, const char *func);
+/* Drop the first client whose exchange is overdue: its error, or 0. */
+int rv_cm_listener_expire(struct rv_cm_listener *cml, const char *func);
 int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn_opts *o, int timeout_ms,
 		  struct rv_conn **ret, const char *func);
 void rv_cm_conn_destroy(struct rv_conn *c);

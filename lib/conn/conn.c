@@ -287,7 +287,7 @@ int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_
 		for (uint32_t i = 0; rc == 0 && i < num_qps; i++)
 			rc = rv_qp_new(pd, &qa, &c->qps[i]);
 	}
-	for (uint32_t i = 0; rc == 0 && i < num_qps; i++)
+	for (uint32_t i = 0; rc == 0 && !o->cm && i < num_qps; i++)
 		if (c->qps[i]->state == RV_QPS_RESET)
 			rc = rv_qp_to_init(c->qps[i], NULL);
 	for (uint32_t i = 0; rc == 0 && i < num_qps; i++) {
@@ -587,8 +587,11 @@ RV_EXPORT int rv_connect_start(rv_context *ctx, const char *addr, const rv_conn_
 		rc = rv_conn_opts_parse(ctx, attr, &o, __func__);
 	if (rc < 0)
 		return rc;
-	if (o.transport == RV_CONN_TRANSPORT_RDMA_CM)
-		return rv_err(EOPNOTSUPP, __func__, "rdma_cm connections are made with rv_connect(); rv_connect_start() uses TCP");
+	if (o.transport == RV_CONN_TRANSPORT_RDMA_CM ||
+	    (o.transport == RV_CONN_TRANSPORT_AUTO && rv_cm_usable(ctx)))
+		return rv_err(EOPNOTSUPP, __func__,
+			      "rdma_cm connections (device %s) are made with rv_connect(); rv_connect_start() uses RV_CONN_TRANSPORT_TCP",
+			      ctx->dev->name);
 	return connect_start(ctx, addr, attr, &o, ret_conn, __func__);
 }
 

@@ -37,6 +37,8 @@ struct rv_listener {
 	uint32_t max_pending;
 	struct pending **pending;
 	uint32_t n_pending;
+	struct rv_cm_listener *cm; /* rdma_cm transport: its channel is in the epoll set instead of lfd */
+	int cm_fd;
 };
 
 static void pending_free(struct pending *p)
@@ -55,6 +57,9 @@ static int listener_destroy(struct rv_object *obj)
 	for (uint32_t i = 0; i < l->n_pending; i++)
 		pending_free(l->pending[i]);
 	l->n_pending = 0;
+	if (l->cm)
+		rv_cm_listener_destroy(l->cm);
+	l->cm = NULL;
 	if (l->lfd >= 0)
 		close(l->lfd);
 	if (l->tfd >= 0)
@@ -123,9 +128,8 @@ RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listen
 	if (transport == RV_CONN_TRANSPORT_RDMA_CM && !rv_cm_usable(ctx))
 		return rv_err(EOPNOTSUPP, __func__, "device %s has no rdma_cm support; use RV_CONN_TRANSPORT_TCP",
 			      ctx->dev->name);
-	if (transport == RV_CONN_TRANSPORT_RDMA_CM || (transport == RV_CONN_TRANSPORT_AUTO && rv_cm_usable(ctx)))
-		return rv_err(EOPNOTSUPP, __func__, "device %s: listening through rdma_cm is not available in this version; "
-			      "use RV_CONN_TRANSPORT_TCP", ctx->dev->name);
+	if (transport == RV_CONN_TRANSPORT_AUTO)
+		transport = rv_cm_usable(ctx) ? RV_CONN_TRANSPORT_RDMA_CM : RV_CONN_TRANSPORT_TCP;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return rv_err(ENOMEM, __func__, "out of memory");
@@ -135,14 +139,18 @@ RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listen
 	l->lfd = l->tfd = l->epfd = -1;
 	l->hs_timeout_ms = hs;
 	l->max_pending = max_pending;
-	rc = rv_sock_listen(addr, backlog, &l->lfd, &l->port, __func__);
+	l->cm_fd = -1;
+	if (transport == RV_CONN_TRANSPORT_RDMA_CM)
+		rc = rv_cm_listen(ctx, addr, backlog, &l->cm, &l->port, &l->cm_fd, __func__);
+	else
+		rc = rv_sock_listen(addr, backlog, &l->lfd, &l->port, __func__);
 	if (rc == 0) {
 		l->epfd = epoll_create1(EPOLL_CLOEXEC);
 		l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-		if (l->epfd < 0 || l->tfd < 0 || epoll_add(l->epfd, l->lfd, &l->lfd) < 0 ||
-		    epoll_add(l->epfd, l->tfd, &l->tfd) < 0)
+		if (l->epfd < 0 || l->tfd < 0 || epoll_add(l->epfd, l->tfd, &l->tfd) < 0 ||
+		    (l->cm ? epoll_add(l->epfd, l->cm_fd, &l->cm_fd) : epoll_add(l->epfd, l->lfd, &l->lfd)) < 0)
 			rc = rv_err(errno, __func__, "epoll/timerfd: %s", strerror(errno));
-		l->lfd_in_set = true;
+		l->lfd_in_set = !l->cm;
 	}
 	if (rc == 0) {
 		rv_graph_lock(&ctx->obj);
@@ -217,7 +225,7 @@ static void arm_timer(struct rv_listener *l)
 
 static void set_lfd_armed(struct rv_listener *l, bool on)
 {
-	if (on == l->lfd_in_set)
+	if (on == l->lfd_in_set || l->cm)
 		return;
 	if (on)
 		epoll_add(l->epfd, l->lfd, &l->lfd);
@@ -397,16 +405,20 @@ RV_EXPORT int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr
 		rc = rv_conn_opts_parse(l->ctx, attr, &o, __func__);
 	if (rc < 0)
 		return rc;
-	if (o.transport == RV_CONN_TRANSPORT_RDMA_CM)
-		return rv_err(EINVAL, __func__, "this listener uses TCP; choose the transport in rv_listener_new()");
+	if (o.mask & RV_CONN_ATTR_TRANSPORT)
+		return rv_err(EINVAL, __func__, "the listener's transport is chosen in rv_listener_new(); do not set RV_CONN_ATTR_TRANSPORT");
 	for (;;) {
 		struct epoll_event evs[32];
 		int64_t wake = deadline;
 		int n, wait;
 
 		rc = expire(l, __func__);
+		if (rc == 0 && l->cm)
+			rc = rv_cm_listener_expire(l->cm, __func__);
 		if (rc < 0)
 			return rc;
+		if (l->cm)
+			wake = rv_now_ms() + 100 < wake ? rv_now_ms() + 100 : wake; /* cm deadlines: checked at least every 100 ms */
 		for (uint32_t i = 0; i < l->n_pending; i++)
 			if (l->pending[i]->deadline < wake)
 				wake = l->pending[i]->deadline;
@@ -421,6 +433,16 @@ RV_EXPORT int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr
 			if (ptr == &l->lfd) {
 				accept_new(l);
 				arm_timer(l);
+				continue;
+			}
+			if (ptr == &l->cm_fd) {
+				rc = rv_cm_listener_event(l->cm, &o, l->hs_timeout_ms, &c, __func__);
+				if (rc < 0)
+					return rc;
+				if (rc > 0) {
+					*ret_conn = c;
+					return 0;
+				}
 				continue;
 			}
 			if (ptr == &l->tfd) {
@@ -452,6 +474,8 @@ RV_EXPORT int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr
 		}
 		if (rv_ms_left(deadline) == 0) {
 			rc = expire(l, __func__);
+			if (rc == 0 && l->cm)
+				rc = rv_cm_listener_expire(l->cm, __func__);
 			return rc < 0 ? rc : rv_err(EAGAIN, __func__, "no connection was established within %d ms",
 						    timeout_ms);
 		}

@@ -1,0 +1,168 @@
+/*
+ * The connection helper over rdma_cm, live: a listener and a client on the
+ * first kernel RDMA device that rdma_cm serves, RDMA WRITE into the
+ * advertised buffer right after connect, and a graceful disconnect seen by
+ * the server. The address is RVERBS_TEST_CM_ADDR, else the first local IPv4
+ * address that rdma_cm maps to the device.
+ *
+ * Exits 77 (skip) when no rdma_cm device exists (the pure parts of the
+ * rdma_cm transport are tested in test-conn-wire.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <rdma/rdma_cma.h>
+
+#include <rverbs/rverbs.h>
+
+static char dev_name[64], ip[64];
+
+/* The first rdma_cm device and an IPv4 address rdma_cm maps to it. */
+static bool find_cm_device(void)
+{
+	struct rdma_event_channel *ch;
+	struct ifaddrs *ifs, *i;
+	const char *env = getenv("RVERBS_TEST_CM_ADDR");
+	bool found = false;
+
+	ch = rdma_create_event_channel();
+	if (!ch || getifaddrs(&ifs) < 0)
+		return false;
+	for (i = ifs; i && !found; i = i->ifa_next) {
+		struct rdma_cm_id *id = NULL;
+		char a[64];
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, a, sizeof(a));
+		if (env && strcmp(env, a) != 0)
+			continue;
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0) {
+			if (rdma_bind_addr(id, i->ifa_addr) == 0 && id->verbs) {
+				snprintf(dev_name, sizeof(dev_name), "%s", ibv_get_device_name(id->verbs->device));
+				snprintf(ip, sizeof(ip), "%s", a);
+				found = true;
+			}
+			rdma_destroy_id(id);
+		}
+	}
+	freeifaddrs(ifs);
+	rdma_destroy_event_channel(ch);
+	return found;
+}
+
+static rv_context *cm_ctx(void)
+{
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+
+	assert_int_equal(rv_device_find(dev_name, &dev), 0);
+	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
+	rv_device_unref(dev);
+	return ctx;
+}
+
+struct server {
+	rv_context *ctx;
+	rv_listener *l;
+	rv_mr *mr;
+	rv_pd *pd;
+	int rc;
+	uint32_t ev;
+	char msg[512];
+};
+
+static void *serve(void *arg)
+{
+	struct server *s = arg;
+	rv_conn_attr a = {.mask = RV_CONN_ATTR_PD | RV_CONN_ATTR_MR};
+	rv_conn *c = NULL;
+
+	a.pd = s->pd;
+	a.mr = s->mr;
+	s->rc = rv_listener_accept(s->l, &a, 10000, &c);
+	if (s->rc == 0)
+		s->rc = rv_conn_poll(c, 10000, &s->ev);
+	snprintf(s->msg, sizeof(s->msg), "%s", rv_error_last());
+	rv_conn_unref(c);
+	return NULL;
+}
+
+static void test_conn_cm__write_and_disconnect(void **state)
+{
+	rv_listener_attr la = {.mask = RV_LISTENER_ATTR_TRANSPORT, .transport = RV_CONN_TRANSPORT_RDMA_CM};
+	rv_conn_attr ca = {.mask = RV_CONN_ATTR_TRANSPORT, .transport = RV_CONN_TRANSPORT_RDMA_CM};
+	struct server s;
+	rv_context *ctx;
+	rv_endpoint peer;
+	rv_conn *c;
+	rv_mr *mr;
+	rv_sge sge;
+	rv_wc wc;
+	pthread_t t;
+	char addr[96];
+	int n = 0;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.ctx = cm_ctx();
+	ctx = cm_ctx();
+	assert_int_equal(rv_pd_new(s.ctx, NULL, &s.pd), 0);
+	assert_int_equal(rv_mr_alloc(s.pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &s.mr), 0);
+	snprintf(addr, sizeof(addr), "%s:0", ip);
+	assert_int_equal(rv_listener_new(s.ctx, addr, &la, &s.l), 0);
+	snprintf(addr, sizeof(addr), "%s:%d", ip, rv_listener_port(s.l));
+	assert_int_equal(pthread_create(&t, NULL, serve, &s), 0);
+	if (rv_connect(ctx, addr, &ca, 10000, &c) < 0)
+		fail_msg("rv_connect: %s", rv_error_last());
+	assert_int_equal(rv_conn_transport_of(c), RV_CONN_TRANSPORT_RDMA_CM);
+	assert_int_equal(rv_conn_peer_endpoint(c, 0, &peer), 0);
+	assert_true(peer.mask & RV_ENDPOINT_MR);
+	assert_int_equal(rv_mr_alloc(rv_conn_pd(c), 64, RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	strcpy(rv_mr_addr(mr), "over rdma_cm");
+	sge.addr = (uintptr_t)rv_mr_addr(mr);
+	sge.length = 13;
+	sge.lkey = rv_mr_lkey(mr);
+	assert_int_equal(rv_qp_write(rv_conn_qp(c, 0), &sge, peer.mr_addr, peer.mr_rkey, 1), 0);
+	while ((n = rv_cq_poll(rv_conn_cq(c), &wc, 1)) == 0)
+		;
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(rv_conn_disconnect(c, 5000), 0);
+	pthread_join(t, NULL);
+	if (s.rc < 0)
+		fail_msg("server: %s", s.msg);
+	assert_int_equal(s.ev, RV_CONN_EVENT_DISCONNECTED);
+	assert_string_equal(rv_mr_addr(s.mr), "over rdma_cm");
+	rv_mr_unref(mr);
+	rv_conn_unref(c);
+	rv_context_unref(ctx);
+	rv_listener_unref(s.l);
+	rv_mr_unref(s.mr);
+	rv_pd_unref(s.pd);
+	rv_context_unref(s.ctx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_conn_cm__write_and_disconnect),
+	};
+
+	if (!find_cm_device()) {
+		fprintf(stderr, "skip: no rdma_cm device with an IPv4 address here\n");
+		return 77;
+	}
+	return cmocka_run_group_tests_name("conn-cm", tests, NULL, NULL);
+}
