@@ -54,7 +54,7 @@ static void fmt(char *buf, size_t len, const char *f, double v)
 
 static uint64_t bw_iters(uint64_t size)
 {
-	uint64_t n = (32ull << 20) / size;
+	uint64_t n = (16ull << 20) / size;
 	return n < 500 ? 500 : n > 100000 ? 100000 : n;
 }
 
@@ -70,7 +70,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 	int port, pid, status, failed = 0;
 
 	if (!lat_iters)
-		lat_iters = 2000;
+		lat_iters = 1000;
 	if (reps < 1 || reps > MAX_REPS) {
 		fprintf(stderr, "rverbs bench: --reps must be 1..%d\n", MAX_REPS);
 		return 2;

@@ -431,7 +431,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: rverbs perf TEST MODE [OPTIONS] [HOST | --loopback]\n"
-		"       rverbs perf --compare [-n ITERS] [--reps N] [-d DEV] [--svg FILE]\n"
+		"       rverbs perf --compare [-n ROUND_TRIPS] [--reps N] [-d DEV] [--json] [--svg FILE]\n"
 		"  TEST  write | read | send | atomic        MODE  bw | lat\n"
 		"  without HOST: be the server and wait for one client; with HOST: be the client;\n"
 		"  --loopback: run both as two processes on this machine\n"
@@ -453,7 +453,7 @@ static void usage(FILE *f)
 		"      --json              machine-readable output\n"
 		"      --svg FILE          draw the curves against message size\n"
 		"      --compare           the raw TCP vs rverbs RC table (= rverbs bench)\n"
-		"      --reps N            repetitions for --compare (median; default 5)\n", DEFAULT_PORT);
+		"      --reps N            repetitions for --compare (median; default 3)\n", DEFAULT_PORT);
 }
 
 static int parse(int argc, char **argv, struct perf_opts *o)
@@ -544,7 +544,7 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 int cmd_perf(int argc, char **argv)
 {
 	struct perf_opts o = {
-		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 5,
+		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 3,
 		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .cq_mod = 1},
 	};
 	int status, rc, pid;
@@ -582,7 +582,7 @@ int cmd_perf(int argc, char **argv)
 int cmd_bench(int argc, char **argv)
 {
 	struct perf_opts o = {
-		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 5,
+		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 3,
 		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .cq_mod = 1},
 	};
 
