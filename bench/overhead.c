@@ -51,6 +51,8 @@ static rv_send_wr soft_wr;
 
 __attribute__((noinline)) void loop_ibv_post_send(uint64_t n);
 __attribute__((noinline)) void loop_rv_post_send(uint64_t n);
+__attribute__((noinline)) void loop_ibv_post_send16(uint64_t n);
+__attribute__((noinline)) void loop_rv_post_send16(uint64_t n);
 __attribute__((noinline)) void loop_ibv_post_recv(uint64_t n);
 __attribute__((noinline)) void loop_rv_post_recv(uint64_t n);
 __attribute__((noinline)) void loop_ibv_poll_empty(uint64_t n);
@@ -74,6 +76,29 @@ void loop_rv_post_send(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++) {
 		rv_qp_post_send(qp, &rwr, 1, NULL);
+		BARRIER();
+	}
+}
+
+/* Batches of 16 WRs per call (a chain for libibverbs, an array for rverbs);
+ * n counts WRs, so the figures are per WR. */
+#define BATCH 16
+static struct ibv_send_wr ichain[BATCH];
+static rv_send_wr rarray[BATCH];
+
+void loop_ibv_post_send16(uint64_t n)
+{
+	struct ibv_send_wr *bad;
+	for (uint64_t i = 0; i < n / BATCH; i++) {
+		ibv_post_send(&stub.qp, ichain, &bad);
+		BARRIER();
+	}
+}
+
+void loop_rv_post_send16(uint64_t n)
+{
+	for (uint64_t i = 0; i < n / BATCH; i++) {
+		rv_qp_post_send(qp, rarray, BATCH, NULL);
 		BARRIER();
 	}
 }
@@ -193,6 +218,8 @@ struct loop {
 static const struct loop loops[] = {
 	{"post_send", "post_send, 1 WR (64 B WRITE, inline)", loop_ibv_post_send, loop_rv_post_send,
 	 "loop_ibv_post_send", "loop_rv_post_send"},
+	{"post_send16", "post_send, 16 WRs per call (per WR)", loop_ibv_post_send16, loop_rv_post_send16,
+	 "loop_ibv_post_send16", "loop_rv_post_send16"},
 	{"post_recv", "post_recv, 1 WR", loop_ibv_post_recv, loop_rv_post_recv, "loop_ibv_post_recv",
 	 "loop_rv_post_recv"},
 	{"poll_empty", "poll_cq, empty CQ", loop_ibv_poll_empty, loop_rv_poll_empty, "loop_ibv_poll_empty",
@@ -278,6 +305,11 @@ static void make_handles(void)
 	rwr.remote_addr = 0x1000;
 	rwr.rkey = 2;
 	rrwr = (rv_recv_wr){.wr_id = 8, .sg_list = &rsge, .num_sge = 1, .reserved = 0};
+	for (int i = 0; i < BATCH; i++) {
+		ichain[i] = iwr;
+		ichain[i].next = i + 1 < BATCH ? &ichain[i + 1] : NULL;
+		rarray[i] = rwr;
+	}
 }
 
 static void free_handles(void)
@@ -392,6 +424,7 @@ static int run_only(const char *name, uint64_t n)
 		bool soft;
 	} all[] = {
 		{"loop_ibv_post_send", loop_ibv_post_send, false}, {"loop_rv_post_send", loop_rv_post_send, false},
+		{"loop_ibv_post_send16", loop_ibv_post_send16, false}, {"loop_rv_post_send16", loop_rv_post_send16, false},
 		{"loop_ibv_post_recv", loop_ibv_post_recv, false}, {"loop_rv_post_recv", loop_rv_post_recv, false},
 		{"loop_ibv_poll_empty", loop_ibv_poll_empty, false}, {"loop_rv_poll_empty", loop_rv_poll_empty, false},
 		{"loop_ibv_poll_one", loop_ibv_poll_one, false}, {"loop_rv_poll_one", loop_rv_poll_one, false},
