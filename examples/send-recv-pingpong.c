@@ -19,11 +19,11 @@
 
 #include <rverbs/rverbs.h>
 
-#include "oob.h"
+#define TIMEOUT_MS 5000
 
 struct side {
-	rv_device *dev;
 	rv_context *ctx;
+	rv_conn *conn;
 	rv_pd *pd;
 	rv_mr *mr; /* first half: receive buffer, second half: send buffer */
 	rv_cq *cq;
@@ -42,10 +42,14 @@ static int side_open(struct side *s, uint32_t size)
 	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ};
 	int rc;
 
+	rv_device *dev;
+
 	s->size = size;
-	if ((rc = rv_device_default(&s->dev)) < 0)
+	if ((rc = rv_device_default(&dev)) < 0)
 		return fail("rv_device_default", rc);
-	if ((rc = rv_context_new(s->dev, NULL, &s->ctx)) < 0)
+	rc = rv_context_new(dev, NULL, &s->ctx);
+	rv_device_unref(dev);
+	if (rc < 0)
 		return fail("rv_context_new", rc);
 	if ((rc = rv_pd_new(s->ctx, NULL, &s->pd)) < 0)
 		return fail("rv_pd_new", rc);
@@ -61,13 +65,13 @@ static int side_open(struct side *s, uint32_t size)
 
 static void side_close(struct side *s)
 {
-	rv_context_close(s->ctx); /* closes the QP, CQ, MR and PD first */
+	rv_context_close(s->ctx); /* closes the connection, QP, CQ, MR and PD first */
+	rv_conn_unref(s->conn);
 	rv_qp_unref(s->qp);
 	rv_cq_unref(s->cq);
 	rv_mr_unref(s->mr);
 	rv_pd_unref(s->pd);
 	rv_context_unref(s->ctx);
-	rv_device_unref(s->dev);
 }
 
 static char *buf(struct side *s, int send_half)
@@ -81,10 +85,18 @@ static int post_recv(struct side *s)
 	return rv_qp_recv(s->qp, &sge, 0);
 }
 
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 /* Send the send half; wait for both the send completion and one receive. */
 static int send_and_receive(struct side *s, int send_first)
 {
 	rv_sge sge = {.addr = (uintptr_t)buf(s, 1), .length = s->size, .lkey = rv_mr_lkey(s->mr)};
+	double deadline = now_us() + TIMEOUT_MS * 1e3;
 	int got_send = 0, got_recv = 0, rc;
 	rv_wc wc;
 
@@ -93,8 +105,10 @@ static int send_and_receive(struct side *s, int send_first)
 	else if ((rc = rv_qp_send(s->qp, &sge, 1)) < 0)
 		return fail("rv_qp_send", rc);
 	while (!got_send || !got_recv) {
-		if ((rc = oob_wait_completion(s->cq, &wc, 5000)) < 0)
-			return fail("waiting for a completion", rc);
+		if ((rc = rv_cq_poll(s->cq, &wc, 1)) == 0 && now_us() < deadline)
+			continue;
+		if (rc <= 0)
+			return fail("waiting for a completion", rc ? rc : -ETIMEDOUT);
 		if (wc.status != RV_WC_SUCCESS) {
 			fprintf(stderr, "%s completed with %s: %s\n", wc.opcode & RV_WC_RECV ? "RECV" : "SEND",
 				rv_wc_status_str((int)wc.status), rv_wc_status_hint((int)wc.status));
@@ -122,23 +136,19 @@ static int send_and_receive(struct side *s, int send_first)
 	return 0;
 }
 
-static int connect_side(struct side *s, int fd)
+/* Connect our own QP (a receive already posted from INIT, before the peer
+ * can send): with a listener as the server, by address as the client. */
+static int connect_side(struct side *s, rv_listener *l, const char *addr)
 {
-	rv_endpoint me, peer;
+	rv_conn_attr ca = {.mask = RV_CONN_ATTR_QPS, .num_qps = 1, .qps = &s->qp};
 	int rc;
 
-	/* Receives may be posted from INIT on; post one before the peer can send. */
 	if ((rc = rv_qp_to_init(s->qp, NULL)) < 0)
 		return fail("rv_qp_to_init", rc);
 	if ((rc = post_recv(s)) < 0)
 		return fail("rv_qp_recv", rc);
-	if ((rc = rv_qp_endpoint(s->qp, &me)) < 0)
-		return fail("rv_qp_endpoint", rc);
-	if ((rc = oob_exchange(fd, &me, &peer)) < 0)
-		return fail("endpoint exchange", rc);
-	if ((rc = rv_qp_connect(s->qp, &peer)) < 0)
-		return fail("rv_qp_connect", rc);
-	return oob_barrier(fd) < 0;
+	rc = l ? rv_listener_accept(l, &ca, -1, &s->conn) : rv_connect(s->ctx, addr, &ca, TIMEOUT_MS, &s->conn);
+	return rc < 0 ? fail(l ? "rv_listener_accept" : "rv_connect", rc) : 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -147,27 +157,31 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int server(int lfd, int iters, uint32_t size)
+/* ready_fd >= 0: write the chosen port there once listening (fork mode). */
+static int server(const char *port, int ready_fd, int iters, uint32_t size)
 {
 	struct side s = {0};
-	int fd = -1, ret = 1;
+	rv_listener *l = NULL;
+	uint32_t ev = 0;
+	char addr[32];
+	int rc, ret = 1;
 
-	if (side_open(&s, size) || oob_accept(lfd, &fd) < 0 || connect_side(&s, fd))
+	snprintf(addr, sizeof(addr), "*:%s", port);
+	if (side_open(&s, size) || ((rc = rv_listener_new(s.ctx, addr, NULL, &l)) < 0 && fail("rv_listener_new", rc)))
+		goto out;
+	printf("listening on port %d\n", rv_listener_port(l));
+	fflush(stdout);
+	if (ready_fd >= 0 && write(ready_fd, &(int){rv_listener_port(l)}, sizeof(int)) != sizeof(int))
+		goto out;
+	if (connect_side(&s, l, NULL))
 		goto out;
 	for (int i = 0; i < iters; i++)
 		if (send_and_receive(&s, 0))
 			goto out;
-	ret = oob_barrier(fd) < 0;
+	/* The client disconnects when it has checked the last echo. */
+	ret = rv_conn_poll(s.conn, TIMEOUT_MS, &ev) < 0 || ev != RV_CONN_EVENT_DISCONNECTED;
 out:
-	if (fd >= 0)
-		close(fd);
+	rv_listener_unref(l);
 	side_close(&s);
 	return ret;
 }
@@ -176,9 +190,11 @@ static int client(const char *host, const char *port, int iters, uint32_t size)
 {
 	struct side s = {0};
 	double *rtt = calloc((size_t)iters, sizeof(*rtt)), sum = 0;
-	int fd = -1, ret = 1;
+	char addr[300];
+	int ret = 1;
 
-	if (!rtt || side_open(&s, size) || oob_connect(host, port, &fd) < 0 || connect_side(&s, fd))
+	snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+	if (!rtt || side_open(&s, size) || connect_side(&s, NULL, addr))
 		goto out;
 	for (int i = 0; i < iters; i++) {
 		for (uint32_t k = 0; k < size; k++)
@@ -195,23 +211,21 @@ static int client(const char *host, const char *port, int iters, uint32_t size)
 	}
 	qsort(rtt, (size_t)iters, sizeof(*rtt), cmp_double);
 	printf("send-recv-pingpong on %s: %d round trips of %u bytes, all bytes verified\n",
-	       rv_device_name(s.dev), iters, size);
+	       rv_device_name(rv_context_device(s.ctx)), iters, size);
 	printf("  one-way latency (RTT/2), us: min %.2f  median %.2f  avg %.2f  p99 %.2f  max %.2f\n",
 	       rtt[0] / 2, rtt[iters / 2] / 2, sum / iters / 2, rtt[(size_t)((iters - 1) * 0.99)] / 2,
 	       rtt[iters - 1] / 2);
 	printf("  round trips per second: %.0f\n", iters / (sum / 1e6));
-	ret = oob_barrier(fd) < 0;
+	ret = rv_conn_disconnect(s.conn, TIMEOUT_MS) < 0;
 out:
 	free(rtt);
-	if (fd >= 0)
-		close(fd);
 	side_close(&s);
 	return ret;
 }
 
 int main(int argc, char **argv)
 {
-	int iters = 10000, opt, lfd, port, status, rc;
+	int iters = 10000, opt, pfd[2], port, status, rc;
 	uint32_t size = 64;
 	char portstr[16];
 	pid_t pid;
@@ -228,31 +242,28 @@ int main(int argc, char **argv)
 		goto usage;
 	argc -= optind;
 	argv += optind;
-	if (argc >= 1 && strcmp(argv[0], "server") == 0) {
-		if (oob_listen(argc > 1 ? argv[1] : "0", &lfd, &port) < 0)
-			return 1;
-		printf("listening on port %d\n", port);
-		fflush(stdout);
-		return server(lfd, iters, size);
-	}
+	if (argc >= 1 && strcmp(argv[0], "server") == 0)
+		return server(argc > 1 ? argv[1] : "0", -1, iters, size);
 	if (argc == 3 && strcmp(argv[0], "client") == 0)
 		return client(argv[1], argv[2], iters, size);
 	if (argc != 0)
 		goto usage;
-	if (oob_listen("0", &lfd, &port) < 0)
-		return 1;
+	/* Both sides on this host, as two processes; the server says its port through a pipe. */
 	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
+	if (pipe(pfd) < 0 || (pid = fork()) < 0)
 		return 1;
 	if (pid == 0) {
-		int src = server(lfd, iters, size);
+		int src;
+		close(pfd[0]);
+		src = server("0", pfd[1], iters, size);
 		fflush(stdout);
 		_exit(src);
 	}
-	close(lfd);
+	close(pfd[1]);
+	rc = read(pfd[0], &port, sizeof(port)) == sizeof(port) ? 0 : 1;
 	snprintf(portstr, sizeof(portstr), "%d", port);
-	rc = client("127.0.0.1", portstr, iters, size);
+	if (rc == 0)
+		rc = client("127.0.0.1", portstr, iters, size);
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		rc = 1;
 	printf("send-recv-pingpong: %s\n", rc ? "FAILED" : "ok");
