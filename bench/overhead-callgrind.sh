@@ -37,13 +37,26 @@ ir_per_op() {
 
 echo "instructions per operation (callgrind, $ops operations per loop, collected inside the loop only)"
 echo
-echo "| operation | libibverbs instr/op | rverbs instr/op | added instr/op |"
-echo "|---|---|---|---|"
+# Of a loop's instructions, those in the facade (rv_* entry points) and in
+# the libibverbs driver (rv_ibv_*, with what is inlined into it), per op.
+split() {
+	callgrind_annotate --auto=no --threshold=100 "$tmp/$1.out" 2>/dev/null | awk -v ops="$2" '
+		/^ *[0-9,]+ +\( *[0-9.]+%\)/ {
+			n = $1; gsub(",", "", n)
+			fn = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", fn)
+			if (fn ~ /^[^ ]*:rv_ibv_/) drv += n
+			else if (fn ~ /^[^ ]*:rv_(qp|cq)_/) fac += n
+		}
+		END { printf "%.1f | %.1f\n", fac / ops, drv / ops }'
+}
+
+echo "| operation | libibverbs instr/op | rverbs instr/op | added instr/op | of which facade | of which ibv driver |"
+echo "|---|---|---|---|---|---|"
 for op in post_send post_send16 post_recv poll_empty poll_one; do
 	a=$(ir_per_op "loop_ibv_$op")
 	b=$(ir_per_op "loop_rv_$op")
 	d=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%+.1f\n", b - a }')
-	echo "| $op | $a | $b | $d |"
+	echo "| $op | $a | $b | $d | $(split "loop_rv_$op" "$ops") |"
 done
 echo
 echo "software device soft0 (instructions in the calling thread only; its progress thread is not counted)"
