@@ -5,7 +5,7 @@
  * Installed as <rverbs/rverbs.hpp>. Nothing here adds behaviour to the C API;
  * it only changes how ownership and errors are spelled:
  *
- * - Owners: rverbs::device, context, pd, mr, cq, qp each own one reference on
+ * - Owners: rverbs::device, context, pd, mr, cq, qp, listener, conn each own one reference on
  *   their C handle. Copying takes another reference (rv_X_ref), moving
  *   transfers it, destruction drops it (rv_X_unref). close() destroys the
  *   resource now and, as in C, everything that depends on it; every copy then
@@ -25,6 +25,7 @@
 #define RVERBS_HPP
 
 #include <rverbs/rverbs.h>
+#include <rverbs/conn.h>
 
 #include <array>
 #include <cstddef>
@@ -151,6 +152,8 @@ RVERBS_HPP_TRAITS(rv_pd, pd)
 RVERBS_HPP_TRAITS(rv_mr, mr)
 RVERBS_HPP_TRAITS(rv_cq, cq)
 RVERBS_HPP_TRAITS(rv_qp, qp)
+RVERBS_HPP_TRAITS(rv_listener, listener)
+RVERBS_HPP_TRAITS(rv_conn, conn)
 #undef RVERBS_HPP_TRAITS
 
 } // namespace detail
@@ -608,6 +611,125 @@ private:
 		a.send_cq = c.get();
 		return a;
 	}
+};
+
+// ---- the connection helper (rverbs/conn.h) --------------------------------
+
+/** A connection from the connection helper: connected QPs in RTS. */
+class conn : public handle<rv_conn> {
+public:
+	using handle::handle;
+	conn() noexcept = default;
+	conn(handle<rv_conn> h) noexcept : handle(std::move(h)) {}
+
+	/** Connect to "host:port" and wait up to @p timeout_ms (-1: no limit). */
+	static conn connect(const context &ctx, const char *addr, const rv_conn_attr *attr = nullptr,
+			    int timeout_ms = -1)
+		RVERBS_HPP_CREATE(conn, rv_conn, rv_connect, ctx.get(), addr, attr, timeout_ms)
+	static conn connect(const context &ctx, const char *addr, const rv_conn_attr *attr,
+			    int timeout_ms, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(conn, rv_conn, rv_connect, ctx.get(), addr, attr, timeout_ms)
+	/** Begin connecting without waiting (rv_connect_start); then poll(). */
+	static conn connect_start(const context &ctx, const char *addr, const rv_conn_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(conn, rv_conn, rv_connect_start, ctx.get(), addr, attr)
+	static conn connect_start(const context &ctx, const char *addr, const rv_conn_attr *attr,
+				  std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(conn, rv_conn, rv_connect_start, ctx.get(), addr, attr)
+
+	/** Process the control channel; returns an rv_conn_event. */
+	uint32_t poll(int timeout_ms = 0)
+	{
+		uint32_t ev = RV_CONN_EVENT_NONE;
+		detail::check(rv_conn_poll(p_, timeout_ms, &ev), "rv_conn_poll");
+		return ev;
+	}
+	uint32_t poll(int timeout_ms, std::error_code &ec) noexcept
+	{
+		uint32_t ev = RV_CONN_EVENT_NONE;
+		detail::check(rv_conn_poll(p_, timeout_ms, &ev), ec);
+		return ev;
+	}
+	void disconnect(int timeout_ms = -1)
+	{
+		detail::check(rv_conn_disconnect(p_, timeout_ms), "rv_conn_disconnect");
+	}
+	void disconnect(int timeout_ms, std::error_code &ec) noexcept
+	{
+		detail::check(rv_conn_disconnect(p_, timeout_ms), ec);
+	}
+	int fd() const { return detail::check(rv_conn_fd(p_), "rv_conn_fd"); }
+	int fd(std::error_code &ec) const noexcept { return detail::check(rv_conn_fd(p_), ec); }
+	/** An rv_conn_state. */
+	int state() const { return detail::check(rv_conn_state_of(p_), "rv_conn_state_of"); }
+	int state(std::error_code &ec) const noexcept { return detail::check(rv_conn_state_of(p_), ec); }
+	uint32_t num_qps() const noexcept { return rv_conn_num_qps(p_); }
+	/** QP @p index (a new reference; empty when out of range or closed). */
+	rverbs::qp qp(uint32_t index = 0) const noexcept { return qp::borrow(rv_conn_qp(p_, index)); }
+	rverbs::pd pd() const noexcept { return pd::borrow(rv_conn_pd(p_)); }
+	rverbs::cq cq() const noexcept { return cq::borrow(rv_conn_cq(p_)); }
+	rv_endpoint peer_endpoint(uint32_t index = 0) const
+	{
+		rv_endpoint ep{};
+		detail::check(rv_conn_peer_endpoint(p_, index, &ep), "rv_conn_peer_endpoint");
+		return ep;
+	}
+	rv_endpoint peer_endpoint(uint32_t index, std::error_code &ec) const noexcept
+	{
+		rv_endpoint ep{};
+		detail::check(rv_conn_peer_endpoint(p_, index, &ep), ec);
+		return ep;
+	}
+	/** The application data the peer sent. */
+	std::vector<uint8_t> peer_data() const
+	{
+		size_t n = 0;
+		detail::check(rv_conn_peer_data(p_, nullptr, 0, &n), "rv_conn_peer_data");
+		std::vector<uint8_t> v(n);
+		if (n)
+			detail::check(rv_conn_peer_data(p_, v.data(), v.size(), &n), "rv_conn_peer_data");
+		v.resize(n);
+		return v;
+	}
+	/** Copy the peer's data into @p buf; returns its length (see rv_conn_peer_data). */
+	size_t peer_data(span<uint8_t> buf, std::error_code &ec) const noexcept
+	{
+		size_t n = 0;
+		detail::check(rv_conn_peer_data(p_, buf.data(), buf.size(), &n), ec);
+		return n;
+	}
+	std::string peer_addr() const
+	{
+		char buf[128];
+		detail::check(rv_conn_peer_addr(p_, buf, sizeof(buf)), "rv_conn_peer_addr");
+		return buf;
+	}
+	/** An rv_mtu. */
+	int path_mtu() const { return detail::check(rv_conn_path_mtu(p_), "rv_conn_path_mtu"); }
+	/** An rv_conn_transport. */
+	int transport() const { return detail::check(rv_conn_transport_of(p_), "rv_conn_transport_of"); }
+};
+
+/** Listens on "host:port" for rverbs connections. */
+class listener : public handle<rv_listener> {
+public:
+	using handle::handle;
+	listener() noexcept = default;
+	listener(handle<rv_listener> h) noexcept : handle(std::move(h)) {}
+
+	static listener create(const context &ctx, const char *addr,
+			       const rv_listener_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(listener, rv_listener, rv_listener_new, ctx.get(), addr, attr)
+	static listener create(const context &ctx, const char *addr, const rv_listener_attr *attr,
+			       std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(listener, rv_listener, rv_listener_new, ctx.get(), addr, attr)
+
+	int port() const { return detail::check(rv_listener_port(p_), "rv_listener_port"); }
+	int fd() const { return detail::check(rv_listener_fd(p_), "rv_listener_fd"); }
+	/** Wait up to @p timeout_ms (-1: no limit) for one client. */
+	conn accept(const rv_conn_attr *attr = nullptr, int timeout_ms = -1)
+		RVERBS_HPP_CREATE(conn, rv_conn, rv_listener_accept, p_, attr, timeout_ms)
+	conn accept(const rv_conn_attr *attr, int timeout_ms, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(conn, rv_conn, rv_listener_accept, p_, attr, timeout_ms)
 };
 
 #undef RVERBS_HPP_CREATE

@@ -289,6 +289,49 @@ TEST_CASE(rc_write_and_read)
 	CHECK(std::strlen(wc_status_str(wc.status)) > 0);
 }
 
+TEST_CASE(connection_helper_write_and_disconnect)
+{
+	context sctx = soft_context(), cctx = soft_context();
+	pd spd = pd::create(sctx);
+	mr smr = mr::alloc(spd, 4096, RV_ACCESS_ALL_REMOTE);
+	listener l = listener::create(sctx, "127.0.0.1:0");
+	const char hello[] = "from server";
+	rv_conn_attr sattr{};
+	sattr.mask = RV_CONN_ATTR_PD | RV_CONN_ATTR_MR | RV_CONN_ATTR_PRIVATE_DATA;
+	sattr.pd = spd.get();
+	sattr.mr = smr.get();
+	sattr.private_data = hello;
+	sattr.private_data_len = sizeof(hello);
+	conn server;
+	std::error_code sec;
+	std::thread t([&] { server = l.accept(&sattr, 20000, sec); });
+	std::string addr = "127.0.0.1:" + std::to_string(l.port());
+	std::error_code cec;
+	conn client = conn::connect(cctx, addr.c_str(), nullptr, 20000, cec);
+	t.join();
+	CHECK(!cec && !sec && client && server);
+	CHECK(client.state() == RV_CONN_ESTABLISHED && client.num_qps() == 1);
+	std::vector<uint8_t> pdata = client.peer_data();
+	CHECK(pdata.size() == sizeof(hello) && std::memcmp(pdata.data(), hello, sizeof(hello)) == 0);
+	rv_endpoint peer = client.peer_endpoint();
+	CHECK((peer.mask & RV_ENDPOINT_MR) && peer.mr_rkey == smr.rkey());
+	mr cmr = mr::alloc(client.pd(), 4096, RV_ACCESS_LOCAL_WRITE);
+	std::memcpy(cmr.addr(), "conn++", 7);
+	client.qp().write(cmr.sge(0, 7), peer.mr_addr, peer.mr_rkey, 5);
+	rv_wc wc = wait_one(client.cq());
+	CHECK(wc.status == RV_WC_SUCCESS);
+	CHECK(std::memcmp(smr.addr(), "conn++", 7) == 0);
+	uint32_t ev = RV_CONN_EVENT_NONE;
+	std::thread p([&] { ev = server.poll(10000); });
+	client.disconnect(10000);
+	p.join();
+	CHECK(ev == RV_CONN_EVENT_DISCONNECTED);
+	spd.close();                   // the server connection depends on its PD
+	std::error_code ec;
+	server.state(ec);
+	CHECK(is_closed(ec));
+}
+
 int main()
 {
 	return harness::run_all();
