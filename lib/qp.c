@@ -275,6 +275,7 @@ static int device_caps(struct rv_qp *qp, rv_device_attr *dattr, rv_port_attr *pa
 {
 	int rc = 0;
 
+	rv_error_clear(); /* a driver failure without a message must not report an older one */
 	if (dattr) {
 		memset(dattr, 0, sizeof(*dattr));
 		rc = qp->drv->query_device(qp->ctx, dattr);

@@ -1812,6 +1812,154 @@ static void test_handles__qp_endpoint_and_connect_against_the_mock(void **state)
 	end_test();
 }
 
+static void test_handles__qp_helper_failures_report_their_own_message_not_a_stale_one(void **state)
+{
+	struct tree t;
+	rv_endpoint peer;
+	rv_qp_attr rtr = {.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN, .dest_qp_num = 9, .rq_psn = 1};
+
+	(void)state;
+	make_tree(&t);
+	assert_int_equal(rv_qp_endpoint(t.qp, &peer), 0);
+	peer.qpn = 0x55;
+	assert_int_equal(rv_qp_to_init(t.qp, NULL), 0);
+	mock.fail_sets_message = false;
+	mock.fail_query_errno = EIO;
+#define STALE_THEN(call, name)                                             \
+	do {                                                               \
+		assert_int_equal(rv_pd_new(NULL, NULL, NULL), -EINVAL);    \
+		assert_int_equal(call, -EIO);                              \
+		assert_msg_contains(name);                                 \
+		assert_msg_contains(strerror(EIO));                        \
+	} while (0)
+	STALE_THEN(rv_qp_to_rtr(t.qp, &rtr), "rv_qp_to_rtr: querying the device failed");
+	STALE_THEN(rv_qp_connect(t.qp, &peer), "rv_qp_connect: querying the port failed");
+	STALE_THEN(rv_qp_endpoint(t.qp, &peer), "rv_qp_endpoint: querying the port failed");
+	mock.fail_query_errno = 0;
+	assert_int_equal(rv_qp_to_rtr(t.qp, &rtr), 0);
+	mock.fail_query_errno = EIO;
+	STALE_THEN(rv_qp_to_rts(t.qp, NULL), "rv_qp_to_rts: querying the device failed");
+#undef STALE_THEN
+	mock.fail_query_errno = 0;
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTR);
+	unref_tree(&t);
+	end_test();
+}
+
+static void *error_in_thread(void *arg)
+{
+	int *ok = arg;
+
+	/* A fresh thread has no message, and its failures stay its own. */
+	*ok = rv_error_last()[0] == '\0';
+	rv_qp_close(NULL);
+	*ok = *ok && strstr(rv_error_last(), "rv_qp_close") != NULL;
+	return NULL;
+}
+
+static void test_handles__error_message_is_per_thread(void **state)
+{
+	pthread_t th;
+	int ok = 0;
+
+	(void)state;
+	assert_int_equal(rv_pd_close(NULL), -EINVAL);
+	assert_int_equal(pthread_create(&th, NULL, error_in_thread, &ok), 0);
+	pthread_join(th, NULL);
+	assert_true(ok);
+	assert_msg_contains("rv_pd_close");
+	rv_error_clear();
+	assert_string_equal(rv_error_last(), "");
+	end_test();
+}
+
+struct churn_arg {
+	rv_pd *pd;
+	rv_cq *cq;
+	unsigned seed;
+	char buf[64];
+};
+
+/* Create and drop MRs and QPs on a shared PD and CQ; the context lock
+ * serialises every driver call, so the mock needs no lock of its own. */
+static void *churn(void *p)
+{
+	struct churn_arg *a = p;
+	unsigned s = a->seed;
+
+	for (int i = 0; i < 300; i++) {
+		rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = a->cq};
+		rv_mr *mr = NULL;
+		rv_qp *qp = NULL;
+
+		s = s * 1103515245u + 12345u;
+		if (rv_mr_reg(a->pd, a->buf, sizeof(a->buf), 0, &mr) != 0 || rv_qp_new(a->pd, &qa, &qp) != 0)
+			abort();
+		if (s & 0x100) {
+			rv_qp_close(qp);
+			rv_mr_unref(mr);
+			rv_qp_unref(qp);
+		} else {
+			rv_qp_unref(qp);
+			if (s & 0x200)
+				rv_mr_close(mr);
+			rv_mr_unref(mr);
+		}
+	}
+	return NULL;
+}
+
+static void test_handles__concurrent_create_close_unref_in_one_context(void **state)
+{
+	struct tree t;
+	pthread_t th[4];
+	struct churn_arg args[4];
+
+	(void)state;
+	make_tree(&t);
+	for (unsigned i = 0; i < 4; i++) {
+		args[i] = (struct churn_arg){.pd = t.pd, .cq = t.cq, .seed = i + 1};
+		assert_int_equal(pthread_create(&th[i], NULL, churn, &args[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(mock.created[RV_OBJ_QP], 1 + 4 * 300);
+	assert_int_equal(mock_live(RV_OBJ_QP), 1);
+	assert_int_equal(mock_live(RV_OBJ_MR), 1);
+	assert_int_equal(atomic_load(&RV_OBJ(t.pd)->refcnt), 3);
+	assert_int_equal(atomic_load(&RV_OBJ(t.cq)->refcnt), 2);
+	unref_tree(&t);
+	end_test();
+}
+
+static void test_handles__endpoint_from_a_qp_survives_pack_and_unpack_and_connects(void **state)
+{
+	struct tree t;
+	rv_qp *peer_qp;
+	rv_endpoint ep, back;
+	uint8_t wire[RV_ENDPOINT_PACKED_MAX];
+	size_t len;
+
+	(void)state;
+	make_tree(&t);
+	peer_qp = new_qp(t.pd, t.cq2, t.cq2);
+	assert_int_equal(rv_qp_endpoint(peer_qp, &ep), 0);
+	ep.mask = RV_ENDPOINT_MR;
+	ep.mr_addr = (uintptr_t)rv_mr_addr(t.mr);
+	ep.mr_length = rv_mr_length(t.mr);
+	ep.mr_rkey = rv_mr_rkey(t.mr);
+	assert_int_equal(rv_endpoint_pack(&ep, wire, sizeof(wire), &len), 0);
+	assert_int_equal(rv_endpoint_unpack(wire, len, &back), 0);
+	assert_int_equal(back.qpn, rv_qp_num(peer_qp));
+	assert_int_equal(back.mr_rkey, rv_mr_rkey(t.mr));
+	assert_int_equal(rv_qp_connect(t.qp, &back), 0);
+	assert_int_equal(mock.last_modify.sq_psn, t.qp->init_psn);
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	peer_qp = rv_qp_unref(peer_qp);
+	unref_tree(&t);
+	end_test();
+}
+
 /* ---- dump, leaks, logging ---- */
 
 static void test_handles__context_dump_lists_the_tree_with_types_ids_refs_and_state(void **state)
@@ -2031,6 +2179,10 @@ int main(void)
 		T(test_handles__data_path_passes_driver_results_through),
 		T(test_handles__qp_helpers_walk_the_state_machine),
 		T(test_handles__qp_endpoint_and_connect_against_the_mock),
+		T(test_handles__qp_helper_failures_report_their_own_message_not_a_stale_one),
+		T(test_handles__error_message_is_per_thread),
+		T(test_handles__concurrent_create_close_unref_in_one_context),
+		T(test_handles__endpoint_from_a_qp_survives_pack_and_unpack_and_connects),
 		T(test_handles__context_dump_lists_the_tree_with_types_ids_refs_and_state),
 		T(test_handles__rverbs_debug_leaks_reports_referenced_handles_through_the_log_handler),
 		T(test_handles__log_handler_gets_errors_at_debug_level_only_when_asked),
