@@ -551,6 +551,33 @@ static void test_ibv_driver__unref_of_everything_frees_every_verbs_object(void *
 	rv_device_unref(dev);
 }
 
+static void test_ibv_driver__escape_hatch_is_null_for_the_software_device(void **state)
+{
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+
+	(void)state;
+	if (rv_device_find("soft0", &dev) != 0) {
+		skip(); /* built without the software device */
+		return;
+	}
+	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_null(rv_context_ibv(ctx));
+	assert_null(rv_pd_ibv(pd));
+	assert_null(rv_cq_ibv(cq));
+	/* Not one libibverbs call was made for it. */
+	assert_int_equal(mock.ctx_out + mock.pd_out + mock.cq_out, 0);
+	assert_int_equal(rv_context_close(ctx), 0);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+	rv_context_unref(ctx);
+	rv_device_unref(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +595,7 @@ int main(void)
 		T(test_ibv_driver__data_path_through_the_facade),
 		T(test_ibv_driver__refused_destroy_keeps_the_qp_and_the_close_retries),
 		T(test_ibv_driver__unref_of_everything_frees_every_verbs_object),
+		T(test_ibv_driver__escape_hatch_is_null_for_the_software_device),
 #undef T
 	};
 
