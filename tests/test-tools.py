@@ -45,7 +45,7 @@ def write(root, rel, text):
         f.write(text + "\n")
 
 
-def fake_tree(root, port_state="4: ACTIVE", phys="5: LinkUp", roce_v2=True, uverbs=True):
+def fake_tree(root, port_state="4: ACTIVE", phys="5: LinkUp", roce_v2=True, uverbs=True, numa="-1"):
     """A machine with one RoCE NIC, mlx5_0, as sysfs/procfs/devfs show it."""
     port = "sys/class/infiniband/mlx5_0/ports/1/"
     write(root, port + "state", port_state)
@@ -56,7 +56,7 @@ def fake_tree(root, port_state="4: ACTIVE", phys="5: LinkUp", roce_v2=True, uver
     write(root, port + "gid_attrs/types/0", "IB/RoCE v1")
     write(root, port + "gid_attrs/types/1", "RoCE v2" if roce_v2 else "IB/RoCE v1")
     write(root, port + "gid_attrs/ndevs/1", "eth0")
-    write(root, "sys/class/infiniband/mlx5_0/device/numa_node", "-1")
+    write(root, "sys/class/infiniband/mlx5_0/device/numa_node", numa)
     os.makedirs(os.path.join(root, "sys/module/ib_uverbs"), exist_ok=True)
     os.makedirs(os.path.join(root, "sys/module/mlx5_ib"), exist_ok=True)
     if uverbs:
@@ -131,6 +131,12 @@ def case_doctor_port_down():
         fake_tree(root, roce_v2=False)
         p, checks, data = doctor_json(root)
         check(checks["gid mlx5_0/1"]["status"] == "WARN", "a RoCE port without a RoCE v2 GID warns")
+    with tempfile.TemporaryDirectory() as root:
+        # A device on a NUMA node this machine's processes do not run on.
+        fake_tree(root, numa="7")
+        p, checks, data = doctor_json(root)
+        check(checks["numa mlx5_0"]["status"] == "WARN", "a device on another NUMA node warns")
+        check("numactl" in checks["numa mlx5_0"]["fix"], "the fix binds the process to the device's node")
 
 
 def case_doctor_bad_default():

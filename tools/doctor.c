@@ -28,7 +28,7 @@ enum status { PASS, WARN, FAIL };
 static const char *const status_name[] = {"PASS", "WARN", "FAIL"};
 
 struct doctor {
-	char sys[512], proc[512], dev[512];
+	char root[512], sys[512], proc[512], dev[512];
 	bool json;
 	struct json js;
 	int count[3];
@@ -200,8 +200,13 @@ static int check_kernel(struct doctor *d, char ibdevs[][64], int max)
 			strncat(loaded, provider_modules[i], sizeof(loaded) - strlen(loaded) - 1);
 		}
 	}
+	/* libibverbs' user-space providers: one *.driver file each in /etc/libibverbs.d. */
+	char etc[600], drivers[16][64];
+	snprintf(etc, sizeof(etc), "%s/etc/libibverbs.d", d->root);
+	int n_user = list_dir(etc, drivers, 16);
 	if (loaded[0])
-		check(d, PASS, "providers", NULL, "kernel providers loaded: %s", loaded);
+		check(d, PASS, "providers", NULL, "kernel providers loaded: %s; %d libibverbs provider(s) in %s",
+		      loaded, n_user, etc);
 	else if (n_dev > 0)
 		check(d, WARN, "providers", "load the provider module of the NIC (mlx5_ib, irdma, efa, ...)",
 		      "RDMA devices exist but no known provider module is loaded");
@@ -226,10 +231,49 @@ static int my_numa_node(void)
 	return getcpu(&cpu, &node) == 0 ? (int)node : -1;
 }
 
+/* The NUMA nodes this process may allocate memory on ("0-1"), from procfs. */
+static void my_mem_nodes(const struct doctor *d, char *buf, size_t len)
+{
+	char path[600], line[256];
+	FILE *f;
+
+	snprintf(buf, len, "?");
+	snprintf(path, sizeof(path), "%s/self/status", d->proc);
+	if (!(f = fopen(path, "r")))
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Mems_allowed_list: %63s", buf) == 1)
+			break;
+	fclose(f);
+}
+
+/* Whether node is in a list like "0-1,3". */
+static bool node_in(const char *list, int node)
+{
+	const char *p = list;
+
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			return true; /* unreadable: do not complain */
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		if (node >= a && node <= b)
+			return true;
+		p = *end == ',' ? end + 1 : end;
+		if (*end != ',')
+			break;
+	}
+	return false;
+}
+
 static void check_kernel_device(struct doctor *d, const char *dev)
 {
-	char path[700], val[128], ports[16][64], name[96];
+	char path[700], val[128], ports[16][64], name[96], mems[64];
 	int n_ports, node, me = my_numa_node();
+
+	my_mem_nodes(d, mems, sizeof(mems));
 
 	snprintf(path, sizeof(path), "%s/class/infiniband/%s/device/numa_node", d->sys, dev);
 	snprintf(name, sizeof(name), "numa %s", dev);
@@ -240,8 +284,15 @@ static void check_kernel_device(struct doctor *d, const char *dev)
 		snprintf(fix, sizeof(fix), "run next to the device: `numactl --cpunodebind=%d --membind=%d ...`", node, node);
 		check(d, WARN, name, fix, "device on NUMA node %d, this process runs on node %d: every "
 		      "access crosses the interconnect", node, me);
+	} else if (!node_in(mems, node)) {
+		char fix[160];
+		snprintf(fix, sizeof(fix), "allow memory on the device's node: `numactl --membind=%d ...` or "
+			 "widen the cpuset's mems", node);
+		check(d, WARN, name, fix, "device on NUMA node %d, but this process may allocate memory only on "
+		      "node(s) %s: its buffers are remote to the device", node, mems);
 	} else {
-		check(d, PASS, name, NULL, "device on NUMA node %d, process on node %d", node, me);
+		check(d, PASS, name, NULL, "device on NUMA node %d, process on node %d, memory on node(s) %s",
+		      node, me, mems);
 	}
 
 	snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", d->sys, dev);
@@ -385,6 +436,7 @@ static void check_default(struct doctor *d, rv_device **list, size_t n)
 
 static void set_root(struct doctor *d, const char *root)
 {
+	snprintf(d->root, sizeof(d->root), "%s", root);
 	snprintf(d->sys, sizeof(d->sys), "%s/sys", root);
 	snprintf(d->proc, sizeof(d->proc), "%s/proc", root);
 	snprintf(d->dev, sizeof(d->dev), "%s/dev", root);
