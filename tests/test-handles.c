@@ -753,6 +753,7 @@ struct handle {
 	enum rv_obj_type type;
 	void *h;
 	bool released;
+	bool injected; /* a destroy failure may hit this action */
 };
 
 static void h_close(struct handle *x)
@@ -767,6 +768,13 @@ static void h_close(struct handle *x)
 	case RV_OBJ_MR: rc = rv_mr_close(x->h); break;
 	case RV_OBJ_QP: rc = rv_qp_close(x->h); break;
 	default: fail();
+	}
+	if (rc == -EBUSY && x->injected) {
+		/* An injected destroy failure: the close is retryable and then succeeds. */
+		memset(mock.fail_destroy_count, 0, sizeof(mock.fail_destroy_count));
+		x->injected = false;
+		h_close(x);
+		return;
 	}
 	assert_int_equal(rc, 0);
 }
@@ -833,19 +841,19 @@ static unsigned build_world(struct handle *hs, rv_device *d, char *buf)
 	rv_cq *cqs[3];
 	unsigned n_ctx = 1 + rnd(2);
 
-	hs[n++] = (struct handle){RV_OBJ_DEVICE, d, false};
+	hs[n++] = (struct handle){RV_OBJ_DEVICE, d, false, false};
 	for (unsigned c = 0; c < n_ctx; c++) {
 		assert_int_equal(rv_context_new(d, NULL, &ctx[c]), 0);
-		hs[n++] = (struct handle){RV_OBJ_CONTEXT, ctx[c], false};
+		hs[n++] = (struct handle){RV_OBJ_CONTEXT, ctx[c], false, false};
 	}
 	unsigned n_pd = 1 + rnd(2), n_cq = 1 + rnd(2);
 	for (unsigned i = 0; i < n_pd; i++) {
 		assert_int_equal(rv_pd_new(ctx[0], NULL, &pds[i]), 0);
-		hs[n++] = (struct handle){RV_OBJ_PD, pds[i], false};
+		hs[n++] = (struct handle){RV_OBJ_PD, pds[i], false, false};
 	}
 	for (unsigned i = 0; i < n_cq; i++) {
 		assert_int_equal(rv_cq_new(ctx[0], NULL, &cqs[i]), 0);
-		hs[n++] = (struct handle){RV_OBJ_CQ, cqs[i], false};
+		hs[n++] = (struct handle){RV_OBJ_CQ, cqs[i], false, false};
 	}
 	unsigned n_obj = 2 + rnd(5);
 	for (unsigned i = 0; i < n_obj && n < MAX_HANDLES - 1; i++) {
@@ -853,37 +861,33 @@ static unsigned build_world(struct handle *hs, rv_device *d, char *buf)
 		if (rnd(2)) {
 			rv_mr *mr;
 			assert_int_equal(rv_mr_reg(pd, buf, 64, 0, &mr), 0);
-			hs[n++] = (struct handle){RV_OBJ_MR, mr, false};
+			hs[n++] = (struct handle){RV_OBJ_MR, mr, false, false};
 		} else {
 			rv_qp *qp = new_qp(pd, cqs[rnd(n_cq)], cqs[rnd(n_cq)]);
-			hs[n++] = (struct handle){RV_OBJ_QP, qp, false};
+			hs[n++] = (struct handle){RV_OBJ_QP, qp, false, false};
 		}
 	}
 	if (n_ctx == 2) {
 		rv_pd *pd;
 		assert_int_equal(rv_pd_new(ctx[1], NULL, &pd), 0);
-		hs[n++] = (struct handle){RV_OBJ_PD, pd, false};
+		hs[n++] = (struct handle){RV_OBJ_PD, pd, false, false};
 	}
 	return n;
 }
 
-static void test_handles__random_orders_of_close_and_unref_never_leak_or_double_destroy(void **state)
+/* Random worlds, closed and released in random orders. With inject, a random
+ * destroy fails now and then: an explicit close then reports it and is
+ * retried; a last unref leaves a zombie that the final device close reaps. */
+static unsigned random_worlds(uint64_t seed, unsigned iterations, bool inject)
 {
-	const char *env = getenv("RV_TEST_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 0) : 0x2545f4914f6cdd1dull;
-	unsigned iterations = 3000;
+	unsigned failed_destroys = 0, reaped = 0;
 	char buf[64];
-
-	(void)state;
-	/* The fixture's device is not used here: each world brings its own. */
-	dev = rv_device_unref(dev);
-	assert_int_equal(mock_live_total(), 0);
 
 	for (unsigned it = 0; it < iterations; it++) {
 		struct handle hs[MAX_HANDLES];
 		struct action acts[MAX_ACTIONS];
 		unsigned n, n_act = 0;
-		rv_device *d;
+		rv_device *d, *keep = NULL;
 
 		rng_state = seed + it * 0x9e3779b97f4a7c15ull;
 		if (!rng_state)
@@ -891,6 +895,8 @@ static void test_handles__random_orders_of_close_and_unref_never_leak_or_double_
 		mock_reset();
 		assert_int_equal(mock_device_new("mock0", &d), 0);
 		n = build_world(hs, d, buf);
+		if (inject)
+			keep = rv_device_ref(d); /* to reap zombies at the end */
 
 		for (unsigned i = 0; i < n; i++) {
 			if (rnd(3) == 0)
@@ -920,6 +926,15 @@ static void test_handles__random_orders_of_close_and_unref_never_leak_or_double_
 
 		for (unsigned i = 0; i < n_act; i++) {
 			struct handle *x = &hs[acts[i].target];
+
+			memset(mock.fail_destroy_count, 0, sizeof(mock.fail_destroy_count));
+			x->injected = false;
+			if (inject && rnd(3) == 0) {
+				static const enum rv_obj_type victims[] = {RV_OBJ_CONTEXT, RV_OBJ_PD, RV_OBJ_CQ,
+									   RV_OBJ_MR, RV_OBJ_QP};
+				mock_fail_destroy(victims[rnd(5)], EBUSY, 1);
+				x->injected = true;
+			}
 			switch (acts[i].kind) {
 			case ACT_CLOSE: h_close(x); break;
 			case ACT_REF_UNREF: h_ref(x); h_unref(x); break;
@@ -940,11 +955,53 @@ static void test_handles__random_orders_of_close_and_unref_never_leak_or_double_
 					 seed, it, i, mock.double_destroys, mock.order_violations,
 					 mock.contract_violations);
 		}
+		memset(mock.fail_destroy_count, 0, sizeof(mock.fail_destroy_count));
+		if (keep) {
+			size_t before = mock.n_log;
+			assert_int_equal(rv_device_close(keep), 0);
+			rv_device_unref(keep);
+			/* Objects whose handles were all released yet still live: zombies, and what they pinned. */
+			for (size_t e = before; e < mock.n_log; e++)
+				for (unsigned k = 0; k < n; k++)
+					if (mock.log[e].handle == hs[k].h && hs[k].released && hs[k].type != RV_OBJ_DEVICE)
+						reaped++;
+		}
+		for (int ty = 1; ty < RV_OBJ_TYPE_MAX; ty++)
+			failed_destroys += mock.destroy_calls[ty] - mock.destroyed[ty];
 		if (mock_live_total() != 0)
 			fail_msg("seed 0x%" PRIx64 " iteration %u: %u object(s) leaked", seed, it, mock_live_total());
 		for (int ty = 1; ty < RV_OBJ_TYPE_MAX; ty++)
 			assert_int_equal(mock.created[ty], mock.destroyed[ty]);
+		assert_int_equal(mock.double_destroys, 0);
 	}
+	/* With injection the interesting paths were taken, many times. */
+	if (inject && (failed_destroys < 500 || reaped < 100))
+		fail_msg("only %u failed destroys and %u reaped zombies", failed_destroys, reaped);
+	return failed_destroys;
+}
+
+static uint64_t test_seed(uint64_t fallback)
+{
+	const char *env = getenv("RV_TEST_SEED");
+	return env ? strtoull(env, NULL, 0) : fallback;
+}
+
+static void test_handles__random_orders_of_close_and_unref_never_leak_or_double_destroy(void **state)
+{
+	(void)state;
+	/* The fixture's device is not used here: each world brings its own. */
+	dev = rv_device_unref(dev);
+	assert_int_equal(random_worlds(test_seed(0x2545f4914f6cdd1dull), 3000, false), 0);
+	mock_reset();
+	assert_int_equal(mock_device_new("mock0", &dev), 0);
+	end_test();
+}
+
+static void test_handles__random_orders_with_failing_destroys_retry_or_reap_every_object(void **state)
+{
+	(void)state;
+	dev = rv_device_unref(dev);
+	random_worlds(test_seed(0x5851f42d4c957f2dull), 3000, true);
 	mock_reset();
 	assert_int_equal(mock_device_new("mock0", &dev), 0);
 	end_test();
@@ -1177,6 +1234,77 @@ static void test_handles__device_close_failure_is_retryable_with_a_fresh_message
 	assert_int_equal(rv_device_close(dev), 0);
 	assert_int_equal(mock_live(RV_OBJ_CONTEXT), 0);
 	unref_tree(&t);
+	end_test();
+}
+
+static void test_handles__failed_pd_destroy_after_its_children_leaves_the_pd_live_and_retryable(void **state)
+{
+	struct tree t;
+	rv_mr *mr2;
+
+	(void)state;
+	make_tree(&t);
+	mock_fail_destroy(RV_OBJ_PD, EBUSY, 1);
+	assert_int_equal(rv_pd_close(t.pd), -EBUSY);
+	/* The children went first and stay closed; the PD itself stays usable. */
+	assert_int_equal(mock_destroy_count(t.qp), 1);
+	assert_int_equal(mock_destroy_count(t.mr), 1);
+	assert_int_equal(mock_live(RV_OBJ_PD), 1);
+	assert_ptr_equal(rv_pd_context(t.pd), t.ctx);
+	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, 0, &mr2), 0);
+	assert_int_equal(rv_pd_close(t.pd), 0);
+	assert_int_equal(mock_destroy_count(mr2), 1);
+	assert_int_equal(mock_destroy_count(t.pd), 1);
+	mr2 = rv_mr_unref(mr2);
+	unref_tree(&t);
+	end_test();
+}
+
+static void test_handles__pd_pinned_by_children_becomes_a_zombie_when_its_destroy_fails_in_a_cascade(void **state)
+{
+	struct tree t;
+	char *text;
+
+	(void)state;
+	make_tree(&t);
+	t.pd = rv_pd_unref(t.pd); /* only its MR and QP hold it now */
+	mock_fail_destroy(RV_OBJ_PD, EBUSY, 1);
+	assert_int_equal(rv_context_close(t.ctx), -EBUSY);
+	/* MR and QP closed, dropping the PD's last references: the PD is a zombie. */
+	assert_int_equal(mock_destroy_count(t.qp), 1);
+	assert_int_equal(mock_destroy_count(t.mr), 1);
+	assert_int_equal(mock_live(RV_OBJ_PD), 1);
+	text = dump(t.ctx);
+	assert_non_null(strstr(text, "PD #"));
+	assert_non_null(strstr(text, "refs=0 zombie(destroy failed)"));
+	rv_free(text);
+	/* The retry destroys and frees it, then the rest. */
+	assert_int_equal(rv_context_close(t.ctx), 0);
+	assert_int_equal(mock.destroyed[RV_OBJ_PD], 1);
+	assert_int_equal(mock_live(RV_OBJ_CONTEXT), 0);
+	unref_tree(&t);
+	end_test();
+}
+
+static void test_handles__device_close_stops_at_the_first_context_that_fails(void **state)
+{
+	struct tree a, b;
+
+	(void)state;
+	make_tree(&a);
+	make_tree(&b); /* newest: closed first */
+	mock_fail_destroy(RV_OBJ_CONTEXT, EIO, 1);
+	assert_int_equal(rv_device_close(dev), -EIO);
+	assert_int_equal(mock_destroy_count(b.qp), 1);
+	assert_int_equal(mock_destroy_count(b.ctx), 0);
+	/* Nothing of the older context was touched. */
+	assert_int_equal(mock_destroy_count(a.qp), 0);
+	assert_int_equal(rv_qp_state_of(a.qp), RV_QPS_RESET);
+	assert_int_equal(rv_device_close(dev), 0);
+	assert_int_equal(mock_live(RV_OBJ_CONTEXT), 0);
+	assert_int_equal(mock_destroy_count(b.ctx), 1);
+	unref_tree(&a);
+	unref_tree(&b);
 	end_test();
 }
 
@@ -2159,6 +2287,7 @@ int main(void)
 		T(test_handles__context_close_with_a_pd_pinned_only_by_its_children),
 		T(test_handles__closing_a_closed_handle_whose_context_is_freed_returns_zero),
 		T(test_handles__random_orders_of_close_and_unref_never_leak_or_double_destroy),
+		T(test_handles__random_orders_with_failing_destroys_retry_or_reap_every_object),
 		T(test_handles__concurrent_ref_unref_keeps_counts_exact),
 		T(test_handles__failed_qp_destroy_makes_pd_close_fail_and_keeps_pd_and_qp_live),
 		T(test_handles__failed_destroy_keeps_what_was_already_closed_closed),
@@ -2168,6 +2297,9 @@ int main(void)
 		T(test_handles__zombie_is_freed_by_cq_close_and_by_device_close),
 		T(test_handles__failed_destroy_without_driver_message_gets_a_generic_one),
 		T(test_handles__device_close_failure_is_retryable_with_a_fresh_message),
+		T(test_handles__failed_pd_destroy_after_its_children_leaves_the_pd_live_and_retryable),
+		T(test_handles__pd_pinned_by_children_becomes_a_zombie_when_its_destroy_fails_in_a_cascade),
+		T(test_handles__device_close_stops_at_the_first_context_that_fails),
 		T(test_handles__create_failures_leave_outputs_parents_and_driver_untouched),
 		T(test_handles__wrong_handle_type_through_a_cast_is_einval_naming_both),
 		T(test_handles__foreign_memory_is_einval_not_a_crash),
