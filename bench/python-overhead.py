@@ -15,6 +15,10 @@ until its completion arrives. Loops, each timed as the best of 3 runs:
   py objects   qp.post_send([SendWR]) + cq.poll() -> [WC] (pyverbs-style objects)
   py batch     qp.post_send(prebuilt rv_send_wr[B]) + cq.poll_raw(B), per WR
 
+With python3-pyverbs installed, it also times building one SGE and one send
+WR with pyverbs and with rverbs: pyverbs needs an RDMA device for anything
+more, so without hardware that is all of pyverbs that can be measured.
+
 Devices:
   mock   librverbs + the mock driver of tests/mock-driver.c (built as
          bindings/python/librverbs-pymock.so): posts are recorded and every
@@ -299,6 +303,32 @@ def python_loops(rverbs, device, iters, batch, mocklib):
     return res
 
 
+def pyverbs_construction(build, iters):
+    """Building one SGE and one RDMA WRITE work request: pyverbs (if installed)
+    next to rverbs. pyverbs needs an RDMA device for anything more (none here),
+    so only this part of its per-operation cost is measurable without hardware."""
+    try:
+        import pyverbs.wr as pwr
+        import pyverbs.enums as penums
+    except ImportError:
+        return None
+    res = {}
+    sge = pwr.SGE(0x1000, 8, 5)
+
+    def p_sge(n):
+        for _ in range(n):
+            pwr.SGE(0x1000, 8, 5)
+
+    def p_wr(n):
+        for i in range(n):
+            wr = pwr.SendWR(wr_id=i, opcode=penums.IBV_WR_RDMA_WRITE, num_sge=1, sg=[sge])
+            wr.set_wr_rdma(5, 0x2000)
+
+    res["pyverbs SGE"] = best_of(p_sge, iters)
+    res["pyverbs SendWR"] = best_of(p_wr, iters)
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser(description="Python vs C per-operation cost of post+poll")
     ap.add_argument("--build", default=os.environ.get("RVERBS_BUILD", os.path.join(SRC, "build")),
@@ -352,12 +382,43 @@ def main():
         r["C"], r["C batch"] = c_single, c_batch
         results[dev] = r
 
+    pv = pyverbs_construction(build, max(1000, args.iters // 4))
+    if pv is not None:
+        code = ("import sys, os; sys.path[:0] = %r\n"
+                "import rverbs, time\n"
+                "def best(fn, n):\n"
+                "    b = None\n"
+                "    for _ in range(3):\n"
+                "        t = time.perf_counter(); fn(n); d = (time.perf_counter() - t) / n\n"
+                "        b = d if b is None else min(b, d)\n"
+                "    return b * 1e6\n"
+                "s = rverbs.sge(0x1000, 8, 5)\n"
+                "def f_sge(n):\n"
+                "    for _ in range(n): rverbs.sge(0x1000, 8, 5)\n"
+                "def f_wr(n):\n"
+                "    for i in range(n): rverbs.SendWR(i, 0, [s], 2, remote_addr=0x2000, rkey=5)\n"
+                "print(best(f_sge, %d), best(f_wr, %d))\n"
+                % ([os.path.join(build, "bindings", "python"),
+                    os.path.join(source_dir(build), "bindings", "python")],
+                   max(1000, args.iters // 4), max(1000, args.iters // 4)))
+        env = dict(os.environ, RVERBS_LIBRARY=real_lib, PYTHONDONTWRITEBYTECODE="1")
+        out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                             stdout=subprocess.PIPE, universal_newlines=True).stdout.split()
+        pv["rverbs sge()"], pv["rverbs SendWR"] = float(out[0]), float(out[1])
+        results["construction"] = pv
+
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     print("post+poll round trip, µs per operation (best of 3; batch = %d WRs per post)"
           % args.batch)
     for dev, r in results.items():
+        if dev == "construction":
+            print("\nbuilding one SGE and one RDMA WRITE WR (no device needed; pyverbs %s):"
+                  % "installed")
+            for name, v in r.items():
+                print("  %-15s %8.3f" % (name, v))
+            continue
         print("\n%s:" % dev)
         rows = [("C", "C"), ("py lib", "C"), ("py", "C"), ("py objects", "C"),
                 ("C batch", "C batch"), ("py batch", "C batch")]

@@ -24,6 +24,17 @@ import weakref
 from ._lowlevel import ffi, lib, check, error, RVerbsClosedError, ECLOSED
 
 _NULL = ffi.NULL
+_CData = ffi.CData
+_SGE_PTR = ffi.typeof("rv_sge *")
+
+# The data path looks these up once (a cffi lib attribute is a dict lookup).
+_rv_cq_poll = lib.rv_cq_poll
+_rv_qp_post_send = lib.rv_qp_post_send
+_rv_qp_post_recv = lib.rv_qp_post_recv
+_rv_qp_write = lib.rv_qp_write
+_rv_qp_read = lib.rv_qp_read
+_rv_qp_send = lib.rv_qp_send
+_rv_qp_recv = lib.rv_qp_recv
 
 
 def _closed_error(obj, func):
@@ -439,7 +450,7 @@ class CQ(_Handle):
         h = self._h
         if h is None:
             raise _closed_error(self, "rv_cq_poll")
-        n = lib.rv_cq_poll(h, self._wc, max_entries or self._batch)
+        n = _rv_cq_poll(h, self._wc, max_entries or self._batch)
         if n < 0:
             raise error(n, "rv_cq_poll")
         return n, self._wc
@@ -572,13 +583,16 @@ class RecvWR:
 
 
 def _sge_array(sg_list, keep):
-    if not sg_list:
+    n = len(sg_list)
+    if n == 0:
         return _NULL, 0
-    arr = ffi.new("rv_sge[]", len(sg_list))
+    if n == 1 and ffi.typeof(sg_list[0]) is _SGE_PTR:
+        return sg_list[0], 1  # one rv_sge * (MR.sge()): point at it, no copy
+    arr = ffi.new("rv_sge[]", n)
     for i, s in enumerate(sg_list):
-        arr[i] = s[0] if ffi.typeof(s).kind == "pointer" else s
+        arr[i] = s[0] if ffi.typeof(s) is _SGE_PTR else s
     keep.append(arr)
-    return arr, len(sg_list)
+    return arr, n
 
 
 _QP_ATTRS = {
@@ -714,7 +728,7 @@ class QP(_Handle):
         h = self._h
         if h is None:
             raise _closed_error(self, "rv_qp_post_send")
-        if isinstance(wrs, ffi.CData):
+        if isinstance(wrs, _CData):
             arr, count = wrs, len(wrs) if n is None else n
         else:
             keep = []
@@ -731,7 +745,7 @@ class QP(_Handle):
                 c.rkey = wr.rkey
                 c.compare_add = wr.compare_add
                 c.swap = wr.swap
-        rc = lib.rv_qp_post_send(h, arr, count, self._n_posted)
+        rc = _rv_qp_post_send(h, arr, count, self._n_posted)
         if rc < 0:
             e = error(rc, "rv_qp_post_send")
             e.posted = self._n_posted[0]
@@ -743,7 +757,7 @@ class QP(_Handle):
         h = self._h
         if h is None:
             raise _closed_error(self, "rv_qp_post_recv")
-        if isinstance(wrs, ffi.CData):
+        if isinstance(wrs, _CData):
             arr, count = wrs, len(wrs) if n is None else n
         else:
             keep = []
@@ -752,7 +766,7 @@ class QP(_Handle):
             for i, wr in enumerate(wrs):
                 arr[i].wr_id = wr.wr_id
                 arr[i].sg_list, arr[i].num_sge = _sge_array(wr.sg_list, keep)
-        rc = lib.rv_qp_post_recv(h, arr, count, self._n_posted)
+        rc = _rv_qp_post_recv(h, arr, count, self._n_posted)
         if rc < 0:
             e = error(rc, "rv_qp_post_recv")
             e.posted = self._n_posted[0]
@@ -761,25 +775,37 @@ class QP(_Handle):
 
     def write(self, local, remote_addr, rkey, wr_id=0):
         """One signalled RDMA WRITE of the rv_sge ``local`` (MR.sge())."""
-        rc = lib.rv_qp_write(self._ptr("rv_qp_write"), local, remote_addr, rkey, wr_id)
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "rv_qp_write")
+        rc = _rv_qp_write(h, local, remote_addr, rkey, wr_id)
         if rc < 0:
             raise error(rc, "rv_qp_write")
 
     def read(self, local, remote_addr, rkey, wr_id=0):
         """One signalled RDMA READ into the rv_sge ``local``."""
-        rc = lib.rv_qp_read(self._ptr("rv_qp_read"), local, remote_addr, rkey, wr_id)
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "rv_qp_read")
+        rc = _rv_qp_read(h, local, remote_addr, rkey, wr_id)
         if rc < 0:
             raise error(rc, "rv_qp_read")
 
     def send(self, local, wr_id=0):
         """One signalled SEND of the rv_sge ``local``."""
-        rc = lib.rv_qp_send(self._ptr("rv_qp_send"), local, wr_id)
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "rv_qp_send")
+        rc = _rv_qp_send(h, local, wr_id)
         if rc < 0:
             raise error(rc, "rv_qp_send")
 
     def recv(self, local, wr_id=0):
         """Post one receive into the rv_sge ``local``."""
-        rc = lib.rv_qp_recv(self._ptr("rv_qp_recv"), local, wr_id)
+        h = self._h
+        if h is None:
+            raise _closed_error(self, "rv_qp_recv")
+        rc = _rv_qp_recv(h, local, wr_id)
         if rc < 0:
             raise error(rc, "rv_qp_recv")
 
