@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,33 @@ static void test_ibv_driver__default_device_needs_an_active_port(void **state)
 	} else {
 		assert_int_equal(rc, -ENODEV);
 	}
+}
+
+static char logged[512];
+
+static void keep_log(rv_log_level level, const char *msg, void *user)
+{
+	(void)user;
+	/* The first warning: the first device's. */
+	if (level == RV_LOG_WARN && logged[0] == '\0')
+		snprintf(logged, sizeof(logged), "%s", msg);
+}
+
+static void test_ibv_driver__default_skips_an_unopenable_device_with_a_warning(void **state)
+{
+	rv_device *dev;
+
+	(void)state;
+	logged[0] = '\0';
+	rv_set_log_handler(keep_log, NULL);
+	mock.open_errno = EACCES;
+	if (rv_device_default(&dev) == 0) {
+		assert_int_not_equal(rv_device_kind_of(dev), RV_DEVICE_VERBS);
+		rv_device_unref(dev);
+	}
+	rv_set_log_handler(NULL, NULL);
+	assert_non_null(strstr(logged, "mock_0 is not a default candidate"));
+	assert_non_null(strstr(logged, "ibv_open_device failed"));
 }
 
 static void test_ibv_driver__open_failure_names_the_call_and_the_permission(void **state)
@@ -585,6 +613,7 @@ int main(void)
 		T(test_ibv_driver__probe_lists_devices_and_keeps_the_list_for_the_last),
 		T(test_ibv_driver__no_kernel_support_means_no_devices),
 		T(test_ibv_driver__default_device_needs_an_active_port),
+		T(test_ibv_driver__default_skips_an_unopenable_device_with_a_warning),
 		T(test_ibv_driver__open_failure_names_the_call_and_the_permission),
 		T(test_ibv_driver__queries),
 		T(test_ibv_driver__resources_and_the_escape_hatch),

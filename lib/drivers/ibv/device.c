@@ -96,9 +96,18 @@ bool rv_ibv_device_active(void *drv_dev)
 	struct ibv_context *c;
 	bool active = false;
 
+	errno = 0;
 	c = ibv_open_device(d->dev);
-	if (!c)
+	if (!c) {
+		char ebuf[128];
+		int err = errno ? errno : ENODEV;
+
+		/* A device that exists but cannot be opened is skipped for the
+		 * default: say so, since the fallback may surprise. */
+		rv_log(RV_LOG_WARN, "%s is not a default candidate: ibv_open_device failed: %s",
+		       ibv_get_device_name(d->dev), rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
 		return false;
+	}
 	if (ibv_query_device(c, &dattr) == 0) {
 		for (unsigned p = 1; p <= dattr.phys_port_cnt && !active; p++) {
 			struct ibv_port_attr pattr;
@@ -108,6 +117,8 @@ bool rv_ibv_device_active(void *drv_dev)
 				active = true;
 		}
 	}
+	if (!active)
+		rv_log(RV_LOG_DEBUG, "%s has no ACTIVE port", ibv_get_device_name(d->dev));
 	ibv_close_device(c);
 	return active;
 }
