@@ -161,6 +161,22 @@ static char *dump(rv_context *ctx)
 	return text;
 }
 
+struct log_capture {
+	char text[8192];
+	size_t len;
+	unsigned lines;
+};
+
+static void capture_log(rv_log_level level, const char *msg, void *user)
+{
+	struct log_capture *c = user;
+	int n = snprintf(c->text + c->len, sizeof(c->text) - c->len, "%d %s\n", (int)level, msg);
+
+	if (n > 0 && c->len + (size_t)n < sizeof(c->text))
+		c->len += (size_t)n;
+	c->lines++;
+}
+
 /* ---- lifecycle ---- */
 
 static void test_handles__create_then_unref_children_first_frees_everything(void **state)
@@ -257,7 +273,7 @@ static void test_handles__context_close_closes_qps_before_cqs_mrs_before_pds_all
 	(void)state;
 	make_tree(&t);
 	assert_int_equal(rv_pd_new(t.ctx, NULL, &pd2), 0);
-	assert_int_equal(rv_mr_alloc(pd2, 100, RV_ACCESS_LOCAL_WRITE, &mr2), 0);
+	assert_int_equal(rv_mr_alloc(pd2, 100, RV_ACCESS_LOCAL_WRITE, NULL, &mr2), 0);
 	qp2 = new_qp(pd2, t.cq2, t.cq2);
 
 	assert_int_equal(rv_context_close(t.ctx), 0);
@@ -447,7 +463,7 @@ static void test_handles__explicit_close_reason_names_the_call(void **state)
 static void test_handles__every_call_on_a_closed_qp_returns_eclosed(void **state)
 {
 	struct tree t;
-	rv_sge sge = {.addr = (uintptr_t)t.buf, .length = 8, .lkey = 1};
+	rv_sge sge = {.addr = 0, .length = 8, .lkey = 1};
 	rv_send_wr swr = {.opcode = RV_WR_SEND, .sg_list = &sge, .num_sge = 1};
 	rv_recv_wr rwr = {.sg_list = &sge, .num_sge = 1};
 	rv_qp_attr qa = {.mask = RV_QP_STATE};
@@ -523,7 +539,7 @@ static void test_handles__every_call_on_a_closed_pd_and_mr_returns_eclosed(void 
 	make_tree(&t);
 	assert_int_equal(rv_pd_close(t.pd), 0);
 	assert_closed_rc(rv_mr_reg(t.pd, t.buf, 8, 0, &mr), "rv_mr_reg");
-	assert_closed_rc(rv_mr_alloc(t.pd, 8, 0, &mr), "rv_mr_alloc");
+	assert_closed_rc(rv_mr_alloc(t.pd, 8, 0, NULL, &mr), "rv_mr_alloc");
 	assert_closed_rc(rv_qp_new(t.pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = t.cq},
 				   &qp), "rv_qp_new");
 	assert_ptr_equal(mr, SENTINEL);
@@ -603,7 +619,7 @@ static void test_handles__getters_on_closed_handles_follow_the_headers(void **st
 
 	(void)state;
 	make_tree(&t);
-	assert_int_equal(rv_mr_alloc(t.pd, 3000, RV_ACCESS_LOCAL_WRITE, &owned), 0);
+	assert_int_equal(rv_mr_alloc(t.pd, 3000, RV_ACCESS_LOCAL_WRITE, NULL, &owned), 0);
 	mem = rv_mr_addr(owned);
 	assert_non_null(mem);
 	assert_int_equal((uintptr_t)mem % (uintptr_t)sysconf(_SC_PAGESIZE), 0);
@@ -1308,23 +1324,30 @@ static void test_handles__device_close_stops_at_the_first_context_that_fails(voi
 	end_test();
 }
 
+static void test_handles__context_whose_destroy_fails_at_last_unref_is_logged_and_reaped_by_device_close(void **state)
+{
+	struct log_capture cap = {0};
+	rv_context *ctx;
+	char want[128];
+
+	(void)state;
+	rv_set_log_handler(capture_log, &cap);
+	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
+	snprintf(want, sizeof(want), "%d context #%" PRIu64 " could not be destroyed at its last unref", RV_LOG_ERROR,
+		 id_of(ctx));
+	mock_fail_destroy(RV_OBJ_CONTEXT, EIO, 1);
+	ctx = rv_context_unref(ctx);
+	assert_non_null(strstr(cap.text, want));
+	assert_int_equal(mock_live(RV_OBJ_CONTEXT), 1);
+	/* It still depends on the device, whose close destroys and frees it. */
+	assert_int_equal(rv_device_close(dev), 0);
+	assert_int_equal(mock_live(RV_OBJ_CONTEXT), 0);
+	rv_set_log_handler(NULL, NULL);
+	end_test();
+}
+
 /* ---- creation failures ---- */
 
-struct log_capture {
-	char text[8192];
-	size_t len;
-	unsigned lines;
-};
-
-static void capture_log(rv_log_level level, const char *msg, void *user)
-{
-	struct log_capture *c = user;
-	int n = snprintf(c->text + c->len, sizeof(c->text) - c->len, "%d %s\n", (int)level, msg);
-
-	if (n > 0 && c->len + (size_t)n < sizeof(c->text))
-		c->len += (size_t)n;
-	c->lines++;
-}
 
 static void test_handles__create_failures_leave_outputs_parents_and_driver_untouched(void **state)
 {
@@ -1356,7 +1379,7 @@ static void test_handles__create_failures_leave_outputs_parents_and_driver_untou
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, 0, &mr), -EFAULT);
 	assert_msg_contains("rv_mr_reg: registering the memory failed");
 	mock_fail_create(RV_OBJ_MR, EFAULT, 1);
-	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, &mr), -EFAULT);
+	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, NULL, &mr), -EFAULT);
 	assert_msg_contains("rv_mr_alloc: registering the memory failed");
 	mock_fail_create(RV_OBJ_QP, ENOSPC, 1);
 	assert_int_equal(rv_qp_new(t.pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = t.cq}, &qp),
@@ -1499,7 +1522,7 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_null(rv_pd_unref(NULL));
 	assert_null(rv_pd_context(NULL));
 	assert_int_equal(rv_mr_reg(NULL, &n, 8, 0, (rv_mr **)&out), -EINVAL);
-	assert_int_equal(rv_mr_alloc(NULL, 8, 0, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(NULL, 8, 0, NULL, (rv_mr **)&out), -EINVAL);
 	assert_int_equal(rv_mr_close(NULL), -EINVAL);
 	assert_null(rv_mr_unref(NULL));
 	assert_null(rv_mr_addr(NULL));
@@ -1557,7 +1580,7 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_int_equal(rv_mr_reg(t.pd, NULL, 8, 0, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("addr is NULL");
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, 0, NULL), -EINVAL);
-	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, NULL), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, NULL, NULL), -EINVAL);
 	assert_int_equal(rv_qp_new(t.pd, NULL, (rv_qp **)&out), -EINVAL);
 	assert_msg_contains("RV_QP_INIT_ATTR_SEND_CQ is required");
 	assert_int_equal(rv_qp_new(t.pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ}, (rv_qp **)&out), -EINVAL);
@@ -1622,7 +1645,7 @@ static void test_handles__unknown_mask_bits_are_rejected_naming_the_bit(void **s
 	assert_msg_contains("unknown bit 0x400000 in rv_qp_attr.mask");
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, 1u << 9, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("unknown access bit 0x200");
-	assert_int_equal(rv_mr_alloc(t.pd, 8, 1u << 31, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, 8, 1u << 31, NULL, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("unknown access bit 0x80000000");
 	/* Known bits with invalid values are named too. */
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, RV_ACCESS_REMOTE_WRITE, (rv_mr **)&out), -EINVAL);
@@ -1631,8 +1654,8 @@ static void test_handles__unknown_mask_bits_are_rejected_naming_the_bit(void **s
 	assert_msg_contains("length is 0");
 	assert_int_equal(rv_mr_reg(t.pd, (void *)(uintptr_t)-16, 64, 0, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("wraps around");
-	assert_int_equal(rv_mr_alloc(t.pd, 0, 0, (rv_mr **)&out), -EINVAL);
-	assert_int_equal(rv_mr_alloc(t.pd, SIZE_MAX, 0, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, 0, 0, NULL, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, SIZE_MAX, 0, NULL, (rv_mr **)&out), -EINVAL);
 	assert_int_equal(rv_cq_new(t.ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_CQE, .cqe = 0}, (rv_cq **)&out), -EINVAL);
 	assert_msg_contains("cqe is 0");
 	assert_int_equal(rv_qp_new(t.pd,
@@ -2300,6 +2323,7 @@ int main(void)
 		T(test_handles__failed_pd_destroy_after_its_children_leaves_the_pd_live_and_retryable),
 		T(test_handles__pd_pinned_by_children_becomes_a_zombie_when_its_destroy_fails_in_a_cascade),
 		T(test_handles__device_close_stops_at_the_first_context_that_fails),
+		T(test_handles__context_whose_destroy_fails_at_last_unref_is_logged_and_reaped_by_device_close),
 		T(test_handles__create_failures_leave_outputs_parents_and_driver_untouched),
 		T(test_handles__wrong_handle_type_through_a_cast_is_einval_naming_both),
 		T(test_handles__foreign_memory_is_einval_not_a_crash),
