@@ -257,8 +257,8 @@ static void test_ibv_datapath__post_send_untranslatable_wr_posts_those_before(vo
 	assert_int_equal(posted, 5);
 	assert_int_equal(mock.calls, 1);
 	assert_int_equal(mock.chain_len[0], 5);
-	assert_non_null(strstr(rv_error_last(), "WR 5"));
-	assert_non_null(strstr(rv_error_last(), "BIND_MW"));
+	assert_non_null(strstr(rv_error_last(), "WR 5 (BIND_MW)"));
+	assert_non_null(strstr(rv_error_last(), "memory-window binds are not supported"));
 
 	/* The very first WR: nothing reaches the provider. */
 	setup(NULL);
@@ -266,6 +266,16 @@ static void test_ibv_datapath__post_send_untranslatable_wr_posts_those_before(vo
 	assert_int_equal(rv_ibv_post_send(&qp, w, 8, &posted), -EINVAL);
 	assert_int_equal(posted, 0);
 	assert_int_equal(mock.calls, 0);
+	assert_non_null(strstr(rv_error_last(), "WR 0 has opcode 77"));
+
+	/* A UD QP: no address handles yet. */
+	setup(NULL);
+	make_send(w, 2, 8);
+	w[0].opcode = RV_WR_SEND;
+	qp.qp_type = RV_QPT_UD;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 2, &posted), -EOPNOTSUPP);
+	assert_int_equal(posted, 0);
+	assert_non_null(strstr(rv_error_last(), "address handles"));
 }
 
 static void test_ibv_datapath__post_recv_batches_and_bad_wr(void **state)

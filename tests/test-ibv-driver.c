@@ -508,6 +508,15 @@ static void test_ibv_driver__data_path_through_the_facade(void **state)
 	assert_memory_equal(dst, src, 32);
 	assert_int_equal(rv_cq_poll(cq, wc, 4), 0);
 
+	/* A READ of memory registered without REMOTE_READ: the completion says
+	 * so, and the QP's state, read back from libibverbs, is ERR. */
+	sge.length = 16;
+	assert_int_equal(rv_qp_read(a, &sge, (uintptr_t)dst, rv_mr_rkey(dmr), 10), 0);
+	assert_int_equal(rv_cq_poll(cq, wc, 4), 1);
+	assert_int_equal(wc[0].wr_id, 10);
+	assert_int_equal(wc[0].status, RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(rv_qp_state_of(a), RV_QPS_ERR);
+
 	close_mock(dev, ctx);
 	rv_mr_unref(smr);
 	rv_mr_unref(dmr);

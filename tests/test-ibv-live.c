@@ -144,8 +144,12 @@ int main(void)
 	CHECK(strstr(rv_error_last(), "ibv_create_qp") != NULL);
 	printf("expected failure: %s\n", rv_error_last());
 
-	CHECK(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, &src) == 0);
-	CHECK(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &dst) == 0);
+	/* Caller memory (rv_mr_reg), page-aligned as NICs like it. */
+	static _Alignas(4096) unsigned char src_buf[4096], dst_buf[4096];
+	CHECK(rv_mr_reg(pd, src_buf, sizeof(src_buf), RV_ACCESS_LOCAL_WRITE, &src) == 0);
+	CHECK(rv_mr_reg(pd, dst_buf, sizeof(dst_buf),
+			RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ,
+			&dst) == 0);
 	CHECK(rv_mr_ibv(src) != NULL && rv_mr_ibv(src)->lkey == rv_mr_lkey(src));
 
 	CHECK(rv_qp_endpoint(a, &ep_a) == 0);

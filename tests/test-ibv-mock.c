@@ -6,9 +6,10 @@
  * It is a working loopback provider: two RC QPs of one process connected to
  * each other move data for WRITE, WRITE_WITH_IMM, READ, SEND, SEND_WITH_IMM
  * and the two atomics, consume receives and complete into their CQs, so
- * tests/test-ibv-live.c runs end to end on it (test 'ibv-live-mock'). Keys
- * are not checked. Knobs in `mock` inject failures; counters prove that
- * nothing is leaked.
+ * tests/test-ibv-live.c runs end to end on it (test 'ibv-live-mock'). Keys,
+ * ranges and access flags are checked as a NIC checks them: a violation
+ * completes with LOC_PROT_ERR or REM_ACCESS_ERR and moves the QP to ERR.
+ * Knobs in `mock` inject failures; counters prove that nothing is leaked.
  *
  * Built on its own (every helper static) or #included by test-ibv-driver.c,
  * which reads and sets `mock`.
@@ -26,6 +27,7 @@
 #define MOCK_MAX_QP 64
 #define MOCK_RQ 256
 #define MOCK_SGE 4
+#define MOCK_MAX_MR 64
 
 static struct {
 	/* live objects */
@@ -78,6 +80,40 @@ struct mock_qp {
 };
 
 static struct mock_qp *mock_qps[MOCK_MAX_QP];
+
+struct mock_mr {
+	struct ibv_mr mr; /* first */
+	unsigned int access;
+};
+
+static struct mock_mr *mock_mrs[MOCK_MAX_MR];
+
+/* The MR with this key covering [addr, addr + len) with the access, or NULL. */
+static const struct mock_mr *mock_find_mr(uint32_t key, int remote, uint64_t addr, uint64_t len,
+					  unsigned int need)
+{
+	for (int i = 0; i < MOCK_MAX_MR; i++) {
+		const struct mock_mr *m = mock_mrs[i];
+
+		if (!m || (remote ? m->mr.rkey : m->mr.lkey) != key)
+			continue;
+		if (addr < (uintptr_t)m->mr.addr ||
+		    addr + len > (uintptr_t)m->mr.addr + m->mr.length ||
+		    (m->access & need) != need)
+			return NULL;
+		return m;
+	}
+	return NULL;
+}
+
+/* Every SGE under a local key with the access (LOCAL_WRITE for sinks). */
+static int mock_sges_ok(const struct ibv_sge *sge, int n, unsigned int need)
+{
+	for (int i = 0; i < n; i++)
+		if (!mock_find_mr(sge[i].lkey, 0, sge[i].addr, sge[i].length, need))
+			return 0;
+	return 1;
+}
 
 static struct mock_qp *mock_find_qp(uint32_t qpn)
 {
@@ -154,6 +190,20 @@ static enum ibv_wc_opcode mock_wc_opcode(enum ibv_wr_opcode op)
 	}
 }
 
+/* Complete wr in error (always signalled) and move q to ERR, as a NIC does. */
+static int mock_fail(struct mock_qp *q, const struct ibv_send_wr *wr, enum ibv_wc_status status)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wr->wr_id;
+	wc.status = status;
+	wc.qp_num = q->qp.qp_num;
+	mock_complete(q->qp.send_cq, &wc);
+	q->qp.state = IBV_QPS_ERR;
+	return 0;
+}
+
 /* Execute one WR between q and its peer; 0, or an errno for bad_wr. */
 static int mock_execute(struct mock_qp *q, const struct ibv_send_wr *wr)
 {
@@ -170,6 +220,36 @@ static int mock_execute(struct mock_qp *q, const struct ibv_send_wr *wr)
 	if (!buf)
 		return ENOMEM;
 	memset(&wc, 0, sizeof(wc));
+	if (!(wr->send_flags & IBV_SEND_INLINE) &&
+	    !mock_sges_ok(wr->sg_list, wr->num_sge,
+			  wr->opcode == IBV_WR_RDMA_READ ||
+			  wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			  wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? IBV_ACCESS_LOCAL_WRITE : 0)) {
+		free(buf);
+		return mock_fail(q, wr, IBV_WC_LOC_PROT_ERR);
+	}
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		if (!mock_find_mr(wr->wr.rdma.rkey, 1, wr->wr.rdma.remote_addr, len,
+				  wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_REMOTE_READ
+								 : IBV_ACCESS_REMOTE_WRITE)) {
+			free(buf);
+			return mock_fail(q, wr, IBV_WC_REM_ACCESS_ERR);
+		}
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (!mock_find_mr(wr->wr.atomic.rkey, 1, wr->wr.atomic.remote_addr, 8,
+				  IBV_ACCESS_REMOTE_ATOMIC)) {
+			free(buf);
+			return mock_fail(q, wr, IBV_WC_REM_ACCESS_ERR);
+		}
+		break;
+	default:
+		break;
+	}
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -195,6 +275,11 @@ static int mock_execute(struct mock_qp *q, const struct ibv_send_wr *wr)
 	case IBV_WR_SEND_WITH_IMM:
 		if (mock_take_recv(peer, &r) != 0)
 			goto rnr;
+		if (!mock_sges_ok(r.sge, r.num_sge, IBV_ACCESS_LOCAL_WRITE) ||
+		    mock_sge_len(r.sge, r.num_sge) < len) {
+			free(buf);
+			return mock_fail(q, wr, IBV_WC_REM_OP_ERR);
+		}
 		mock_gather(wr->sg_list, wr->num_sge, buf);
 		mock_scatter(r.sge, r.num_sge, buf, len);
 		wc.wr_id = r.wr_id;
@@ -236,16 +321,9 @@ static int mock_execute(struct mock_qp *q, const struct ibv_send_wr *wr)
 	}
 	return 0;
 rnr:
-	/* No receive posted at the peer: complete in error, as after the RNR
-	 * retries ran out. */
+	/* No receive posted at the peer: as after the RNR retries ran out. */
 	free(buf);
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = wr->wr_id;
-	wc.status = IBV_WC_RNR_RETRY_EXC_ERR;
-	wc.qp_num = q->qp.qp_num;
-	mock_complete(q->qp.send_cq, &wc);
-	q->qp.state = IBV_QPS_ERR;
-	return 0;
+	return mock_fail(q, wr, IBV_WC_RNR_RETRY_EXC_ERR);
 }
 
 static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -431,25 +509,37 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				unsigned int access)
 {
-	struct ibv_mr *mr;
+	struct mock_mr *m;
+	int slot = -1;
 
 	(void)iova;
 	if (mock.reg_errno) {
 		errno = mock.reg_errno;
 		return NULL;
 	}
-	mr = calloc(1, sizeof(*mr));
-	if (!mr)
+	for (int i = 0; i < MOCK_MAX_MR && slot < 0; i++)
+		if (!mock_mrs[i])
+			slot = i;
+	/* As ibv_reg_mr(3): remote write or atomic need local write. */
+	if (slot < 0 || ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+			 !(access & IBV_ACCESS_LOCAL_WRITE))) {
+		errno = slot < 0 ? ENOMEM : EINVAL;
 		return NULL;
-	mr->context = pd->context;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = length;
-	mr->lkey = 0x1000u + (uint32_t)mock.mr_out;
-	mr->rkey = 0x2000u + (uint32_t)mock.mr_out;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->mr.context = pd->context;
+	m->mr.pd = pd;
+	m->mr.addr = addr;
+	m->mr.length = length;
+	m->mr.lkey = 0x1000u + (uint32_t)slot;
+	m->mr.rkey = 0x2000u + (uint32_t)slot;
+	m->access = access;
+	mock_mrs[slot] = m;
 	mock.reg_access = (int)access;
 	mock.mr_out++;
-	return mr;
+	return &m->mr;
 }
 
 #undef ibv_reg_mr
@@ -460,6 +550,9 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
+	for (int i = 0; i < MOCK_MAX_MR; i++)
+		if (mock_mrs[i] == (struct mock_mr *)mr)
+			mock_mrs[i] = NULL;
 	free(mr);
 	mock.mr_out--;
 	return 0;

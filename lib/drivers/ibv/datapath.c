@@ -30,37 +30,43 @@ static size_t bad_index(const void *chain, const void *bad, size_t elem, size_t 
 	return (size_t)(b - c) / elem;
 }
 
+/* A WR the driver could not translate (rv_ibv_send_wr_to_ibv's refusals). */
+static int send_untranslatable(struct rv_qp *qp, const rv_send_wr *wr, size_t index, int err)
+{
+	if (err == EINVAL)
+		return rv_err(EINVAL, "rv_qp_post_send", "WR %zu has opcode %u, which is not an "
+			      "rv_wr_opcode", index, wr->opcode);
+	rv_err(err, "rv_qp_post_send", "WR %zu (%s) on QP %u cannot be posted through "
+	       "libibverbs", index, rv_ibv_wr_opcode_name(wr->opcode), qp->qpn);
+	if (wr->opcode == RV_WR_BIND_MW)
+		rv_err_hint("memory-window binds are not supported by the libibverbs driver of "
+			    "rverbs yet");
+	else if (qp->qp_type == RV_QPT_UD)
+		rv_err_hint("UD sends need address handles, which the libibverbs driver of "
+			    "rverbs does not support yet");
+	return -err;
+}
+
+/* A WR libibverbs refused. */
 static int send_failed(struct rv_qp *qp, const rv_send_wr *wr, size_t index, int err)
 {
 	char ebuf[128];
+	/* The caller's list may be what is wrong: do not walk a NULL one. */
+	uint64_t len = wr->sg_list ? rv_send_wr_length(wr) : 0;
 
 	rv_err(err, "rv_qp_post_send", "ibv_post_send refused WR %zu (%s, %u SGE, %" PRIu64
 	       " bytes) on QP %u: %s", index, rv_ibv_wr_opcode_name(wr->opcode), wr->num_sge,
-	       rv_send_wr_length(wr), qp->qpn, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
-	switch (err) {
-	case ENOMEM:
+	       len, qp->qpn, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == ENOMEM)
 		rv_err_hint("the send queue is full (max_send_wr %u): poll the send CQ before "
 			    "posting more, or create the QP with a deeper queue",
 			    qp->cap.max_send_wr);
-		break;
-	case EINVAL:
+	else if (err == EINVAL)
 		rv_err_hint("check num_sge <= max_send_sge (%u), an inline payload <= "
 			    "max_inline_data (%u), the QP state (%s: sends need RTS) and that "
 			    "the opcode suits a %s QP", qp->cap.max_send_sge,
 			    qp->cap.max_inline_data, rv_ibv_qp_state_name(qp->state),
 			    rv_ibv_qp_type_name(qp->qp_type));
-		break;
-	case EOPNOTSUPP:
-		if (wr->opcode == RV_WR_BIND_MW)
-			rv_err_hint("memory-window binds are not supported by the libibverbs "
-				    "driver of rverbs yet");
-		else if (qp->qp_type == RV_QPT_UD)
-			rv_err_hint("UD sends need address handles, which the libibverbs driver "
-				    "of rverbs does not support yet");
-		break;
-	default:
-		break;
-	}
 	return -err;
 }
 
@@ -94,7 +100,7 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 		done += k;
 		if (RV_UNLIKELY(terr)) {
 			*n_posted = done;
-			return send_failed(qp, &wrs[done], done, -terr);
+			return send_untranslatable(qp, &wrs[done], done, -terr);
 		}
 	}
 	*n_posted = done;
