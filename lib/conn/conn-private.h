@@ -51,6 +51,7 @@ struct rv_conn {
 	uint32_t transport; /* rv_conn_transport in use */
 	int phase;          /* enum rv_conn_phase */
 	bool server;
+	bool published;     /* its dependencies are registered: closed through the graph */
 	int fd;             /* TCP control channel, or the rdma_cm event channel */
 	int error;          /* negative errno of a failed rv_connect_start() */
 	char peer_addr[RV_ADDR_STR_MAX];

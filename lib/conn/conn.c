@@ -310,6 +310,8 @@ int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_
 		rv_graph_unlock(&ctx->obj);
 		if (rc < 0)
 			rc = rv_err(ENOMEM, func, "out of memory");
+		else
+			c->published = true;
 	}
 	if (rc < 0) {
 		rv_conn_discard(c);
@@ -324,8 +326,8 @@ void rv_conn_discard(struct rv_conn *c)
 	char msg[512];
 
 	snprintf(msg, sizeof(msg), "%s", rv_error_last());
-	if (c->obj.n_deps == 0) {
-		/* Never published: no graph edges to undo beyond what abort does. */
+	if (!c->published) {
+		/* Never in the graph: undo what creation did, without the graph. */
 		conn_destroy(&c->obj);
 		rv_obj_abort(&c->obj);
 	} else {
