@@ -23,10 +23,12 @@ static void hint_modify(struct rv_qp *qp, const rv_qp_attr *attr, int err)
 {
 	struct ibv_context *c = rv_ibv_ctx(qp->ctx);
 	uint8_t port = (attr->mask & RV_QP_PORT) ? attr->port_num : qp->port_num;
+	/* Without RV_QP_STATE the QP stays where it is. */
+	uint32_t target = (attr->mask & RV_QP_STATE) ? attr->qp_state : qp->state;
 	struct ibv_port_attr pattr;
 
 	if (c->device->transport_type == IBV_TRANSPORT_IWARP &&
-	    (attr->qp_state == RV_QPS_RTR || attr->qp_state == RV_QPS_RTS)) {
+	    (target == RV_QPS_RTR || target == RV_QPS_RTS)) {
 		rv_err_hint("%s is an iWARP device: its QPs are connected through rdma_cm, "
 			    "the kernel refuses ibv_modify_qp to RTR/RTS", qp->ctx->dev->name);
 		return;
@@ -36,7 +38,7 @@ static void hint_modify(struct rv_qp *qp, const rv_qp_attr *attr, int err)
 			rv_err_hint("check port_num (%u): ports are numbered from 1", port);
 		return;
 	}
-	if (attr->qp_state == RV_QPS_RTR && (attr->mask & RV_QP_AV)) {
+	if (target == RV_QPS_RTR && (attr->mask & RV_QP_AV)) {
 		if (pattr.link_layer == IBV_LINK_LAYER_ETHERNET && !attr->ah_attr.is_global) {
 			rv_err_hint("port %u is Ethernet (RoCE): the address vector needs a GRH "
 				    "(is_global 1, the peer's dgid, a valid sgid_index)", port);
