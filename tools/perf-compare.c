@@ -23,7 +23,7 @@
 enum { TCP_LAT, TCP_BW, RV_LAT, RV_BW, N_MEAS };
 
 struct cell {
-	double lat_us, gbps, cpu_c, cpu_s; /* medians; NaN when not measured */
+	double lat_us, typ_us, gbps, cpu_c, cpu_s; /* medians; NaN when not measured */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -64,7 +64,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 	struct perf_params p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .cq_mod = 16,
 				.max_size = 65536, .tcp_data = 1};
 	struct cell cell[N_SIZES][N_MEAS];
-	static double samples[N_SIZES][N_MEAS][4][MAX_REPS];
+	static double samples[N_SIZES][N_MEAS][5][MAX_REPS];
 	struct session s;
 	char devname[64] = "none";
 	int port, pid, status, failed = 0;
@@ -93,10 +93,10 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 					m == TCP_LAT || m == RV_LAT ? lat_iters : bw_iters(sizes[i]),
 				};
 				struct perf_result res;
-				double *out[4];
-				for (int k = 0; k < 4; k++)
+				double *out[5];
+				for (int k = 0; k < 5; k++)
 					out[k] = &samples[i][m][k][r];
-				*out[0] = *out[1] = *out[2] = *out[3] = NAN;
+				*out[0] = *out[1] = *out[2] = *out[3] = *out[4] = NAN;
 				if ((m == RV_LAT || m == RV_BW) && !s.r)
 					continue;
 				int rc = session_run(&s, &c, &res, NULL);
@@ -111,6 +111,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 				*out[1] = c.mode == PERF_BW ? res.bw_avg * 8 / 1e9 : NAN;
 				*out[2] = res.wall > 0 ? 100 * res.cpu_client / res.wall : NAN;
 				*out[3] = res.wall > 0 ? 100 * res.cpu_server / res.wall : NAN;
+				*out[4] = c.mode == PERF_LAT ? res.lat_typical : NAN;
 			}
 		}
 	}
@@ -124,6 +125,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 			cell[i][m].gbps = median(samples[i][m][1], reps);
 			cell[i][m].cpu_c = median(samples[i][m][2], reps);
 			cell[i][m].cpu_s = median(samples[i][m][3], reps);
+			cell[i][m].typ_us = median(samples[i][m][4], reps);
 		}
 
 	if (json) {
@@ -142,6 +144,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 				json_uint(&js, "bytes", sizes[i]);
 				json_string(&js, "transport", t ? "rverbs RC" : "raw TCP");
 				json_double(&js, "avg_latency_us", l->lat_us);
+				json_double(&js, "typical_latency_us", l->typ_us);
 				json_double(&js, "bandwidth_gbps", b->gbps);
 				json_double(&js, "cpu_lat_client_pct", l->cpu_c);
 				json_double(&js, "cpu_lat_server_pct", l->cpu_s);
@@ -160,12 +163,13 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 		       "rverbs SEND/RECV)\n", lat_iters);
 		printf("bandwidth: one-way stream (TCP send() per message, TCP_NODELAY; rverbs RDMA WRITE, "
 		       "%u in flight)\n", p.tx_depth);
-		printf("CPU: process CPU time / wall time per side during the run; 100%% = one core\n\n");
+		printf("CPU: process CPU time / wall time per side during the run; 100%% = one core\n");
+		printf("typical latency: the median round trip / 2 (the average includes the outliers)\n\n");
 		printf("| size | transport | avg latency (µs) | bandwidth (Gb/s) | CPU latency run, client / server "
-		       "| CPU bandwidth run, client / server |\n");
-		printf("|---|---|---|---|---|---|\n");
+		       "| CPU bandwidth run, client / server | typical latency (µs) |\n");
+		printf("|---|---|---|---|---|---|---|\n");
 		for (int i = 0; i < N_SIZES; i++) {
-			char sz[32], a[32], b[32], c1[32], c2[32], d1[32], d2[32];
+			char sz[32], a[32], b[32], c1[32], c2[32], d1[32], d2[32], t1[32];
 			format_size(sizes[i], sz, sizeof(sz));
 			for (int t = 0; t < 2; t++) {
 				struct cell *l = &cell[i][t ? RV_LAT : TCP_LAT], *w = &cell[i][t ? RV_BW : TCP_BW];
@@ -175,8 +179,9 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 				fmt(c2, sizeof(c2), "%.0f%%", l->cpu_s);
 				fmt(d1, sizeof(d1), "%.0f%%", w->cpu_c);
 				fmt(d2, sizeof(d2), "%.0f%%", w->cpu_s);
-				printf("| %s | %s | %s | %s | %s / %s | %s / %s |\n", sz, t ? "rverbs RC" : "raw TCP", a, b,
-				       c1, c2, d1, d2);
+				fmt(t1, sizeof(t1), "%.2f", l->typ_us);
+				printf("| %s | %s | %s | %s | %s / %s | %s / %s | %s |\n", sz, t ? "rverbs RC" : "raw TCP", a,
+				       b, c1, c2, d1, d2, t1);
 			}
 			struct cell *tl = &cell[i][TCP_LAT], *tb = &cell[i][TCP_BW], *rl = &cell[i][RV_LAT],
 				    *rb = &cell[i][RV_BW];
@@ -184,7 +189,9 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 			fmt(b, sizeof(b), "%.2f×", rb->gbps / tb->gbps);
 			fmt(c1, sizeof(c1), "%.2f×", (rl->cpu_c + rl->cpu_s) / (tl->cpu_c + tl->cpu_s));
 			fmt(d1, sizeof(d1), "%.2f×", (rb->cpu_c + rb->cpu_s) / (tb->cpu_c + tb->cpu_s));
-			printf("| %s | rverbs/TCP | %s | %s | %s (both sides) | %s (both sides) |\n", sz, a, b, c1, d1);
+			fmt(t1, sizeof(t1), "%.2f×", rl->typ_us / tl->typ_us);
+			printf("| %s | rverbs/TCP | %s | %s | %s (both sides) | %s (both sides) | %s |\n", sz, a, b, c1, d1,
+			       t1);
 		}
 		if (!have_rdma)
 			printf("\nrverbs RC: not measured: the RDMA setup failed (the message above says why)\n");
