@@ -102,9 +102,11 @@ def case_doctor_healthy():
             check(checks[name]["status"] == "PASS", f"{name} passes on a healthy tree")
         check("mlx5_ib" in checks["providers"]["detail"], "the loaded provider is named")
         check("eth0" in checks["gid mlx5_0/1"]["detail"], "the RoCE v2 GID's interface is named")
-        failed = [n for n, c in checks.items() if c["status"] == "FAIL"]
-        # memlock comes from this process's real limit (prlimit may not be allowed to raise it).
-        check(failed in ([], ["memlock"]), f"nothing else FAILs on a healthy tree (failed: {failed})")
+        failed = {n for n, c in checks.items() if c["status"] == "FAIL"}
+        # memlock comes from this process's real limit (prlimit may not be allowed to raise it);
+        # without soft0 this machine may have no device at all.
+        allowed = {"memlock"} | (set() if soft_built() else {"devices", "default-device"})
+        check(failed <= allowed, f"nothing else FAILs on a healthy tree (failed: {sorted(failed)})")
         if soft_built() and not failed:
             check(p.returncode == 0 and data["ok"], "a healthy machine exits 0")
             check("soft0" in checks["default-device"]["detail"], "doctor says which device rverbs picks")
