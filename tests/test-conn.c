@@ -658,6 +658,43 @@ static void test_conn__close_cascades_and_connecting_disconnect(void **state)
 	rv_conn_unref(srv);
 }
 
+/* The caller's QPs serve one client: a second one is turned away, named. */
+static void test_conn__callers_qps_serve_one_client(void **state)
+{
+	struct fixture *f = *state;
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ};
+	rv_conn_attr sa = {.mask = RV_CONN_ATTR_QPS, .num_qps = 1};
+	rv_conn *cli, *srv, *c2 = (rv_conn *)0x1;
+	uint8_t buf[RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX];
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *qp;
+	int fd, n;
+
+	assert_int_equal(rv_pd_new(f->ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(f->ctx, NULL, &cq), 0);
+	qa.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
+	sa.qps = &qp;
+	assert_int_equal(connect_pair(f, NULL, &sa, &cli, &srv), 0);
+	assert_ptr_equal(rv_conn_qp(srv, 0), qp);
+	n = craft_req(buf, sizeof(buf), RV_QPT_RC, RV_MTU_1024, 0, true);
+	fd = raw_connect(f->port);
+	raw_send(fd, buf, (size_t)n);
+	assert_int_equal(rv_listener_accept(f->l, &sa, 2000, &c2), -EBUSY);
+	assert_non_null(strstr(rv_error_last(), "already serve another client"));
+	assert_ptr_equal(c2, (rv_conn *)0x1);
+	close(fd);
+	/* Closing the connection leaves the caller's QP alive, in ERR. */
+	assert_int_equal(rv_conn_close(srv), 0);
+	assert_int_equal(rv_qp_state_of(qp), RV_QPS_ERR);
+	rv_conn_unref(srv);
+	rv_conn_unref(cli);
+	rv_qp_unref(qp);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+}
+
 /* 64 client processes (each with its own mock device) on one listener. */
 static void test_conn__64_client_processes(void **state)
 {
@@ -725,6 +762,7 @@ int main(void)
 		T(test_conn__mtu_is_the_minimum),
 		T(test_conn__epoll_on_listener_and_connection),
 		T(test_conn__close_cascades_and_connecting_disconnect),
+		T(test_conn__callers_qps_serve_one_client),
 		T(test_conn__64_client_processes),
 	};
 	return cmocka_run_group_tests_name("conn", tests, NULL, NULL);

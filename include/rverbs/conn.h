@@ -249,6 +249,8 @@ RV_API int rv_listener_fd(const rv_listener *listener);
  * @retval -EOPNOTSUPP       the client's device lacks a required capability
  * @retval -ECONNREFUSED     the client rejected our endpoints (its reason is
  *                           in rv_error_last())
+ * @retval -EBUSY            a second client arrived while the caller's QPs
+ *                           (RV_CONN_ATTR_QPS) already served a first one
  * @retval -ENOMEM           out of memory
  * @retval negative          creating or connecting the QPs failed (named)
  */

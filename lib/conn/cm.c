@@ -473,6 +473,8 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 			    cml->ctx->dev->name);
 	if (rc == 0 && o->num_qps > 1)
 		rc = rv_err(EPROTO, func, "rdma_cm connects one QP; this server wants %u", o->num_qps);
+	if (rc == 0 && o->caller_qps && o->qps[0]->state != RV_QPS_RESET)
+		rc = rv_err(EBUSY, func, "the QP given to rv_listener_accept() is not in RESET (already serving a client?)");
 	if (rc == 0 && (o->required_caps & ~peer.caps))
 		rc = rv_err(EOPNOTSUPP, func, "the client's device lacks capabilities 0x%x that this connection requires",
 			    o->required_caps & ~peer.caps);

@@ -172,8 +172,6 @@ int rv_conn_opts_parse(struct rv_context *ctx, const rv_conn_attr *attr, struct 
 			for (uint32_t k = 0; k < i; k++)
 				if (o->qps[k] == qp)
 					return rv_err(EINVAL, func, "qps[%u] and qps[%u] are the same QP", k, i);
-			if (qp->state != RV_QPS_RESET && qp->state != RV_QPS_INIT)
-				return rv_err(EINVAL, func, "qps[%u] is not in RESET or INIT", i);
 			o->qps[i] = qp;
 		}
 		o->caller_qps = true;
@@ -533,6 +531,16 @@ static int client_run(struct rv_conn *c, int64_t deadline, bool *established, co
 	}
 }
 
+/* A client's own QPs must be fresh (a server's are checked per request: the
+ * same attr is passed again while an earlier client is being served). */
+static int check_fresh_qps(const struct rv_conn_opts *o, const char *func)
+{
+	for (uint32_t i = 0; o->caller_qps && i < o->num_qps; i++)
+		if (o->qps[i]->state != RV_QPS_RESET && o->qps[i]->state != RV_QPS_INIT)
+			return rv_err(EINVAL, func, "qps[%u] is not in RESET or INIT", i);
+	return 0;
+}
+
 static int connect_start(rv_context *ctx, const char *addr, const rv_conn_attr *attr, struct rv_conn_opts *o,
 			 rv_conn **ret_conn, const char *func)
 {
@@ -587,6 +595,8 @@ RV_EXPORT int rv_connect_start(rv_context *ctx, const char *addr, const rv_conn_
 
 	if (rc == 0)
 		rc = rv_conn_opts_parse(ctx, attr, &o, __func__);
+	if (rc == 0)
+		rc = check_fresh_qps(&o, __func__);
 	if (rc < 0)
 		return rc;
 	if (o.transport == RV_CONN_TRANSPORT_RDMA_CM ||
@@ -608,6 +618,8 @@ RV_EXPORT int rv_connect(rv_context *ctx, const char *addr, const rv_conn_attr *
 
 	if (rc == 0)
 		rc = rv_conn_opts_parse(ctx, attr, &o, __func__);
+	if (rc == 0)
+		rc = check_fresh_qps(&o, __func__);
 	if (rc < 0)
 		return rc;
 	if (o.transport == RV_CONN_TRANSPORT_RDMA_CM ||

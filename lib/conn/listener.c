@@ -290,6 +290,9 @@ static int on_request(struct rv_listener *l, struct pending *p, const struct rv_
 
 	if (rc == 0 && o->num_qps && o->num_qps != h.num_qps)
 		rc = rv_err(EPROTO, func, "asks for %u QP(s); this server accepts %u", h.num_qps, o->num_qps);
+	for (uint32_t i = 0; rc == 0 && o->caller_qps && i < o->num_qps; i++)
+		if (o->qps[i]->state != RV_QPS_RESET && o->qps[i]->state != RV_QPS_INIT)
+			rc = rv_err(EBUSY, func, "the QPs given to rv_listener_accept() already serve another client");
 	if (rc < 0)
 		goto reject;
 	rc = rv_conn_create(l->ctx, o, h.num_qps, true, &p->conn, func);
