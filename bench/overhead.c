@@ -352,7 +352,7 @@ static const char *soft_open(void)
 	if (rv_device_find("soft0", &soft_dev) < 0)
 		return "soft0 is not built in";
 	if (rv_context_new(soft_dev, NULL, &soft_ctx) < 0 || rv_pd_new(soft_ctx, NULL, &soft_pd) < 0 ||
-	    rv_mr_alloc(soft_pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &soft_mr) < 0 ||
+	    rv_mr_alloc(soft_pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &soft_mr) < 0 ||
 	    rv_cq_new(soft_ctx, NULL, &soft_cq) < 0)
 		return rv_error_last();
 	qa.send_cq = soft_cq;

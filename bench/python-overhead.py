@@ -77,7 +77,7 @@ static void side_open(rv_device *dev, struct side *s)
 	CHECK(rv_cq_new(s->ctx, NULL, &s->cq));
 	qa.send_cq = s->cq;
 	CHECK(rv_qp_new(s->pd, &qa, &s->qp));
-	CHECK(rv_mr_alloc(s->pd, 65536, RV_ACCESS_ALL_REMOTE, &s->mr));
+	CHECK(rv_mr_alloc(s->pd, 65536, RV_ACCESS_ALL_REMOTE, NULL, &s->mr));
 }
 
 static void *connect_thread(void *arg)

@@ -56,7 +56,7 @@ static int server(const char *port, int ready_fd)
 	if (open_context(&ctx))
 		return 1;
 	if ((rc = rv_pd_new(ctx, NULL, &ca.pd)) < 0 ||
-	    (rc = rv_mr_alloc(ca.pd, BUF_SIZE, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &ca.mr)) < 0 ||
+	    (rc = rv_mr_alloc(ca.pd, BUF_SIZE, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &ca.mr)) < 0 ||
 	    (rc = rv_listener_new(ctx, addr, NULL, &l)) < 0) {
 		fail("setting up the server", rc);
 		goto out;
@@ -106,7 +106,7 @@ static int client(const char *host, const char *port, const char *msg)
 		fprintf(stderr, "the server advertised no buffer large enough\n");
 		goto out;
 	}
-	if ((rc = rv_mr_alloc(rv_conn_pd(conn), BUF_SIZE, RV_ACCESS_LOCAL_WRITE, &mr)) < 0 && fail("rv_mr_alloc", rc))
+	if ((rc = rv_mr_alloc(rv_conn_pd(conn), BUF_SIZE, RV_ACCESS_LOCAL_WRITE, NULL, &mr)) < 0 && fail("rv_mr_alloc", rc))
 		goto out;
 	strcpy(rv_mr_addr(mr), msg);
 	sge.addr = (uintptr_t)rv_mr_addr(mr);

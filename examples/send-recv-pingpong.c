@@ -53,7 +53,7 @@ static int side_open(struct side *s, uint32_t size)
 		return fail("rv_context_new", rc);
 	if ((rc = rv_pd_new(s->ctx, NULL, &s->pd)) < 0)
 		return fail("rv_pd_new", rc);
-	if ((rc = rv_mr_alloc(s->pd, 2 * (size_t)size, RV_ACCESS_LOCAL_WRITE, &s->mr)) < 0)
+	if ((rc = rv_mr_alloc(s->pd, 2 * (size_t)size, RV_ACCESS_LOCAL_WRITE, NULL, &s->mr)) < 0)
 		return fail("rv_mr_alloc", rc);
 	if ((rc = rv_cq_new(s->ctx, NULL, &s->cq)) < 0)
 		return fail("rv_cq_new", rc);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "memory.h"
 
 static _Atomic uint64_t next_context_id;
 
@@ -66,6 +67,7 @@ RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_con
 	pthread_mutexattr_destroy(&ma);
 	ctx->dev = dev;
 	ctx->drv = dev->drv;
+	rv_fork_track(ctx);
 	rc = rv_obj_add_dep(&ctx->obj, &dev->obj);
 	if (rc < 0) {
 		rv_obj_abort(&ctx->obj);

@@ -1,6 +1,11 @@
 /*
  * Memory regions: registration of caller memory and of memory rverbs
- * allocates (page-aligned, zeroed, owned by the MR until its last unref).
+ * allocates with the placement asked for (page size, NUMA node: lib/memory.c;
+ * page-aligned, zeroed, excluded from fork children, owned by the MR until its
+ * last unref), and registrations without a handle for the chunks of a pool.
+ *
+ * Every registration on a device that pins memory is counted against
+ * RLIMIT_MEMLOCK before the driver sees it, so the error names the limit.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,15 +16,26 @@
 #include <unistd.h>
 
 #include "driver.h"
+#include "memory.h"
 
 #define RV_ACCESS_KNOWN (RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ | \
 			 RV_ACCESS_REMOTE_ATOMIC | RV_ACCESS_MW_BIND | RV_ACCESS_ZERO_BASED |     \
 			 RV_ACCESS_ON_DEMAND | RV_ACCESS_HUGETLB | RV_ACCESS_RELAXED_ORDERING)
 
+static int mr_dereg(struct rv_mr *mr)
+{
+	int rc = mr->pd->ctx->drv->mr_dereg(mr);
+
+	if (rc == 0 && mr->locked_counted) {
+		rv_memlock_unreserve(mr->length);
+		mr->locked_counted = false;
+	}
+	return rc;
+}
+
 static int mr_destroy(struct rv_object *obj)
 {
-	struct rv_mr *mr = (struct rv_mr *)obj;
-	return mr->pd->ctx->drv->mr_dereg(mr);
+	return mr_dereg((struct rv_mr *)obj);
 }
 
 static void mr_release(struct rv_object *obj)
@@ -46,20 +62,46 @@ static int check_access(uint32_t access, const char *func)
 	return 0;
 }
 
-static void explain_enomem(const char *func, size_t length)
+/* The driver registers mr (pd, addr, length, access set), after the memlock
+ * account agreed. Caller holds the graph lock. */
+static int mr_driver_reg(struct rv_mr *mr, const char *func)
 {
-	struct rlimit rl;
+	struct rv_context *ctx = mr->pd->ctx;
+	int rc;
 
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-		rv_err(ENOMEM, func, "registering %zu bytes failed: the locked-memory limit is %llu bytes",
-		       length, (unsigned long long)rl.rlim_cur);
-		rv_err_hint("raise it with `ulimit -l unlimited` or a memlock line in /etc/security/limits.conf");
+	if (rv_memlock_applies(ctx)) {
+		rc = rv_memlock_reserve(mr->length, func);
+		if (rc < 0)
+			return rc;
+		mr->locked_counted = true;
 	}
+	rv_error_clear();
+	rc = ctx->drv->mr_reg(mr);
+	if (rc == -ENOMEM && !rv_err_is_set())
+		rv_memlock_explain(func, mr->length);
+	rc = rv_err_from_driver(rc, func, "registering the memory");
+	if (rc < 0 && mr->locked_counted) {
+		rv_memlock_unreserve(mr->length);
+		mr->locked_counted = false;
+	}
+	return rc;
+}
+
+static void mr_init(struct rv_mr *mr, rv_pd *pd, void *addr, size_t length, uint32_t access)
+{
+	rv_obj_init(&mr->obj, &mr_class, pd->ctx);
+	mr->obj.id = rv_ctx_next_id(pd->ctx);
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->access = access;
+	mr->page_size = rv_mem_page_size();
+	mr->numa_node = -1;
 }
 
 /* Register [addr, addr+length) on pd; owned memory (if any) becomes the MR's. */
-static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, void *owned, rv_mr **ret_mr,
-		  const char *func)
+static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, const struct rv_mem *owned,
+		  rv_mr **ret_mr, const char *func)
 {
 	struct rv_mr *mr;
 	int rc;
@@ -67,25 +109,19 @@ static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, void *o
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return rv_err(ENOMEM, func, "out of memory");
-	rv_obj_init(&mr->obj, &mr_class, pd->ctx);
-	mr->obj.id = rv_ctx_next_id(pd->ctx);
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = length;
-	mr->access = access;
-	mr->owned = owned;
-	mr->owned_length = owned ? length : 0;
+	mr_init(mr, pd, addr, length, access);
+	if (owned) {
+		mr->owned = owned->addr;
+		mr->owned_length = owned->length;
+		mr->page_size = owned->page_size;
+		mr->numa_node = owned->node;
+	}
 	rv_graph_lock(&pd->obj);
 	rc = rv_obj_add_dep(&mr->obj, &pd->obj);
-	if (rc == 0) {
-		rv_error_clear();
-		rc = pd->ctx->drv->mr_reg(mr);
-		if (rc == -ENOMEM && !rv_err_is_set())
-			explain_enomem(func, length);
-		rc = rv_err_from_driver(rc, func, "registering the memory");
-	} else {
+	if (rc == 0)
+		rc = mr_driver_reg(mr, func);
+	else
 		rc = rv_err(ENOMEM, func, "out of memory");
-	}
 	if (rc < 0) {
 		mr->owned = NULL; /* the caller frees it on failure */
 		rv_obj_abort(&mr->obj);
@@ -93,6 +129,33 @@ static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, void *o
 	rv_graph_unlock(&pd->obj);
 	if (rc == 0)
 		*ret_mr = mr;
+	return rc;
+}
+
+int rv_mr_chunk_reg(rv_pd *pd, struct rv_mr *mr, void *addr, size_t length, uint32_t access,
+		    const char *func)
+{
+	int rc;
+
+	memset(mr, 0, sizeof(*mr));
+	mr_init(mr, pd, addr, length, access);
+	rv_graph_lock(&pd->obj);
+	rc = mr_driver_reg(mr, func);
+	rv_graph_unlock(&pd->obj);
+	if (rc < 0)
+		mr->obj.state = RV_OBJ_CLOSED;
+	return rc;
+}
+
+int rv_mr_chunk_dereg(struct rv_mr *mr)
+{
+	int rc;
+
+	if (mr->obj.state != RV_OBJ_LIVE)
+		return 0;
+	rc = mr_dereg(mr);
+	if (rc == 0)
+		mr->obj.state = RV_OBJ_CLOSED;
 	return rc;
 }
 
@@ -114,30 +177,61 @@ RV_EXPORT int rv_mr_reg(rv_pd *pd, void *addr, size_t length, uint32_t access, r
 	return mr_new(pd, addr, length, access, NULL, ret_mr, __func__);
 }
 
-RV_EXPORT int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, rv_mr **ret_mr)
+#define MR_ALLOC_ATTR_KNOWN (RV_MR_ALLOC_ATTR_PAGE | RV_MR_ALLOC_ATTR_NUMA_NODE | RV_MR_ALLOC_ATTR_FLAGS)
+
+/* Validate a placement request (shared with rv_pool_new). */
+int rv_mem_req_check(uint32_t page, int32_t node, uint32_t flags, const char *func)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t len;
-	void *mem;
+	if (page > RV_MEM_PAGE_HUGE_1G)
+		return rv_err(EINVAL, func, "page %u is not an rv_mem_page (0..%d)", page, RV_MEM_PAGE_HUGE_1G);
+	if (node < RV_MEM_NODE_ANY)
+		return rv_err(EINVAL, func, "numa_node %d is neither a node, RV_MEM_NODE_DEVICE nor RV_MEM_NODE_ANY",
+			      (int)node);
+	if (flags & ~(uint32_t)RV_MEM_STRICT)
+		return rv_err(EINVAL, func, "unknown flag 0x%x", flags & ~(uint32_t)RV_MEM_STRICT);
+	return 0;
+}
+
+RV_EXPORT int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr_alloc_attr *attr,
+			  rv_mr **ret_mr)
+{
+	struct rv_mem_req req = {.page = RV_MEM_PAGE_DEFAULT, .node = RV_MEM_NODE_DEVICE};
+	struct rv_mem mem;
 	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
 
 	if (rc < 0)
 		return rc;
 	if (!ret_mr)
 		return rv_err(EINVAL, __func__, "ret_mr is NULL");
-	if (length == 0 || length > SIZE_MAX - page)
+	if (length == 0 || length > SIZE_MAX / 2)
 		return rv_err(EINVAL, __func__, "length %zu is 0 or too large", length);
 	rc = check_access(access, __func__);
 	if (rc < 0)
 		return rc;
-	len = (length + page - 1) & ~(page - 1);
-	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return rv_err(ENOMEM, __func__, "allocating %zu bytes failed", len);
-	rc = mr_new(pd, mem, len, access, mem, ret_mr, __func__);
+	if (attr) {
+		if (attr->mask & ~(uint64_t)MR_ALLOC_ATTR_KNOWN)
+			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_mr_alloc_attr.mask",
+				      attr->mask & ~(uint64_t)MR_ALLOC_ATTR_KNOWN);
+		if (attr->mask & RV_MR_ALLOC_ATTR_PAGE)
+			req.page = attr->page;
+		if (attr->mask & RV_MR_ALLOC_ATTR_NUMA_NODE)
+			req.node = attr->numa_node;
+		if (attr->mask & RV_MR_ALLOC_ATTR_FLAGS)
+			req.flags = attr->flags;
+		rc = rv_mem_req_check(req.page, req.node, req.flags, __func__);
+		if (rc < 0)
+			return rc;
+	}
+	rc = rv_mem_map(pd->ctx, length, &req, &mem, __func__);
 	if (rc < 0)
-		munmap(mem, len);
-	return rc;
+		return rc;
+	rc = mr_new(pd, mem.addr, mem.length, access, &mem, ret_mr, __func__);
+	if (rc < 0) {
+		rv_mem_unmap(&mem);
+		return rc;
+	}
+	rv_mem_report_fallback(&mem, __func__);
+	return 0;
 }
 
 RV_EXPORT rv_mr *rv_mr_ref(rv_mr *mr)
@@ -197,4 +291,18 @@ RV_EXPORT rv_pd *rv_mr_pd(const rv_mr *mr)
 	if (rv_obj_check(RV_COBJ(mr), RV_OBJ_MR, __func__) < 0)
 		return NULL;
 	return mr->pd;
+}
+
+RV_EXPORT size_t rv_mr_page_size(const rv_mr *mr)
+{
+	if (rv_obj_check_any(RV_COBJ(mr), RV_OBJ_MR, __func__) < 0)
+		return 0;
+	return mr->page_size;
+}
+
+RV_EXPORT int rv_mr_numa_node(const rv_mr *mr)
+{
+	int rc = rv_obj_check_any(RV_COBJ(mr), RV_OBJ_MR, __func__);
+
+	return rc < 0 ? rc : mr->numa_node;
 }

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include <rverbs/rverbs.h>
 
@@ -38,6 +39,7 @@ struct rv_context {
 	const struct rv_driver *drv;
 	void *drv_ctx;
 	_Atomic uint64_t next_id;
+	pid_t pid; /* the process that created it; a fork child may not use it (lib/memory.c) */
 };
 
 struct rv_pd {
@@ -57,6 +59,9 @@ struct rv_mr {
 	void *drv_mr;
 	void *owned;          /* memory from rv_mr_alloc, freed at release */
 	size_t owned_length;
+	size_t page_size;     /* as obtained (lib/memory.c) */
+	int numa_node;        /* as obtained, -1 unknown */
+	bool locked_counted;  /* counted against the memlock limit (lib/memory.c) */
 };
 
 struct rv_cq {

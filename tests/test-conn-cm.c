@@ -119,7 +119,7 @@ static void test_conn_cm__write_and_disconnect(void **state)
 	s.ctx = cm_ctx();
 	ctx = cm_ctx();
 	assert_int_equal(rv_pd_new(s.ctx, NULL, &s.pd), 0);
-	assert_int_equal(rv_mr_alloc(s.pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &s.mr), 0);
+	assert_int_equal(rv_mr_alloc(s.pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &s.mr), 0);
 	snprintf(addr, sizeof(addr), "%s:0", ip);
 	assert_int_equal(rv_listener_new(s.ctx, addr, &la, &s.l), 0);
 	snprintf(addr, sizeof(addr), "%s:%d", ip, rv_listener_port(s.l));
@@ -129,7 +129,7 @@ static void test_conn_cm__write_and_disconnect(void **state)
 	assert_int_equal(rv_conn_transport_of(c), RV_CONN_TRANSPORT_RDMA_CM);
 	assert_int_equal(rv_conn_peer_endpoint(c, 0, &peer), 0);
 	assert_true(peer.mask & RV_ENDPOINT_MR);
-	assert_int_equal(rv_mr_alloc(rv_conn_pd(c), 64, RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_int_equal(rv_mr_alloc(rv_conn_pd(c), 64, RV_ACCESS_LOCAL_WRITE, NULL, &mr), 0);
 	strcpy(rv_mr_addr(mr), "over rdma_cm");
 	sge.addr = (uintptr_t)rv_mr_addr(mr);
 	sge.length = 13;

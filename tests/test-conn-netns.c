@@ -96,7 +96,7 @@ static int server(int ready_fd)
 		return 2;
 	snprintf(addr, sizeof(addr), "%s:%d", ip_a, PORT);
 	if (rv_pd_new(ctx, NULL, &pd) < 0 ||
-	    rv_mr_alloc(pd, 8 * N_CLIENTS, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &mr) < 0 ||
+	    rv_mr_alloc(pd, 8 * N_CLIENTS, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &mr) < 0 ||
 	    rv_listener_new(ctx, addr, &la, &l) < 0) {
 		fprintf(stderr, "server: %s\n", rv_error_last());
 		return 3;
@@ -153,7 +153,7 @@ static int client(int idx)
 	}
 	if (rv_conn_peer_data(c, data, sizeof(data), &n) < 0 || strcmp(data, ns_a) != 0)
 		return 4;
-	if (rv_conn_peer_endpoint(c, 0, &peer) < 0 || rv_mr_alloc(rv_conn_pd(c), 8, RV_ACCESS_LOCAL_WRITE, &mr) < 0)
+	if (rv_conn_peer_endpoint(c, 0, &peer) < 0 || rv_mr_alloc(rv_conn_pd(c), 8, RV_ACCESS_LOCAL_WRITE, NULL, &mr) < 0)
 		return 5;
 	*(uint64_t *)rv_mr_addr(mr) = 0xabc000u + (unsigned)idx;
 	sge.addr = (uintptr_t)rv_mr_addr(mr);

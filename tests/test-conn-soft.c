@@ -110,7 +110,7 @@ static void *serve_write(void *arg)
 	rv_conn *c = NULL;
 
 	SCHECK(s, rv_pd_new(s->ctx, NULL, &pd) == 0);
-	SCHECK(s, rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &mr) == 0);
+	SCHECK(s, rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &mr) == 0);
 	for (int r = 0; r < s->rounds; r++) {
 		rv_conn_attr a = {.mask = RV_CONN_ATTR_PD | RV_CONN_ATTR_MR | RV_CONN_ATTR_PRIVATE_DATA};
 		uint32_t ev = 0;
@@ -185,7 +185,7 @@ static void client_write(rv_context *ctx, const char *addr, bool client_disconne
 
 	/* No second round trip: write at once into the advertised buffer. */
 	pd = rv_conn_pd(c);
-	assert_int_equal(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_int_equal(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &mr), 0);
 	strcpy(rv_mr_addr(mr), msg);
 	sge.addr = (uintptr_t)rv_mr_addr(mr);
 	sge.length = (uint32_t)strlen(msg) + 1;
@@ -274,7 +274,7 @@ static void *serve_echo(void *arg)
 
 	SCHECK(s, rv_pd_new(s->ctx, NULL, &pd) == 0);
 	SCHECK(s, rv_cq_new(s->ctx, NULL, &cq) == 0);
-	SCHECK(s, rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, &mr) == 0);
+	SCHECK(s, rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &mr) == 0);
 	qa.send_cq = cq;
 	SCHECK(s, rv_qp_new(pd, &qa, &qp) == 0);
 	SCHECK(s, rv_qp_to_init(qp, NULL) == 0);
@@ -328,7 +328,7 @@ static void test_conn_soft__send_recv_on_callers_qps_and_flush(void **state)
 	assert_int_equal(pthread_create(&s.thread, NULL, serve_echo, &s), 0);
 	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
 	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
-	assert_int_equal(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_int_equal(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &mr), 0);
 	qa.send_cq = cq;
 	assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
 	assert_int_equal(rv_qp_to_init(qp, NULL), 0);
@@ -389,7 +389,7 @@ static int child_client(int port, int idx)
 		fprintf(stderr, "client %d: %s\n", idx, rv_error_last());
 		return 3;
 	}
-	if (rv_conn_peer_endpoint(c, 0, &peer) < 0 || rv_mr_alloc(rv_conn_pd(c), 64, RV_ACCESS_LOCAL_WRITE, &mr) < 0)
+	if (rv_conn_peer_endpoint(c, 0, &peer) < 0 || rv_mr_alloc(rv_conn_pd(c), 64, RV_ACCESS_LOCAL_WRITE, NULL, &mr) < 0)
 		return 4;
 	*(uint64_t *)rv_mr_addr(mr) = 0x1000u + (unsigned)idx;
 	sge.addr = (uintptr_t)rv_mr_addr(mr);
@@ -421,7 +421,7 @@ static void test_conn_soft__64_client_processes(void **state)
 
 	(void)state;
 	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
-	assert_int_equal(rv_mr_alloc(pd, 8 * N_CLIENTS, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &mr), 0);
+	assert_int_equal(rv_mr_alloc(pd, 8 * N_CLIENTS, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &mr), 0);
 	assert_int_equal(rv_listener_new(ctx, "127.0.0.1:0", &la, &l), 0);
 	port = rv_listener_port(l);
 	fflush(NULL);

@@ -231,7 +231,7 @@ static void test_conn__honest_client(void **state)
 	size_t n = 99;
 
 	assert_int_equal(rv_pd_new(f->ctx, NULL, &pd), 0);
-	assert_int_equal(rv_mr_alloc(pd, 8192, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &mr), 0);
+	assert_int_equal(rv_mr_alloc(pd, 8192, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &mr), 0);
 	ca.private_data = "hi";
 	ca.private_data_len = 2;
 	ca.num_qps = 4;

@@ -273,7 +273,7 @@ static void test_handles__context_close_closes_qps_before_cqs_mrs_before_pds_all
 	(void)state;
 	make_tree(&t);
 	assert_int_equal(rv_pd_new(t.ctx, NULL, &pd2), 0);
-	assert_int_equal(rv_mr_alloc(pd2, 100, RV_ACCESS_LOCAL_WRITE, &mr2), 0);
+	assert_int_equal(rv_mr_alloc(pd2, 100, RV_ACCESS_LOCAL_WRITE, NULL, &mr2), 0);
 	qp2 = new_qp(pd2, t.cq2, t.cq2);
 
 	assert_int_equal(rv_context_close(t.ctx), 0);
@@ -539,7 +539,7 @@ static void test_handles__every_call_on_a_closed_pd_and_mr_returns_eclosed(void 
 	make_tree(&t);
 	assert_int_equal(rv_pd_close(t.pd), 0);
 	assert_closed_rc(rv_mr_reg(t.pd, t.buf, 8, 0, &mr), "rv_mr_reg");
-	assert_closed_rc(rv_mr_alloc(t.pd, 8, 0, &mr), "rv_mr_alloc");
+	assert_closed_rc(rv_mr_alloc(t.pd, 8, 0, NULL, &mr), "rv_mr_alloc");
 	assert_closed_rc(rv_qp_new(t.pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = t.cq},
 				   &qp), "rv_qp_new");
 	assert_ptr_equal(mr, SENTINEL);
@@ -619,7 +619,7 @@ static void test_handles__getters_on_closed_handles_follow_the_headers(void **st
 
 	(void)state;
 	make_tree(&t);
-	assert_int_equal(rv_mr_alloc(t.pd, 3000, RV_ACCESS_LOCAL_WRITE, &owned), 0);
+	assert_int_equal(rv_mr_alloc(t.pd, 3000, RV_ACCESS_LOCAL_WRITE, NULL, &owned), 0);
 	mem = rv_mr_addr(owned);
 	assert_non_null(mem);
 	assert_int_equal((uintptr_t)mem % (uintptr_t)sysconf(_SC_PAGESIZE), 0);
@@ -1379,7 +1379,7 @@ static void test_handles__create_failures_leave_outputs_parents_and_driver_untou
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, 0, &mr), -EFAULT);
 	assert_msg_contains("rv_mr_reg: registering the memory failed");
 	mock_fail_create(RV_OBJ_MR, EFAULT, 1);
-	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, &mr), -EFAULT);
+	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, NULL, &mr), -EFAULT);
 	assert_msg_contains("rv_mr_alloc: registering the memory failed");
 	mock_fail_create(RV_OBJ_QP, ENOSPC, 1);
 	assert_int_equal(rv_qp_new(t.pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = t.cq}, &qp),
@@ -1522,7 +1522,7 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_null(rv_pd_unref(NULL));
 	assert_null(rv_pd_context(NULL));
 	assert_int_equal(rv_mr_reg(NULL, &n, 8, 0, (rv_mr **)&out), -EINVAL);
-	assert_int_equal(rv_mr_alloc(NULL, 8, 0, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(NULL, 8, 0, NULL, (rv_mr **)&out), -EINVAL);
 	assert_int_equal(rv_mr_close(NULL), -EINVAL);
 	assert_null(rv_mr_unref(NULL));
 	assert_null(rv_mr_addr(NULL));
@@ -1580,7 +1580,7 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_int_equal(rv_mr_reg(t.pd, NULL, 8, 0, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("addr is NULL");
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, 0, NULL), -EINVAL);
-	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, NULL), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, 8, 0, NULL, NULL), -EINVAL);
 	assert_int_equal(rv_qp_new(t.pd, NULL, (rv_qp **)&out), -EINVAL);
 	assert_msg_contains("RV_QP_INIT_ATTR_SEND_CQ is required");
 	assert_int_equal(rv_qp_new(t.pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ}, (rv_qp **)&out), -EINVAL);
@@ -1645,7 +1645,7 @@ static void test_handles__unknown_mask_bits_are_rejected_naming_the_bit(void **s
 	assert_msg_contains("unknown bit 0x400000 in rv_qp_attr.mask");
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, 1u << 9, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("unknown access bit 0x200");
-	assert_int_equal(rv_mr_alloc(t.pd, 8, 1u << 31, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, 8, 1u << 31, NULL, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("unknown access bit 0x80000000");
 	/* Known bits with invalid values are named too. */
 	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, RV_ACCESS_REMOTE_WRITE, (rv_mr **)&out), -EINVAL);
@@ -1654,8 +1654,8 @@ static void test_handles__unknown_mask_bits_are_rejected_naming_the_bit(void **s
 	assert_msg_contains("length is 0");
 	assert_int_equal(rv_mr_reg(t.pd, (void *)(uintptr_t)-16, 64, 0, (rv_mr **)&out), -EINVAL);
 	assert_msg_contains("wraps around");
-	assert_int_equal(rv_mr_alloc(t.pd, 0, 0, (rv_mr **)&out), -EINVAL);
-	assert_int_equal(rv_mr_alloc(t.pd, SIZE_MAX, 0, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, 0, 0, NULL, (rv_mr **)&out), -EINVAL);
+	assert_int_equal(rv_mr_alloc(t.pd, SIZE_MAX, 0, NULL, (rv_mr **)&out), -EINVAL);
 	assert_int_equal(rv_cq_new(t.ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_CQE, .cqe = 0}, (rv_cq **)&out), -EINVAL);
 	assert_msg_contains("cqe is 0");
 	assert_int_equal(rv_qp_new(t.pd,

@@ -61,7 +61,7 @@ static void side_open(struct side *s, rv_context *shared, uint32_t mr_access)
 	qa.cap.max_send_sge = 4;
 	qa.cap.max_recv_sge = 4;
 	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
-	assert_int_equal(rv_mr_alloc(s->pd, BUF, mr_access, &s->mr), 0);
+	assert_int_equal(rv_mr_alloc(s->pd, BUF, mr_access, NULL, &s->mr), 0);
 	s->buf = rv_mr_addr(s->mr);
 }
 

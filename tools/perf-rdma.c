@@ -119,7 +119,7 @@ int rdma_open(struct rdma **ret, const char *devname, const struct perf_params *
 		goto fail;
 	}
 	r->slot = ((size_t)(p->max_size < 64 ? 64 : p->max_size) + 4095) & ~(size_t)4095;
-	if ((rc = rv_mr_alloc(r->pd, r->slot * 2 * p->n_qps, access, &r->mr)) < 0) {
+	if ((rc = rv_mr_alloc(r->pd, r->slot * 2 * p->n_qps, access, NULL, &r->mr)) < 0) {
 		tool_fail("rv_mr_alloc", rc);
 		goto fail;
 	}

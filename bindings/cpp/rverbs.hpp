@@ -394,9 +394,9 @@ public:
 		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg, pd.get(), addr, length, access)
 	/** Allocate zeroed, page-aligned memory and register it (rv_mr_alloc). */
 	static mr alloc(const pd &pd, size_t length, uint32_t access)
-		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_alloc, pd.get(), length, access)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, nullptr)
 	static mr alloc(const pd &pd, size_t length, uint32_t access, std::error_code &ec) noexcept
-		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_alloc, pd.get(), length, access)
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, nullptr)
 
 	void *addr() const noexcept { return rv_mr_addr(p_); }
 	size_t length() const noexcept { return rv_mr_length(p_); }

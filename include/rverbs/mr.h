@@ -40,25 +40,99 @@ typedef enum rv_access_flags {
  * @retval -EINVAL      a NULL argument, zero length, an unknown access bit, or
  *                      REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE
  * @retval -RV_ECLOSED  the PD is closed
+ * @retval -EPERM       the PD belongs to the parent of this fork child
  * @retval -ENOMEM      the memlock limit (ulimit -l) or memory ran out;
- *                      rv_error_last() names the limit
+ *                      rv_error_last() names the limit, the request and the
+ *                      command that raises it
  * @retval negative     the driver failed; rv_error_last() says why
  */
 RV_API int rv_mr_reg(rv_pd *pd, void *addr, size_t length, uint32_t access, rv_mr **ret_mr);
 
 /**
- * Allocate page-aligned, zeroed memory and register it. The memory belongs to
- * the MR and is freed when the MR is freed (after its last unref).
- * @param pd      the protection domain
- * @param length  bytes, at least 1 (rounded up to whole pages)
- * @param access  rv_access_flags
- * @param ret_mr  receives the MR; rv_mr_addr() gives the memory
- * @retval 0            success
- * @retval -EINVAL      as for rv_mr_reg()
- * @retval -RV_ECLOSED  the PD is closed
- * @retval -ENOMEM      no memory, or the memlock limit
+ * Page sizes rv_mr_alloc() and rv_pool_new() can ask for. Every choice falls
+ * back down the chain 1 GiB → 2 MiB → transparent huge pages → normal pages
+ * unless RV_MEM_STRICT is set; rv_mr_page_size() tells what was obtained.
  */
-RV_API int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, rv_mr **ret_mr);
+typedef enum rv_mem_page {
+	/** The best that costs nothing to ask for: hugetlbfs 2 MiB pages when the
+	 *  length is at least 2 MiB and the system has free ones, else transparent
+	 *  huge pages for lengths of at least 2 MiB, else normal pages. A fallback
+	 *  is logged at RV_LOG_INFO only, since nothing in particular was asked. */
+	RV_MEM_PAGE_DEFAULT = 0,
+	/** Normal pages (the system page size), no transparent huge pages. */
+	RV_MEM_PAGE_NORMAL = 1,
+	/** Transparent huge pages (madvise(MADV_HUGEPAGE)), else normal pages. */
+	RV_MEM_PAGE_THP = 2,
+	/** hugetlbfs 2 MiB pages (MAP_HUGETLB | MAP_HUGE_2MB), else THP, else normal. */
+	RV_MEM_PAGE_HUGE_2M = 3,
+	/** hugetlbfs 1 GiB pages (MAP_HUGE_1GB), else 2 MiB, else THP, else normal. */
+	RV_MEM_PAGE_HUGE_1G = 4
+} rv_mem_page;
+
+/** rv_mr_alloc_attr::numa_node: the device's own node (the default). */
+#define RV_MEM_NODE_DEVICE (-1)
+/** rv_mr_alloc_attr::numa_node: no binding; the kernel's first-touch policy. */
+#define RV_MEM_NODE_ANY (-2)
+
+/** Flags of rv_mr_alloc_attr::flags and rv_pool_attr::flags. */
+typedef enum rv_mem_flags {
+	/** Fail with -ENOMEM (page size) or -EINVAL (node) instead of falling back. */
+	RV_MEM_STRICT = 1u << 0
+} rv_mem_flags;
+
+/** Which fields of rv_mr_alloc_attr the caller set. */
+typedef enum rv_mr_alloc_attr_mask {
+	RV_MR_ALLOC_ATTR_PAGE = 1u << 0,      /**< rv_mr_alloc_attr::page is set */
+	RV_MR_ALLOC_ATTR_NUMA_NODE = 1u << 1, /**< rv_mr_alloc_attr::numa_node is set */
+	RV_MR_ALLOC_ATTR_FLAGS = 1u << 2      /**< rv_mr_alloc_attr::flags is set */
+} rv_mr_alloc_attr_mask;
+
+/** Placement of memory rv_mr_alloc() allocates. Grows at the end only. */
+typedef struct rv_mr_alloc_attr {
+	uint64_t mask;     /**< rv_mr_alloc_attr_mask: which fields the caller set */
+	uint32_t page;     /**< rv_mem_page (default RV_MEM_PAGE_DEFAULT) */
+	int32_t numa_node; /**< a node number, RV_MEM_NODE_DEVICE (default) or RV_MEM_NODE_ANY */
+	uint32_t flags;    /**< rv_mem_flags (default 0) */
+} rv_mr_alloc_attr;
+
+/**
+ * Allocate page-aligned, zeroed memory with the placement the caller asks for,
+ * and register it. The memory belongs to the MR and is unmapped when the MR is
+ * freed (after its last unref); it is excluded from fork children
+ * (MADV_DONTFORK).
+ *
+ * Placement: the page size of @p attr (see rv_mem_page) and the NUMA node:
+ * by default the device's own node, read from
+ * /sys/class/infiniband/DEVICE/device/numa_node (preferred, not enforced: the
+ * kernel may use another node when that one is full); a node number binds the
+ * memory to that node (mbind(MPOL_BIND)). The software device has no node,
+ * and a machine with one node needs no binding.
+ *
+ * A fallback (fewer or smaller huge pages, a node that does not exist or
+ * cannot be bound) is never silent: the call succeeds, logs at RV_LOG_WARN
+ * (RV_LOG_INFO for RV_MEM_PAGE_DEFAULT) and leaves the explanation in
+ * rv_error_last(); rv_mr_page_size() and rv_mr_numa_node() report what was
+ * obtained. With RV_MEM_STRICT the call fails instead.
+ *
+ * @param pd      the protection domain
+ * @param length  bytes, at least 1 (rounded up to whole pages of the size obtained)
+ * @param access  rv_access_flags
+ * @param attr    placement, or NULL for the defaults
+ * @param ret_mr  receives the MR; rv_mr_addr() gives the memory
+ * @retval 0            success (possibly after a fallback: see rv_error_last())
+ * @retval -EINVAL      as for rv_mr_reg(); an unknown mask, flag or page bit; a
+ *                      numa_node below RV_MEM_NODE_ANY; with RV_MEM_STRICT, a
+ *                      node that does not exist
+ * @retval -RV_ECLOSED  the PD is closed
+ * @retval -EPERM       the PD belongs to the parent of this fork child
+ * @retval -ENOMEM      no memory; with RV_MEM_STRICT, the page size or node
+ *                      could not be had; or the registration would exceed the
+ *                      memlock limit (rv_error_last() names the limit, the
+ *                      request and how to raise it)
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr_alloc_attr *attr,
+		       rv_mr **ret_mr);
 
 /** Take a reference on @p mr. Returns @p mr (NULL-safe). */
 RV_API rv_mr *rv_mr_ref(rv_mr *mr);
@@ -91,6 +165,22 @@ RV_API uint32_t rv_mr_rkey(const rv_mr *mr);
 
 /** The PD the MR belongs to (borrowed), or NULL for an invalid handle. */
 RV_API rv_pd *rv_mr_pd(const rv_mr *mr);
+
+/**
+ * The page size backing the region, as obtained: 1 GiB or 2 MiB for hugetlbfs
+ * pages, 2 MiB for transparent huge pages the kernel actually provided (read
+ * from /proc/self/smaps at allocation), else the system page size. For caller
+ * memory (rv_mr_reg()) the system page size. 0 for an invalid handle.
+ */
+RV_API size_t rv_mr_page_size(const rv_mr *mr);
+
+/**
+ * The NUMA node holding the region's first page, as obtained
+ * (get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR)); for memory from rv_mr_alloc()
+ * only. -1 when unknown (caller memory, or the kernel would not say), and
+ * -EINVAL for an invalid handle.
+ */
+RV_API int rv_mr_numa_node(const rv_mr *mr);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
 #include <rverbs/context.h>
 #include <rverbs/pd.h>
 #include <rverbs/mr.h>
+#include <rverbs/mr_cache.h>
+#include <rverbs/pool.h>
 #include <rverbs/cq.h>
 #include <rverbs/endpoint.h>
 #include <rverbs/qp.h>

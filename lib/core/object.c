@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "rverbs-private.h"
+#include "memory.h"
 
 static pthread_mutex_t global_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
@@ -32,6 +33,7 @@ static const char *const type_names[RV_OBJ_TYPE_MAX] = {
 	[RV_OBJ_COMP_CHANNEL] = "completion channel",             [RV_OBJ_QP] = "QP",
 	[RV_OBJ_SRQ] = "SRQ",       [RV_OBJ_AH] = "AH",
 	[RV_OBJ_LISTENER] = "listener", [RV_OBJ_CONN] = "connection",
+	[RV_OBJ_POOL] = "pool",
 };
 
 const char *rv_obj_type_name(enum rv_obj_type type)
@@ -366,6 +368,9 @@ static int check(const struct rv_object *obj, enum rv_obj_type type, const char 
 				      rv_obj_type_name(type), rv_obj_type_name((enum rv_obj_type)other));
 		return rv_err(EINVAL, func, "not an rverbs %s handle", rv_obj_type_name(type));
 	}
+	/* Fork safety (lib/memory.c): one load and a branch in the parent. */
+	if (RV_UNLIKELY(rv_fork_child) && rv_fork_check(obj, func) < 0)
+		return -EPERM;
 	if (!closed_ok && obj->state != RV_OBJ_LIVE)
 		return rv_err(RV_ECLOSED, func, "%s #%" PRIu64 " is closed (%s)", rv_obj_type_name(type),
 			      obj->id, obj->close_reason);

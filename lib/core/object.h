@@ -26,6 +26,7 @@ enum rv_obj_type {
 	RV_OBJ_AH,
 	RV_OBJ_LISTENER,
 	RV_OBJ_CONN,
+	RV_OBJ_POOL,
 	RV_OBJ_TYPE_MAX
 };
 

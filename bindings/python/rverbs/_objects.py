@@ -311,7 +311,7 @@ class MR(_Handle):
         if buffer is None:
             if length is None:
                 raise TypeError("MR needs a length or a buffer")
-            check(lib.rv_mr_alloc(pd._ptr("rv_mr_alloc"), length, access, out), "rv_mr_alloc")
+            check(lib.rv_mr_alloc(pd._ptr("rv_mr_alloc"), length, access, ffi.NULL, out), "rv_mr_alloc")
         else:
             try:
                 self._owner = ffi.from_buffer("char[]", buffer, require_writable=True)

@@ -214,7 +214,7 @@ def test_lowlevel_unref_orders(device):
     out_pd = ffi.new("rv_pd **")
     assert lib.rv_pd_new(out_ctx[0], ffi.NULL, out_pd) == 0
     out_mr = ffi.new("rv_mr **")
-    assert lib.rv_mr_alloc(out_pd[0], 4096, lib.RV_ACCESS_LOCAL_WRITE, out_mr) == 0
+    assert lib.rv_mr_alloc(out_pd[0], 4096, lib.RV_ACCESS_LOCAL_WRITE, ffi.NULL, out_mr) == 0
     assert lib.rv_context_unref(out_ctx[0]) == ffi.NULL
     assert lib.rv_pd_unref(out_pd[0]) == ffi.NULL
     assert lib.rv_mr_unref(out_mr[0]) == ffi.NULL
