@@ -244,8 +244,12 @@ def main(argv):
                     f.write('\tprintf("value %%s %%lld\\n", "%s", (long long)(%s));\n'
                             % (name, name))
             for name in sorted(constants):
-                f.write('\tprintf("value %%s %%llu\\n", "%s", (unsigned long long)(%s));\n'
-                        % (name, name))
+                # The sign the generator computed picks the format; a wrong sign
+                # then shows as a mismatch instead of a compiler warning.
+                fmt, cast = ("%lld", "long long") if constants[name] < 0 else \
+                    ("%llu", "unsigned long long")
+                f.write('\tprintf("value %%s %s\\n", "%s", (%s)(%s));\n'
+                        % (fmt, name, cast, name))
             f.write("\treturn 0;\n}\n")
         os.replace(args.layout_c + ".tmp", args.layout_c)
     return 0
