@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,8 @@ struct rdma {
 	uint32_t lkey;
 	rv_device_attr dattr;
 	rv_port_attr pattr;
+	/* Yield the CPU after this many empty polls in a row (0: never). */
+	unsigned yield_after, empty_polls;
 };
 
 /* What one run does per QP. */
@@ -114,6 +117,8 @@ int rdma_open(struct rdma **ret, const char *devname, const struct perf_params *
 	}
 	if (r->dattr.atomic_cap != RV_ATOMIC_NONE)
 		access |= RV_ACCESS_REMOTE_ATOMIC;
+	if (!p->spin && rv_device_kind_of(r->dev) == RV_DEVICE_SOFT)
+		r->yield_after = 64;
 	if ((rc = rv_pd_new(r->ctx, NULL, &r->pd)) < 0) {
 		tool_fail("rv_pd_new", rc);
 		goto fail;
@@ -259,6 +264,14 @@ static int poll_once(struct rdma *r, struct qrun *st)
 
 	if (n < 0)
 		return tool_fail("rv_cq_poll", n), n;
+	/* The software device progresses on its own threads: a poller that
+	 * never lets go of its core starves them when cores are few. */
+	if (n == 0 && r->yield_after && ++r->empty_polls >= r->yield_after) {
+		r->empty_polls = 0;
+		sched_yield();
+	} else if (n > 0) {
+		r->empty_polls = 0;
+	}
 	for (int i = 0; i < n; i++) {
 		uint32_t q = (uint32_t)(wc[i].wr_id >> 48);
 		if (wc[i].status != RV_WC_SUCCESS) {
@@ -515,6 +528,10 @@ void rdma_print_header(const struct rdma *r, const char *title)
 	printf(" Max inline data : %u[B]\n", cap.max_inline_data);
 	printf(" rdma_cm QPs     : OFF\n");
 	printf(" Data ex. method : Ethernet\n");
+	if (r->yield_after)
+		printf(" Polling         : busy, yielding after %u empty polls (software device)\n", r->yield_after);
+	else
+		printf(" Polling         : busy\n");
 	printf("%s", line);
 	for (uint32_t i = 0; i < r->p.n_qps; i++) {
 		print_addr("local", &r->local[i]);
@@ -531,6 +548,7 @@ void rdma_json_header(const struct rdma *r, void *jv)
 	json_string(j, "device", rv_device_name(r->dev));
 	json_uint(j, "mtu", (uint64_t)mtu_bytes(r->pattr.active_mtu));
 	json_string(j, "link_layer", link_layer_name(r->pattr.link_layer));
+	json_uint(j, "yield_after_empty_polls", r->yield_after);
 	json_array_begin(j, "qps");
 	for (uint32_t i = 0; i < r->p.n_qps; i++) {
 		const rv_endpoint *e[2] = {&r->local[i], &r->remote[i]};

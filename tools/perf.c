@@ -36,15 +36,15 @@ const char *perf_test_name(uint32_t test)
 
 static int send_params(int fd, const struct perf_params *p)
 {
-	uint64_t v[9] = {p->n_qps, p->tx_depth, p->rx_depth, p->cq_mod, p->inline_size, p->max_size,
-			 p->bidir, p->atomics, p->tcp_data};
-	return net_send_u64s(fd, v, 9);
+	uint64_t v[10] = {p->n_qps, p->tx_depth, p->rx_depth, p->cq_mod, p->inline_size, p->max_size,
+			  p->bidir, p->atomics, p->tcp_data, p->spin};
+	return net_send_u64s(fd, v, 10);
 }
 
 static int recv_params(int fd, struct perf_params *p)
 {
-	uint64_t v[9];
-	int rc = net_recv_u64s(fd, v, 9);
+	uint64_t v[10];
+	int rc = net_recv_u64s(fd, v, 10);
 
 	if (rc < 0)
 		return rc;
@@ -52,7 +52,7 @@ static int recv_params(int fd, struct perf_params *p)
 	    v[5] > (64u << 20))
 		return -EBADMSG;
 	*p = (struct perf_params){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4],
-				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8]};
+				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9]};
 	return 0;
 }
 
@@ -453,7 +453,9 @@ static void usage(FILE *f)
 		"      --json              machine-readable output\n"
 		"      --svg FILE          draw the curves against message size\n"
 		"      --compare           the raw TCP vs rverbs RC table (= rverbs bench)\n"
-		"      --reps N            repetitions for --compare (median; default 3)\n", DEFAULT_PORT);
+		"      --reps N            repetitions for --compare (median; default 3)\n"
+		"      --spin              never yield the CPU while polling (default on soft0: yield\n"
+		"                          after 64 empty polls, so its progress threads get a core)\n", DEFAULT_PORT);
 }
 
 static int parse(int argc, char **argv, struct perf_opts *o)
@@ -468,7 +470,8 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		{"bidirectional", no_argument, NULL, 'b'}, {"report_gbits", no_argument, NULL, 'G'},
 		{"json", no_argument, NULL, 'J'}, {"svg", required_argument, NULL, 'S'},
 		{"loopback", no_argument, NULL, 'L'}, {"compare", no_argument, NULL, 'C'},
-		{"reps", required_argument, NULL, 'R'}, {"help", no_argument, NULL, 'h'},
+		{"reps", required_argument, NULL, 'R'}, {"spin", no_argument, NULL, 'P'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	long long v;
@@ -508,6 +511,7 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		case 'L': o->loopback = true; break;
 		case 'C': o->compare = true; break;
 		case 'R': o->reps = atoi(optarg); break;
+		case 'P': o->p.spin = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -552,7 +556,7 @@ int cmd_perf(int argc, char **argv)
 	if (parse(argc, argv, &o) < 0)
 		return 2;
 	if (o.compare)
-		return perf_compare(o.dev, o.iters_set ? o.iters : 0, o.reps, o.svg, o.json);
+		return perf_compare(o.dev, o.iters_set ? o.iters : 0, o.reps, o.svg, o.json, o.p.spin);
 	if (o.loopback) {
 		if ((pid = perf_fork_server(o.dev, &o.port)) < 0)
 			return 1;
@@ -588,5 +592,5 @@ int cmd_bench(int argc, char **argv)
 
 	if (parse(argc, argv, &o) < 0)
 		return 2;
-	return perf_compare(o.dev, o.iters_set ? o.iters : 0, o.reps, o.svg, o.json);
+	return perf_compare(o.dev, o.iters_set ? o.iters : 0, o.reps, o.svg, o.json, o.p.spin);
 }

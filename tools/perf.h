@@ -31,6 +31,7 @@ struct perf_params {
 	uint32_t bidir;
 	uint32_t atomics;    /* the client wants atomics: register the MR for them */
 	uint32_t tcp_data;   /* open a second TCP connection for the TCP baseline */
+	uint32_t spin;       /* never yield while polling, even on the software device */
 };
 
 /* One measurement. */
@@ -100,7 +101,7 @@ int svg_write(const char *path, const char *title, const struct svg_series *bw, 
 	      const struct svg_series *lat, int n_lat);
 
 /* ---- perf-compare.c ---- */
-int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json);
+int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, bool spin);
 
 /* ---- perf.c: a client/server session, for perf-compare.c too ---- */
 struct session {
