@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "driver.h"
+#include "memory.h"
 
 static int cq_destroy(struct rv_object *obj)
 {
@@ -97,7 +98,9 @@ RV_EXPORT int rv_cq_close(rv_cq *cq)
 
 RV_EXPORT int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max)
 {
-	if (RV_UNLIKELY(!cq || cq->obj.magic != rv_obj_magic(RV_OBJ_CQ) || cq->obj.state != RV_OBJ_LIVE))
+	/* rv_fork_child: one load of a flag set only in a fork child (lib/memory.c). */
+	if (RV_UNLIKELY(!cq || cq->obj.magic != rv_obj_magic(RV_OBJ_CQ) || cq->obj.state != RV_OBJ_LIVE ||
+			(rv_fork_child && cq->ctx->pid != rv_fork_pid)))
 		return rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
 	if (RV_UNLIKELY(!wc || max < 1))
 		return rv_err(EINVAL, __func__, "%s", wc ? "max must be at least 1" : "wc is NULL");

@@ -521,10 +521,12 @@ void rv_memlock_explain(const char *func, size_t bytes)
 /* ---- fork safety ---- */
 
 int rv_fork_child;
+pid_t rv_fork_pid;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void fork_child_handler(void)
 {
+	rv_fork_pid = getpid();
 	rv_fork_child = 1;
 	/* The child is a new process: its limit and account start afresh
 	 * (its inherited registrations are not its own). */

@@ -76,7 +76,9 @@ void rv_memlock_explain(const char *func, size_t bytes);
 /* ---- fork safety ---- */
 
 /* Set in a fork child of a process that created a context (pthread_atfork). */
-extern int rv_fork_child;
+extern int rv_fork_child __attribute__((visibility("hidden")));
+/* This process's pid, once rv_fork_child is set (read on the data path). */
+extern pid_t rv_fork_pid __attribute__((visibility("hidden")));
 
 /* Record the creating process in ctx and arm the fork handler. */
 void rv_fork_track(struct rv_context *ctx);

@@ -13,6 +13,7 @@
 
 #include "driver.h"
 #include "qp_state.h"
+#include "memory.h"
 
 static int qp_destroy(struct rv_object *obj)
 {
@@ -470,9 +471,12 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 
 /* ---- data path ---- */
 
+/* rv_fork_child: one load of a flag set only in a fork child (lib/memory.c);
+ * there a QP of the parent's is not live, and rv_obj_check says why. */
 static inline int qp_live(const struct rv_qp *qp)
 {
-	return RV_LIKELY(qp && qp->obj.magic == rv_obj_magic(RV_OBJ_QP) && qp->obj.state == RV_OBJ_LIVE);
+	return RV_LIKELY(qp && qp->obj.magic == rv_obj_magic(RV_OBJ_QP) && qp->obj.state == RV_OBJ_LIVE &&
+			 !(RV_UNLIKELY(rv_fork_child) && qp->ctx->pid != rv_fork_pid));
 }
 
 RV_EXPORT int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)

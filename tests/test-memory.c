@@ -867,12 +867,16 @@ static void test_cache__closed_pd_drops_its_entries(void **state)
 
 /* ---- fork ---- */
 
-static int fork_child(rv_mr *mr, rv_pool *pool)
+static int fork_child(rv_mr *mr, rv_pool *pool, rv_qp *qp, rv_cq *cq)
 {
 	rv_pool_buf *b;
 	rv_pd *p2;
+	rv_cq *c2;
 	rv_device *d;
 	rv_context *c;
+	rv_wc wc;
+	static char one;
+	rv_sge g = {.addr = (uintptr_t)&one, .length = 1, .lkey = 1};
 
 	mock_reset();
 	/* Inherited handles: a clear error, and nothing reaches the driver. */
@@ -885,11 +889,19 @@ static int fork_child(rv_mr *mr, rv_pool *pool)
 	CHILD_CHECK(rv_pool_get(pool, 1, &b) == -EPERM);
 	CHILD_CHECK(rv_pd_close(pd) == -EPERM);
 	CHILD_CHECK(rv_context_close(ctx) == -EPERM);
+	/* The data path too: nothing reaches the parent's queues. */
+	CHILD_CHECK(rv_qp_send(qp, &g, 1) == -EPERM);
+	CHILD_CHECK(strstr(rv_error_last(), "rv_qp_send: QP #"));
+	CHILD_CHECK(rv_cq_poll(cq, &wc, 1) == -EPERM);
+	CHILD_CHECK(mock.n_post_send == 0 && mock.n_poll == 0);
 	CHILD_CHECK(mock.n_log == 0);
 	/* Its own context works. */
 	CHILD_CHECK(mock_device_new("mock2", &d) == 0);
 	CHILD_CHECK(rv_context_new(d, NULL, &c) == 0);
 	CHILD_CHECK(rv_pd_new(c, NULL, &p2) == 0);
+	CHILD_CHECK(rv_cq_new(c, NULL, &c2) == 0);
+	CHILD_CHECK(rv_cq_poll(c2, &wc, 1) == 0 && mock.n_poll == 1);
+	rv_cq_unref(c2);
 	rv_pd_unref(p2);
 	CHILD_CHECK(rv_context_close(c) == 0);
 	rv_context_unref(c);
@@ -900,8 +912,12 @@ static int fork_child(rv_mr *mr, rv_pool *pool)
 static void test_fork__child_gets_a_clear_error_and_the_parent_keeps_working(void **state)
 {
 	rv_pool *pool = new_pool(4096, 64 * 1024, MiB, 4);
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ};
 	rv_pool_buf *b;
 	rv_mr *mr = NULL;
+	rv_cq *cq;
+	rv_qp *qp;
+	rv_wc wc;
 	volatile char *mem;
 	int st;
 	pid_t pid;
@@ -911,11 +927,14 @@ static void test_fork__child_gets_a_clear_error_and_the_parent_keeps_working(voi
 	mem = rv_mr_addr(mr);
 	mem[0] = 'p';
 	assert_int_equal(rv_pool_get(pool, 1, &b), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	qa.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
 	fflush(NULL);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(fork_child(mr, pool));
+		_exit(fork_child(mr, pool, qp, cq));
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
@@ -938,6 +957,9 @@ static void test_fork__child_gets_a_clear_error_and_the_parent_keeps_working(voi
 	assert_int_equal(rv_pool_put(pool, b), 0);
 	assert_int_equal(rv_pool_get(pool, 1, &b), 0);
 	assert_int_equal(rv_pool_put(pool, b), 0);
+	assert_int_equal(rv_cq_poll(cq, &wc, 1), 0);
+	qp = rv_qp_unref(qp);
+	cq = rv_cq_unref(cq);
 	mr = rv_mr_unref(mr);
 	pool = rv_pool_unref(pool);
 	end_test();
