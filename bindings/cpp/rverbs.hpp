@@ -5,7 +5,8 @@
  * Installed as <rverbs/rverbs.hpp>. Nothing here adds behaviour to the C API;
  * it only changes how ownership and errors are spelled:
  *
- * - Owners: rverbs::device, context, pd, mr, cq, qp, listener, conn each own one reference on
+ * - Owners: rverbs::device, context, pd, mr, cq, qp, listener, conn, pool,
+ *   mr_cache each own one reference on
  *   their C handle. Copying takes another reference (rv_X_ref), moving
  *   transfers it, destruction drops it (rv_X_unref). close() destroys the
  *   resource now and, as in C, everything that depends on it; every copy then
@@ -154,7 +155,16 @@ RVERBS_HPP_TRAITS(rv_cq, cq)
 RVERBS_HPP_TRAITS(rv_qp, qp)
 RVERBS_HPP_TRAITS(rv_listener, listener)
 RVERBS_HPP_TRAITS(rv_conn, conn)
+RVERBS_HPP_TRAITS(rv_pool, pool)
 #undef RVERBS_HPP_TRAITS
+
+/* The registration cache has no close of its own: handle<rv_mr_cache>::close()
+ * is never instantiated. */
+template <>
+struct traits<rv_mr_cache> {
+	static rv_mr_cache *ref(rv_mr_cache *p) noexcept { return rv_mr_cache_ref(p); }
+	static void unref(rv_mr_cache *p) noexcept { rv_mr_cache_unref(p); }
+};
 
 } // namespace detail
 
@@ -397,6 +407,16 @@ public:
 		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, nullptr)
 	static mr alloc(const pd &pd, size_t length, uint32_t access, std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, nullptr)
+	/** rv_mr_alloc() with a placement (page size, NUMA node, strictness). */
+	static mr alloc(const pd &pd, size_t length, uint32_t access, const rv_mr_alloc_attr &attr)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, &attr)
+	static mr alloc(const pd &pd, size_t length, uint32_t access, const rv_mr_alloc_attr &attr,
+			std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, &attr)
+	/** The page size backing the region, as obtained (rv_mr_page_size). */
+	size_t page_size() const noexcept { return rv_mr_page_size(p_); }
+	/** The NUMA node of the first page, -1 when unknown, or a negative errno. */
+	int numa_node() const noexcept { return rv_mr_numa_node(p_); }
 
 	void *addr() const noexcept { return rv_mr_addr(p_); }
 	size_t length() const noexcept { return rv_mr_length(p_); }
@@ -730,6 +750,89 @@ public:
 		RVERBS_HPP_CREATE(conn, rv_conn, rv_listener_accept, p_, attr, timeout_ms)
 	conn accept(const rv_conn_attr *attr, int timeout_ms, std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(conn, rv_conn, rv_listener_accept, p_, attr, timeout_ms)
+};
+
+// ---- registered memory: pool and registration cache -----------------------
+
+/** A registered-memory pool on a PD (rv_pool). Buffers are the C structs. */
+class pool : public handle<rv_pool> {
+public:
+	using handle::handle;
+	pool() noexcept = default;
+	pool(handle<rv_pool> h) noexcept : handle(std::move(h)) {}
+
+	static pool create(const rverbs::pd &pd, const rv_pool_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(pool, rv_pool, rv_pool_new, pd.get(), attr)
+	static pool create(const rverbs::pd &pd, const rv_pool_attr *attr, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(pool, rv_pool, rv_pool_new, pd.get(), attr)
+
+	/** A buffer of at least @p length bytes; give it back with put(). */
+	rv_pool_buf *get(size_t length)
+	{
+		rv_pool_buf *b = nullptr;
+		detail::check(rv_pool_get(p_, length, &b), "rv_pool_get");
+		return b;
+	}
+	rv_pool_buf *get(size_t length, std::error_code &ec) noexcept
+	{
+		rv_pool_buf *b = nullptr;
+		detail::check(rv_pool_get(p_, length, &b), ec);
+		return b;
+	}
+	void put(rv_pool_buf *buf) { detail::check(rv_pool_put(p_, buf), "rv_pool_put"); }
+	void put(rv_pool_buf *buf, std::error_code &ec) noexcept { detail::check(rv_pool_put(p_, buf), ec); }
+	rv_pool_stats stats() const
+	{
+		rv_pool_stats s{};
+		s.mask = RV_POOL_STATS_ALL;
+		detail::check(rv_pool_stats_get(p_, &s), "rv_pool_stats_get");
+		return s;
+	}
+	rv_pool_stats stats(std::error_code &ec) const noexcept
+	{
+		rv_pool_stats s{};
+		s.mask = RV_POOL_STATS_ALL;
+		detail::check(rv_pool_stats_get(p_, &s), ec);
+		return s;
+	}
+	rverbs::pd get_pd() const noexcept { return pd::borrow(rv_pool_pd(p_)); }
+};
+
+/** A bounded registration cache for caller memory (rv_mr_cache); no close():
+ *  the last reference drops it, and closing its PD closes its MRs. */
+class mr_cache : public handle<rv_mr_cache> {
+public:
+	using handle::handle;
+	mr_cache() noexcept = default;
+	mr_cache(handle<rv_mr_cache> h) noexcept : handle(std::move(h)) {}
+
+	static mr_cache create(const rverbs::pd &pd, const rv_mr_cache_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(mr_cache, rv_mr_cache, rv_mr_cache_new, pd.get(), attr)
+	static mr_cache create(const rverbs::pd &pd, const rv_mr_cache_attr *attr,
+			       std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr_cache, rv_mr_cache, rv_mr_cache_new, pd.get(), attr)
+
+	/** An MR covering [addr, addr + length) with at least @p access (a new reference). */
+	mr get(void *addr, size_t length, uint32_t access)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_cache_get, p_, addr, length, access)
+	mr get(void *addr, size_t length, uint32_t access, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_cache_get, p_, addr, length, access)
+	/** Forget cached registrations overlapping the range; returns how many. */
+	int invalidate(const void *addr, size_t length)
+	{
+		return detail::check(rv_mr_cache_invalidate(p_, addr, length), "rv_mr_cache_invalidate");
+	}
+	int invalidate(const void *addr, size_t length, std::error_code &ec) noexcept
+	{
+		return detail::check(rv_mr_cache_invalidate(p_, addr, length), ec);
+	}
+	rv_mr_cache_stats stats() const
+	{
+		rv_mr_cache_stats s{};
+		s.mask = RV_MR_CACHE_STATS_ALL;
+		detail::check(rv_mr_cache_stats_get(p_, &s), "rv_mr_cache_stats_get");
+		return s;
+	}
 };
 
 #undef RVERBS_HPP_CREATE

@@ -332,6 +332,39 @@ TEST_CASE(connection_helper_write_and_disconnect)
 	CHECK(is_closed(ec));
 }
 
+TEST_CASE(pool_cache_and_placement)
+{
+	context c = soft_context();
+	pd p = pd::create(c);
+	pool pl = pool::create(p);
+	rv_pool_buf *b = pl.get(100);
+	CHECK(b && b->length >= 100 && b->lkey != 0);
+	std::memset(reinterpret_cast<void *>(static_cast<uintptr_t>(b->addr)), 0xab, 100);
+	CHECK(pl.stats().buffers_in_use >= 1);
+	pl.put(b);
+	std::error_code ec;
+	pl.put(b, ec);                  // put twice: the C API says EINVAL
+	CHECK(ec == std::errc::invalid_argument);
+	CHECK(pl.get_pd() == p);
+
+	std::vector<uint8_t> mem(8192);
+	mr_cache cache = mr_cache::create(p);
+	mr m1 = cache.get(mem.data(), mem.size(), RV_ACCESS_LOCAL_WRITE);
+	mr m2 = cache.get(mem.data(), mem.size(), RV_ACCESS_LOCAL_WRITE);
+	CHECK(m1.lkey() == m2.lkey() && cache.stats().hits >= 1);
+	CHECK(cache.invalidate(mem.data(), mem.size()) >= 1);
+
+	rv_mr_alloc_attr a{};
+	a.mask = RV_MR_ALLOC_ATTR_PAGE;
+	a.page = RV_MEM_PAGE_NORMAL;
+	mr m3 = mr::alloc(p, 65536, RV_ACCESS_LOCAL_WRITE, a);
+	CHECK(m3.page_size() >= 4096 && m3.numa_node() >= -1);
+
+	p.close();                      // closes the pool and the cached MRs
+	pl.get(10, ec);
+	CHECK(is_closed(ec));
+}
+
 int main()
 {
 	return harness::run_all();
