@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "perf.h"
@@ -84,9 +85,16 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 	}
 	if (s.r)
 		snprintf(devname, sizeof(devname), "%s", rdma_device_name(s.r));
+	bool progress = !json && isatty(STDOUT_FILENO);
 	for (int r = 0; r < reps; r++) {
 		for (int i = 0; i < N_SIZES; i++) {
 			for (int m = 0; m < N_MEAS; m++) {
+				if (progress) {
+					printf("\r  measuring: run %d of %d, %" PRIu64 " B, %s %s ...\033[K", r + 1, reps,
+					       sizes[i], m < RV_LAT ? "TCP" : "rverbs", m == TCP_LAT || m == RV_LAT ?
+					       "latency" : "bandwidth");
+					fflush(stdout);
+				}
 				struct perf_cmd c = {
 					m == TCP_LAT || m == TCP_BW ? PERF_TCP : m == RV_LAT ? PERF_SEND : PERF_WRITE,
 					m == TCP_LAT || m == RV_LAT ? PERF_LAT : PERF_BW, sizes[i],
@@ -114,6 +122,10 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 				*out[4] = c.mode == PERF_LAT ? res.lat_typical : NAN;
 			}
 		}
+	}
+	if (progress) {
+		printf("\r\033[K");
+		fflush(stdout);
 	}
 	bool have_rdma = s.r != NULL;
 	session_close(&s);
