@@ -1,0 +1,23 @@
+"""Logging hook, versions, constants."""
+import rverbs
+
+
+def test_log_handler_receives_messages(device):
+    got = []
+    rverbs.set_log_handler(lambda level, msg: got.append((level, msg)))
+    try:
+        rverbs.set_log_level(rverbs.RV_LOG_DEBUG)
+        with rverbs.Context(device) as ctx:
+            rverbs.PD(ctx).close()
+    finally:
+        rverbs.set_log_level(rverbs.RV_LOG_WARN)
+        rverbs.set_log_handler(None)
+    assert all(isinstance(m, str) and 0 <= lvl <= 3 for lvl, m in got)
+
+
+def test_versions_and_constants():
+    assert rverbs.library_version_number() == rverbs.RVERBS_VERSION_MAJOR * 10000 + \
+        rverbs.RVERBS_VERSION_MINOR * 100 + rverbs.RVERBS_VERSION_PATCH
+    assert rverbs.QPT_RC == rverbs.RV_QPT_RC == 2
+    assert rverbs.ECLOSED == rverbs.RV_ECLOSED == 77
+    assert rverbs.wc_status_str(rverbs.RV_WC_SUCCESS)
