@@ -658,6 +658,99 @@ static void test_conn__close_cascades_and_connecting_disconnect(void **state)
 	rv_conn_unref(srv);
 }
 
+/* A hostile server: rv_connect_start()/rv_conn_poll() get a clear error each time. */
+enum server_act { SRV_GARBAGE, SRV_WRONG_VERSION, SRV_CLOSE, SRV_REJECT, SRV_BAD_HELLO, SRV_OVERSIZED };
+
+static void hostile_server(struct fixture *f, int lfd, int port, enum server_act act, int errnum, const char *what)
+{
+	uint8_t buf[RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX];
+	struct rv_wire_hdr h;
+	char addr[64];
+	rv_conn *c;
+	uint32_t ev = 0;
+	int sfd, rc = 0, n;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_int_equal(rv_connect_start(f->ctx, addr, NULL, &c), 0);
+	sfd = accept(lfd, NULL, NULL);
+	assert_true(sfd >= 0);
+	for (int i = 0; i < 100 && rc == 0; i++) {
+		rc = rv_conn_poll(c, 10, &ev); /* connects and sends the REQ */
+		struct pollfd p = {.fd = sfd, .events = POLLIN, .revents = 0};
+		if (poll(&p, 1, 0) == 1)
+			break;
+	}
+	assert_int_equal(raw_recv_msg(sfd, &h, buf, sizeof(buf)), 0);
+	assert_int_equal(h.type, RV_WIRE_REQ);
+	switch (act) {
+	case SRV_GARBAGE:
+		raw_send(sfd, "HTTP/1.1 400 Bad Request\r\n\r\n", 28);
+		break;
+	case SRV_WRONG_VERSION:
+		rv_wire_hdr_encode(buf, RV_WIRE_REP, 0);
+		buf[4] = 3;
+		raw_send(sfd, buf, RV_WIRE_HDR_LEN);
+		break;
+	case SRV_OVERSIZED:
+		rv_wire_hdr_encode(buf, RV_WIRE_REP, 1u << 30);
+		raw_send(sfd, buf, RV_WIRE_HDR_LEN);
+		break;
+	case SRV_CLOSE:
+		break;
+	case SRV_REJECT:
+		n = rv_wire_reject_encode(EACCES, "not on the guest list", buf, sizeof(buf));
+		raw_send(sfd, buf, (size_t)n);
+		break;
+	case SRV_BAD_HELLO:
+		n = craft_req(buf, sizeof(buf), RV_QPT_RC, RV_MTU_1024, 0, true);
+		buf[5] = RV_WIRE_REP;
+		buf[RV_WIRE_HDR_LEN] = 2; /* claims two QPs, carries one */
+		raw_send(sfd, buf, (size_t)n);
+		break;
+	}
+	if (act == SRV_CLOSE)
+		close(sfd);
+	rc = rv_conn_poll(c, 2000, &ev);
+	if (rc != -errnum || !strstr(rv_error_last(), what))
+		fail_msg("expected %d \"%s\", got %d: %s", -errnum, what, rc, rv_error_last());
+	assert_int_equal(rv_conn_state_of(c), RV_CONN_FAILED);
+	assert_int_equal(rv_conn_poll(c, 0, &ev), -errnum); /* stays failed */
+	assert_int_equal(rv_conn_fd(c), -EBADF);
+	if (act == SRV_BAD_HELLO) {
+		/* The client tells the server why it rejects the answer. */
+		struct rv_wire_reject rj;
+		assert_int_equal(raw_recv_msg(sfd, &h, buf, sizeof(buf)), 0);
+		assert_int_equal(h.type, RV_WIRE_REJECT);
+		assert_int_equal(rv_wire_reject_decode(buf, h.length, &rj, "test"), 0);
+		assert_int_equal(rj.errnum, EBADMSG);
+	}
+	if (act != SRV_CLOSE)
+		close(sfd);
+	rv_conn_unref(c);
+	assert_int_equal(mock_live(RV_OBJ_QP), 0);
+}
+
+static void test_conn__hostile_servers(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sin);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
+	int port = ntohs(sin.sin_port);
+	hostile_server(f, lfd, port, SRV_GARBAGE, EBADMSG, "not an rverbs connection exchange");
+	hostile_server(f, lfd, port, SRV_WRONG_VERSION, EPROTONOSUPPORT, "version 3");
+	hostile_server(f, lfd, port, SRV_OVERSIZED, EMSGSIZE, "1073741824 bytes");
+	hostile_server(f, lfd, port, SRV_CLOSE, ECONNRESET, "before answering our request");
+	hostile_server(f, lfd, port, SRV_REJECT, EACCES, "rejected the connection: not on the guest list");
+	hostile_server(f, lfd, port, SRV_BAD_HELLO, EBADMSG, "HELLO");
+	close(lfd);
+}
+
 /* The caller's QPs serve one client: a second one is turned away, named. */
 static void test_conn__callers_qps_serve_one_client(void **state)
 {
@@ -767,6 +860,7 @@ int main(void)
 		T(test_conn__mtu_is_the_minimum),
 		T(test_conn__epoll_on_listener_and_connection),
 		T(test_conn__close_cascades_and_connecting_disconnect),
+		T(test_conn__hostile_servers),
 		T(test_conn__callers_qps_serve_one_client),
 		T(test_conn__64_client_processes),
 	};
