@@ -84,8 +84,12 @@ int rv_device_new_internal(const struct rv_driver *drv, const char *name, void *
 	int rc;
 
 	ps.list = calloc(1, sizeof(*ps.list));
-	if (!ps.list)
+	if (!ps.list) {
+		/* As probe_add does on failure: drv_dev is the device's or released. */
+		if (drv->device_release)
+			drv->device_release(drv_dev);
 		return -ENOMEM;
+	}
 	ps.cap = 1;
 	rc = probe_add(&ps, name, drv_dev);
 	if (rc == 0)

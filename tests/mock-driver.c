@@ -45,18 +45,23 @@ void mock_reset(void)
 	mock.fail_sets_message = true;
 }
 
+/* NULL when out of memory: the op then fails with -ENOMEM, as a driver would. */
 static struct fake *fake_new(enum rv_obj_type type, const void *handle)
 {
-	struct fake *f = calloc(1, sizeof(*f));
+	struct fake *f;
 
-	if (!f)
-		abort();
 	if (n_fakes == cap_fakes) {
-		cap_fakes = cap_fakes ? cap_fakes * 2 : 64;
-		fakes = realloc(fakes, cap_fakes * sizeof(*fakes));
-		if (!fakes)
-			abort();
+		size_t cap = cap_fakes ? cap_fakes * 2 : 64;
+		struct fake **grown = realloc(fakes, cap * sizeof(*fakes));
+
+		if (!grown)
+			return NULL;
+		fakes = grown;
+		cap_fakes = cap;
 	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
 	fakes[n_fakes++] = f;
 	f->type = type;
 	f->handle = handle;
@@ -199,6 +204,8 @@ static int mock_context_open(struct rv_context *ctx, const rv_context_attr *attr
 	if (inject_create(RV_OBJ_CONTEXT, &rc))
 		return rc;
 	f = fake_new(RV_OBJ_CONTEXT, ctx);
+	if (!f)
+		return -ENOMEM;
 	f->parents[0] = ctx->dev->drv_dev;
 	ctx->drv_ctx = f;
 	return 0;
@@ -279,6 +286,8 @@ static int mock_pd_alloc(struct rv_pd *pd)
 	if (inject_create(RV_OBJ_PD, &rc))
 		return rc;
 	f = fake_new(RV_OBJ_PD, pd);
+	if (!f)
+		return -ENOMEM;
 	f->parents[0] = pd->ctx->drv_ctx;
 	pd->drv_pd = f;
 	return 0;
@@ -302,6 +311,8 @@ static int mock_mr_reg(struct rv_mr *mr)
 	if (inject_create(RV_OBJ_MR, &rc))
 		return rc;
 	f = fake_new(RV_OBJ_MR, mr);
+	if (!f)
+		return -ENOMEM;
 	f->parents[0] = mr->pd->drv_pd;
 	mr->lkey = mock.next_key++;
 	mr->rkey = mock.next_key++;
@@ -326,6 +337,8 @@ static int mock_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 	if (inject_create(RV_OBJ_CQ, &rc))
 		return rc;
 	f = fake_new(RV_OBJ_CQ, cq);
+	if (!f)
+		return -ENOMEM;
 	f->parents[0] = cq->ctx->drv_ctx;
 	cq->cqe = attr->cqe;
 	cq->drv_cq = f;
@@ -365,6 +378,8 @@ static int mock_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	if (inject_create(RV_OBJ_QP, &rc))
 		return rc;
 	f = fake_new(RV_OBJ_QP, qp);
+	if (!f)
+		return -ENOMEM;
 	f->parents[0] = qp->pd->drv_pd;
 	f->parents[1] = qp->send_cq->drv_cq;
 	f->parents[2] = qp->recv_cq->drv_cq;
@@ -475,8 +490,12 @@ int mock_device_new(const char *name, rv_device **ret_dev)
 {
 	struct fake *f = fake_new(RV_OBJ_DEVICE, NULL);
 	rv_device *dev;
-	int rc = rv_device_new_internal(&mock_driver, name, f, &dev);
+	int rc;
 
+	if (!f)
+		return -ENOMEM;
+	/* On failure the library has released the fake through device_release. */
+	rc = rv_device_new_internal(&mock_driver, name, f, &dev);
 	if (rc < 0)
 		return rc;
 	f->handle = dev;
