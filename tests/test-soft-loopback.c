@@ -589,6 +589,87 @@ static void test_soft__many_messages_in_order(void **state)
 	side_close(&b);
 }
 
+static void test_soft__ipv6_and_bad_listen_addr(void **state)
+{
+	rv_device *dev = NULL;
+	rv_context *c6 = NULL, *bad = NULL;
+	rv_context_attr at = {.mask = RV_CONTEXT_ATTR_LISTEN_ADDR, .listen_addr = "not-an-address"};
+	struct side a, b;
+	uint8_t gid[16], want[16] = {0};
+
+	(void)state;
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, &at, &bad), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "not-an-address"));
+	at.listen_addr = "::1";
+	if (rv_context_new(dev, &at, &c6) < 0) {
+		rv_device_unref(dev);
+		skip(); /* no IPv6 loopback here */
+	}
+	want[15] = 1;
+	assert_int_equal(rv_context_query_gid(c6, 1, 0, gid), 0);
+	assert_memory_equal(gid, want, 16);
+	side_open(&a, c6, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, c6, RV_ACCESS_ALL_REMOTE);
+	connect_pair(&a, &b);
+	run_send_write_read(&a, &b);
+	side_close(&a);
+	side_close(&b);
+	rv_context_unref(c6);
+	rv_device_unref(dev);
+}
+
+static void test_soft__unreachable_peer_fails_the_work(void **state)
+{
+	struct side a, b;
+	rv_endpoint eb;
+	rv_sge g;
+	rv_wc wc;
+	int rc;
+
+	(void)state;
+	/* Whichever side connects, setup gives up after 1 s (main() sets the limit). */
+	side_open(&a, NULL, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, NULL, RV_ACCESS_ALL_REMOTE);
+	/* A peer QP number that does not exist on a live listener. */
+	assert_int_equal(rv_qp_endpoint(b.qp, &eb), 0);
+	eb.qpn ^= 0x800000;
+	g = sge(&a, 0, 8);
+	assert_int_equal(rv_qp_connect(a.qp, &eb), 0);
+	assert_int_equal(rv_qp_send(a.qp, &g, 1), 0);
+	assert_int_equal(rv_qp_send(a.qp, &g, 2), 0);
+	/* RETRY_EXC_ERR, or a flush when the rejection came before the post. */
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 1);
+	if (wc.status != RV_WC_RETRY_EXC_ERR && wc.status != RV_WC_WR_FLUSH_ERR)
+		fail_msg("WR 1 completed with status %u", wc.status);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(rv_qp_state_of(a.qp), RV_QPS_ERR);
+
+	/* The peer's context is gone: connecting fails now, or the work fails later. */
+	side_close(&b);
+	rv_qp_unref(a.qp);
+	{
+		rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = a.cq};
+		assert_int_equal(rv_qp_new(a.pd, &qa, &a.qp), 0);
+	}
+	rc = rv_qp_connect(a.qp, &eb);
+	if (rc == 0) {
+		assert_int_equal(rv_qp_send(a.qp, &g, 3), 0);
+		wc = poll_one(a.cq);
+		assert_int_equal(wc.wr_id, 3);
+		/* RETRY_EXC_ERR, or a flush when the QP failed before the send was posted. */
+		if (wc.status != RV_WC_RETRY_EXC_ERR && wc.status != RV_WC_WR_FLUSH_ERR)
+			fail_msg("WR 3 completed with status %u", wc.status);
+	} else {
+		assert_int_equal(rc, -ECONNREFUSED);
+		assert_non_null(strstr(rv_error_last(), "listener"));
+	}
+	side_close(&a);
+}
+
 /* Two processes: endpoints travel over pipes as rv_endpoint_pack bytes. */
 static void exchange(int wfd, int rfd, rv_qp *qp, rv_mr *mr, rv_endpoint *peer)
 {
@@ -697,6 +778,7 @@ static void test_soft__two_processes(void **state)
 
 int main(void)
 {
+	setenv("RVERBS_SOFT_TIMEOUT_MS", "1000", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soft__two_processes),
 		cmocka_unit_test(test_soft__device_and_port),
@@ -711,6 +793,8 @@ int main(void)
 		cmocka_unit_test(test_soft__unsupported_ops_say_so),
 		cmocka_unit_test(test_soft__close_with_traffic_in_flight),
 		cmocka_unit_test(test_soft__many_messages_in_order),
+		cmocka_unit_test(test_soft__ipv6_and_bad_listen_addr),
+		cmocka_unit_test(test_soft__unreachable_peer_fails_the_work),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

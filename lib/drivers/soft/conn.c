@@ -101,7 +101,7 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 	c->fd = fd;
 	c->state = state;
 	c->events = state == CONN_CONNECTING ? EPOLLOUT : EPOLLIN;
-	c->deadline = soft_now_ms() + SOFT_CONNECT_TIMEOUT_MS;
+	c->deadline = soft_now_ms() + sc->timeout_ms;
 	ev.events = c->events;
 	ev.data.ptr = c;
 	if (epoll_ctl(sc->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -186,9 +186,13 @@ static void qp_conn_failed(struct soft_qp *q, const char *why)
 {
 	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: connection to QP 0x%x failed: %s; its work completes with "
 	       "RV_WC_RETRY_EXC_ERR and the QP is in the error state", q->qpn, q->peer_qpn, why);
-	soft_qp_fail(q, q->sq_head, RV_WC_RETRY_EXC_ERR,
-		     RV_WC_WR_FLUSH_ERR, false);
 	soft_conn_detach(q, false);
+	/* In RTR the application is between rv_qp_to_rtr and rv_qp_to_rts (inside
+	 * rv_qp_connect): let that finish, and fail the QP when it reaches RTS. */
+	if (atomic_load(&q->state) == RV_QPS_RTR)
+		q->conn_failed = true;
+	else
+		soft_qp_fail(q, q->sq_head, RV_WC_RETRY_EXC_ERR, RV_WC_WR_FLUSH_ERR, false);
 }
 
 static int peer_sockaddr(const struct soft_qp *q, struct sockaddr_storage *ss, socklen_t *len)
@@ -568,6 +572,23 @@ void soft_conn_event(struct soft_conn *c, uint32_t events)
 void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 {
 	struct soft_conn *c, *next;
+
+	/* A passive QP with work queued whose peer never connects: fail the work,
+	 * as a verbs device would after its transport retries. */
+	for (uint32_t i = 0; i < sc->n_qps; i++) {
+		struct soft_qp *q = sc->qps[i];
+		uint32_t st = atomic_load(&q->state);
+
+		if (q->active || !q->have_peer || q->conn || q->conn_failed ||
+		    (st != RV_QPS_RTR && st != RV_QPS_RTS) ||
+		    now < q->rtr_at + sc->timeout_ms)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		if (q->sq_head != q->sq_tail && !q->conn)
+			qp_conn_failed(q, "the peer never connected; did it call rv_qp_connect (or reach RTR) "
+					  "with our endpoint?");
+		pthread_mutex_unlock(&q->lock);
+	}
 
 	for (c = sc->conns; c; c = next) {
 		next = c->next;

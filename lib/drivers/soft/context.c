@@ -215,6 +215,12 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		return rv_err(ENOMEM, fn, "out of memory for the soft0 context");
 	sc->ctx = ctx;
 	sc->lfd = sc->evfd = sc->epfd = -1;
+	sc->timeout_ms = SOFT_CONNECT_TIMEOUT_MS;
+	if (getenv("RVERBS_SOFT_TIMEOUT_MS")) {
+		long v = strtol(getenv("RVERBS_SOFT_TIMEOUT_MS"), NULL, 10);
+		if (v > 0 && v <= 3600000)
+			sc->timeout_ms = v;
+	}
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
 	pthread_mutex_init(&sc->lock, &ma);

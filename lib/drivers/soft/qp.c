@@ -252,7 +252,7 @@ static void reset_queues(struct soft_qp *q)
 	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = 1;
 	q->msn_rx[0] = q->msn_rx[1] = 1;
 	q->need_rtr = q->term_pending = q->kick = false;
-	q->have_peer = q->active = false;
+	q->have_peer = q->active = q->conn_failed = false;
 }
 
 static void save_attr(rv_qp_attr *a, const rv_qp_attr *u)
@@ -304,6 +304,7 @@ static int to_rtr(struct soft_qp *q, const rv_qp_attr *attr)
 			      "two distinct QPs (create a second QP for loopback)");
 	q->have_peer = true;
 	q->active = tuple_cmp(q) < 0;
+	q->rtr_at = soft_now_ms();
 	set_state(q, RV_QPS_RTR);
 	if (q->active) {
 		rc = soft_conn_start(q);
@@ -355,7 +356,10 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 		break;
 	case RV_QPS_RTS:
 		set_state(q, RV_QPS_RTS);
-		soft_tx_push(q);
+		if (q->conn_failed)
+			soft_qp_fail(q, q->sq_head, RV_WC_RETRY_EXC_ERR, RV_WC_WR_FLUSH_ERR, false);
+		else
+			soft_tx_push(q);
 		break;
 	case RV_QPS_ERR:
 		soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, false);

@@ -48,7 +48,8 @@
 /* Per-connection buffers: rx holds at least one largest FPDU. */
 #define SOFT_RXBUF (128u * 1024u)
 #define SOFT_TXBUF (64u * 1024u)
-/* Connection setup gives up after this long (peer never reaches RTR, host unreachable). */
+/* Connection setup gives up after this long (peer never reaches RTR, host
+ * unreachable); the environment variable RVERBS_SOFT_TIMEOUT_MS overrides it. */
 #define SOFT_CONNECT_TIMEOUT_MS 60000
 /* A closing connection waits this long for the peer's FIN before it is dropped. */
 #define SOFT_LINGER_MS 2000
@@ -88,6 +89,7 @@ struct soft_ctx {
 	int family; /* AF_INET or AF_INET6 */
 	uint8_t gid[16];
 	uint16_t port;
+	int64_t timeout_ms; /* connection setup limit (RVERBS_SOFT_TIMEOUT_MS) */
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
@@ -212,6 +214,8 @@ struct soft_qp {
 	uint32_t msn_rx[2]; /* expected MSN on QN 0 and QN 1 */
 
 	struct soft_conn *conn;
+	int64_t rtr_at;     /* when the QP reached RTR (ms): the passive side's wait starts */
+	bool conn_failed;   /* setup failed while in RTR: ERR follows the move to RTS */
 	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
 };
 
