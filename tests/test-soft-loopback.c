@@ -670,6 +670,42 @@ static void test_soft__unreachable_peer_fails_the_work(void **state)
 	side_close(&a);
 }
 
+static void test_soft__peer_death_seen_despite_a_fork_child(void **state)
+{
+	struct side a, b;
+	rv_sge g;
+	rv_wc wc;
+	int pfd[2], status;
+	pid_t pid;
+
+	(void)state;
+	side_open(&a, NULL, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, NULL, RV_ACCESS_ALL_REMOTE);
+	connect_pair(&a, &b);
+	g = sge(&a, 0, 16);
+	assert_int_equal(rv_qp_recv(a.qp, &g, 1), 0);
+	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)b.buf, rv_mr_rkey(b.mr), 2), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 2);
+	/* A child inherits copies of every socket and sits on them. */
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(pfd[1]);
+		_exit(read(pfd[0], &c, 1) < 0);
+	}
+	close(pfd[0]);
+	side_close(&b);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, RV_WC_WR_FLUSH_ERR);
+	close(pfd[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	side_close(&a);
+}
+
 /* Two processes: endpoints travel over pipes as rv_endpoint_pack bytes. */
 static void exchange(int wfd, int rfd, rv_qp *qp, rv_mr *mr, rv_endpoint *peer)
 {
@@ -790,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_soft__remote_access_errors),
 		cmocka_unit_test(test_soft__qp_access_flags_are_checked),
 		cmocka_unit_test(test_soft__peer_death),
+		cmocka_unit_test(test_soft__peer_death_seen_despite_a_fork_child),
 		cmocka_unit_test(test_soft__unsupported_ops_say_so),
 		cmocka_unit_test(test_soft__close_with_traffic_in_flight),
 		cmocka_unit_test(test_soft__many_messages_in_order),

@@ -116,10 +116,18 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 	return c;
 }
 
+/* shutdown() first: it acts on the socket, so the peer sees the end even when a
+ * fork child still holds a copy of the descriptor. */
+static void close_socket(int fd)
+{
+	shutdown(fd, SHUT_RDWR);
+	close(fd);
+}
+
 void soft_conn_free(struct soft_conn *c)
 {
 	if (c->fd >= 0)
-		close(c->fd);
+		close_socket(c->fd);
 	free(c->rx);
 	free(c->tx);
 	free(c);
@@ -139,7 +147,7 @@ static void conn_kill(struct soft_conn *c)
 		}
 	}
 	epoll_ctl(sc->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
+	close_socket(c->fd);
 	c->fd = -1;
 	c->state = CONN_DEAD;
 	if (c->qp) {

@@ -183,8 +183,11 @@ static int epoll_add(int epfd, int fd, void *tag)
 
 static void close_fds(struct soft_ctx *sc)
 {
-	if (sc->lfd >= 0)
+	if (sc->lfd >= 0) {
+		/* Stop listening even if a fork child holds a copy of the socket. */
+		shutdown(sc->lfd, SHUT_RDWR);
 		close(sc->lfd);
+	}
 	if (sc->evfd >= 0)
 		close(sc->evfd);
 	if (sc->epfd >= 0)
