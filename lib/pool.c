@@ -349,7 +349,9 @@ static int grow_locked(struct rv_pool *pool, uint32_t ci, const char *func)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return rv_err(ENOMEM, func, "out of memory");
-	pool->req.quiet = pool->n_chunks > 0; /* a fallback is logged for the first chunk */
+	/* rv_mem_map logs a fallback (the first chunk's only: later ones fall
+	 * back the same way). */
+	pool->req.quiet = pool->n_chunks > 0;
 	rc = rv_mem_map(pool->pd->ctx, cls->chunk_len, &pool->req, &c->mem, func);
 	if (rc < 0) {
 		free(c);
@@ -396,9 +398,6 @@ static int grow_locked(struct rv_pool *pool, uint32_t ci, const char *func)
 	pool->n_chunks++;
 	pool->n_bufs += n;
 	pool->bytes += c->mem.length;
-	if (pool->n_chunks == 1 && c->mem.fallback[0])
-		rv_log(RV_LOG_INFO, "pool #%" PRIu64 ": chunks on %zu-byte pages: %s", pool->obj.id, c->mem.page_size,
-		       c->mem.fallback);
 	return 0;
 }
 

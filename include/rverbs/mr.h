@@ -115,7 +115,9 @@ typedef struct rv_mr_alloc_attr {
  * obtained. With RV_MEM_STRICT the call fails instead.
  *
  * @param pd      the protection domain
- * @param length  bytes, at least 1 (rounded up to whole pages of the size obtained)
+ * @param length  bytes, at least 1; rounded up to whole pages: 1 GiB or 2 MiB for
+ *                hugetlbfs pages, 2 MiB when transparent huge pages were tried,
+ *                else the system page size (rv_mr_length() gives the result)
  * @param access  rv_access_flags
  * @param attr    placement, or NULL for the defaults
  * @param ret_mr  receives the MR; rv_mr_addr() gives the memory
