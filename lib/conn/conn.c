@@ -541,8 +541,8 @@ static int check_fresh_qps(const struct rv_conn_opts *o, const char *func)
 	return 0;
 }
 
-static int connect_start(rv_context *ctx, const char *addr, const rv_conn_attr *attr, struct rv_conn_opts *o,
-			 rv_conn **ret_conn, const char *func)
+static int connect_start(rv_context *ctx, const char *addr, struct rv_conn_opts *o, rv_conn **ret_conn,
+			 const char *func)
 {
 	struct rv_wire_hello h;
 	struct rv_conn *c;
@@ -572,7 +572,6 @@ static int connect_start(rv_context *ctx, const char *addr, const rv_conn_attr *
 	}
 	c->phase = RV_PH_TCP_CONNECTING;
 	*ret_conn = c;
-	(void)attr;
 	return 0;
 }
 
@@ -604,7 +603,7 @@ RV_EXPORT int rv_connect_start(rv_context *ctx, const char *addr, const rv_conn_
 		return rv_err(EOPNOTSUPP, __func__,
 			      "rdma_cm connections (device %s) are made with rv_connect(); rv_connect_start() uses RV_CONN_TRANSPORT_TCP",
 			      ctx->dev->name);
-	return connect_start(ctx, addr, attr, &o, ret_conn, __func__);
+	return connect_start(ctx, addr, &o, ret_conn, __func__);
 }
 
 RV_EXPORT int rv_connect(rv_context *ctx, const char *addr, const rv_conn_attr *attr, int timeout_ms,
@@ -625,7 +624,7 @@ RV_EXPORT int rv_connect(rv_context *ctx, const char *addr, const rv_conn_attr *
 	if (o.transport == RV_CONN_TRANSPORT_RDMA_CM ||
 	    (o.transport == RV_CONN_TRANSPORT_AUTO && rv_cm_usable(ctx)))
 		return rv_cm_connect(ctx, addr, &o, timeout_ms, ret_conn, __func__);
-	rc = connect_start(ctx, addr, attr, &o, &c, __func__);
+	rc = connect_start(ctx, addr, &o, &c, __func__);
 	if (rc < 0)
 		return rc;
 	rc = client_run(c, deadline, &established, __func__);
@@ -685,7 +684,9 @@ static int control_step(struct rv_conn *c, const char *func)
 	if (rc == 0)
 		return 0;
 	if (rc < 0) {
+		/* The peer went away: an event for the caller, not a failed call. */
 		rv_log(RV_LOG_INFO, "connection #%" PRIu64 ": %s", c->obj.id, rv_error_last());
+		rv_error_clear();
 		peer_gone(c, false);
 		return 1;
 	}
