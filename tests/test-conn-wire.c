@@ -174,6 +174,34 @@ static void test_conn_wire__hello_rejects_every_truncation_and_corruption(void *
 	assert_int_equal(rv_wire_hello_decode(p, len + 1, &out, F), -EBADMSG);
 }
 
+/* Random bytes, and random payloads behind a valid header: never a crash,
+ * never an accepted HELLO whose fields are out of range. */
+static void test_conn_wire__random_input(void **state)
+{
+	static uint8_t buf[RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX];
+	struct rv_wire_hello h;
+	struct rv_wire_reject r;
+	struct rv_wire_hdr hd;
+	uint32_t x = 12345;
+
+	(void)state;
+	for (int it = 0; it < 20000; it++) {
+		size_t len = (x = x * 1103515245u + 12345u) % 600;
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 16);
+		if (it % 2)
+			buf[RV_WIRE_HDR_LEN] = (uint8_t)(1 + it % 3); /* plausible QP counts */
+		(void)rv_wire_hdr_decode(buf, len, &hd, F);
+		(void)rv_wire_reject_decode(buf, len, &r, F);
+		if (rv_wire_hello_decode(buf, len, &h, F) == 0) {
+			assert_true(h.num_qps >= 1 && h.num_qps <= RV_CONN_MAX_QPS);
+			assert_true(h.data_len <= RV_CONN_PRIVATE_DATA_MAX);
+			for (uint32_t q = 0; q < h.num_qps; q++)
+				assert_true(h.ep[q].qpn <= 0xffffff && h.ep[q].user_data_len <= RV_ENDPOINT_USER_DATA_MAX);
+		}
+	}
+}
+
 static void test_conn_wire__reject_round_trip(void **state)
 {
 	uint8_t buf[RV_WIRE_HDR_LEN + 6 + RV_WIRE_REJECT_TEXT_MAX];
@@ -318,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_conn_wire__header_round_trip_and_faults),
 		cmocka_unit_test(test_conn_wire__hello_round_trip),
 		cmocka_unit_test(test_conn_wire__hello_rejects_every_truncation_and_corruption),
+		cmocka_unit_test(test_conn_wire__random_input),
 		cmocka_unit_test(test_conn_wire__reject_round_trip),
 		cmocka_unit_test(test_conn_wire__addr_parse),
 		cmocka_unit_test(test_conn_wire__cm_private_data),
