@@ -1918,6 +1918,34 @@ static void test_handles__qp_helpers_walk_the_state_machine(void **state)
 	end_test();
 }
 
+static void test_handles__uc_qp_helpers_use_uc_attributes_and_recover_from_sqe(void **state)
+{
+	struct tree t;
+	rv_qp *uc;
+	rv_qp_attr rtr = {.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN, .dest_qp_num = 3, .rq_psn = 4};
+
+	(void)state;
+	make_tree(&t);
+	uc = new_qp_type(t.pd, t.cq, t.cq, RV_QPT_UC);
+	assert_int_equal(rv_qp_to_init(uc, NULL), 0);
+	assert_int_equal(mock.last_modify.qp_access_flags, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(rv_qp_to_rtr(uc, &rtr), 0);
+	assert_int_equal(mock.last_modify.mask, RV_QP_STATE | RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN |
+						RV_QP_PATH_MTU);
+	assert_int_equal(rv_qp_to_rts(uc, NULL), 0);
+	assert_int_equal(mock.last_modify.mask, RV_QP_STATE | RV_QP_SQ_PSN);
+	/* A send queue error is recoverable for UC, not for RC. */
+	mock_qp_force_state(uc, RV_QPS_SQE);
+	assert_int_equal(rv_qp_modify(uc, &(rv_qp_attr){.mask = RV_QP_STATE, .qp_state = RV_QPS_RTS}), 0);
+	assert_int_equal(rv_qp_state_of(uc), RV_QPS_RTS);
+	mock_qp_force_state(t.qp, RV_QPS_SQE);
+	assert_int_equal(rv_qp_modify(t.qp, &(rv_qp_attr){.mask = RV_QP_STATE, .qp_state = RV_QPS_RTS}), -EINVAL);
+	assert_msg_contains("illegal QP transition SQE -> RTS");
+	uc = rv_qp_unref(uc);
+	unref_tree(&t);
+	end_test();
+}
+
 static void test_handles__qp_endpoint_and_connect_against_the_mock(void **state)
 {
 	struct tree t;
@@ -2334,6 +2362,7 @@ int main(void)
 		T(test_handles__query_mask_zero_writes_nothing_and_all_writes_the_mask),
 		T(test_handles__data_path_passes_driver_results_through),
 		T(test_handles__qp_helpers_walk_the_state_machine),
+		T(test_handles__uc_qp_helpers_use_uc_attributes_and_recover_from_sqe),
 		T(test_handles__qp_endpoint_and_connect_against_the_mock),
 		T(test_handles__qp_helper_failures_report_their_own_message_not_a_stale_one),
 		T(test_handles__error_message_is_per_thread),
