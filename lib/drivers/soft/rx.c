@@ -286,9 +286,8 @@ static int rx_terminate(struct soft_qp *q, const struct rv_fpdu *f)
 	return -1;
 }
 
-static int rx_fpdu(struct soft_qp *q, struct soft_conn *c, const struct rv_fpdu *f)
+static int rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 {
-	c->may_send = true; /* the initiator has spoken first (RFC 5044 §7.1.2) */
 	switch (f->opcode) {
 	case RV_RDMAP_WRITE:
 		return rx_write(q, f);
@@ -343,11 +342,14 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 
 		if (n == 0)
 			break;
+		/* The initiator has sent its first FPDU (RFC 5044 §7.1.2): we may
+		 * send, if only a TERMINATE for a bad one. */
+		c->may_send = true;
 		if (n < 0) {
 			bad_frame(q, n);
 			return;
 		}
-		r = rx_fpdu(q, c, &f);
+		r = rx_fpdu(q, &f);
 		if (r > 0) {
 			c->rx_stalled = true;
 			break;

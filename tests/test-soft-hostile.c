@@ -1,0 +1,384 @@
+/*
+ * soft0 against a hostile peer: a raw TCP client that speaks just enough MPA
+ * to be accepted, then sends malformed, corrupted and out-of-bounds frames.
+ * The QP must end in ERR (or keep working for harmless frames), nothing may
+ * crash or hang, and registered memory outside what a frame was allowed to
+ * touch must stay unchanged. Run it under ASan to make it mean something.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rverbs/rverbs.h>
+
+#include "drivers/soft/wire.h"
+
+#define FAKE_PORT 1      /* lower than any listener port: the rverbs QP is the passive side */
+#define FAKE_QPN 0x777
+
+struct target {
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *qp;
+	rv_mr *mr;
+	uint8_t *buf;
+	rv_endpoint ep;
+};
+
+static void target_open(struct target *t)
+{
+	rv_device *dev;
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = NULL};
+	rv_endpoint fake;
+	rv_sge g;
+
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, NULL, &t->ctx), 0);
+	rv_device_unref(dev);
+	assert_int_equal(rv_pd_new(t->ctx, NULL, &t->pd), 0);
+	assert_int_equal(rv_cq_new(t->ctx, NULL, &t->cq), 0);
+	qa.send_cq = t->cq;
+	assert_int_equal(rv_qp_new(t->pd, &qa, &t->qp), 0);
+	assert_int_equal(rv_mr_alloc(t->pd, 8192, RV_ACCESS_ALL_REMOTE, NULL, &t->mr), 0);
+	t->buf = rv_mr_addr(t->mr);
+	memset(t->buf, 0xab, 8192);
+	assert_int_equal(rv_qp_endpoint(t->qp, &t->ep), 0);
+	fake = t->ep;
+	fake.lid = FAKE_PORT;
+	fake.qpn = FAKE_QPN;
+	assert_int_equal(rv_qp_to_init(t->qp, NULL), 0);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)t->buf, .length = 64, .lkey = rv_mr_lkey(t->mr)};
+	assert_int_equal(rv_qp_recv(t->qp, &g, 1), 0);
+	assert_int_equal(rv_qp_connect(t->qp, &fake), 0);
+}
+
+static void target_close(struct target *t)
+{
+	rv_qp_unref(t->qp);
+	rv_mr_unref(t->mr);
+	rv_cq_unref(t->cq);
+	rv_pd_unref(t->pd);
+	assert_int_equal(rv_context_close(t->ctx), 0);
+	rv_context_unref(t->ctx);
+}
+
+static int raw_connect(const struct target *t)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(t->ep.lid)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+	/* The peer may have closed already: that is a valid reaction. */
+	(void)!send(fd, p, n, MSG_NOSIGNAL);
+}
+
+/* Read until n bytes, EOF or 5 s. Returns the bytes read. */
+static size_t recv_some(int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	while (got < n && poll(&p, 1, 5000) == 1) {
+		ssize_t r = recv(fd, buf + got, n - got, 0);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	return got;
+}
+
+/* MPA request as the fake peer; returns true when accepted. */
+static bool handshake(const struct target *t, int fd)
+{
+	uint8_t pd[RV_SOFT_CPD_LEN], frame[128], reply[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN];
+	struct rv_soft_cpd c;
+	struct rv_mpa_frame f = {.reply = false, .flags = RV_MPA_FLAG_CRC, .rev = 1,
+				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
+	struct rv_mpa_frame r;
+	int n;
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.gid, t->ep.gid, 16);
+	c.port = FAKE_PORT;
+	c.src_qpn = FAKE_QPN;
+	c.dst_qpn = t->ep.qpn;
+	rv_wire_cpd_encode(pd, sizeof(pd), &c);
+	n = rv_wire_mpa_encode(frame, sizeof(frame), &f);
+	send_all(fd, frame, (size_t)n);
+	if (recv_some(fd, reply, sizeof(reply)) != sizeof(reply))
+		return false;
+	return rv_wire_mpa_decode(reply, sizeof(reply), &r) > 0 && r.reply && !(r.flags & RV_MPA_FLAG_REJECT);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int wait_state(rv_qp *qp, int want, int ms)
+{
+	int64_t end = now_ms() + ms;
+	int s;
+	while ((s = rv_qp_state_of(qp)) != want && now_ms() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return s;
+}
+
+static uint32_t lcg(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return *s >> 8;
+}
+
+static int frame(uint8_t *buf, size_t cap, struct rv_fpdu *f)
+{
+	int n = rv_wire_fpdu_encode(buf, cap, f);
+	assert_true(n > 0);
+	return n;
+}
+
+static void test_soft_hostile__garbage_before_mpa(void **state)
+{
+	struct target t;
+	uint8_t junk[300];
+	uint32_t seed = 1;
+
+	(void)state;
+	target_open(&t);
+	for (int i = 0; i < 20; i++) {
+		int fd = raw_connect(&t);
+		for (size_t k = 0; k < sizeof(junk); k++)
+			junk[k] = (uint8_t)lcg(&seed);
+		if (i & 1)
+			memcpy(junk, "MPA ID Req Frame", 16); /* a good key, then garbage */
+		send_all(fd, junk, 20 + (size_t)(lcg(&seed) % 280));
+		(void)recv_some(fd, junk, sizeof(junk)); /* a reject, or the end */
+		close(fd);
+	}
+	/* The QP is untouched and still waits for its real peer. */
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	target_close(&t);
+}
+
+static void test_soft_hostile__wrong_peer_is_rejected(void **state)
+{
+	struct target t;
+	uint8_t pd[RV_SOFT_CPD_LEN], frame_buf[128], reply[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN];
+	struct rv_soft_cpd c;
+	struct rv_mpa_frame f = {.reply = false, .flags = RV_MPA_FLAG_CRC, .rev = 1,
+				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
+	struct rv_mpa_frame r;
+	int fd, n;
+
+	(void)state;
+	target_open(&t);
+	fd = raw_connect(&t);
+	memset(&c, 0, sizeof(c));
+	memcpy(c.gid, t.ep.gid, 16);
+	c.port = FAKE_PORT;
+	c.src_qpn = FAKE_QPN + 1; /* not the peer the QP expects */
+	c.dst_qpn = t.ep.qpn;
+	rv_wire_cpd_encode(pd, sizeof(pd), &c);
+	n = rv_wire_mpa_encode(frame_buf, sizeof(frame_buf), &f);
+	send_all(fd, frame_buf, (size_t)n);
+	assert_int_equal(recv_some(fd, reply, sizeof(reply)), sizeof(reply));
+	assert_true(rv_wire_mpa_decode(reply, sizeof(reply), &r) > 0);
+	assert_true(r.flags & RV_MPA_FLAG_REJECT);
+	close(fd);
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	/* The right peer is still accepted afterwards. */
+	fd = raw_connect(&t);
+	assert_true(handshake(&t, fd));
+	close(fd);
+	target_close(&t);
+}
+
+/* One hostile frame after a good handshake. kind selects the attack. */
+static void attack(int kind, uint32_t *seed)
+{
+	struct target t;
+	uint8_t buf[9000], pay[4096];
+	struct rv_fpdu f;
+	int fd, n = 0;
+	uint64_t base;
+	bool harmless = false;
+
+	target_open(&t);
+	fd = raw_connect(&t);
+	assert_true(handshake(&t, fd));
+	base = (uint64_t)(uintptr_t)t.buf;
+	memset(&f, 0, sizeof(f));
+	memset(pay, 0xcd, sizeof(pay));
+	f.last = true;
+	switch (kind) {
+	case 0: /* random bytes */
+		for (size_t i = 0; i < 200; i++)
+			buf[i] = (uint8_t)lcg(seed);
+		n = 200;
+		break;
+	case 1: /* a good WRITE with one bit flipped (CRC) */
+		f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr), f.to = base;
+		f.payload = pay, f.payload_len = 64;
+		n = frame(buf, sizeof(buf), &f);
+		buf[20 + lcg(seed) % 40] ^= 0x10;
+		break;
+	case 2: /* WRITE with a wrong STag */
+		f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr) ^ 1, f.to = base;
+		f.payload = pay, f.payload_len = 64;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 3: /* WRITE straddling the end of the MR */
+		f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr), f.to = base + 8192 - 8;
+		f.payload = pay, f.payload_len = 64;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 4: /* WRITE whose TO + length wraps around 2^64 */
+		f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr), f.to = UINT64_MAX - 10;
+		f.payload = pay, f.payload_len = 64;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 5: /* WRITE below the MR */
+		f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr), f.to = base - 64;
+		f.payload = pay, f.payload_len = 64;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 6: /* READ request for 4 GiB - 1 */
+		f.opcode = RV_RDMAP_READ_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1;
+		f.rreq = (struct rv_read_req){.sink_stag = 5, .sink_to = 0, .size = UINT32_MAX,
+					      .src_stag = rv_mr_rkey(t.mr), .src_to = base};
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 7: /* READ request with the wrong MSN */
+		f.opcode = RV_RDMAP_READ_REQ, f.qn = RV_DDP_QN_READ, f.msn = 42;
+		f.rreq = (struct rv_read_req){.sink_stag = 5, .size = 8, .src_stag = rv_mr_rkey(t.mr), .src_to = base};
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 8: /* SEND longer than the receive WR (64 bytes) */
+		f.opcode = RV_RDMAP_SEND, f.qn = RV_DDP_QN_SEND, f.msn = 1, f.mo = 0;
+		f.payload = pay, f.payload_len = 100;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 9: /* SEND segment at a message offset beyond the buffer */
+		f.opcode = RV_RDMAP_SEND, f.qn = RV_DDP_QN_SEND, f.msn = 1, f.mo = 0xfffffff0u;
+		f.payload = pay, f.payload_len = 32;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 10: /* SEND on an unknown queue number */
+		f.opcode = RV_RDMAP_SEND, f.qn = 7, f.msn = 1;
+		f.payload = pay, f.payload_len = 8;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 11: /* READ response nobody asked for */
+		f.opcode = RV_RDMAP_READ_RESP, f.tagged = true, f.stag = rv_mr_rkey(t.mr), f.to = base;
+		f.payload = pay, f.payload_len = 16;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 12: /* an RFC 7306 / unknown opcode */
+		f.opcode = 0xb, f.qn = 3, f.msn = 1;
+		f.payload = pay, f.payload_len = 8;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 13: /* a TERMINATE */
+		f.opcode = RV_RDMAP_TERMINATE, f.qn = RV_DDP_QN_TERM, f.msn = 1;
+		f.term.layer = RV_TERM_RDMAP, f.term.etype = RV_TERM_RDMAP_REMOTE_OP, f.term.ecode = 0xff;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 14: /* an MPA length that cannot hold a header */
+		buf[0] = 0, buf[1] = 3, buf[2] = 0x41, buf[3] = 0x43;
+		n = 4;
+		break;
+	case 15: /* a valid in-bounds WRITE and a zero-length READ: harmless */
+		f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr), f.to = base + 128;
+		f.payload = pay, f.payload_len = 64;
+		n = frame(buf, sizeof(buf), &f);
+		memset(&f, 0, sizeof(f));
+		f.last = true, f.opcode = RV_RDMAP_READ_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1;
+		n += frame(buf + n, sizeof(buf) - (size_t)n, &f);
+		harmless = true;
+		break;
+	}
+	send_all(fd, buf, (size_t)n);
+	if (harmless) {
+		uint8_t resp[64];
+		struct rv_fpdu g;
+		/* The zero-length READ's response proves the WRITE was placed. */
+		assert_int_equal(recv_some(fd, resp, 20), 20);
+		assert_int_equal(rv_wire_fpdu_decode(resp, 20, &g), 20);
+		assert_int_equal(g.opcode, RV_RDMAP_READ_RESP);
+		assert_memory_equal(t.buf + 128, pay, 64);
+		assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	} else {
+		uint8_t resp[256];
+		struct rv_fpdu g;
+		size_t got;
+		int st;
+		/* Random bytes may announce a longer frame than was sent: a truncated
+		 * frame is only an error once the stream ends. */
+		if (kind == 0)
+			shutdown(fd, SHUT_WR);
+		st = wait_state(t.qp, RV_QPS_ERR, 5000);
+		if (st != RV_QPS_ERR)
+			fail_msg("attack %d left the QP in state %d", kind, st);
+		/* A TERMINATE comes back before the end (except for a received TERMINATE). */
+		got = recv_some(fd, resp, sizeof(resp));
+		if (kind != 13 && kind != 0) {
+			if (got < 2)
+				fail_msg("attack %d: no TERMINATE came back", kind);
+			assert_true(rv_wire_fpdu_decode(resp, got, &g) > 0);
+			assert_int_equal(g.opcode, RV_RDMAP_TERMINATE);
+		}
+		/* Nothing outside the allowed range changed (WRITE targets only). */
+		for (int i = 0; i < 8192; i++)
+			if (t.buf[i] != 0xab && !(i == 0 && kind == 8))
+				fail_msg("attack %d changed byte %d of the MR", kind, i);
+	}
+	close(fd);
+	target_close(&t);
+}
+
+static void test_soft_hostile__bad_frames_after_setup(void **state)
+{
+	uint32_t seed = 99;
+
+	(void)state;
+	for (int kind = 0; kind <= 15; kind++)
+		attack(kind, &seed);
+	for (int i = 0; i < 10; i++)
+		attack(0, &seed);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_soft_hostile__garbage_before_mpa),
+		cmocka_unit_test(test_soft_hostile__wrong_peer_is_rejected),
+		cmocka_unit_test(test_soft_hostile__bad_frames_after_setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
