@@ -6,6 +6,7 @@
  * directly as scatter/gather elements. Exits 77 without soft0.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -226,5 +228,10 @@ int main(void)
 		return 77;
 	}
 	rv_device_unref(dev);
+	/* The huge-page cases read and change vm.nr_hugepages: one run at a time
+	 * on this machine, whichever build directory it comes from. */
+	int lock = open("/tmp/rverbs-test-hugepages.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (lock >= 0)
+		flock(lock, LOCK_EX);
 	return cmocka_run_group_tests_name("memory-soft", tests, group_setup, group_teardown);
 }

@@ -12,6 +12,7 @@
  * live in the mock, nothing was destroyed twice or out of order.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -995,5 +997,10 @@ int main(void)
 #undef T
 	};
 
+	/* The huge-page cases read and change vm.nr_hugepages: one run at a time
+	 * on this machine, whichever build directory it comes from. */
+	int lock = open("/tmp/rverbs-test-hugepages.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (lock >= 0)
+		flock(lock, LOCK_EX);
 	return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }
