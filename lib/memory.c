@@ -61,26 +61,36 @@ static int read_long(const char *path, long *ret)
 	return ok ? 0 : -EINVAL;
 }
 
+/* A path under sysfs. RVERBS_SYSFS_ROOT replaces /sys for the NUMA topology
+ * and the devices' nodes (a test aid, like `rverbs doctor --root`); huge page
+ * and THP settings are always the kernel's own. */
 static int sysfs_root_fmt(char *buf, size_t len, const char *fmt, ...) RV_PRINTF(3, 4);
 static int sysfs_root_fmt(char *buf, size_t len, const char *fmt, ...)
 {
+	const char *root = getenv("RVERBS_SYSFS_ROOT");
 	va_list ap;
-	int n;
+	int n, m;
 
+	n = snprintf(buf, len, "%s", root && *root ? root : "/sys");
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
 	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
+	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
 	va_end(ap);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	return m < 0 || (size_t)m >= len - (size_t)n ? -ENAMETOOLONG : 0;
 }
 
 /* The online NUMA nodes as a count and a printable list ("0-1"). */
 static int online_nodes(char *list, size_t len)
 {
-	FILE *f = fopen("/sys/devices/system/node/online", "re");
+	char path[512];
+	FILE *f = NULL;
 	int n = 0, a, b;
 	char c;
 
 	snprintf(list, len, "?");
+	if (sysfs_root_fmt(path, sizeof(path), "/devices/system/node/online") == 0)
+		f = fopen(path, "re");
 	if (!f)
 		return 1; /* no NUMA in this kernel: one node */
 	if (!fgets(list, (int)len, f)) {
@@ -105,9 +115,9 @@ static int online_nodes(char *list, size_t len)
 
 static bool node_exists(int node)
 {
-	char path[128];
+	char path[512];
 
-	if (sysfs_root_fmt(path, sizeof(path), "/sys/devices/system/node/node%d", node) < 0)
+	if (sysfs_root_fmt(path, sizeof(path), "/devices/system/node/node%d", node) < 0)
 		return false;
 	return access(path, F_OK) == 0;
 }
@@ -115,12 +125,12 @@ static bool node_exists(int node)
 /* The device's node from sysfs, or -1 (the software device, no NUMA). */
 static int device_node(const struct rv_context *ctx)
 {
-	char path[256];
+	char path[512];
 	long node;
 
 	if (ctx->dev->kind != RV_DEVICE_VERBS)
 		return -1;
-	if (sysfs_root_fmt(path, sizeof(path), "/sys/class/infiniband/%s/device/numa_node", ctx->dev->name) < 0 ||
+	if (sysfs_root_fmt(path, sizeof(path), "/class/infiniband/%s/device/numa_node", ctx->dev->name) < 0 ||
 	    read_long(path, &node) < 0 || node < 0 || node >= RV_MAX_NODES)
 		return -1;
 	return (int)node;
@@ -343,8 +353,7 @@ static int place(struct rv_context *ctx, const struct rv_mem_req *req, struct rv
 	if (sys_mbind(m->addr, m->length, RV_MPOL_BIND, node) < 0) {
 		int e = errno;
 		if (strict)
-			return rv_err(e == EPERM ? EPERM : ENOMEM, func, "binding to NUMA node %d failed: mbind: %s", node,
-				      strerror(e));
+			return rv_err(ENOMEM, func, "binding to NUMA node %d failed: mbind: %s", node, strerror(e));
 		add_fallback(m, "binding to NUMA node %d failed (mbind: %s), memory is not bound", node, strerror(e));
 	}
 	return 0;

@@ -331,6 +331,85 @@ static void test_memory__numa_node_0_binds_or_says_why_not(void **state)
 	end_test();
 }
 
+/* A fake sysfs (RVERBS_SYSFS_ROOT) with two nodes and mock0 on one of them. */
+static char fake_sys[64];
+
+static void fake_sysfs(const char *device_node)
+{
+	char path[512];
+
+	snprintf(fake_sys, sizeof(fake_sys), "/tmp/rverbs-test-sys.%d", (int)getpid());
+	snprintf(path, sizeof(path), "mkdir -p %s/class/infiniband/mock0/device %s/devices/system/node/node0 "
+		 "%s/devices/system/node/node1", fake_sys, fake_sys, fake_sys);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/devices/system/node/online", fake_sys);
+	{
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("0-1\n", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/class/infiniband/mock0/device/numa_node", fake_sys);
+	{
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(device_node, f);
+		fclose(f);
+	}
+	setenv("RVERBS_SYSFS_ROOT", fake_sys, 1);
+}
+
+static void fake_sysfs_remove(void)
+{
+	char cmd[128];
+
+	unsetenv("RVERBS_SYSFS_ROOT");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fake_sys);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_memory__default_node_is_the_devices_from_sysfs(void **state)
+{
+	rv_mr *mr;
+
+	(void)state;
+	/* mock0 on node 0 of two: preferred, and the kernel's node 0 is real. */
+	fake_sysfs("0\n");
+	rv_error_clear();
+	assert_int_equal(rv_mr_alloc(pd, 8192, 0, NULL, &mr), 0);
+	if (rv_error_last()[0])
+		assert_msg_contains("preferring the device's NUMA node 0 failed (mbind: "); /* no mbind here */
+	else
+		assert_int_equal(rv_mr_numa_node(mr), 0);
+	mr = rv_mr_unref(mr);
+	fake_sysfs_remove();
+
+	/* mock0 on node 1, which the kernel does not have: the preference fails,
+	 * and says so (at RV_LOG_INFO: nothing in particular was asked). */
+	fake_sysfs("1\n");
+	assert_int_equal(rv_mr_alloc(pd, 8192, 0, NULL, &mr), 0);
+	assert_msg_contains("preferring the device's NUMA node 1 failed (mbind: ");
+	assert_int_equal(n_warn, 0);
+	mr = rv_mr_unref(mr);
+	/* Node 1 asked for explicitly: binding fails, at RV_LOG_WARN; strictly, an error. */
+	mr = alloc(8192, RV_MEM_PAGE_NORMAL, 1, 0, 0);
+	assert_msg_contains("binding to NUMA node 1 failed (mbind: ");
+	assert_int_equal(n_warn, 1);
+	mr = rv_mr_unref(mr);
+	alloc(8192, RV_MEM_PAGE_NORMAL, 1, RV_MEM_STRICT, -ENOMEM);
+	assert_msg_contains("binding to NUMA node 1 failed: mbind: ");
+	fake_sysfs_remove();
+
+	/* A device without a node (-1): nothing to prefer, nothing said. */
+	fake_sysfs("-1\n");
+	rv_error_clear();
+	assert_int_equal(rv_mr_alloc(pd, 8192, 0, NULL, &mr), 0);
+	assert_string_equal(rv_error_last(), "");
+	mr = rv_mr_unref(mr);
+	fake_sysfs_remove();
+	end_test();
+}
+
 static void test_memory__caller_memory_reports_page_size_and_unknown_node(void **state)
 {
 	static char buf[100];
@@ -980,6 +1059,7 @@ int main(void)
 		T(test_memory__huge_2m_success_with_pages_reserved_as_root),
 		T(test_memory__numa_node_that_does_not_exist_falls_back_or_fails_strictly),
 		T(test_memory__numa_node_0_binds_or_says_why_not),
+		T(test_memory__default_node_is_the_devices_from_sysfs),
 		T(test_memory__caller_memory_reports_page_size_and_unknown_node),
 		T(test_memory__memlock_limit_reached_is_explained),
 		T(test_pool__default_classes_and_a_buffer_fills_an_sge),
