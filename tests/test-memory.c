@@ -861,6 +861,36 @@ static void test_pool__a_thread_that_exits_gives_its_cache_back(void **state)
 	end_test();
 }
 
+/* One thread using more pools than it has cache slots: the oldest cache is
+ * given back to its pool, and no buffer is lost. */
+static void test_pool__more_pools_than_thread_slots_lose_no_buffer(void **state)
+{
+	enum { N = 11 };
+	rv_pool *pools[N];
+	rv_pool_buf *b[8];
+
+	(void)state;
+	for (int i = 0; i < N; i++)
+		pools[i] = new_pool(4096, 32 * 1024, 32 * 1024, 4); /* 8 buffers each */
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			assert_int_equal(rv_pool_get(pools[i], 1, &b[0]), 0);
+			assert_int_equal(rv_pool_put(pools[i], b[0]), 0); /* stays in a cache */
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		for (int k = 0; k < 8; k++)
+			if (rv_pool_get(pools[i], 1, &b[k]) < 0)
+				fail_msg("pool %d, buffer %d: %s", i, k, rv_error_last());
+		for (int k = 0; k < 8; k++)
+			assert_int_equal(rv_pool_put(pools[i], b[k]), 0);
+		assert_int_equal(stats_of(pools[i]).buffers_in_use, 0);
+	}
+	for (int i = 0; i < N; i++)
+		pools[i] = rv_pool_unref(pools[i]);
+	end_test();
+}
+
 /* ---- the registration cache ---- */
 
 static rv_mr_cache_stats cstats(rv_mr_cache *c)
@@ -1071,6 +1101,7 @@ int main(void)
 		T(test_pool__preallocated_chunks_are_registered_at_creation),
 		T(test_pool__many_threads_get_and_put_concurrently),
 		T(test_pool__a_thread_that_exits_gives_its_cache_back),
+		T(test_pool__more_pools_than_thread_slots_lose_no_buffer),
 		T(test_cache__hits_misses_eviction_and_invalidation),
 		T(test_cache__closed_pd_drops_its_entries),
 		T(test_fork__child_gets_a_clear_error_and_the_parent_keeps_working),
