@@ -17,6 +17,8 @@ Lifetime rules (they mirror the C core, they never add to it):
 Objects may be used from several threads; closing an object while another
 thread uses it is a caller race, as in C.
 """
+import collections
+import struct
 import threading
 import time
 import weakref
@@ -381,27 +383,39 @@ def wc_status_hint(status):
     return ffi.string(lib.rv_wc_status_hint(status)).decode()
 
 
-class WC:
-    """A work completion, copied out of the CQ (see CQ.poll)."""
+_FMT = {"uint8_t": "B", "uint16_t": "H", "uint32_t": "I", "uint64_t": "Q",
+        "int8_t": "b", "int16_t": "h", "int32_t": "i", "int64_t": "q"}
 
-    __slots__ = ("wr_id", "status", "opcode", "vendor_err", "byte_len", "imm_data",
-                 "qp_num", "src_qp", "wc_flags", "pkey_index", "slid", "sl",
-                 "dlid_path_bits")
 
-    def __init__(self, c):
-        self.wr_id = c.wr_id
-        self.status = c.status
-        self.opcode = c.opcode
-        self.vendor_err = c.vendor_err
-        self.byte_len = c.byte_len
-        self.imm_data = c.imm_data
-        self.qp_num = c.qp_num
-        self.src_qp = c.src_qp
-        self.wc_flags = c.wc_flags
-        self.pkey_index = c.pkey_index
-        self.slid = c.slid
-        self.sl = c.sl
-        self.dlid_path_bits = c.dlid_path_bits
+def _unpacker(ctype):
+    """A struct.Struct reading a C struct of integer fields, from cffi's layout
+    (which test_generated.py checks against the C compiler), or None."""
+    fmt, pos = "=", 0
+    for _name, field in ffi.typeof(ctype).fields:
+        code = _FMT.get(field.type.cname)
+        if code is None or field.offset < pos:
+            return None
+        fmt += "x" * (field.offset - pos) + code
+        pos = field.offset + ffi.sizeof(field.type)
+    fmt += "x" * (ffi.sizeof(ctype) - pos)
+    st = struct.Struct(fmt)
+    return st if st.size == ffi.sizeof(ctype) else None
+
+
+_WC_FIELDS = tuple(name for name, _ in ffi.typeof("rv_wc").fields)
+_WC_UNPACK = _unpacker("rv_wc")
+_WC_SIZE = ffi.sizeof("rv_wc")
+
+
+class WC(collections.namedtuple("WC", _WC_FIELDS)):
+    """A work completion, copied out of the CQ (see CQ.poll): a named tuple of
+    the fields of rv_wc (wr_id, status, opcode, byte_len, imm_data ...)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _from_c(cls, c):
+        return cls._make(getattr(c, f) for f in _WC_FIELDS)
 
     @property
     def ok(self):
@@ -461,7 +475,11 @@ class CQ(_Handle):
             self._batch = max_entries
             self._wc = ffi.new("rv_wc[]", max_entries)
         n, wcs = self.poll_raw(max_entries)
-        return [WC(wcs[i]) for i in range(n)]
+        if n == 0:
+            return []
+        if _WC_UNPACK is not None:  # one C-level unpack per completion
+            return list(map(WC._make, _WC_UNPACK.iter_unpack(ffi.buffer(wcs, n * _WC_SIZE))))
+        return [WC._from_c(wcs[i]) for i in range(n)]
 
     def wait(self, count=1, timeout=None):
         """Poll until ``count`` completions arrived or ``timeout`` seconds passed;
@@ -733,18 +751,13 @@ class QP(_Handle):
         else:
             keep = []
             count = len(wrs)
-            arr = ffi.new("rv_send_wr[]", count)
-            for i, wr in enumerate(wrs):
-                c = arr[i]
-                c.wr_id = wr.wr_id
-                c.sg_list, c.num_sge = _sge_array(wr.sg_list, keep)
-                c.opcode = wr.opcode
-                c.send_flags = wr.send_flags
-                c.imm_data = wr.imm_data
-                c.remote_addr = wr.remote_addr
-                c.rkey = wr.rkey
-                c.compare_add = wr.compare_add
-                c.swap = wr.swap
+            # One initializer, in rv_send_wr's field order: cffi fills it in C.
+            init = []
+            for wr in wrs:
+                sg, nsg = _sge_array(wr.sg_list, keep)
+                init.append((wr.wr_id, sg, nsg, wr.opcode, wr.send_flags, wr.imm_data,
+                             wr.remote_addr, wr.rkey, 0, wr.compare_add, wr.swap))
+            arr = ffi.new("rv_send_wr[]", init)
         rc = _rv_qp_post_send(h, arr, count, self._n_posted)
         if rc < 0:
             e = error(rc, "rv_qp_post_send")
