@@ -5,6 +5,8 @@
  * access errors with TERMINATE, peer death). Each test closes everything.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -706,6 +708,90 @@ static void test_soft__peer_death_seen_despite_a_fork_child(void **state)
 	side_close(&a);
 }
 
+/* Two posting threads on two QPs that share one CQ, while this thread polls. */
+struct poster {
+	rv_qp *qp;
+	struct side *dst;
+	uint8_t *src;
+	uint32_t lkey;
+	int n;
+	_Atomic int done; /* completions seen by the poller */
+};
+
+static void *poster_main(void *arg)
+{
+	struct poster *p = arg;
+
+	for (int i = 0; i < p->n; i++) {
+		rv_sge g = {.addr = (uint64_t)(uintptr_t)p->src, .length = 512, .lkey = p->lkey};
+		rv_send_wr w = {.wr_id = (uint64_t)i, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_RDMA_WRITE,
+				.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE,
+				.remote_addr = (uint64_t)(uintptr_t)p->dst->buf, .rkey = rv_mr_rkey(p->dst->mr)};
+		while (i - atomic_load(&p->done) >= 32) {
+			struct timespec ts = {0, 10000};
+			nanosleep(&ts, NULL);
+		}
+		if (rv_qp_post_send(p->qp, &w, 1, NULL) != 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void test_soft__threads_share_a_cq(void **state)
+{
+	enum { N = 3000 };
+	struct side a, b;
+	rv_qp *a2, *b2;
+	rv_qp_init_attr qa;
+	rv_endpoint e1, e2;
+	struct poster p[2];
+	pthread_t th[2];
+	int64_t end = now_ms() + 60000;
+
+	(void)state;
+	side_open(&a, NULL, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, NULL, RV_ACCESS_ALL_REMOTE);
+	connect_pair(&a, &b);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ;
+	qa.send_cq = a.cq;
+	assert_int_equal(rv_qp_new(a.pd, &qa, &a2), 0);
+	qa.send_cq = b.cq;
+	assert_int_equal(rv_qp_new(b.pd, &qa, &b2), 0);
+	assert_int_equal(rv_qp_endpoint(a2, &e1), 0);
+	assert_int_equal(rv_qp_endpoint(b2, &e2), 0);
+	assert_int_equal(rv_qp_connect(b2, &e1), 0);
+	assert_int_equal(rv_qp_connect(a2, &e2), 0);
+	for (int i = 0; i < 2; i++) {
+		p[i] = (struct poster){.qp = i ? a2 : a.qp, .dst = &b, .src = a.buf + i * 4096,
+				       .lkey = rv_mr_lkey(a.mr), .n = N};
+		atomic_init(&p[i].done, 0);
+		assert_int_equal(pthread_create(&th[i], NULL, poster_main, &p[i]), 0);
+	}
+	while ((atomic_load(&p[0].done) < N || atomic_load(&p[1].done) < N) && now_ms() < end) {
+		rv_wc wc[16];
+		int n = rv_cq_poll(a.cq, wc, 16);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			struct poster *pp = wc[i].qp_num == rv_qp_num(a.qp) ? &p[0] : &p[1];
+			assert_int_equal(wc[i].status, RV_WC_SUCCESS);
+			/* In order per QP. */
+			assert_int_equal(wc[i].wr_id, (uint64_t)atomic_load(&pp->done));
+			atomic_fetch_add(&pp->done, 1);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		void *rc;
+		pthread_join(th[i], &rc);
+		assert_null(rc);
+		assert_int_equal(atomic_load(&p[i].done), N);
+	}
+	rv_qp_unref(a2);
+	rv_qp_unref(b2);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* Two processes: endpoints travel over pipes as rv_endpoint_pack bytes. */
 static void exchange(int wfd, int rfd, rv_qp *qp, rv_mr *mr, rv_endpoint *peer)
 {
@@ -830,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_soft__unsupported_ops_say_so),
 		cmocka_unit_test(test_soft__close_with_traffic_in_flight),
 		cmocka_unit_test(test_soft__many_messages_in_order),
+		cmocka_unit_test(test_soft__threads_share_a_cq),
 		cmocka_unit_test(test_soft__ipv6_and_bad_listen_addr),
 		cmocka_unit_test(test_soft__unreachable_peer_fails_the_work),
 	};
