@@ -109,8 +109,11 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 		struct soft_swqe *w = &q->sq[i % q->sq_size];
 		uint32_t s;
 
-		if (before(i, fail))
-			s = (w->opcode == RV_WR_RDMA_READ && !w->done) ? RV_WC_WR_FLUSH_ERR : RV_WC_SUCCESS;
+		if (before(i, fail) &&
+		    (w->opcode == RV_WR_RDMA_READ ? w->done : before(i, q->sq_confirmed)))
+			s = RV_WC_SUCCESS;
+		else if (before(i, fail))
+			s = RV_WC_WR_FLUSH_ERR;
 		else
 			s = i == fail ? status : RV_WC_WR_FLUSH_ERR;
 		if (s != RV_WC_SUCCESS || w->signaled)

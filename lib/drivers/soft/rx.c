@@ -278,6 +278,10 @@ static int rx_terminate(struct soft_qp *q, const struct rv_fpdu *f)
 	uint32_t victim = term_victim(q, t);
 	uint32_t status = term_status(t);
 
+	/* The peer handles its stream in order: it processed everything before
+	 * the message it terminated on. */
+	if (before(q->sq_confirmed, victim))
+		q->sq_confirmed = victim;
 	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: QP 0x%x terminated the connection (layer %u, type %u, code "
 	       "0x%02x): %s", q->qpn, q->peer_qpn, t->layer, t->etype, t->ecode,
 	       victim != q->sq_tail ? "the WR it names fails, the rest flush" : "outstanding work flushes");

@@ -286,8 +286,8 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 void soft_sq_complete(struct soft_qp *q);
 /*
  * Move q to ERR (q->lock held): send WRs before index fail complete as
- * successful (the peer processed them), the one at fail gets status, the rest
- * and every receive WR flush; rq_status, if not FLUSH, goes to the receive WR
+ * successful if the peer confirmed them (else they flush), the one at fail
+ * gets status, the rest and every receive WR flush; rq_status, if not FLUSH, goes to the receive WR
  * being filled. If term is true the queued TERMINATE is sent before the
  * connection closes. fail == q->sq_tail fails nothing in particular.
  */
