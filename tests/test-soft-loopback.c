@@ -792,6 +792,52 @@ static void test_soft__threads_share_a_cq(void **state)
 	side_close(&b);
 }
 
+static void test_soft__cq_overflow_moves_the_qp_to_error(void **state)
+{
+	struct side a, b;
+	rv_cq *small;
+	rv_qp *qp;
+	rv_cq_attr ca = {.mask = RV_CQ_ATTR_CQE, .cqe = 4};
+	rv_qp_init_attr qa;
+	rv_endpoint ea, eb;
+	rv_wc wc[8];
+	rv_sge g;
+	int n, got = 0;
+	int64_t end;
+
+	(void)state;
+	side_open(&a, NULL, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, NULL, RV_ACCESS_ALL_REMOTE);
+	assert_int_equal(rv_cq_new(a.ctx, &ca, &small), 0);
+	assert_int_equal(rv_cq_size(small), 4);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ;
+	qa.send_cq = small;
+	assert_int_equal(rv_qp_new(a.pd, &qa, &qp), 0);
+	assert_int_equal(rv_qp_endpoint(qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b.qp, &eb), 0);
+	assert_int_equal(rv_qp_connect(qp, &eb), 0);
+	assert_int_equal(rv_qp_connect(b.qp, &ea), 0);
+	g = sge(&a, 0, 64);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rv_qp_write(qp, &g, (uint64_t)(uintptr_t)b.buf, rv_mr_rkey(b.mr), (uint64_t)i), 0);
+	end = now_ms() + 10000;
+	while (rv_qp_state_of(qp) != RV_QPS_ERR && now_ms() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(rv_qp_state_of(qp), RV_QPS_ERR);
+	while ((n = rv_cq_poll(small, wc, 8)) > 0)
+		got += n;
+	assert_int_equal(got, 4);
+	assert_int_equal(n, -EOVERFLOW);
+	assert_non_null(strstr(rv_error_last(), "overflow"));
+	rv_qp_unref(qp);
+	rv_cq_unref(small);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* Two processes: endpoints travel over pipes as rv_endpoint_pack bytes. */
 static void exchange(int wfd, int rfd, rv_qp *qp, rv_mr *mr, rv_endpoint *peer)
 {
@@ -917,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_soft__close_with_traffic_in_flight),
 		cmocka_unit_test(test_soft__many_messages_in_order),
 		cmocka_unit_test(test_soft__threads_share_a_cq),
+		cmocka_unit_test(test_soft__cq_overflow_moves_the_qp_to_error),
 		cmocka_unit_test(test_soft__ipv6_and_bad_listen_addr),
 		cmocka_unit_test(test_soft__unreachable_peer_fails_the_work),
 	};

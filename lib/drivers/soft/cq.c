@@ -59,19 +59,22 @@ int soft_cq_destroy(struct rv_cq *cq)
 	return 0;
 }
 
-void soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
+bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
 {
 	struct soft_cq *c = cq->drv_cq;
+	bool ok = true;
 
 	pthread_mutex_lock(&c->lock);
 	if (c->tail - c->head > c->mask) {
 		atomic_store(&c->overflow, true);
+		ok = false;
 	} else {
 		c->ring[c->tail & c->mask] = *wc;
 		c->tail++;
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
 	}
 	pthread_mutex_unlock(&c->lock);
+	return ok;
 }
 
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
@@ -94,6 +97,7 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 			return (int)n;
 	}
 	return rv_err(EOVERFLOW, "rv_cq_poll",
-		      "the CQ overflowed and completions were lost; size it for every WR that can "
-		      "complete at once (max_send_wr + max_recv_wr of its QPs)");
+		      "the CQ overflowed: completions were lost and the QPs that used it are in the error "
+		      "state; size it for every WR that can complete at once (max_send_wr + "
+		      "max_recv_wr of its QPs)");
 }

@@ -66,7 +66,8 @@ static void send_wc(struct soft_qp *q, const struct soft_swqe *w, uint32_t statu
 	wc.opcode = wc_opcode(w->opcode);
 	wc.byte_len = status == RV_WC_SUCCESS ? w->length : 0;
 	wc.qp_num = q->qpn;
-	soft_cq_push(q->qp->send_cq, &wc);
+	if (!soft_cq_push(q->qp->send_cq, &wc))
+		q->cq_overflow = true;
 }
 
 static void recv_wc(struct soft_qp *q, const struct soft_rwqe *w, uint32_t status)
@@ -78,7 +79,8 @@ static void recv_wc(struct soft_qp *q, const struct soft_rwqe *w, uint32_t statu
 	wc.status = status;
 	wc.opcode = RV_WC_RECV;
 	wc.qp_num = q->qpn;
-	soft_cq_push(q->qp->recv_cq, &wc);
+	if (!soft_cq_push(q->qp->recv_cq, &wc))
+		q->cq_overflow = true;
 }
 
 void soft_sq_complete(struct soft_qp *q)
@@ -95,6 +97,16 @@ void soft_sq_complete(struct soft_qp *q)
 
 /* Only the driver's copy: the facade owns qp->state and refreshes it through
  * soft_qp_query, so the progress thread never writes facade memory. */
+void soft_qp_check_overflow(struct soft_qp *q)
+{
+	if (RV_LIKELY(!q->cq_overflow) || atomic_load(&q->state) == RV_QPS_ERR)
+		return;
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: its CQ overflowed; the QP is in the error state", q->qpn);
+	soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, false);
+	q->kick = true;
+	soft_kick(q->sc);
+}
+
 static void set_state(struct soft_qp *q, uint32_t st)
 {
 	atomic_store(&q->state, st);
@@ -487,6 +499,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 			flush_posted(q);
 		else if (q->conn)
 			soft_tx_push(q);
+		soft_qp_check_overflow(q);
 	}
 out:
 	pthread_mutex_unlock(&q->lock);
@@ -534,6 +547,7 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 	if (i > 0) {
 		if (atomic_load(&q->state) == RV_QPS_ERR) {
 			flush_posted(q);
+			soft_qp_check_overflow(q);
 		} else if (q->conn && q->conn->rx_stalled && !q->kick) {
 			/* Rare path: a SEND is waiting for exactly this. */
 			q->kick = true;

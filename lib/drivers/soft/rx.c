@@ -213,7 +213,8 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 		wc.byte_len = q->rx_bytes;
 		wc.qp_num = q->qpn;
 		wc.src_qp = q->peer_qpn;
-		soft_cq_push(q->qp->recv_cq, &wc);
+		if (!soft_cq_push(q->qp->recv_cq, &wc))
+			q->cq_overflow = true;
 		q->rq_head++;
 		q->rx_in_msg = false;
 		q->rx_bytes = 0;
@@ -366,4 +367,5 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 		memmove(c->rx, c->rx + off, c->rx_len - off);
 		c->rx_len -= off;
 	}
+	soft_qp_check_overflow(q);
 }

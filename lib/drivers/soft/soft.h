@@ -217,6 +217,7 @@ struct soft_qp {
 	int64_t rtr_at;     /* when the QP reached RTR (ms): the passive side's wait starts */
 	bool conn_failed;   /* setup failed while in RTR: ERR follows the move to RTS */
 	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
+	bool cq_overflow;   /* one of its CQs overflowed: the QP goes to ERR */
 };
 
 /* ---- device.c ---- */
@@ -273,7 +274,8 @@ enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int soft_cq_destroy(struct rv_cq *cq);
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
-void soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
+/* false when the CQ is full: the completion is lost and the CQ reports -EOVERFLOW. */
+bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
 
 /* ---- qp.c ---- */
 int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);
@@ -284,6 +286,9 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 /* Complete finished send WRs in order (q->lock held). */
 void soft_sq_complete(struct soft_qp *q);
+/* If a CQ of q overflowed, move q to ERR and have the progress thread close
+ * its connection (q->lock held). */
+void soft_qp_check_overflow(struct soft_qp *q);
 /*
  * Move q to ERR (q->lock held): send WRs before index fail complete as
  * successful if the peer confirmed them (else they flush), the one at fail

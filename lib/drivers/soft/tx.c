@@ -256,6 +256,7 @@ void soft_tx_push(struct soft_qp *q)
 		soft_conn_set_out(c, c->tx_len > 0);
 	}
 	soft_sq_complete(q);
+	soft_qp_check_overflow(q);
 }
 
 void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t ecode, const struct rv_fpdu *bad)
