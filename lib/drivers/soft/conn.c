@@ -183,6 +183,17 @@ void soft_conn_detach(struct soft_qp *q, bool graceful)
 	q->conn = NULL;
 	c->qp = NULL;
 	c->rx_stalled = false;
+	if (graceful && c->state == CONN_UP && q->term_pending) {
+		/* The socket was too full for tx.c to frame the TERMINATE: it goes last. */
+		memmove(c->tx, c->tx + c->tx_off, c->tx_len - c->tx_off);
+		c->tx_len -= c->tx_off;
+		c->tx_off = 0;
+		if (SOFT_TXBUF - c->tx_len >= q->term_len) {
+			memcpy(c->tx + c->tx_len, q->term, q->term_len);
+			c->tx_len += q->term_len;
+		}
+		q->term_pending = false;
+	}
 	if (graceful && c->state == CONN_UP)
 		conn_closing(c);
 	else
@@ -479,6 +490,11 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 		soft_tx_push(q);
 	if (q->conn != c)
 		return;
+	if ((events & (EPOLLERR | EPOLLHUP)) && c->rx_stalled) {
+		/* The stream is gone while a SEND waits for a receive WR. */
+		qp_conn_failed(q, "the peer reset the connection");
+		return;
+	}
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		/* Bounded rounds so one busy stream cannot starve the others. */
 		for (int round = 0; round < 8 && q->conn == c && !c->rx_stalled; round++) {
