@@ -13,7 +13,7 @@
  * Owns: the connection state machine, socket I/O for setup, epoll interest,
  * teardown. Runs in the progress thread with sc->lock held, except
  * soft_conn_start/adopt_pending/detach which control calls make with sc->lock
- * held too, and soft_conn_flush/set_out which a posting thread may call with
+ * held too, and soft_conn_flush/update_events which a posting thread may call with
  * q->lock held on an attached connection. Never blocks: every socket is
  * non-blocking.
  */
@@ -56,9 +56,8 @@ static void update_events(struct soft_conn *c)
 		c->events = want;
 }
 
-void soft_conn_set_out(struct soft_conn *c, bool want)
+void soft_conn_update_events(struct soft_conn *c)
 {
-	(void)want;
 	update_events(c);
 }
 

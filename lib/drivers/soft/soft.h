@@ -306,7 +306,8 @@ void soft_conn_event(struct soft_conn *c, uint32_t events);
 void soft_conn_accept(struct soft_ctx *sc);
 void soft_conn_timers(struct soft_ctx *sc, int64_t now);
 void soft_conn_free(struct soft_conn *c);
-void soft_conn_set_out(struct soft_conn *c, bool want);
+/* Match the epoll interest to the state: EPOLLOUT while tx bytes wait. */
+void soft_conn_update_events(struct soft_conn *c);
 /* Send what is buffered; false when the connection broke. */
 bool soft_conn_flush(struct soft_conn *c);
 

@@ -253,7 +253,7 @@ void soft_tx_push(struct soft_qp *q)
 			if (c->state != CONN_UP || !c->may_send || !fill(q, c))
 				break;
 		}
-		soft_conn_set_out(c, c->tx_len > 0);
+		soft_conn_update_events(c);
 	}
 	soft_sq_complete(q);
 	soft_qp_check_overflow(q);
