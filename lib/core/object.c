@@ -50,6 +50,8 @@ static enum rv_obj_type obj_type(const struct rv_object *obj)
 
 /* Zombies: last reference gone while a failed destroy kept the object live. */
 #define RV_OBJ_ZOMBIE_FLAG 1u
+/* A context whose destroy failed at its last unref: its device's close reaps it. */
+#define RV_OBJ_LEAKED_FLAG 2u
 
 void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls, struct rv_context *ctx)
 {
@@ -147,6 +149,20 @@ void rv_obj_ref(struct rv_object *obj)
 	atomic_fetch_add_explicit(&obj->refcnt, 1, memory_order_relaxed);
 }
 
+/* Take a reference unless the count already reached zero: an object found
+ * through a weak registry may be in another thread's final_unref, waiting for
+ * the graph lock we hold. Resurrecting it would free it twice. */
+static bool ref_unless_zero(struct rv_object *obj)
+{
+	uint32_t n = atomic_load_explicit(&obj->refcnt, memory_order_relaxed);
+
+	while (n != 0)
+		if (atomic_compare_exchange_weak_explicit(&obj->refcnt, &n, n + 1, memory_order_relaxed,
+							  memory_order_relaxed))
+			return true;
+	return false;
+}
+
 static bool leak_debug(void)
 {
 	const char *v = getenv("RVERBS_DEBUG");
@@ -177,6 +193,7 @@ static void cascade_put(struct rv_object *d)
 /* Close obj after its dependents, newest first. Caller holds the graph lock. */
 static int close_locked(struct rv_object *obj, const char *reason)
 {
+	bool zombie;
 	int rc;
 
 	if (obj->state == RV_OBJ_CLOSED)
@@ -192,13 +209,17 @@ static int close_locked(struct rv_object *obj, const char *reason)
 			 rv_obj_type_name(obj_type(obj)), obj->id);
 		/* d may be referenced only by its own dependents, whose closing
 		 * drops those references: hold one so d outlives its close. A
-		 * zombie has none and is freed by close_locked itself. */
+		 * zombie has none and is freed by close_locked itself. A
+		 * dependent whose last reference another thread just dropped has
+		 * none either: that thread waits for our lock in final_unref and
+		 * frees it, closed by us, after we release the lock. */
 		if (d->flags & RV_OBJ_ZOMBIE_FLAG) {
 			rc = close_locked(d, why);
-		} else {
-			rv_obj_ref(d);
+		} else if (ref_unless_zero(d)) {
 			rc = close_locked(d, why);
 			cascade_put(d);
+		} else {
+			rc = close_locked(d, why);
 		}
 		if (rc < 0)
 			return rc;
@@ -210,10 +231,13 @@ static int close_locked(struct rv_object *obj, const char *reason)
 		       rv_obj_type_name(obj_type(obj)), obj->id, strerror(-rc));
 		return rc;
 	}
-	obj->state = RV_OBJ_CLOSED;
 	snprintf(obj->close_reason, sizeof(obj->close_reason), "%s", reason);
 	drop_deps(obj);
-	if (obj->flags & RV_OBJ_ZOMBIE_FLAG)
+	zombie = obj->flags & RV_OBJ_ZOMBIE_FLAG;
+	/* The last write: a thread in final_unref that reads CLOSED frees obj
+	 * at once (a dependent the cascade closed without a reference). */
+	__atomic_store_n(&obj->state, RV_OBJ_CLOSED, __ATOMIC_RELEASE);
+	if (zombie)
 		free_obj(obj);
 	return 0;
 }
@@ -268,13 +292,23 @@ static int device_close(struct rv_object *dev, const char *reason)
 		pthread_mutex_unlock(&global_lock);
 		return -ENOMEM;
 	}
+	/* A context whose last reference is gone is closing itself in its
+	 * final_unref: leave it to that (not resurrected, see ref_unless_zero). */
 	for (uint32_t i = 0; i < n; i++) {
-		ctxs[i] = dev->dependents[i];
-		rv_obj_ref(ctxs[i]);
+		struct rv_object *c = dev->dependents[i];
+		ctxs[i] = NULL;
+		if (ref_unless_zero(c)) {
+			ctxs[i] = c;
+		} else if (__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & RV_OBJ_LEAKED_FLAG) {
+			rv_obj_ref(c); /* nobody else owns it: safe to revive for the close */
+			ctxs[i] = c;
+		}
 	}
 	pthread_mutex_unlock(&global_lock);
 
 	for (uint32_t i = n; i-- > 0;) {
+		if (!ctxs[i])
+			continue;
 		if (rc == 0)
 			rc = rv_obj_close(ctxs[i], "closed because its device was closed");
 		rv_obj_unref(ctxs[i]);
@@ -314,7 +348,9 @@ static void final_unref(struct rv_object *obj)
 {
 	int rc;
 
-	if (obj->state == RV_OBJ_CLOSED) {
+	/* Unlocked: a cascade in another thread may be closing obj now (it
+	 * found it in a registry after our count reached zero). */
+	if (__atomic_load_n(&obj->state, __ATOMIC_ACQUIRE) == RV_OBJ_CLOSED) {
 		free_obj(obj);
 		return;
 	}
@@ -343,9 +379,11 @@ static void final_unref(struct rv_object *obj)
 	}
 	if (rc == 0)
 		free_obj(obj);
-	else if (obj_type(obj) == RV_OBJ_CONTEXT)
+	else if (obj_type(obj) == RV_OBJ_CONTEXT) {
 		rv_log(RV_LOG_ERROR, "context #%" PRIu64 " could not be destroyed at its last unref; it is leaked",
 		       obj->id);
+		__atomic_fetch_or(&obj->flags, RV_OBJ_LEAKED_FLAG, __ATOMIC_RELEASE);
+	}
 }
 
 void rv_obj_unref(struct rv_object *obj)
