@@ -373,12 +373,45 @@ static void test_soft_hostile__bad_frames_after_setup(void **state)
 		attack(0, &seed);
 }
 
+static void test_soft_hostile__idle_connections_are_bounded(void **state)
+{
+	struct target t;
+	int fds[140], extra, fd;
+	uint8_t b;
+	struct pollfd p;
+
+	(void)state;
+	target_open(&t);
+	for (int i = 0; i < 140; i++)
+		fds[i] = raw_connect(&t);
+	/* Beyond the bound (128 waiting), connections are closed at once. */
+	extra = fds[139];
+	p = (struct pollfd){.fd = extra, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	assert_true(recv(extra, &b, 1, 0) <= 0);
+	for (int i = 0; i < 140; i++)
+		close(fds[i]);
+	/* Once they are gone, the real peer gets through. */
+	for (int tries = 0;; tries++) {
+		fd = raw_connect(&t);
+		if (handshake(&t, fd))
+			break;
+		close(fd);
+		assert_true(tries < 50);
+		struct timespec ts = {0, 100000000};
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	target_close(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soft_hostile__garbage_before_mpa),
 		cmocka_unit_test(test_soft_hostile__wrong_peer_is_rejected),
 		cmocka_unit_test(test_soft_hostile__bad_frames_after_setup),
+		cmocka_unit_test(test_soft_hostile__idle_connections_are_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

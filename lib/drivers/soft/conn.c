@@ -350,6 +350,7 @@ static void handle_request(struct soft_conn *c)
 	st = atomic_load(&q->state);
 	if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
 		c->state = CONN_PENDING;
+		c->deadline = soft_now_ms() + c->sc->timeout_ms;
 		update_events(c);
 	} else if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && peer_matches(q, &c->req)) {
 		if (q->conn)
@@ -379,16 +380,41 @@ void soft_conn_adopt_pending(struct soft_qp *q)
 	}
 }
 
+static uint32_t unattached(const struct soft_ctx *sc)
+{
+	uint32_t n = 0;
+
+	for (const struct soft_conn *c = sc->conns; c; c = c->next)
+		n += c->state == CONN_WAIT_REQ || c->state == CONN_PENDING;
+	return n;
+}
+
 void soft_conn_accept(struct soft_ctx *sc)
 {
+	uint32_t waiting = unattached(sc);
+
 	for (;;) {
+		struct soft_conn *c;
 		int fd = accept4(sc->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error (EMFILE): try at the next event */
-		if (!conn_new(sc, fd, CONN_WAIT_REQ)) {
-			rv_log(RV_LOG_WARN, "soft0: out of memory for an incoming connection; dropped");
-			close(fd);
+		if (waiting >= SOFT_MAX_UNATTACHED) {
+			/* Unauthenticated connections cost buffers: bound them. */
+			rv_log(RV_LOG_WARN, "soft0: %u connections are waiting for setup; dropping another",
+			       waiting);
+			close_socket(fd);
+			continue;
 		}
+		c = conn_new(sc, fd, CONN_WAIT_REQ);
+		if (!c) {
+			rv_log(RV_LOG_WARN, "soft0: out of memory for an incoming connection; dropped");
+			close_socket(fd);
+			continue;
+		}
+		c->deadline = soft_now_ms() + (sc->timeout_ms < SOFT_REQ_TIMEOUT_MS ? sc->timeout_ms
+										     : SOFT_REQ_TIMEOUT_MS);
+		waiting++;
 	}
 }
 

@@ -51,6 +51,11 @@
 /* Connection setup gives up after this long (peer never reaches RTR, host
  * unreachable); the environment variable RVERBS_SOFT_TIMEOUT_MS overrides it. */
 #define SOFT_CONNECT_TIMEOUT_MS 60000
+/* An accepted connection must send its MPA request within this time. */
+#define SOFT_REQ_TIMEOUT_MS 5000
+/* At most this many accepted connections without a QP (reading the request,
+ * or PENDING) per context; more are closed at once. */
+#define SOFT_MAX_UNATTACHED 128
 /* A closing connection waits this long for the peer's FIN before it is dropped. */
 #define SOFT_LINGER_MS 2000
 /* Ask the peer to confirm (zero-length READ) after this many unconfirmed WRs. */
