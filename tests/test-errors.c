@@ -230,6 +230,65 @@ static void test_errors__pool_arguments(void **state)
 	assert_null(p);
 }
 
+/* rv_connect rejects bad attributes before it opens a socket. */
+static void expect_conn_einval(const rv_conn_attr *a, const char *fragment)
+{
+	rv_conn *c = NULL;
+
+	assert_int_equal(rv_connect(ctx, "127.0.0.1:9", a, 100, &c), -EINVAL);
+	assert_msg_contains(fragment);
+	assert_null(c);
+}
+
+static void test_errors__conn_attributes(void **state)
+{
+	static const char data[4];
+	rv_context *other;
+	rv_pd *other_pd;
+	rv_cq *cq, *cq2;
+	rv_qp *qp = new_qp(&cq), *qp2 = new_qp(&cq2), *ud = NULL;
+	rv_qp *qps[3];
+	rv_qp_init_attr ua = {.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE, .qp_type = RV_QPT_UD};
+
+	(void)state;
+	ua.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &ua, &ud), 0);
+	assert_int_equal(rv_context_new(dev, NULL, &other), 0);
+	assert_int_equal(rv_pd_new(other, NULL, &other_pd), 0);
+
+	expect_conn_einval(&(rv_conn_attr){.reserved = 1}, "reserved");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QP_TYPE, .qp_type = RV_QPT_UD}, "qp_type");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_NUM_QPS, .num_qps = 0}, "num_qps");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 1}, "qps is NULL");
+	qps[0] = ud;
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 1, .qps = qps}, "UD QP");
+	qps[0] = qp;
+	qps[1] = qp;
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 2, .qps = qps}, "the same QP");
+	qps[1] = qp2;
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 2, .qps = qps}, "differs from qps[0]");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PD, .pd = other_pd}, "another context");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_CQ, .send_cq = cq, .recv_cq = (rv_cq *)(void *)pd},
+			   "CQ handle");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PRIVATE_DATA, .private_data_len = 2000},
+			   "RV_CONN_PRIVATE_DATA_MAX");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PRIVATE_DATA, .private_data_len = 4},
+			   "private_data is NULL");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PRIVATE_DATA | RV_CONN_ATTR_REQUIRED_CAPS,
+					   .private_data = data, .private_data_len = 4, .required_caps = 1u << 20},
+			   "required_caps");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_TRANSPORT, .transport = 99}, "transport");
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_MR, .mr = (rv_mr *)(void *)pd}, "MR handle");
+
+	rv_pd_unref(other_pd);
+	rv_context_unref(other);
+	rv_qp_unref(ud);
+	rv_qp_unref(qp2);
+	rv_qp_unref(qp);
+	rv_cq_unref(cq2);
+	rv_cq_unref(cq);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +299,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors__devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__mr_cache_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__pool_arguments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors__conn_attributes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
