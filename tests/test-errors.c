@@ -227,7 +227,36 @@ static void test_errors__pool_arguments(void **state)
 	a.thread_cache = 5000;
 	assert_int_equal(rv_pool_new(pd, &a, &p), -EINVAL);
 	assert_msg_contains("thread_cache");
+	a.mask = RV_POOL_ATTR_PAGE;
+	a.page = 99;
+	assert_int_equal(rv_pool_new(pd, &a, &p), -EINVAL);
 	assert_null(p);
+
+	/* A working pool without thread caches: put goes to the shared lists. */
+	a.mask = RV_POOL_ATTR_THREAD_CACHE | RV_POOL_ATTR_CLASSES | RV_POOL_ATTR_CHUNK_BYTES;
+	a.thread_cache = 0;
+	a.n_classes = 1;
+	a.class_size[0] = 256;
+	a.chunk_bytes = 4096;
+	assert_int_equal(rv_pool_new(pd, &a, &p), 0);
+	{
+		rv_pool_stats st = {.mask = 1u << 5};
+		rv_pool_buf *b = NULL;
+
+		assert_int_equal(rv_pool_get(p, 100, &b), 0);
+		assert_int_equal(rv_pool_put(p, NULL), -EINVAL);
+		assert_int_equal(rv_pool_put(p, b), 0);
+		assert_int_equal(rv_pool_put(p, b), -EINVAL);
+		assert_msg_contains("put twice");
+		assert_int_equal(rv_pool_stats_get(p, NULL), -EINVAL);
+		assert_int_equal(rv_pool_stats_get(p, &st), -EINVAL);
+		st.mask = 0;
+		assert_int_equal(rv_pool_stats_get(p, &st), 0);
+		assert_int_equal(rv_pool_close(p), 0);
+		assert_null(rv_pool_pd(p));
+		assert_int_equal(rv_pool_close((rv_pool *)(void *)pd), -EINVAL);
+	}
+	p = rv_pool_unref(p);
 }
 
 /* rv_connect rejects bad attributes before it opens a socket. */
@@ -289,6 +318,32 @@ static void test_errors__conn_attributes(void **state)
 	rv_cq_unref(cq);
 }
 
+static void test_errors__listener_attributes(void **state)
+{
+	rv_listener_attr a = {.mask = RV_LISTENER_ATTR_BACKLOG, .backlog = 4};
+	rv_listener *l = NULL;
+	rv_conn *c = NULL;
+
+	(void)state;
+	assert_int_equal(rv_listener_new(ctx, "127.0.0.1:0", &(rv_listener_attr){.mask = RV_LISTENER_ATTR_MAX_PENDING},
+					 &l), -EINVAL);
+	assert_msg_contains("max_pending");
+	assert_int_equal(rv_listener_new(ctx, "127.0.0.1:0",
+					 &(rv_listener_attr){.mask = RV_LISTENER_ATTR_TRANSPORT, .transport = 9}, &l),
+			 -EINVAL);
+	assert_int_equal(rv_listener_new(ctx, "127.0.0.1:0",
+					 &(rv_listener_attr){.mask = RV_LISTENER_ATTR_TRANSPORT,
+							     .transport = RV_CONN_TRANSPORT_RDMA_CM}, &l),
+			 -EOPNOTSUPP);
+	assert_msg_contains("no rdma_cm support");
+	assert_null(l);
+	assert_int_equal(rv_listener_new(ctx, "127.0.0.1:0", &a, &l), 0);
+	assert_int_equal(rv_listener_accept(l, &(rv_conn_attr){.mask = RV_CONN_ATTR_TRANSPORT}, 10, &c), -EINVAL);
+	assert_msg_contains("do not set RV_CONN_ATTR_TRANSPORT");
+	assert_null(c);
+	l = rv_listener_unref(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,6 +355,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors__mr_cache_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__pool_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__conn_attributes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors__listener_attributes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
