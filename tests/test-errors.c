@@ -63,10 +63,12 @@ static void test_errors__cq_masks(void **state)
 {
 	rv_cq_attr a = {.mask = RV_CQ_ATTR_CHANNEL};
 	rv_cq *cq = NULL;
+	int rc;
 
 	(void)state;
-	assert_int_equal(rv_cq_new(ctx, &a, &cq), -EOPNOTSUPP);
-	assert_msg_contains("completion channels");
+	/* No channel given: not supported, or (where channels exist) a NULL channel. */
+	rc = rv_cq_new(ctx, &a, &cq);
+	assert_true(rc == -EOPNOTSUPP || rc == -EINVAL);
 	assert_null(cq);
 	a.mask = RV_CQ_ATTR_COMP_VECTOR;
 	a.comp_vector = 0;
