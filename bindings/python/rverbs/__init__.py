@@ -31,6 +31,7 @@ from ._objects import (  # noqa: E402
 )
 from . import _cdef  # noqa: E402
 from . import _memory  # noqa: E402
+from . import _channel  # noqa: E402
 
 __version__ = _cdef.STRING_CONSTANTS["RVERBS_VERSION_STRING"]
 
@@ -60,13 +61,14 @@ def _export_constants(namespace):
 
 _export_constants(globals())
 
-# Pool, PoolBuffer, MRCache, alloc_mr: present when the headers have them.
-for _name in _memory.__all__:
-    globals()[_name] = getattr(_memory, _name)
+# Pool, PoolBuffer, MRCache, alloc_mr, CompChannel: present when the headers have them.
+for _mod in (_memory, _channel):
+    for _name in _mod.__all__:
+        globals()[_name] = getattr(_mod, _name)
 
 __all__ = [
     "ffi", "lib", "RVerbsError", "RVerbsClosedError", "ECLOSED", "Device", "Context",
     "PD", "MR", "CQ", "QP", "Listener", "Conn", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
     "set_log_handler", "set_log_level", "wc_status_str", "wc_status_hint",
     "library_version", "library_version_number",
-] + list(_memory.__all__)
+] + list(_memory.__all__) + list(_channel.__all__)

@@ -442,15 +442,24 @@ class CQ(_Handle):
     _kind = "CQ"
     _prefix = "cq"
 
-    def __init__(self, context, cqe=None, batch=16):
+    def __init__(self, context, cqe=None, batch=16, channel=None):
         super().__init__()
         attr = _NULL
-        if cqe is not None:
-            attr = ffi.new("rv_cq_attr *", {"mask": lib.RV_CQ_ATTR_CQE, "cqe": cqe})
+        if cqe is not None or channel is not None:
+            attr = ffi.new("rv_cq_attr *")
+            if cqe is not None:
+                attr.mask |= lib.RV_CQ_ATTR_CQE
+                attr.cqe = cqe
+            if channel is not None:
+                attr.mask |= lib.RV_CQ_ATTR_CHANNEL
+                attr.channel = channel._ptr("rv_cq_new")
         out = ffi.new("rv_cq **")
         check(lib.rv_cq_new(context._ptr("rv_cq_new"), attr, out), "rv_cq_new")
         self.context = context
         self._adopt(out[0], context)
+        self.channel = None
+        if channel is not None:
+            CQ._attach_channel(self, channel)  # rverbs/_channel.py
         self._batch = batch
         self._wc = ffi.new("rv_wc[]", batch)
 
