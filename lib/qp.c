@@ -180,20 +180,18 @@ static uint32_t current_state(struct rv_qp *qp)
 	return qp->state;
 }
 
-RV_EXPORT int rv_qp_modify(rv_qp *qp, const rv_qp_attr *attr)
+/* rv_qp_modify under the name of the public call that asked for it, so that
+ * a helper's error names the helper (rv_qp_to_rts: illegal transition ...). */
+static int qp_modify(rv_qp *qp, const rv_qp_attr *attr, const char *func)
 {
-	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	if (!attr)
-		return rv_err(EINVAL, __func__, "attr is NULL");
 	rv_graph_lock(&qp->obj);
-	rc = rv_qp_check_modify(qp->qp_type, current_state(qp), attr, __func__);
+	rc = rv_qp_check_modify(qp->qp_type, current_state(qp), attr, func);
 	if (rc == 0) {
 		rv_error_clear();
 		rc = qp->drv->qp_modify(qp, attr);
-		rc = rv_err_from_driver(rc, __func__, "modifying the QP");
+		rc = rv_err_from_driver(rc, func, "modifying the QP");
 	}
 	if (rc == 0) {
 		if (attr->mask & RV_QP_STATE)
@@ -203,6 +201,17 @@ RV_EXPORT int rv_qp_modify(rv_qp *qp, const rv_qp_attr *attr)
 	}
 	rv_graph_unlock(&qp->obj);
 	return rc;
+}
+
+RV_EXPORT int rv_qp_modify(rv_qp *qp, const rv_qp_attr *attr)
+{
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!attr)
+		return rv_err(EINVAL, __func__, "attr is NULL");
+	return qp_modify(qp, attr, __func__);
 }
 
 RV_EXPORT int rv_qp_query(rv_qp *qp, rv_qp_attr *attr)
@@ -308,7 +317,7 @@ RV_EXPORT int rv_qp_to_init(rv_qp *qp, const rv_qp_attr *attr)
 			a.qp_access_flags |= RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_ATOMIC;
 	}
 	rc = helper_attr(&a, attr, RV_QPS_INIT, __func__);
-	return rc < 0 ? rc : rv_qp_modify(qp, &a);
+	return rc < 0 ? rc : qp_modify(qp, &a, __func__);
 }
 
 RV_EXPORT int rv_qp_to_rtr(rv_qp *qp, const rv_qp_attr *attr)
@@ -345,7 +354,7 @@ RV_EXPORT int rv_qp_to_rtr(rv_qp *qp, const rv_qp_attr *attr)
 		}
 	}
 	rc = helper_attr(&a, attr, RV_QPS_RTR, __func__);
-	return rc < 0 ? rc : rv_qp_modify(qp, &a);
+	return rc < 0 ? rc : qp_modify(qp, &a, __func__);
 }
 
 RV_EXPORT int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr)
@@ -370,7 +379,7 @@ RV_EXPORT int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr)
 		a.max_rd_atomic = (uint8_t)(dattr.max_qp_init_rd_atom > 16 ? 16 : dattr.max_qp_init_rd_atom);
 	}
 	rc = helper_attr(&a, attr, RV_QPS_RTS, __func__);
-	return rc < 0 ? rc : rv_qp_modify(qp, &a);
+	return rc < 0 ? rc : qp_modify(qp, &a, __func__);
 }
 
 RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
