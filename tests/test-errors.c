@@ -310,6 +310,19 @@ static void test_errors__conn_attributes(void **state)
 			   "required_caps");
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_TRANSPORT, .transport = 99}, "transport");
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_MR, .mr = (rv_mr *)(void *)pd}, "MR handle");
+	/* Addresses: no host, a host longer than a DNS name can be. */
+	{
+		char longhost[400];
+		rv_conn *c = NULL;
+
+		assert_int_equal(rv_connect(ctx, ":9", NULL, 100, &c), -EINVAL);
+		assert_msg_contains("needs a host");
+		memset(longhost, 'a', sizeof(longhost));
+		memcpy(longhost + sizeof(longhost) - 3, ":9", 3);
+		assert_int_equal(rv_connect(ctx, longhost, NULL, 100, &c), -EINVAL);
+		assert_msg_contains("is longer than");
+		assert_null(c);
+	}
 
 	rv_pd_unref(other_pd);
 	rv_context_unref(other);
