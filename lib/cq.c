@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "driver.h"
 #include "memory.h"
@@ -13,6 +15,13 @@
 static int cq_destroy(struct rv_object *obj)
 {
 	struct rv_cq *cq = (struct rv_cq *)obj;
+	uint32_t left = atomic_load(&cq->events_taken) - atomic_load(&cq->events_acked);
+
+	/* Unacknowledged events would make ibv_destroy_cq wait forever. */
+	if (left && cq->ctx->drv->cq_ack_events) {
+		cq->ctx->drv->cq_ack_events(cq, left);
+		atomic_fetch_add(&cq->events_acked, left);
+	}
 	return cq->ctx->drv->cq_destroy(cq);
 }
 
@@ -45,8 +54,17 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 		}
 		if (attr->mask & RV_CQ_ATTR_COMP_VECTOR)
 			a.comp_vector = attr->comp_vector;
-		if (attr->mask & RV_CQ_ATTR_CHANNEL)
-			return rv_err(EOPNOTSUPP, __func__, "completion channels are not available yet in this version");
+		if (attr->mask & RV_CQ_ATTR_CHANNEL) {
+			rc = rv_obj_check(RV_COBJ(attr->channel), RV_OBJ_COMP_CHANNEL, __func__);
+			if (rc < 0)
+				return rc;
+			if (attr->channel->ctx != ctx)
+				return rv_err(EINVAL, __func__, "the completion channel belongs to another context");
+			if (!ctx->drv->cq_req_notify)
+				return rv_err(EOPNOTSUPP, __func__, "device %s has no completion channels",
+					      ctx->dev->name);
+			a.channel = attr->channel;
+		}
 		a.mask = attr->mask;
 	}
 	cq = calloc(1, sizeof(*cq));
@@ -57,7 +75,17 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 	cq->ctx = ctx;
 	rv_graph_lock(&ctx->obj);
 	rc = rv_obj_add_dep(&cq->obj, &ctx->obj);
-	if (rc == 0) {
+	if (rc == 0 && a.channel) {
+		if (a.channel->obj.state != RV_OBJ_LIVE)
+			rc = -1; /* closed meanwhile */
+		else
+			rc = rv_obj_add_dep(&cq->obj, &a.channel->obj);
+		if (rc == 0)
+			cq->channel = a.channel;
+	}
+	if (rc == -1) {
+		rc = rv_err(RV_ECLOSED, __func__, "the completion channel was closed");
+	} else if (rc == 0) {
 		rv_error_clear();
 		rc = ctx->drv->cq_create(cq, &a);
 		rc = rv_err_from_driver(rc, __func__, "creating the CQ");
@@ -112,6 +140,264 @@ RV_EXPORT uint32_t rv_cq_size(const rv_cq *cq)
 	if (rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__) < 0)
 		return 0;
 	return cq->cqe;
+}
+
+/* ---- completion channels ---------------------------------------------- */
+
+static int ch_destroy(struct rv_object *obj)
+{
+	struct rv_comp_channel *ch = (struct rv_comp_channel *)obj;
+	return ch->ctx->drv->comp_channel_destroy(ch);
+}
+
+static const struct rv_object_class ch_class = {
+	.type = RV_OBJ_COMP_CHANNEL,
+	.name = "completion channel",
+	.destroy = ch_destroy,
+};
+
+RV_EXPORT int rv_comp_channel_new(rv_context *ctx, const rv_comp_channel_attr *attr,
+				  rv_comp_channel **ret_ch)
+{
+	struct rv_comp_channel *ch;
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_ch)
+		return rv_err(EINVAL, __func__, "ret_ch is NULL");
+	if (attr && attr->mask)
+		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_comp_channel_attr.mask",
+			      attr->mask);
+	if (!ctx->drv->comp_channel_create)
+		return rv_err(EOPNOTSUPP, __func__, "device %s has no completion channels", ctx->dev->name);
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return rv_err(ENOMEM, __func__, "out of memory");
+	rv_obj_init(&ch->obj, &ch_class, ctx);
+	ch->obj.id = rv_ctx_next_id(ctx);
+	ch->ctx = ctx;
+	ch->fd = -1;
+	rv_graph_lock(&ctx->obj);
+	rc = rv_obj_add_dep(&ch->obj, &ctx->obj);
+	if (rc == 0) {
+		rv_error_clear();
+		rc = ctx->drv->comp_channel_create(ch);
+		rc = rv_err_from_driver(rc, __func__, "creating the completion channel");
+	} else {
+		rc = rv_err(ENOMEM, __func__, "out of memory");
+	}
+	if (rc < 0)
+		rv_obj_abort(&ch->obj);
+	rv_graph_unlock(&ctx->obj);
+	if (rc == 0)
+		*ret_ch = ch;
+	return rc;
+}
+
+RV_EXPORT rv_comp_channel *rv_comp_channel_ref(rv_comp_channel *ch)
+{
+	if (ch && rv_obj_check_any(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__) == 0)
+		rv_obj_ref(&ch->obj);
+	return ch;
+}
+
+RV_EXPORT rv_comp_channel *rv_comp_channel_unref(rv_comp_channel *ch)
+{
+	if (ch && rv_obj_check_any(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__) == 0)
+		rv_obj_unref(&ch->obj);
+	return NULL;
+}
+
+RV_EXPORT int rv_comp_channel_close(rv_comp_channel *ch)
+{
+	int rc = rv_obj_check_any(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__);
+	if (rc < 0)
+		return rc;
+	rv_error_clear();
+	rc = rv_obj_close(&ch->obj, "closed by rv_comp_channel_close");
+	return rv_err_from_driver(rc, __func__, "destroying the channel or a CQ attached to it");
+}
+
+RV_EXPORT int rv_comp_channel_fd(const rv_comp_channel *ch)
+{
+	int rc = rv_obj_check(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__);
+	return rc < 0 ? rc : ch->fd;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Take one event, waiting until deadline_ns (-1: forever, 0: not at all). */
+static int get_event(struct rv_comp_channel *ch, int64_t deadline_ns, struct rv_cq **ret_cq,
+		     const char *func)
+{
+	for (;;) {
+		struct rv_cq *cq = NULL;
+		struct pollfd pfd;
+		int rc, ms;
+
+		rv_graph_lock(&ch->obj);
+		if (ch->obj.state != RV_OBJ_LIVE) {
+			rv_graph_unlock(&ch->obj);
+			return rv_obj_check(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, func);
+		}
+		rc = ch->ctx->drv->comp_channel_get_event(ch, &cq);
+		if (rc == 0 && cq) {
+			atomic_fetch_add(&cq->events_taken, 1);
+			*ret_cq = cq;
+		}
+		rv_graph_unlock(&ch->obj);
+		if (rc == 0)
+			return 0;
+		if (rc != -EAGAIN)
+			return rv_err_from_driver(rc, func, "reading the completion channel");
+		if (deadline_ns == 0)
+			return rv_err(EAGAIN, func, "no event is waiting");
+		if (deadline_ns < 0) {
+			ms = -1;
+		} else {
+			int64_t left = deadline_ns - mono_ns();
+			if (left <= 0)
+				return rv_err(ETIMEDOUT, func, "no event within the timeout");
+			ms = (int)((left + 999999) / 1000000);
+		}
+		pfd.fd = ch->fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, ms) < 0 && errno == EINTR)
+			return rv_err(EINTR, func, "a signal interrupted the wait");
+	}
+}
+
+static int64_t deadline_of(int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return -1;
+	if (timeout_ms == 0)
+		return 0;
+	return mono_ns() + (int64_t)timeout_ms * 1000000;
+}
+
+RV_EXPORT int rv_comp_channel_get_event(rv_comp_channel *ch, int timeout_ms, rv_cq **ret_cq)
+{
+	int rc = rv_obj_check(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_cq)
+		return rv_err(EINVAL, __func__, "ret_cq is NULL");
+	return get_event(ch, deadline_of(timeout_ms), ret_cq, __func__);
+}
+
+static int req_notify(struct rv_cq *cq, bool solicited_only, const char *func)
+{
+	rv_error_clear();
+	return rv_err_from_driver(cq->ctx->drv->cq_req_notify(cq, solicited_only), func,
+				  "arming the CQ");
+}
+
+RV_EXPORT int rv_cq_req_notify(rv_cq *cq, int solicited_only)
+{
+	int rc = rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!cq->channel)
+		return rv_err(EINVAL, __func__, "CQ #%" PRIu64 " has no completion channel; create it "
+			      "with RV_CQ_ATTR_CHANNEL", cq->obj.id);
+	return req_notify(cq, solicited_only != 0, __func__);
+}
+
+RV_EXPORT int rv_cq_ack_events(rv_cq *cq, unsigned int n)
+{
+	int rc = rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
+	uint32_t left;
+
+	if (rc < 0)
+		return rc;
+	if (n == 0)
+		return 0;
+	rv_graph_lock(&cq->obj);
+	left = atomic_load(&cq->events_taken) - atomic_load(&cq->events_acked);
+	if (n > left) {
+		rv_graph_unlock(&cq->obj);
+		return rv_err(EINVAL, __func__, "%u events to acknowledge but only %u were taken and "
+			      "not acknowledged", n, left);
+	}
+	if (cq->ctx->drv->cq_ack_events)
+		cq->ctx->drv->cq_ack_events(cq, n);
+	atomic_fetch_add(&cq->events_acked, n);
+	rv_graph_unlock(&cq->obj);
+	return 0;
+}
+
+#define DEFAULT_SPIN_NS 50000
+
+RV_EXPORT int rv_cq_set_wait_mode(rv_cq *cq, int mode, uint64_t spin_ns)
+{
+	int rc = rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (mode != RV_CQ_WAIT_POLL && mode != RV_CQ_WAIT_EVENT && mode != RV_CQ_WAIT_SPIN_THEN_BLOCK)
+		return rv_err(EINVAL, __func__, "unknown wait mode %d", mode);
+	if (mode != RV_CQ_WAIT_POLL && !cq->channel)
+		return rv_err(EINVAL, __func__, "%s needs a completion channel but CQ #%" PRIu64
+			      " has none; create it with RV_CQ_ATTR_CHANNEL",
+			      mode == RV_CQ_WAIT_EVENT ? "RV_CQ_WAIT_EVENT" : "RV_CQ_WAIT_SPIN_THEN_BLOCK",
+			      cq->obj.id);
+	cq->wait_mode = (uint32_t)mode;
+	cq->spin_ns = spin_ns ? spin_ns : DEFAULT_SPIN_NS;
+	return 0;
+}
+
+RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
+{
+	int64_t deadline, spin_end;
+	int n = rv_cq_poll(cq, wc, max);
+
+	if (n != 0)
+		return n;
+	deadline = deadline_of(timeout_ms);
+	if (deadline == 0)
+		return rv_err(EAGAIN, __func__, "no completion is waiting");
+	if (cq->wait_mode != RV_CQ_WAIT_EVENT) {
+		spin_end = cq->wait_mode == RV_CQ_WAIT_POLL ? deadline : mono_ns() + (int64_t)cq->spin_ns;
+		if (deadline > 0 && spin_end > deadline)
+			spin_end = deadline;
+		for (;;) {
+			n = rv_cq_poll(cq, wc, max);
+			if (n != 0)
+				return n;
+			if (spin_end >= 0 && mono_ns() >= spin_end)
+				break;
+		}
+		if (cq->wait_mode == RV_CQ_WAIT_POLL || (deadline > 0 && mono_ns() >= deadline))
+			return rv_err(ETIMEDOUT, __func__, "no completion within the timeout");
+	}
+	for (;;) {
+		struct rv_cq *ev = NULL;
+		int rc = req_notify(cq, false, __func__);
+
+		if (rc < 0)
+			return rc;
+		/* A completion pushed before the arm does not fire: poll again. */
+		n = rv_cq_poll(cq, wc, max);
+		if (n != 0)
+			return n;
+		rc = get_event(cq->channel, deadline, &ev, __func__);
+		if (rc < 0)
+			return rc == -EAGAIN ? rv_err(ETIMEDOUT, __func__, "no completion within the timeout") : rc;
+		rv_cq_ack_events(ev, 1);
+		n = rv_cq_poll(cq, wc, max);
+		if (n != 0)
+			return n;
+	}
 }
 
 static const struct {

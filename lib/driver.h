@@ -50,6 +50,20 @@ struct rv_driver {
 	/* Data path: max ≥ 1, wc non-NULL. */
 	int (*cq_poll)(struct rv_cq *cq, rv_wc *wc, int max);
 
+	/* Completion channels (rv_comp_channel_new). Fill ch->fd (non-blocking,
+	 * readable while an event waits) and drv_ch. cq_create gets attr->channel
+	 * (live, of the same context) when RV_CQ_ATTR_CHANNEL is set. */
+	int (*comp_channel_create)(struct rv_comp_channel *ch);
+	int (*comp_channel_destroy)(struct rv_comp_channel *ch);
+	/* Arm cq (it has a channel): the next (solicited) completion fires one event. */
+	int (*cq_req_notify)(struct rv_cq *cq, bool solicited_only);
+	/* Take one event without blocking: 0 and *ret_cq, or -EAGAIN. Called with
+	 * the graph lock held; the facade waits on ch->fd itself. */
+	int (*comp_channel_get_event)(struct rv_comp_channel *ch, struct rv_cq **ret_cq);
+	/* Acknowledge n events taken for cq (the facade counts them); also called
+	 * before cq_destroy with what the caller left unacknowledged. */
+	void (*cq_ack_events)(struct rv_cq *cq, unsigned int n);
+
 	/* qp->pd, send_cq, recv_cq, qp_type, sq_sig_all are set; attr has defaults
 	 * applied. Fill qp->qpn, qp->cap (read back) and drv_qp. */
 	int (*qp_create)(struct rv_qp *qp, const rv_qp_init_attr *attr);

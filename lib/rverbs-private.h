@@ -64,11 +64,23 @@ struct rv_mr {
 	bool locked_counted;  /* counted against the memlock limit (lib/memory.c) */
 };
 
+struct rv_comp_channel {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	int fd;       /* set by the driver at create: non-blocking, readable on an event */
+	void *drv_ch;
+};
+
 struct rv_cq {
 	struct rv_object obj;
 	struct rv_context *ctx;
 	uint32_t cqe; /* actual size, set by the driver */
 	void *drv_cq;
+	struct rv_comp_channel *channel; /* or NULL; a dependency (strong) */
+	_Atomic uint32_t events_taken;   /* by rv_comp_channel_get_event */
+	_Atomic uint32_t events_acked;
+	uint32_t wait_mode;              /* rv_cq_wait_mode */
+	uint64_t spin_ns;
 };
 
 struct rv_qp {

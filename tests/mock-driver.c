@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "mock-driver.h"
 
@@ -351,6 +353,64 @@ static int mock_cq_destroy(struct rv_cq *cq)
 	return fake_destroy(cq->drv_cq, RV_OBJ_CQ);
 }
 
+/* Completion channels: a fake with an eventfd the tests never signal; CQs
+ * never fire (get_event says -EAGAIN). */
+static int mock_comp_channel_create(struct rv_comp_channel *ch)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(ch, RV_OBJ_COMP_CHANNEL);
+	if (inject_create(RV_OBJ_COMP_CHANNEL, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_COMP_CHANNEL, ch);
+	if (!f)
+		return -ENOMEM;
+	ch->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ch->fd < 0) {
+		f->live = false;
+		return -EMFILE;
+	}
+	f->parents[0] = ch->ctx->drv_ctx;
+	ch->drv_ch = f;
+	return 0;
+}
+
+static int mock_comp_channel_destroy(struct rv_comp_channel *ch)
+{
+	int rc;
+
+	expect_live(ch, RV_OBJ_COMP_CHANNEL);
+	rc = fake_destroy(ch->drv_ch, RV_OBJ_COMP_CHANNEL);
+	if (rc == 0) {
+		close(ch->fd);
+		ch->fd = -1;
+	}
+	return rc;
+}
+
+static int mock_cq_req_notify(struct rv_cq *cq, bool solicited_only)
+{
+	(void)solicited_only;
+	expect_live(cq, RV_OBJ_CQ);
+	if (!cq->channel)
+		mock.contract_violations++;
+	return 0;
+}
+
+static int mock_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq)
+{
+	(void)ret_cq;
+	expect_live(ch, RV_OBJ_COMP_CHANNEL);
+	return -EAGAIN;
+}
+
+static void mock_cq_ack_events(struct rv_cq *cq, unsigned int n)
+{
+	(void)cq;
+	(void)n;
+}
+
 static int mock_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
 	int n;
@@ -477,6 +537,11 @@ const struct rv_driver mock_driver = {
 	.cq_create = mock_cq_create,
 	.cq_destroy = mock_cq_destroy,
 	.cq_poll = mock_cq_poll,
+	.comp_channel_create = mock_comp_channel_create,
+	.comp_channel_destroy = mock_comp_channel_destroy,
+	.cq_req_notify = mock_cq_req_notify,
+	.comp_channel_get_event = mock_comp_channel_get_event,
+	.cq_ack_events = mock_cq_ack_events,
 	.qp_create = mock_qp_create,
 	.qp_destroy = mock_qp_destroy,
 	.qp_modify = mock_qp_modify,

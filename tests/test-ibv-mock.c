@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -378,6 +380,51 @@ static int mock_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	return n;
 }
 
+/* Completion channels: an fd that never signals; CQs arm but never fire. */
+static int mock_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	(void)cq;
+	(void)solicited_only;
+	return 0;
+}
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return NULL;
+	ch->context = context;
+	ch->fd = eventfd(0, EFD_CLOEXEC);
+	if (ch->fd < 0) {
+		free(ch);
+		return NULL;
+	}
+	return ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	close(channel->fd);
+	free(channel);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	(void)channel;
+	(void)cq;
+	(void)cq_context;
+	errno = EAGAIN;
+	return -1;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	(void)cq;
+	(void)nevents;
+}
+
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct ibv_device **list;
@@ -425,6 +472,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->ops.post_send = mock_post_send;
 	c->ops.post_recv = mock_post_recv;
 	c->ops.poll_cq = mock_poll_cq;
+	c->ops.req_notify_cq = mock_req_notify_cq;
 	c->num_comp_vectors = 2;
 	mock.ctx_out++;
 	return c;

@@ -135,6 +135,148 @@ RV_API int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max);
 /** The number of entries the CQ actually has (≥ requested); 0 for an invalid handle. */
 RV_API uint32_t rv_cq_size(const rv_cq *cq);
 
+/* ---- completion channels and completion modes -------------------------- */
+
+/** Bits of rv_comp_channel_attr::mask (none defined yet: set it to 0). */
+enum rv_comp_channel_attr_mask {
+	RV_COMP_CHANNEL_ATTR_NONE = 0 /**< no optional field */
+};
+
+/** Options for rv_comp_channel_new(); extensible. */
+typedef struct rv_comp_channel_attr {
+	uint64_t mask; /**< which fields the caller set (rv_comp_channel_attr_mask); 0 */
+} rv_comp_channel_attr;
+
+/**
+ * Create a completion channel: a file descriptor that becomes readable when
+ * an armed CQ attached to it (rv_cq_attr::channel) gets a completion.
+ *
+ * A CQ created with RV_CQ_ATTR_CHANNEL holds a reference on its channel and
+ * depends on it: closing the channel closes its CQs (and their QPs) first.
+ * @param ctx     the context
+ * @param attr    options, or NULL for defaults
+ * @param ret_ch  receives the channel
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument or an unknown mask bit
+ * @retval -RV_ECLOSED  the context is closed
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_comp_channel_new(rv_context *ctx, const rv_comp_channel_attr *attr,
+			       rv_comp_channel **ret_ch);
+
+/**
+ * Take a reference on @p ch.
+ * @return @p ch (NULL-safe)
+ */
+RV_API rv_comp_channel *rv_comp_channel_ref(rv_comp_channel *ch);
+
+/**
+ * Drop a reference; the last one closes and frees the channel.
+ * @return NULL (accepts NULL)
+ */
+RV_API rv_comp_channel *rv_comp_channel_unref(rv_comp_channel *ch);
+
+/**
+ * Destroy the channel now, after closing every CQ attached to it (and the QPs
+ * using those CQs). Events not yet acknowledged with rv_cq_ack_events() are
+ * acknowledged by the close (it never waits for them); events not yet read
+ * are discarded. Do not close a channel while another thread waits in
+ * rv_comp_channel_get_event() or rv_cq_wait() on it.
+ * @retval 0          success, or already closed
+ * @retval -EINVAL    @p ch is NULL or not a completion channel
+ * @retval negative   a destroy failed; the channel stays and the call may be retried
+ */
+RV_API int rv_comp_channel_close(rv_comp_channel *ch);
+
+/**
+ * The channel's file descriptor, for poll/epoll/select: readable while an
+ * event is waiting. It is always non-blocking (O_NONBLOCK) and owned by the
+ * channel: do not read or close it; call rv_comp_channel_get_event().
+ * @return the descriptor (≥ 0)
+ * @retval -EINVAL      @p ch is NULL or not a completion channel
+ * @retval -RV_ECLOSED  the channel is closed
+ */
+RV_API int rv_comp_channel_fd(const rv_comp_channel *ch);
+
+/**
+ * Arm the CQ: its next completion (with @p solicited_only, its next
+ * solicited receive completion or error completion) sends one event to its
+ * channel, then the CQ is disarmed (as ibv_req_notify_cq). Completions already
+ * in the CQ do not fire: poll again after arming.
+ * @param cq              a CQ created with a channel
+ * @param solicited_only  nonzero: only solicited and error completions
+ * @retval 0            success
+ * @retval -EINVAL      @p cq is NULL or not a CQ, or it has no channel
+ * @retval -RV_ECLOSED  the CQ is closed
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_cq_req_notify(rv_cq *cq, int solicited_only);
+
+/**
+ * Take one event from the channel, waiting up to @p timeout_ms.
+ * Each event must be acknowledged with rv_cq_ack_events() (in batches is fine).
+ * @param ch          the channel
+ * @param timeout_ms  0: do not wait; negative: wait forever
+ * @param ret_cq      receives the CQ that fired; a borrowed pointer (no new
+ *                    reference), valid while the CQ is open
+ * @retval 0            an event was taken
+ * @retval -EAGAIN      no event and @p timeout_ms is 0
+ * @retval -ETIMEDOUT   no event within @p timeout_ms
+ * @retval -EINTR       a signal interrupted the wait
+ * @retval -EINVAL      a NULL argument or @p ch is not a completion channel
+ * @retval -RV_ECLOSED  the channel is closed
+ */
+RV_API int rv_comp_channel_get_event(rv_comp_channel *ch, int timeout_ms, rv_cq **ret_cq);
+
+/**
+ * Acknowledge @p n events taken for @p cq by rv_comp_channel_get_event().
+ * Closing a CQ acknowledges what is left itself, so it never hangs.
+ * @retval 0            success
+ * @retval -EINVAL      @p cq is NULL or not a CQ, or @p n exceeds the events
+ *                      taken and not yet acknowledged
+ * @retval -RV_ECLOSED  the CQ is closed
+ */
+RV_API int rv_cq_ack_events(rv_cq *cq, unsigned int n);
+
+/** How rv_cq_wait() waits (rv_cq_set_wait_mode()). */
+typedef enum rv_cq_wait_mode {
+	RV_CQ_WAIT_POLL = 0,            /**< busy poll (default): lowest latency, one core */
+	RV_CQ_WAIT_EVENT = 1,           /**< arm, re-poll, block on the channel */
+	RV_CQ_WAIT_SPIN_THEN_BLOCK = 2  /**< busy poll for spin_ns, then as RV_CQ_WAIT_EVENT */
+} rv_cq_wait_mode;
+
+/**
+ * Choose how rv_cq_wait() waits on this CQ.
+ * @param cq       the CQ
+ * @param mode     an rv_cq_wait_mode
+ * @param spin_ns  the busy-poll budget of RV_CQ_WAIT_SPIN_THEN_BLOCK, in
+ *                 nanoseconds (0: a default of 50 µs); ignored by the others
+ * @retval 0            success
+ * @retval -EINVAL      @p cq is NULL or not a CQ, an unknown mode, or an event
+ *                      mode on a CQ created without a channel
+ * @retval -RV_ECLOSED  the CQ is closed
+ */
+RV_API int rv_cq_set_wait_mode(rv_cq *cq, int mode, uint64_t spin_ns);
+
+/**
+ * Wait up to @p timeout_ms for completions, as set by rv_cq_set_wait_mode().
+ * In the event modes this call arms the CQ and takes and acknowledges the
+ * events of its channel: give such a CQ a channel of its own, and do not
+ * call rv_comp_channel_get_event() on that channel yourself.
+ * @param cq          the CQ
+ * @param wc          array of at least @p max entries
+ * @param max         how many to take at most (≥ 1)
+ * @param timeout_ms  0: poll once; negative: wait forever
+ * @return the number of completions written to @p wc (≥ 1), or
+ * @retval -EAGAIN      none and @p timeout_ms is 0
+ * @retval -ETIMEDOUT   none within @p timeout_ms
+ * @retval -EINVAL      a NULL argument or @p max < 1
+ * @retval -RV_ECLOSED  the CQ (or its channel) is closed
+ * @retval -EOVERFLOW   the CQ overflowed (as rv_cq_poll())
+ * @retval -EINTR       a signal interrupted a blocking wait
+ */
+RV_API int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms);
+
 /** A short name for a work-completion status ("remote access error"); never NULL. */
 RV_API const char *rv_wc_status_str(int status);
 

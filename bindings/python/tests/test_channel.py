@@ -12,6 +12,9 @@ needs_channel = pytest.mark.skipif(not hasattr(rverbs, "CompChannel"),
                                    reason="no completion channels in these headers")
 
 
+_peers = []
+
+
 def _pair(channel_a):
     a_ctx = channel_a.context
     b_ctx = rverbs.Context("soft0")
@@ -25,6 +28,8 @@ def _pair(channel_a):
     a_qp.connect(eb)
     t.join()
     a_mr, b_mr = rverbs.MR(a_pd, 4096), rverbs.MR(b_pd, 4096)
+    # Keep the peer QP alive: its last unref would close it and flush a_qp.
+    _peers.append((b_pd, b_cq, b_qp))
     return a_cq, a_qp, a_mr, b_mr, b_ctx
 
 

@@ -30,6 +30,11 @@ const struct rv_driver rv_driver_ibv = {
 	.cq_create = rv_ibv_cq_create,
 	.cq_destroy = rv_ibv_cq_destroy,
 	.cq_poll = rv_ibv_cq_poll,
+	.comp_channel_create = rv_ibv_comp_channel_create,
+	.comp_channel_destroy = rv_ibv_comp_channel_destroy,
+	.cq_req_notify = rv_ibv_cq_req_notify,
+	.comp_channel_get_event = rv_ibv_comp_channel_get_event,
+	.cq_ack_events = rv_ibv_cq_ack_events,
 
 	.qp_create = rv_ibv_qp_create,
 	.qp_destroy = rv_ibv_qp_destroy,

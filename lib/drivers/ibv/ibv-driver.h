@@ -59,6 +59,11 @@ int rv_ibv_mr_reg(struct rv_mr *mr);
 int rv_ibv_mr_dereg(struct rv_mr *mr);
 int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int rv_ibv_cq_destroy(struct rv_cq *cq);
+int rv_ibv_comp_channel_create(struct rv_comp_channel *ch);
+int rv_ibv_comp_channel_destroy(struct rv_comp_channel *ch);
+int rv_ibv_cq_req_notify(struct rv_cq *cq, bool solicited_only);
+int rv_ibv_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq);
+void rv_ibv_cq_ack_events(struct rv_cq *cq, unsigned int n);
 int rv_ibv_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);
 int rv_ibv_qp_destroy(struct rv_qp *qp);
 

@@ -8,6 +8,7 @@
  * ownership graph.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "ibv-driver.h"
@@ -142,14 +143,13 @@ int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 	char ebuf[128];
 	int err;
 
-	/* struct rv_comp_channel has no driver object yet, so a CQ cannot be
-	 * tied to a libibverbs completion channel. */
-	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
-		return rv_err(EOPNOTSUPP, "rv_cq_new",
-			      "completion channels are not supported on %s yet", cq->ctx->dev->name);
+	struct ibv_comp_channel *ch = NULL;
 
+	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
+		ch = attr->channel->drv_ch;
 	errno = 0;
-	q = ibv_create_cq(c, (int)attr->cqe, cq, NULL, (int)attr->comp_vector);
+	/* cq_context is the handle: ibv_get_cq_event gives it back. */
+	q = ibv_create_cq(c, (int)attr->cqe, cq, ch, (int)attr->comp_vector);
 	if (q) {
 		cq->drv_cq = q;
 		cq->cqe = q->cqe > 0 ? (uint32_t)q->cqe : attr->cqe;
@@ -181,6 +181,81 @@ int rv_ibv_cq_destroy(struct rv_cq *cq)
 				      cq->ctx->dev->name);
 	cq->drv_cq = NULL;
 	return 0;
+}
+
+/* ---- completion channels ---------------------------------------------- */
+
+int rv_ibv_comp_channel_create(struct rv_comp_channel *ch)
+{
+	struct ibv_comp_channel *cc;
+	char ebuf[128];
+	int err, fl;
+
+	errno = 0;
+	cc = ibv_create_comp_channel(rv_ibv_ctx(ch->ctx));
+	if (!cc) {
+		err = errno ? errno : ENOMEM;
+		return rv_err(err, "rv_comp_channel_new", "ibv_create_comp_channel on %s failed: %s",
+			      ch->ctx->dev->name, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	}
+	/* rv_comp_channel_get_event waits with poll(); reads never block. */
+	fl = fcntl(cc->fd, F_GETFL);
+	if (fl < 0 || fcntl(cc->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		err = errno;
+		ibv_destroy_comp_channel(cc);
+		return rv_err(err, "rv_comp_channel_new", "making the channel's descriptor non-blocking "
+			      "failed: %s", rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	}
+	ch->drv_ch = cc;
+	ch->fd = cc->fd;
+	return 0;
+}
+
+int rv_ibv_comp_channel_destroy(struct rv_comp_channel *ch)
+{
+	int rc = ibv_destroy_comp_channel(ch->drv_ch);
+
+	if (rc != 0)
+		return destroy_failed(rc, "rv_comp_channel_close", "ibv_destroy_comp_channel",
+				      "the completion channel", ch->ctx->dev->name);
+	ch->drv_ch = NULL;
+	ch->fd = -1;
+	return 0;
+}
+
+int rv_ibv_cq_req_notify(struct rv_cq *cq, bool solicited_only)
+{
+	char ebuf[128];
+	int rc = ibv_req_notify_cq(cq->drv_cq, solicited_only ? 1 : 0);
+
+	if (rc != 0)
+		return rv_err(rc > 0 ? rc : EIO, "rv_cq_req_notify", "ibv_req_notify_cq on %s failed: %s",
+			      cq->ctx->dev->name, rv_ibv_strerror(rc > 0 ? rc : EIO, ebuf, sizeof(ebuf)));
+	return 0;
+}
+
+int rv_ibv_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq)
+{
+	struct ibv_cq *q = NULL;
+	void *context = NULL;
+	char ebuf[128];
+	int err;
+
+	errno = 0;
+	if (ibv_get_cq_event(ch->drv_ch, &q, &context) == 0) {
+		*ret_cq = context;
+		return 0;
+	}
+	err = errno ? errno : EIO;
+	if (err == EAGAIN || err == EWOULDBLOCK)
+		return -EAGAIN;
+	return rv_err(err, "rv_comp_channel_get_event", "ibv_get_cq_event on %s failed: %s",
+		      ch->ctx->dev->name, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+}
+
+void rv_ibv_cq_ack_events(struct rv_cq *cq, unsigned int n)
+{
+	ibv_ack_cq_events(cq->drv_cq, n);
 }
 
 /* ---- queue pairs ------------------------------------------------------- */

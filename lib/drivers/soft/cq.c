@@ -6,15 +6,37 @@
  * reads one atomic counter and returns 0 without a lock or a syscall when the
  * ring is empty; otherwise it takes the (uncontended, futex-free when free)
  * mutex to copy entries out. Never blocks beyond that mutex.
+ *
+ * Completion channels: an eventfd (semaphore mode, non-blocking) per channel
+ * and a FIFO of the CQs that fired. An armed CQ (rv_cq_req_notify) fires at
+ * most once: the pusher that clears `armed` (atomic exchange) queues the CQ
+ * and writes the eventfd; an unarmed push costs one relaxed load, no syscall.
+ * Lock order: cq->lock is never held while taking the channel lock.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "soft.h"
 
+struct soft_channel {
+	pthread_mutex_t lock; /* guards the FIFO */
+	int efd;
+	struct soft_cq *head, *tail; /* CQs with pending events, oldest first */
+};
+
+enum { ARM_NONE, ARM_SOLICITED, ARM_ALL };
+
 struct soft_cq {
 	pthread_mutex_t lock;
+	struct rv_cq *cq;
+	struct soft_channel *ch; /* or NULL */
+	_Atomic int armed;       /* ARM_* */
+	uint32_t pending;        /* events queued on ch (ch->lock) */
+	bool queued;             /* in ch's FIFO (ch->lock) */
+	struct soft_cq *next;    /* ch's FIFO (ch->lock) */
 	rv_wc *ring;
 	uint32_t mask;
 	uint32_t head, tail;
@@ -41,6 +63,9 @@ int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 		return rv_err(ENOMEM, "rv_cq_new", "out of memory for %u CQ entries", n);
 	}
 	c->mask = n - 1;
+	c->cq = cq;
+	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
+		c->ch = attr->channel->drv_ch;
 	cq->cqe = n;
 	cq->drv_cq = c;
 	return 0;
@@ -52,6 +77,27 @@ int soft_cq_destroy(struct rv_cq *cq)
 
 	if (!c)
 		return 0;
+	if (c->ch) {
+		struct soft_channel *h = c->ch;
+		uint64_t v;
+
+		pthread_mutex_lock(&h->lock);
+		if (c->queued) {
+			struct soft_cq **pp = &h->head, *prev = NULL;
+			while (*pp != c) {
+				prev = *pp;
+				pp = &(*pp)->next;
+			}
+			*pp = c->next;
+			if (h->tail == c)
+				h->tail = prev;
+		}
+		/* Take this CQ's unread events off the eventfd (one per read). */
+		for (; c->pending; c->pending--)
+			if (read(h->efd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+				break;
+		pthread_mutex_unlock(&h->lock);
+	}
 	pthread_mutex_destroy(&c->lock);
 	free(c->ring);
 	free(c);
@@ -59,10 +105,37 @@ int soft_cq_destroy(struct rv_cq *cq)
 	return 0;
 }
 
+static void channel_signal(struct soft_cq *c)
+{
+	struct soft_channel *h = c->ch;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&h->lock);
+	c->pending++;
+	if (!c->queued) {
+		c->queued = true;
+		c->next = NULL;
+		if (h->tail)
+			h->tail->next = c;
+		else
+			h->head = c;
+		h->tail = c;
+	}
+	if (write(h->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		c->pending--; /* the counter is full: cannot happen with one event per arm */
+	pthread_mutex_unlock(&h->lock);
+}
+
 bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
+{
+	return soft_cq_push_se(cq, wc, false);
+}
+
+bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
 {
 	struct soft_cq *c = cq->drv_cq;
 	bool ok = true;
+	int armed;
 
 	pthread_mutex_lock(&c->lock);
 	if (c->tail - c->head > c->mask) {
@@ -74,7 +147,91 @@ bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
 	}
 	pthread_mutex_unlock(&c->lock);
+	armed = atomic_load_explicit(&c->armed, memory_order_relaxed);
+	if (RV_UNLIKELY(armed != ARM_NONE)) {
+		/* Solicited-only fires on solicited receives and on errors. */
+		if (armed == ARM_ALL || solicited || wc->status != RV_WC_SUCCESS || !ok) {
+			if (atomic_compare_exchange_strong(&c->armed, &armed, ARM_NONE))
+				channel_signal(c);
+		}
+	}
 	return ok;
+}
+
+int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
+{
+	struct soft_cq *c = cq->drv_cq;
+	int want = solicited_only ? ARM_SOLICITED : ARM_ALL;
+	int cur = ARM_NONE;
+
+	/* Arming for all completions widens an armed solicited-only CQ; arming
+	 * solicited-only never narrows an armed CQ (as verbs). */
+	if (!atomic_compare_exchange_strong(&c->armed, &cur, want) && want == ARM_ALL)
+		atomic_store(&c->armed, ARM_ALL);
+	return 0;
+}
+
+int soft_comp_channel_create(struct rv_comp_channel *ch)
+{
+	struct soft_channel *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return rv_err(ENOMEM, "rv_comp_channel_new", "out of memory");
+	h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+	if (h->efd < 0) {
+		int err = errno;
+		free(h);
+		return rv_err(err, "rv_comp_channel_new", "eventfd failed: %s", strerror(err));
+	}
+	if (pthread_mutex_init(&h->lock, NULL) != 0) {
+		close(h->efd);
+		free(h);
+		return rv_err(ENOMEM, "rv_comp_channel_new", "out of memory");
+	}
+	ch->fd = h->efd;
+	ch->drv_ch = h;
+	return 0;
+}
+
+int soft_comp_channel_destroy(struct rv_comp_channel *ch)
+{
+	struct soft_channel *h = ch->drv_ch;
+
+	if (!h)
+		return 0;
+	close(h->efd);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	ch->drv_ch = NULL;
+	ch->fd = -1;
+	return 0;
+}
+
+int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq)
+{
+	struct soft_channel *h = ch->drv_ch;
+	struct soft_cq *c;
+	uint64_t v;
+
+	pthread_mutex_lock(&h->lock);
+	if (read(h->efd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
+		pthread_mutex_unlock(&h->lock);
+		return -EAGAIN;
+	}
+	c = h->head;
+	if (!c) { /* cannot happen: one queued event per eventfd count */
+		pthread_mutex_unlock(&h->lock);
+		return -EAGAIN;
+	}
+	if (--c->pending == 0) {
+		c->queued = false;
+		h->head = c->next;
+		if (!h->head)
+			h->tail = NULL;
+	}
+	*ret_cq = c->cq;
+	pthread_mutex_unlock(&h->lock);
+	return 0;
 }
 
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)

@@ -213,7 +213,8 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 		wc.byte_len = q->rx_bytes;
 		wc.qp_num = q->qpn;
 		wc.src_qp = q->peer_qpn;
-		if (!soft_cq_push(q->qp->recv_cq, &wc))
+		if (!soft_cq_push_se(q->qp->recv_cq, &wc,
+				     f->opcode == RV_RDMAP_SEND_SE || f->opcode == RV_RDMAP_SEND_SE_INV))
 			q->cq_overflow = true;
 		q->rq_head++;
 		q->rx_in_msg = false;

@@ -281,6 +281,12 @@ int soft_cq_destroy(struct rv_cq *cq);
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
 /* false when the CQ is full: the completion is lost and the CQ reports -EOVERFLOW. */
 bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
+/* As soft_cq_push; solicited: a receive completion of a SEND with SE. */
+bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited);
+int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only);
+int soft_comp_channel_create(struct rv_comp_channel *ch);
+int soft_comp_channel_destroy(struct rv_comp_channel *ch);
+int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq);
 
 /* ---- qp.c ---- */
 int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);

@@ -1,0 +1,367 @@
+/*
+ * Completion channels and completion modes on soft0, through the public API:
+ * an event after a SEND with the channel's descriptor readable in epoll,
+ * solicited-only arming, timeouts, the close cascade (channel -> CQs -> QPs)
+ * with unacknowledged events, rv_cq_wait in its three modes, and the errors
+ * (event mode without a channel, closed and NULL handles).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rverbs/rverbs.h>
+
+#define BUF 4096
+
+/* Two RC QPs in one soft0 context: a sends to b; b's CQ has the channel. */
+struct pair {
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_comp_channel *ch;
+	rv_cq *cq_a, *cq_b;
+	rv_qp *qp_a, *qp_b;
+	rv_mr *mr_a, *mr_b;
+};
+
+static rv_qp *new_qp(rv_pd *pd, rv_cq *cq)
+{
+	rv_qp_init_attr qa;
+	rv_qp *qp = NULL;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = cq;
+	qa.cap.max_send_wr = 16;
+	qa.cap.max_recv_wr = 16;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
+	return qp;
+}
+
+static void pair_open(struct pair *p)
+{
+	rv_device *dev = NULL;
+	rv_cq_attr ca;
+	rv_endpoint ea, eb;
+
+	memset(p, 0, sizeof(*p));
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, NULL, &p->ctx), 0);
+	rv_device_unref(dev);
+	assert_int_equal(rv_pd_new(p->ctx, NULL, &p->pd), 0);
+	assert_int_equal(rv_comp_channel_new(p->ctx, NULL, &p->ch), 0);
+	assert_int_equal(rv_cq_new(p->ctx, NULL, &p->cq_a), 0);
+	memset(&ca, 0, sizeof(ca));
+	ca.mask = RV_CQ_ATTR_CHANNEL;
+	ca.channel = p->ch;
+	assert_int_equal(rv_cq_new(p->ctx, &ca, &p->cq_b), 0);
+	p->qp_a = new_qp(p->pd, p->cq_a);
+	p->qp_b = new_qp(p->pd, p->cq_b);
+	assert_int_equal(rv_mr_alloc(p->pd, BUF, RV_ACCESS_LOCAL_WRITE, NULL, &p->mr_a), 0);
+	assert_int_equal(rv_mr_alloc(p->pd, BUF, RV_ACCESS_LOCAL_WRITE, NULL, &p->mr_b), 0);
+	assert_int_equal(rv_qp_endpoint(p->qp_a, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(p->qp_b, &eb), 0);
+	assert_int_equal(rv_qp_connect(p->qp_a, &eb), 0);
+	assert_int_equal(rv_qp_connect(p->qp_b, &ea), 0);
+}
+
+static void pair_close(struct pair *p)
+{
+	rv_qp_unref(p->qp_a);
+	rv_qp_unref(p->qp_b);
+	rv_mr_unref(p->mr_a);
+	rv_mr_unref(p->mr_b);
+	rv_cq_unref(p->cq_a);
+	rv_cq_unref(p->cq_b);
+	rv_comp_channel_unref(p->ch);
+	rv_pd_unref(p->pd);
+	assert_int_equal(rv_context_close(p->ctx), 0);
+	rv_context_unref(p->ctx);
+}
+
+static rv_sge sge_of(rv_mr *mr)
+{
+	rv_sge g = {.addr = (uint64_t)(uintptr_t)rv_mr_addr(mr), .length = 64, .lkey = rv_mr_lkey(mr)};
+	return g;
+}
+
+static void post_recv(struct pair *p, uint64_t wr_id)
+{
+	rv_sge g = sge_of(p->mr_b);
+	assert_int_equal(rv_qp_recv(p->qp_b, &g, wr_id), 0);
+}
+
+static void send_one(struct pair *p, uint64_t wr_id, uint32_t flags)
+{
+	rv_sge g = sge_of(p->mr_a);
+	rv_send_wr wr;
+	size_t n = 0;
+	rv_wc wc;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_SEND;
+	wr.send_flags = RV_SEND_SIGNALED | flags;
+	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
+	/* The sender's completion (its CQ is polled, it has no channel). */
+	for (int i = 0; i < 100000; i++) {
+		rc = rv_cq_poll(p->cq_a, &wc, 1);
+		if (rc != 0)
+			break;
+		usleep(100);
+	}
+	assert_int_equal(rc, 1);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void event_after_send_readable_in_epoll(void **state)
+{
+	struct pair p;
+	struct epoll_event ev = {.events = EPOLLIN}, out;
+	rv_cq *cq = NULL;
+	rv_wc wc;
+	int ep, fd;
+
+	(void)state;
+	pair_open(&p);
+	fd = rv_comp_channel_fd(p.ch);
+	assert_true(fd >= 0);
+	ep = epoll_create1(0);
+	assert_true(ep >= 0);
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	assert_int_equal(epoll_wait(ep, &out, 1, 0), 0);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 0, &cq), -EAGAIN);
+
+	post_recv(&p, 11);
+	assert_int_equal(rv_cq_req_notify(p.cq_b, 0), 0);
+	send_one(&p, 1, 0);
+	assert_int_equal(epoll_wait(ep, &out, 1, 10000), 1);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 1000, &cq), 0);
+	assert_ptr_equal(cq, p.cq_b);
+	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 11);
+	assert_int_equal(wc.opcode, RV_WC_RECV);
+	assert_int_equal(rv_cq_ack_events(p.cq_b, 2), -EINVAL);
+	assert_int_equal(rv_cq_ack_events(p.cq_b, 1), 0);
+	/* Disarmed by the event: the next completion fires nothing. */
+	post_recv(&p, 12);
+	send_one(&p, 2, 0);
+	assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, 10000), 1);
+	assert_int_equal(epoll_wait(ep, &out, 1, 0), 0);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 0, &cq), -EAGAIN);
+	close(ep);
+	pair_close(&p);
+}
+
+static void solicited_only(void **state)
+{
+	struct pair p;
+	rv_cq *cq = NULL;
+	rv_wc wc;
+
+	(void)state;
+	pair_open(&p);
+	post_recv(&p, 21);
+	post_recv(&p, 22);
+	assert_int_equal(rv_cq_req_notify(p.cq_b, 1), 0);
+	send_one(&p, 1, 0);
+	assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, 10000), 1); /* polls: POLL mode */
+	assert_int_equal(wc.wr_id, 21);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 100, &cq), -ETIMEDOUT);
+	send_one(&p, 2, RV_SEND_SOLICITED);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 10000, &cq), 0);
+	assert_ptr_equal(cq, p.cq_b);
+	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 22);
+	assert_int_equal(rv_cq_ack_events(cq, 1), 0);
+	pair_close(&p);
+}
+
+static void timeouts(void **state)
+{
+	struct pair p;
+	rv_cq *cq = NULL;
+	rv_wc wc;
+	int64_t t0;
+
+	(void)state;
+	pair_open(&p);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 0, &cq), -EAGAIN);
+	t0 = now_ms();
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 80, &cq), -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 70);
+	assert_null(cq);
+	for (int mode = RV_CQ_WAIT_POLL; mode <= RV_CQ_WAIT_SPIN_THEN_BLOCK; mode++) {
+		assert_int_equal(rv_cq_set_wait_mode(p.cq_b, mode, 1000000), 0);
+		assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, 0), -EAGAIN);
+		t0 = now_ms();
+		assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, 50), -ETIMEDOUT);
+		assert_true(now_ms() - t0 >= 40);
+	}
+	pair_close(&p);
+}
+
+static void wait_modes_receive(void **state)
+{
+	struct pair p;
+	rv_wc wc[4];
+
+	(void)state;
+	pair_open(&p);
+	for (int mode = RV_CQ_WAIT_POLL; mode <= RV_CQ_WAIT_SPIN_THEN_BLOCK; mode++) {
+		assert_int_equal(rv_cq_set_wait_mode(p.cq_b, mode, mode == RV_CQ_WAIT_SPIN_THEN_BLOCK ? 1000 : 0), 0);
+		for (int i = 0; i < 3; i++) {
+			post_recv(&p, (uint64_t)(100 * mode + i));
+			send_one(&p, (uint64_t)i, 0);
+			assert_int_equal(rv_cq_wait(p.cq_b, wc, 4, 10000), 1);
+			assert_int_equal(wc[0].wr_id, (uint64_t)(100 * mode + i));
+			assert_int_equal(wc[0].status, RV_WC_SUCCESS);
+		}
+	}
+	pair_close(&p);
+}
+
+/* A blocked rv_cq_wait (event mode) is woken by a completion from elsewhere. */
+static void *sender(void *arg)
+{
+	struct pair *p = arg;
+	usleep(100000);
+	send_one(p, 9, 0);
+	return NULL;
+}
+
+static void event_wait_blocks_then_wakes(void **state)
+{
+	struct pair p;
+	pthread_t t;
+	rv_wc wc;
+
+	(void)state;
+	pair_open(&p);
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_EVENT, 0), 0);
+	post_recv(&p, 31);
+	assert_int_equal(pthread_create(&t, NULL, sender, &p), 0);
+	assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, 10000), 1);
+	assert_int_equal(wc.wr_id, 31);
+	pthread_join(t, NULL);
+	pair_close(&p);
+}
+
+static void close_cascades_and_unacked_events_do_not_hang(void **state)
+{
+	struct pair p;
+	rv_cq *cq = NULL;
+	rv_wc wc;
+
+	(void)state;
+	pair_open(&p);
+	post_recv(&p, 41);
+	assert_int_equal(rv_cq_req_notify(p.cq_b, 0), 0);
+	send_one(&p, 1, 0);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 10000, &cq), 0);
+	assert_ptr_equal(cq, p.cq_b);
+	/* Not acknowledged. And one more armed and fired but never read. */
+	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 1);
+	post_recv(&p, 42);
+	assert_int_equal(rv_cq_req_notify(p.cq_b, 0), 0);
+	send_one(&p, 2, 0);
+	assert_int_equal(rv_comp_channel_close(p.ch), 0);
+	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), -RV_ECLOSED);
+	assert_int_equal(rv_qp_state_of(p.qp_b), -RV_ECLOSED);
+	/* The other QP and its CQ stay open (the QP may see the peer go: ERR). */
+	assert_true(rv_qp_state_of(p.qp_a) >= 0);
+	assert_true(rv_cq_poll(p.cq_a, &wc, 1) >= 0);
+	/* Closed-handle errors. */
+	assert_int_equal(rv_comp_channel_fd(p.ch), -RV_ECLOSED);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 0, &cq), -RV_ECLOSED);
+	assert_int_equal(rv_cq_req_notify(p.cq_b, 0), -RV_ECLOSED);
+	assert_int_equal(rv_cq_ack_events(p.cq_b, 1), -RV_ECLOSED);
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_POLL, 0), -RV_ECLOSED);
+	assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, 0), -RV_ECLOSED);
+	assert_int_equal(rv_comp_channel_close(p.ch), 0);
+	pair_close(&p);
+}
+
+static void errors(void **state)
+{
+	struct pair p;
+	rv_comp_channel *ch = NULL;
+	rv_comp_channel_attr ha = {.mask = 1};
+	rv_cq_attr ca;
+	rv_cq *cq = NULL;
+	rv_wc wc;
+
+	(void)state;
+	pair_open(&p);
+	/* Event modes and arming need a channel. */
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_a, RV_CQ_WAIT_EVENT, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "channel"));
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_a, RV_CQ_WAIT_SPIN_THEN_BLOCK, 0), -EINVAL);
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_a, 7, 0), -EINVAL);
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_a, RV_CQ_WAIT_POLL, 0), 0);
+	assert_int_equal(rv_cq_req_notify(p.cq_a, 0), -EINVAL);
+	assert_int_equal(rv_cq_ack_events(p.cq_a, 1), -EINVAL);
+	assert_int_equal(rv_cq_ack_events(p.cq_a, 0), 0);
+	/* NULL and wrong handles, bad attrs. */
+	assert_int_equal(rv_comp_channel_new(NULL, NULL, &ch), -EINVAL);
+	assert_int_equal(rv_comp_channel_new(p.ctx, NULL, NULL), -EINVAL);
+	assert_int_equal(rv_comp_channel_new(p.ctx, &ha, &ch), -EINVAL);
+	assert_int_equal(rv_comp_channel_fd(NULL), -EINVAL);
+	assert_int_equal(rv_comp_channel_fd((rv_comp_channel *)(void *)p.cq_a), -EINVAL);
+	assert_int_equal(rv_comp_channel_get_event(NULL, 0, &cq), -EINVAL);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 0, NULL), -EINVAL);
+	assert_int_equal(rv_comp_channel_close(NULL), -EINVAL);
+	assert_null(rv_comp_channel_unref(NULL));
+	assert_null(rv_comp_channel_ref(NULL));
+	assert_int_equal(rv_cq_req_notify(NULL, 0), -EINVAL);
+	assert_int_equal(rv_cq_wait(NULL, &wc, 1, 0), -EINVAL);
+	assert_int_equal(rv_cq_wait(p.cq_a, NULL, 1, 0), -EINVAL);
+	assert_int_equal(rv_cq_wait(p.cq_a, &wc, 0, 0), -EINVAL);
+	/* A CQ on a closed or foreign channel. */
+	memset(&ca, 0, sizeof(ca));
+	ca.mask = RV_CQ_ATTR_CHANNEL;
+	ca.channel = NULL;
+	assert_int_equal(rv_cq_new(p.ctx, &ca, &cq), -EINVAL);
+	assert_int_equal(rv_comp_channel_new(p.ctx, NULL, &ch), 0);
+	assert_ptr_equal(rv_comp_channel_ref(ch), ch);
+	rv_comp_channel_unref(ch);
+	assert_int_equal(rv_comp_channel_close(ch), 0);
+	ca.channel = ch;
+	assert_int_equal(rv_cq_new(p.ctx, &ca, &cq), -RV_ECLOSED);
+	rv_comp_channel_unref(ch);
+	pair_close(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(event_after_send_readable_in_epoll),
+		cmocka_unit_test(solicited_only),
+		cmocka_unit_test(timeouts),
+		cmocka_unit_test(wait_modes_receive),
+		cmocka_unit_test(event_wait_blocks_then_wakes),
+		cmocka_unit_test(close_cascades_and_unacked_events_do_not_hang),
+		cmocka_unit_test(errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
