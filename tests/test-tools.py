@@ -219,14 +219,15 @@ def case_perf_json_svg():
 
 
 def case_perf_errors():
-    p = run(["perf", "write", "bw", "-e", "--loopback"])
-    check(p.returncode == 2 and "completion channels" in p.stderr, "-e gives a clear error")
     p = run(["perf", "write", "lat", "-b", "--loopback"])
     check(p.returncode == 2 and "-b" in p.stderr, "-b on a latency test is refused")
     p = run(["perf", "write", "bw", "-s", "junk"])
     check(p.returncode == 2, "a bad size is refused")
     if soft_built():
         need_soft()
+        for test in (["write", "bw"], ["send", "lat"]):
+            p = run(["perf"] + test + ["-e", "--loopback", "-n", "50", "-d", "soft0"])
+            check(p.returncode == 0, "-e (event mode) runs %s on soft0: %s" % (" ".join(test), p.stderr))
         p = run(["perf", "atomic", "bw", "--loopback", "-n", "10", "-d", "soft0"])
         check(p.returncode != 0 and "not supported by this device" in p.stderr,
               "atomics on soft0 say: not supported by this device")

@@ -30,6 +30,7 @@ struct rdma {
 	rv_pd *pd;
 	rv_mr *mr;
 	rv_cq *cq;
+	rv_comp_channel *ch; /* -e only */
 	rv_qp **qp;
 	rv_conn *conn;
 	rv_endpoint *local, *remote;
@@ -64,6 +65,7 @@ void rdma_close(struct rdma *r)
 	for (uint32_t i = 0; r->qp && i < r->p.n_qps; i++)
 		rv_qp_unref(r->qp[i]);
 	rv_cq_unref(r->cq);
+	rv_comp_channel_unref(r->ch);
 	rv_mr_unref(r->mr);
 	rv_pd_unref(r->pd);
 	rv_context_unref(r->ctx);
@@ -131,8 +133,20 @@ int rdma_open(struct rdma **ret, const char *devname, const struct perf_params *
 	r->base = rv_mr_addr(r->mr);
 	r->lkey = rv_mr_lkey(r->mr);
 	ca.cqe = p->n_qps * (p->tx_depth + p->rx_depth) + 16;
+	if (p->events) {
+		if ((rc = rv_comp_channel_new(r->ctx, NULL, &r->ch)) < 0) {
+			tool_fail("rv_comp_channel_new", rc);
+			goto fail;
+		}
+		ca.mask |= RV_CQ_ATTR_CHANNEL;
+		ca.channel = r->ch;
+	}
 	if ((rc = rv_cq_new(r->ctx, &ca, &r->cq)) < 0) {
 		tool_fail("rv_cq_new", rc);
+		goto fail;
+	}
+	if (p->events && (rc = rv_cq_set_wait_mode(r->cq, RV_CQ_WAIT_EVENT, 0)) < 0) {
+		tool_fail("rv_cq_set_wait_mode", rc);
 		goto fail;
 	}
 	for (uint32_t i = 0; i < p->n_qps; i++) {
@@ -260,10 +274,13 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
 static int poll_once(struct rdma *r, struct qrun *st)
 {
 	rv_wc wc[16];
-	int n = rv_cq_poll(r->cq, wc, 16);
+	/* -e: sleep on the channel, at most 1 ms (the callers also watch memory). */
+	int n = r->ch ? rv_cq_wait(r->cq, wc, 16, 1) : rv_cq_poll(r->cq, wc, 16);
 
+	if (n == -ETIMEDOUT && r->ch)
+		n = 0;
 	if (n < 0)
-		return tool_fail("rv_cq_poll", n), n;
+		return tool_fail(r->ch ? "rv_cq_wait" : "rv_cq_poll", n), n;
 	/* The software device progresses on its own threads: a poller that
 	 * never lets go of its core starves them when cores are few. */
 	if (n == 0 && r->yield_after && ++r->empty_polls >= r->yield_after) {
@@ -528,7 +545,9 @@ void rdma_print_header(const struct rdma *r, const char *title)
 	printf(" Max inline data : %u[B]\n", cap.max_inline_data);
 	printf(" rdma_cm QPs     : OFF\n");
 	printf(" Data ex. method : Ethernet\n");
-	if (r->yield_after)
+	if (r->ch)
+		printf(" Polling         : events (completion channel, rv_cq_wait RV_CQ_WAIT_EVENT)\n");
+	else if (r->yield_after)
 		printf(" Polling         : busy, yielding after %u empty polls (software device)\n", r->yield_after);
 	else
 		printf(" Polling         : busy\n");

@@ -52,7 +52,7 @@ static int recv_params(int fd, struct perf_params *p)
 	    v[5] > (64u << 20))
 		return -EBADMSG;
 	*p = (struct perf_params){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4],
-				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9]};
+				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9], 0};
 	return 0;
 }
 
@@ -444,7 +444,8 @@ static void usage(FILE *f)
 		"  -D, --duration SECONDS  run each size for about this long instead of -n\n"
 		"  -I, --inline_size BYTES max inline data (sends up to it go inline)\n"
 		"  -Q, --cq-mod N          signal one send in N (bw)\n"
-		"  -e, --events            sleep on a completion channel instead of polling\n"
+		"  -e, --events            sleep on a completion channel instead of polling (this side;\n"
+		"                          rv_cq_wait in RV_CQ_WAIT_EVENT mode)\n"
 		"  -q, --qp N              number of QPs\n"
 		"  -t, --tx-depth N        send queue depth (default 128)\n"
 		"  -r, --rx-depth N        receive queue depth (default 512)\n"
@@ -530,9 +531,7 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 	    o->p.cq_mod > o->p.tx_depth)
 		return fprintf(stderr, "rverbs perf: need 1 <= -q <= %d, -t and -r >= 1, 1 <= -Q <= -t\n", RV_CONN_MAX_QPS), -1;
 	if (o->events)
-		return fprintf(stderr, "rverbs perf: -e (event mode) needs completion channels, which this rverbs "
-			       "version does not provide yet (rv_cq_new refuses RV_CQ_ATTR_CHANNEL); run without -e "
-			       "to busy-poll\n"), -1;
+		o->p.events = 1;
 	if (o->p.bidir && o->mode != PERF_BW)
 		return fprintf(stderr, "rverbs perf: -b applies to bw tests only\n"), -1;
 	if (o->test == PERF_ATOMIC)
