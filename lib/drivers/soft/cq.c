@@ -146,8 +146,11 @@ bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
 		c->tail++;
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
 	}
-	pthread_mutex_unlock(&c->lock);
+	/* Read under the lock: soft_cq_req_notify takes it after arming, so
+	 * either this push sees the arm or the re-poll after arming sees the
+	 * entry (no lost wakeup). */
 	armed = atomic_load_explicit(&c->armed, memory_order_relaxed);
+	pthread_mutex_unlock(&c->lock);
 	if (RV_UNLIKELY(armed != ARM_NONE)) {
 		/* Solicited-only fires on solicited receives and on errors. */
 		if (armed == ARM_ALL || solicited || wc->status != RV_WC_SUCCESS || !ok) {
@@ -168,6 +171,9 @@ int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
 	 * solicited-only never narrows an armed CQ (as verbs). */
 	if (!atomic_compare_exchange_strong(&c->armed, &cur, want) && want == ARM_ALL)
 		atomic_store(&c->armed, ARM_ALL);
+	/* Order the arm against concurrent pushes (see soft_cq_push_se). */
+	pthread_mutex_lock(&c->lock);
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
