@@ -228,6 +228,7 @@ static void h_ref(enum rv_obj_type t, void *h)
 	case RV_OBJ_MR: rv_mr_ref(h); break;
 	case RV_OBJ_CQ: rv_cq_ref(h); break;
 	case RV_OBJ_QP: rv_qp_ref(h); break;
+	case RV_OBJ_COMP_CHANNEL: rv_comp_channel_ref(h); break;
 	default: break;
 	}
 }
@@ -242,6 +243,7 @@ static void h_unref(enum rv_obj_type t, void *h)
 	case RV_OBJ_MR: r = rv_mr_unref(h); break;
 	case RV_OBJ_CQ: r = rv_cq_unref(h); break;
 	case RV_OBJ_QP: r = rv_qp_unref(h); break;
+	case RV_OBJ_COMP_CHANNEL: r = rv_comp_channel_unref(h); break;
 	default: r = NULL; break;
 	}
 	if (r)
@@ -257,6 +259,7 @@ static int h_close(enum rv_obj_type t, void *h)
 	case RV_OBJ_MR: return rv_mr_close(h);
 	case RV_OBJ_CQ: return rv_cq_close(h);
 	case RV_OBJ_QP: return rv_qp_close(h);
+	case RV_OBJ_COMP_CHANNEL: return rv_comp_channel_close(h);
 	default: return -EINVAL;
 	}
 }
@@ -272,12 +275,13 @@ static bool h_live(enum rv_obj_type t, void *h)
 	case RV_OBJ_MR: return rv_mr_pd(h) != NULL;
 	case RV_OBJ_CQ: return rv_cq_size(h) != 0;
 	case RV_OBJ_QP: return rv_qp_num(h) != 0;
+	case RV_OBJ_COMP_CHANNEL: return rv_comp_channel_fd(h) >= 0;
 	default: return false;
 	}
 }
 
 static const enum rv_obj_type fuzz_types[] = {RV_OBJ_DEVICE, RV_OBJ_CONTEXT, RV_OBJ_PD,
-					      RV_OBJ_MR, RV_OBJ_CQ, RV_OBJ_QP};
+					      RV_OBJ_MR, RV_OBJ_CQ, RV_OBJ_QP, RV_OBJ_COMP_CHANNEL};
 
 /* ---- slots: one per reference the program holds ---- */
 
@@ -463,15 +467,41 @@ static void op_pd_new(void)
 	}
 }
 
+static void op_channel_new(void)
+{
+	struct mobj *p = pick_t(RV_OBJ_CONTEXT);
+	rv_comp_channel_attr a = {.mask = u8() % 8 == 0 ? UINT64_C(1) << (u8() % 64) : 0};
+	rv_comp_channel *ch = NULL;
+	int exact, rc;
+
+	if (m_full() || n_slots == MAX_SLOTS)
+		return;
+	extra_ok = 0;
+	exact = arg_rc(p, RV_OBJ_CONTEXT);
+	if (exact == 0 && a.mask)
+		exact = -EINVAL;
+	if (exact == 0)
+		exact = pending_create_failure(RV_OBJ_COMP_CHANNEL);
+	rc = rv_comp_channel_new(p ? p->h : NULL, &a, &ch);
+	expect("rv_comp_channel_new", rc, soft_mode && exact == 0 ? 1 : exact, ALLOWED(-ENOMEM, -EMFILE));
+	if (rc == 0) {
+		struct mobj *o = m_new(ch, RV_OBJ_COMP_CHANNEL, p);
+		o->deps[o->n_deps++] = p;
+		slot_add(o);
+	}
+}
+
 static void op_cq_new(void)
 {
 	static const uint32_t cqes[] = {0, 1, 16, 256, 1u << 20, UINT32_MAX};
-	struct mobj *p = pick_t(RV_OBJ_CONTEXT);
+	struct mobj *p = pick_t(RV_OBJ_CONTEXT), *ch;
 	uint8_t m = u8();
 	rv_cq_attr a = {.mask = m & 0x87u, .cqe = cqes[u8() % 6]};
 	rv_cq *cq = NULL;
 	int exact, rc;
 
+	ch = pick_t(RV_OBJ_COMP_CHANNEL);
+	a.channel = ch ? ch->h : NULL;
 	if (m & 0x80u)
 		a.mask = UINT64_C(1) << (u8() % 64);
 	if (m_full() || n_slots == MAX_SLOTS)
@@ -481,8 +511,12 @@ static void op_cq_new(void)
 	exact = arg_rc(p, RV_OBJ_CONTEXT);
 	if (exact == 0 && (a.mask & ~(uint64_t)7))
 		exact = -EINVAL;
-	else if (exact == 0 && ((a.mask & RV_CQ_ATTR_CQE) || (a.mask & RV_CQ_ATTR_CHANNEL)))
-		exact = 1; /* cqe limits and channels: decided by the device */
+	else if (exact == 0 && (a.mask & RV_CQ_ATTR_CHANNEL) && arg_rc(ch, RV_OBJ_COMP_CHANNEL))
+		exact = arg_rc(ch, RV_OBJ_COMP_CHANNEL);
+	else if (exact == 0 && (a.mask & RV_CQ_ATTR_CHANNEL) && ch->ctx_id != p->ctx_id)
+		exact = -EINVAL;
+	else if (exact == 0 && (a.mask & RV_CQ_ATTR_CQE))
+		exact = 1; /* cqe limits: the device's call */
 	if (exact == 0)
 		exact = pending_create_failure(RV_OBJ_CQ);
 	rc = rv_cq_new(p ? p->h : NULL, &a, &cq);
@@ -490,6 +524,8 @@ static void op_cq_new(void)
 	if (rc == 0) {
 		struct mobj *o = m_new(cq, RV_OBJ_CQ, p);
 		o->deps[o->n_deps++] = p;
+		if (a.mask & RV_CQ_ATTR_CHANNEL)
+			o->deps[o->n_deps++] = ch;
 		slot_add(o);
 	}
 }
@@ -636,7 +672,7 @@ static void op_unref(void)
 static void op_wrong_type(void)
 {
 	int i = pick_slot();
-	enum rv_obj_type t = fuzz_types[u8() % 6];
+	enum rv_obj_type t = fuzz_types[u8() % 7];
 	struct mobj *o;
 
 	if (i < 0)
@@ -798,7 +834,8 @@ static void op_device_list(void)
 
 static void op_inject(void)
 {
-	static const enum rv_obj_type t[] = {RV_OBJ_CONTEXT, RV_OBJ_PD, RV_OBJ_MR, RV_OBJ_CQ, RV_OBJ_QP};
+	static const enum rv_obj_type t[] = {RV_OBJ_CONTEXT, RV_OBJ_PD, RV_OBJ_MR, RV_OBJ_CQ, RV_OBJ_QP,
+					     RV_OBJ_COMP_CHANNEL};
 	uint8_t k = u8();
 
 	if (soft_mode)
@@ -806,9 +843,9 @@ static void op_inject(void)
 	/* Not a context's destroy: one that fails at the last unref has no
 	 * parent left to retry it and is leaked (logged; lib/core/object.c). */
 	if (k & 1)
-		mock_fail_create(t[(k >> 1) % 5], k & 0x80 ? EIO : ENOMEM, 1);
+		mock_fail_create(t[(k >> 1) % 6], k & 0x80 ? EIO : ENOMEM, 1);
 	else
-		mock_fail_destroy(t[1 + (k >> 1) % 4], k & 0x80 ? EIO : EBUSY, 1 + (k >> 6) % 2);
+		mock_fail_destroy(t[1 + (k >> 1) % 5], k & 0x80 ? EIO : EBUSY, 1 + (k >> 6) % 2);
 }
 
 /* ---- invariants ---- */
@@ -996,7 +1033,7 @@ static void check_all(size_t log0)
 static void (*const ops[])(void) = {
 	op_device_new, op_context_new, op_pd_new, op_cq_new, op_mr_new, op_qp_new,
 	op_close, op_close, op_ref, op_unref, op_unref, op_wrong_type,
-	op_post, op_poll, op_query, op_connect, op_device_list, op_inject,
+	op_post, op_poll, op_query, op_connect, op_device_list, op_inject, op_channel_new,
 };
 
 static void quiet(rv_log_level level, const char *msg, void *user)
@@ -1009,9 +1046,9 @@ static void quiet(rv_log_level level, const char *msg, void *user)
 static void report(void)
 {
 	fprintf(stderr, "fuzz-lifecycle: %llu inputs, %llu steps (%s); created %llu contexts, %llu PDs, "
-		"%llu MRs, %llu CQs, %llu QPs\n", total_inputs, total_steps, soft_mode ? "soft0" : "mock driver",
+		"%llu MRs, %llu CQs, %llu QPs, %llu completion channels\n", total_inputs, total_steps, soft_mode ? "soft0" : "mock driver",
 		created[RV_OBJ_CONTEXT], created[RV_OBJ_PD], created[RV_OBJ_MR], created[RV_OBJ_CQ],
-		created[RV_OBJ_QP]);
+		created[RV_OBJ_QP], created[RV_OBJ_COMP_CHANNEL]);
 }
 
 static void prelude(void)
