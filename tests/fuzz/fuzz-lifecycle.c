@@ -511,6 +511,8 @@ static void op_cq_new(void)
 	exact = arg_rc(p, RV_OBJ_CONTEXT);
 	if (exact == 0 && (a.mask & ~(uint64_t)7))
 		exact = -EINVAL;
+	else if (exact == 0 && (a.mask & RV_CQ_ATTR_CQE) && a.cqe == 0)
+		exact = -EINVAL; /* checked before the channel */
 	else if (exact == 0 && (a.mask & RV_CQ_ATTR_CHANNEL) && arg_rc(ch, RV_OBJ_COMP_CHANNEL))
 		exact = arg_rc(ch, RV_OBJ_COMP_CHANNEL);
 	else if (exact == 0 && (a.mask & RV_CQ_ATTR_CHANNEL) && ch->ctx_id != p->ctx_id)
