@@ -247,26 +247,8 @@ RV_EXPORT int rv_qp_state_of(rv_qp *qp)
 /* Copy the caller's fields over the defaults in *a. */
 static void overlay(rv_qp_attr *a, const rv_qp_attr *u)
 {
-	uint64_t m = u->mask;
-
-	if (m & RV_QP_PKEY_INDEX) a->pkey_index = u->pkey_index;
-	if (m & RV_QP_PORT) a->port_num = u->port_num;
-	if (m & RV_QP_ACCESS_FLAGS) a->qp_access_flags = u->qp_access_flags;
-	if (m & RV_QP_QKEY) a->qkey = u->qkey;
-	if (m & RV_QP_AV) a->ah_attr = u->ah_attr;
-	if (m & RV_QP_PATH_MTU) a->path_mtu = u->path_mtu;
-	if (m & RV_QP_DEST_QPN) a->dest_qp_num = u->dest_qp_num;
-	if (m & RV_QP_RQ_PSN) a->rq_psn = u->rq_psn;
-	if (m & RV_QP_SQ_PSN) a->sq_psn = u->sq_psn;
-	if (m & RV_QP_MAX_DEST_RD_ATOMIC) a->max_dest_rd_atomic = u->max_dest_rd_atomic;
-	if (m & RV_QP_MAX_QP_RD_ATOMIC) a->max_rd_atomic = u->max_rd_atomic;
-	if (m & RV_QP_MIN_RNR_TIMER) a->min_rnr_timer = u->min_rnr_timer;
-	if (m & RV_QP_TIMEOUT) a->timeout = u->timeout;
-	if (m & RV_QP_RETRY_CNT) a->retry_cnt = u->retry_cnt;
-	if (m & RV_QP_RNR_RETRY) a->rnr_retry = u->rnr_retry;
-	if (m & RV_QP_CUR_STATE) a->cur_qp_state = u->cur_qp_state;
-	if (m & RV_QP_EN_SQD_ASYNC_NOTIFY) a->en_sqd_async_notify = u->en_sqd_async_notify;
-	a->mask |= m;
+	rv_qp_attr_copy_set(a, u);
+	a->mask |= u->mask;
 }
 
 /* The helpers refuse a user mask that names the state: they choose it. */

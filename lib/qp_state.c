@@ -112,6 +112,29 @@ bool rv_qp_transition_masks(uint32_t t, uint32_t cur, uint32_t next, uint64_t *r
 	return true;
 }
 
+void rv_qp_attr_copy_set(rv_qp_attr *a, const rv_qp_attr *u)
+{
+	uint64_t m = u->mask;
+
+	if (m & RV_QP_PKEY_INDEX) a->pkey_index = u->pkey_index;
+	if (m & RV_QP_PORT) a->port_num = u->port_num;
+	if (m & RV_QP_ACCESS_FLAGS) a->qp_access_flags = u->qp_access_flags;
+	if (m & RV_QP_QKEY) a->qkey = u->qkey;
+	if (m & RV_QP_AV) a->ah_attr = u->ah_attr;
+	if (m & RV_QP_PATH_MTU) a->path_mtu = u->path_mtu;
+	if (m & RV_QP_DEST_QPN) a->dest_qp_num = u->dest_qp_num;
+	if (m & RV_QP_RQ_PSN) a->rq_psn = u->rq_psn;
+	if (m & RV_QP_SQ_PSN) a->sq_psn = u->sq_psn;
+	if (m & RV_QP_MAX_DEST_RD_ATOMIC) a->max_dest_rd_atomic = u->max_dest_rd_atomic;
+	if (m & RV_QP_MAX_QP_RD_ATOMIC) a->max_rd_atomic = u->max_rd_atomic;
+	if (m & RV_QP_MIN_RNR_TIMER) a->min_rnr_timer = u->min_rnr_timer;
+	if (m & RV_QP_TIMEOUT) a->timeout = u->timeout;
+	if (m & RV_QP_RETRY_CNT) a->retry_cnt = u->retry_cnt;
+	if (m & RV_QP_RNR_RETRY) a->rnr_retry = u->rnr_retry;
+	if (m & RV_QP_CUR_STATE) a->cur_qp_state = u->cur_qp_state;
+	if (m & RV_QP_EN_SQD_ASYNC_NOTIFY) a->en_sqd_async_notify = u->en_sqd_async_notify;
+}
+
 static int first_bit_name(uint64_t bits, const char **name)
 {
 	for (unsigned i = 0; i < 64; i++) {

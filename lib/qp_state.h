@@ -21,6 +21,10 @@ bool rv_qp_transition_masks(uint32_t qp_type, uint32_t cur, uint32_t next, uint6
  * naming the illegal transition or the missing/forbidden attribute. */
 int rv_qp_check_modify(uint32_t qp_type, uint32_t cur, const rv_qp_attr *attr, const char *func);
 
+/* Copy into a the fields of u named in u->mask (not the state, not the caps);
+ * a->mask is left alone. */
+void rv_qp_attr_copy_set(rv_qp_attr *a, const rv_qp_attr *u);
+
 const char *rv_qp_state_name(uint32_t state);
 const char *rv_qp_attr_bit_name(uint64_t bit);
 
