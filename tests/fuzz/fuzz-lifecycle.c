@@ -1073,6 +1073,18 @@ static void prelude(void)
 	o = m_new(cq, RV_OBJ_CQ, co);
 	o->deps[o->n_deps++] = co;
 	slot_add(o);
+	{
+		rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ, .send_cq = cq};
+		rv_qp *qp = NULL;
+		struct mobj *pdo = slots[n_slots - 2], *cqo = slots[n_slots - 1];
+
+		if (rv_qp_new(pd, &qa, &qp) < 0)
+			die("prelude: rv_qp_new");
+		o = m_new(qp, RV_OBJ_QP, co);
+		o->deps[o->n_deps++] = pdo;
+		o->deps[o->n_deps++] = cqo;
+		slot_add(o);
+	}
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -1100,7 +1112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!soft_mode)
 		mock_reset();
 	total_inputs++;
-	/* Every program starts with a device, a context, a PD and a CQ. */
+	/* Every program starts with a device, a context, a PD, a CQ and a QP. */
 	step_no = 0;
 	op_device_new();
 	prelude();
