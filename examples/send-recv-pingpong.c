@@ -10,6 +10,7 @@
  *   send-recv-pingpong [-n ITERS] [-s SIZE] client HOST PORT
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +105,17 @@ static int send_and_receive(struct side *s, int send_first)
 		got_send = 1;
 	else if ((rc = rv_qp_send(s->qp, &sge, 1)) < 0)
 		return fail("rv_qp_send", rc);
+	int idle = 0;
+
 	while (!got_send || !got_recv) {
-		if ((rc = rv_cq_poll(s->cq, &wc, 1)) == 0 && now_us() < deadline)
+		if ((rc = rv_cq_poll(s->cq, &wc, 1)) == 0 && now_us() < deadline) {
+			/* On the software device the transfer is done by threads of
+			 * this process and the peer's: on a machine with few cores,
+			 * spinning without pause would starve them. */
+			if (++idle % 64 == 0)
+				sched_yield();
 			continue;
+		}
 		if (rc <= 0)
 			return fail("waiting for a completion", rc ? rc : -ETIMEDOUT);
 		if (wc.status != RV_WC_SUCCESS) {
