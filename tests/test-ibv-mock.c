@@ -41,6 +41,12 @@ static struct {
 	int reg_errno;
 	int destroy_qp_busy;
 	int modify_errno;
+	int pd_errno;          /* ibv_alloc_pd fails with it */
+	int dealloc_pd_errno;  /* the next ibv_dealloc_pd fails with it (once) */
+	int qp_errno;          /* ibv_create_qp fails with it */
+	int query_qp_errno;    /* ibv_query_qp fails with it */
+	int notify_rc;         /* ibv_req_notify_cq returns it */
+	int cq_event_errno;    /* ibv_get_cq_event fails with it (0: EAGAIN) */
 	/* what the driver passed */
 	uint32_t next_qpn;
 	int reg_access;
@@ -385,7 +391,7 @@ static int mock_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	(void)cq;
 	(void)solicited_only;
-	return 0;
+	return mock.notify_rc;
 }
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -415,7 +421,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	(void)channel;
 	(void)cq;
 	(void)cq_context;
-	errno = EAGAIN;
+	errno = mock.cq_event_errno ? mock.cq_event_errno : EAGAIN;
 	return -1;
 }
 
@@ -538,8 +544,13 @@ int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, unio
 
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+	struct ibv_pd *pd;
 
+	if (mock.pd_errno) {
+		errno = mock.pd_errno;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return NULL;
 	pd->context = context;
@@ -549,6 +560,12 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	if (mock.dealloc_pd_errno) {
+		int e = mock.dealloc_pd_errno;
+
+		mock.dealloc_pd_errno = 0;
+		return e;
+	}
 	free(pd);
 	mock.pd_out--;
 	return 0;
@@ -651,6 +668,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	struct mock_qp *q;
 	int slot = -1;
 
+	if (mock.qp_errno) {
+		errno = mock.qp_errno;
+		return NULL;
+	}
 	for (int i = 0; i < MOCK_MAX_QP && slot < 0; i++)
 		if (!mock_qps[i])
 			slot = i;
@@ -719,6 +740,8 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	struct mock_qp *q = (struct mock_qp *)qp;
 
 	(void)attr_mask;
+	if (mock.query_qp_errno)
+		return mock.query_qp_errno;
 	memset(attr, 0, sizeof(*attr));
 	memset(init_attr, 0, sizeof(*init_attr));
 	attr->qp_state = qp->state;
