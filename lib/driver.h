@@ -74,8 +74,9 @@ struct rv_driver {
 	/* Fill the fields named in attr->mask. qp_state must be current: a driver
 	 * whose QP moved to ERR by itself reports RV_QPS_ERR. */
 	int (*qp_query)(struct rv_qp *qp, rv_qp_attr *attr);
-	/* Data path: wrs non-NULL, n ≥ 1, n_posted non-NULL. Apply automatic
-	 * inline with rv_send_wr_inline(). */
+	/* Data path: wrs non-NULL, n ≥ 1, n_posted non-NULL and set on every
+	 * return (the facade passes the caller's pointer through). Apply
+	 * automatic inline with rv_send_wr_inline(). */
 	int (*post_send)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 	int (*post_recv)(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 

@@ -470,40 +470,39 @@ static inline int qp_live(const struct rv_qp *qp)
 			 !(RV_UNLIKELY(rv_fork_child) && qp->ctx->pid != rv_fork_pid));
 }
 
+/* The cold half of the post entry checks: a handle that is not a live QP of
+ * this process (n_posted untouched), or an empty or NULL array. */
+static int post_refused(const rv_qp *qp, const void *wrs, size_t n, size_t *n_posted, const char *func)
+{
+	if (!qp_live(qp))
+		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, func);
+	if (n_posted)
+		*n_posted = 0;
+	return wrs || n == 0 ? 0 : rv_err(EINVAL, func, "wrs is NULL");
+}
+
+/* The drivers set *n_posted on every return: with the caller's pointer the
+ * call is a tail call. */
 RV_EXPORT int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
-	size_t posted = 0;
-	int rc;
+	size_t posted;
 
-	if (RV_UNLIKELY(!qp_live(qp)))
-		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
-	if (RV_UNLIKELY(!wrs || n == 0)) {
-		if (n_posted)
-			*n_posted = 0;
-		return wrs || n == 0 ? 0 : rv_err(EINVAL, __func__, "wrs is NULL");
-	}
-	rc = qp->drv->post_send(qp, wrs, n, &posted);
+	if (RV_UNLIKELY(!qp_live(qp) || !wrs || n == 0))
+		return post_refused(qp, wrs, n, n_posted, __func__);
 	if (n_posted)
-		*n_posted = posted;
-	return rc;
+		return qp->drv->post_send(qp, wrs, n, n_posted);
+	return qp->drv->post_send(qp, wrs, n, &posted);
 }
 
 RV_EXPORT int rv_qp_post_recv(rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
 {
-	size_t posted = 0;
-	int rc;
+	size_t posted;
 
-	if (RV_UNLIKELY(!qp_live(qp)))
-		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
-	if (RV_UNLIKELY(!wrs || n == 0)) {
-		if (n_posted)
-			*n_posted = 0;
-		return wrs || n == 0 ? 0 : rv_err(EINVAL, __func__, "wrs is NULL");
-	}
-	rc = qp->drv->post_recv(qp, wrs, n, &posted);
+	if (RV_UNLIKELY(!qp_live(qp) || !wrs || n == 0))
+		return post_refused(qp, wrs, n, n_posted, __func__);
 	if (n_posted)
-		*n_posted = posted;
-	return rc;
+		return qp->drv->post_recv(qp, wrs, n, n_posted);
+	return qp->drv->post_recv(qp, wrs, n, &posted);
 }
 
 static int post_one(rv_qp *qp, uint32_t opcode, const rv_sge *local, uint64_t raddr, uint32_t rkey,

@@ -111,6 +111,9 @@ static inline uint64_t rv_ctx_next_id(struct rv_context *ctx)
 static inline uint64_t rv_send_wr_length(const rv_send_wr *wr)
 {
 	uint64_t n = 0;
+
+	if (RV_LIKELY(wr->num_sge == 1)) /* the usual case, without the loop */
+		return wr->sg_list[0].length;
 	for (uint32_t i = 0; i < wr->num_sge; i++)
 		n += wr->sg_list[i].length;
 	return n;

@@ -380,7 +380,8 @@ static void test_ibv_translate__send_wr_every_opcode(void **state)
 			assert_int_equal(ib.invalidate_rkey, 0x01020304);
 			break;
 		default:
-			assert_int_equal(ib.imm_data, 0);
+			/* Unused by the opcode: unspecified (providers read the
+			 * unions by opcode). */
 			break;
 		}
 		switch (op) {
@@ -398,9 +399,7 @@ static void test_ibv_translate__send_wr_every_opcode(void **state)
 			assert_int_equal(ib.wr.atomic.swap, 0x1112131415161718ull);
 			break;
 		default:
-			/* A SEND carries no remote address. */
-			assert_int_equal(ib.wr.rdma.remote_addr, 0);
-			assert_int_equal(ib.wr.rdma.rkey, 0);
+			/* A SEND carries no remote address: unspecified. */
 			break;
 		}
 	}

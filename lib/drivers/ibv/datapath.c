@@ -3,8 +3,9 @@
  *
  * Owns: the translation of rverbs WR arrays into libibverbs WR chains and of
  * ibv_wc arrays into rv_wc. Never allocates, never locks, never uses an atomic:
- * the chains and the ibv_wc array live on the stack in batches of RV_IBV_BATCH,
- * and the scatter/gather lists are passed through without copying. The only
+ * one WR is translated onto the stack, more in chains of RV_IBV_BATCH on the
+ * stack; the scatter/gather lists are passed through without copying, and
+ * completions are polled straight into the caller's rv_wc array. The only
  * calls out are ibv_post_send / ibv_post_recv / ibv_poll_cq (provider code,
  * no syscall on the usual providers), and rv_err on failure.
  */
@@ -14,7 +15,7 @@
 #include "ibv-driver.h"
 #include "translate.h"
 
-/* WRs translated and posted per libibverbs call, and WCs polled per call.
+/* WRs translated and posted per libibverbs call.
  * 16 ibv_send_wr are about 2 KiB of stack; larger batches buy nothing since
  * a provider rings its doorbell once per call anyway. */
 #define RV_IBV_BATCH 16
@@ -70,7 +71,9 @@ static int send_failed(struct rv_qp *qp, const rv_send_wr *wr, size_t index, int
 	return -err;
 }
 
-int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+/* The rest of a batch, or a WR the one-WR path does not take: translated into
+ * chains of RV_IBV_BATCH on the stack. */
+static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
 	struct ibv_qp *q = qp->drv_qp;
 	struct ibv_send_wr chain[RV_IBV_BATCH];
@@ -107,7 +110,56 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 	return 0;
 }
 
-int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	/* What the failure path needs lives in this frame beside the WR, whose
+	 * address escapes to libibverbs: the compiler reloads it after the call
+	 * on failure only, instead of saving and restoring three callee-saved
+	 * registers on every post. */
+	struct {
+		struct ibv_send_wr w, *bad;
+		struct rv_qp *qp;
+		const rv_send_wr *wr;
+		size_t *n_posted;
+	} f;
+	int rc;
+
+	/* One common WR on a connected QP (most posts): translated straight onto
+	 * the stack, no chain, no loop. */
+	if (RV_UNLIKELY(n != 1 || wrs->opcode > RV_WR_RDMA_READ || qp->qp_type == RV_QPT_UD))
+		return post_send_chains(qp, wrs, n, n_posted);
+	rv_ibv_send_wr_common(qp, wrs, &f.w);
+	f.qp = qp;
+	f.wr = wrs;
+	f.n_posted = n_posted;
+	*n_posted = 1;
+	rc = ibv_post_send(qp->drv_qp, &f.w, &f.bad);
+	if (RV_UNLIKELY(rc != 0)) {
+		*f.n_posted = 0;
+		return send_failed(f.qp, f.wr, 0, rv_ibv_errno(rc));
+	}
+	return 0;
+}
+
+/* ibv_post_recv refused WR i. */
+static int recv_failed(struct rv_qp *qp, const rv_recv_wr *wr, size_t i, int rc)
+{
+	int err = rv_ibv_errno(rc);
+	char ebuf[128];
+
+	rv_err(err, "rv_qp_post_recv", "ibv_post_recv refused WR %zu (%u SGE) on QP %u: %s", i,
+	       wr->num_sge, qp->qpn, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == ENOMEM)
+		rv_err_hint("the receive queue is full (max_recv_wr %u): wait for receives to "
+			    "complete or create the QP with a deeper queue", qp->cap.max_recv_wr);
+	else if (err == EINVAL)
+		rv_err_hint("check num_sge <= max_recv_sge (%u) and the QP state (%s: receives "
+			    "need INIT or later)", qp->cap.max_recv_sge,
+			    rv_ibv_qp_state_name(qp->state));
+	return -err;
+}
+
+static __attribute__((noinline)) int post_recv_chains(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
 {
 	struct ibv_qp *q = qp->drv_qp;
 	struct ibv_recv_wr chain[RV_IBV_BATCH];
@@ -126,22 +178,9 @@ int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *
 		rc = ibv_post_recv(q, chain, &bad);
 		if (RV_UNLIKELY(rc != 0)) {
 			size_t i = bad_index(chain, bad, sizeof(chain[0]), k);
-			int err = rv_ibv_errno(rc);
-			char ebuf[128];
 
 			*n_posted = done + i;
-			rv_err(err, "rv_qp_post_recv", "ibv_post_recv refused WR %zu (%u SGE) on "
-			       "QP %u: %s", done + i, wrs[done + i].num_sge, qp->qpn,
-			       rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
-			if (err == ENOMEM)
-				rv_err_hint("the receive queue is full (max_recv_wr %u): wait for "
-					    "receives to complete or create the QP with a deeper "
-					    "queue", qp->cap.max_recv_wr);
-			else if (err == EINVAL)
-				rv_err_hint("check num_sge <= max_recv_sge (%u) and the QP state (%s: "
-					    "receives need INIT or later)", qp->cap.max_recv_sge,
-					    rv_ibv_qp_state_name(qp->state));
-			return -err;
+			return recv_failed(qp, &wrs[done + i], done + i, rc);
 		}
 		done += k;
 	}
@@ -149,33 +188,52 @@ int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *
 	return 0;
 }
 
+int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	/* As in rv_ibv_post_send: the failure path's arguments in the frame. */
+	struct {
+		struct ibv_recv_wr w, *bad;
+		struct rv_qp *qp;
+		const rv_recv_wr *wr;
+		size_t *n_posted;
+	} f;
+	int rc;
+
+	if (RV_UNLIKELY(n != 1))
+		return post_recv_chains(qp, wrs, n, n_posted);
+	rv_ibv_recv_wr_to_ibv(wrs, &f.w);
+	f.qp = qp;
+	f.wr = wrs;
+	f.n_posted = n_posted;
+	*n_posted = 1;
+	rc = ibv_post_recv(qp->drv_qp, &f.w, &f.bad);
+	if (RV_UNLIKELY(rc != 0)) {
+		*f.n_posted = 0;
+		return recv_failed(f.qp, f.wr, 0, rc);
+	}
+	return 0;
+}
+
+static int poll_failed(struct rv_cq *cq, int got)
+{
+	rv_err(EOVERFLOW, "rv_cq_poll", "ibv_poll_cq on CQ of %u entries returned %d: the CQ is "
+	       "in error", cq->cqe, got);
+	rv_err_hint("usually the CQ overflowed: more work was outstanding on its QPs than it "
+		    "has entries; size the CQ for the sum of their queue depths (the QPs are now "
+		    "in the error state)");
+	return -EOVERFLOW;
+}
+
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
-	struct ibv_cq *q = cq->drv_cq;
-	struct ibv_wc iwc[RV_IBV_BATCH];
-	int total = 0;
+	/* rv_wc has ibv_wc's layout and size (translate.c proves it): the
+	 * provider writes the caller's array directly, and each completion is
+	 * fixed up in place (imm_data byte order, reserved). */
+	int got = ibv_poll_cq(cq->drv_cq, max, (struct ibv_wc *)(void *)wc);
 
-	while (total < max) {
-		int want = max - total < RV_IBV_BATCH ? max - total : RV_IBV_BATCH;
-		int got = ibv_poll_cq(q, want, iwc);
-
-		if (RV_UNLIKELY(got < 0)) {
-			/* Completions already taken must not be lost: return them;
-			 * the next poll reports the error again. */
-			if (total > 0)
-				return total;
-			rv_err(EOVERFLOW, "rv_cq_poll", "ibv_poll_cq on CQ of %u entries returned %d: "
-			       "the CQ is in error", cq->cqe, got);
-			rv_err_hint("usually the CQ overflowed: more work was outstanding on its QPs "
-				    "than it has entries; size the CQ for the sum of their queue "
-				    "depths (the QPs are now in the error state)");
-			return -EOVERFLOW;
-		}
-		for (int i = 0; i < got; i++)
-			rv_ibv_wc_from_ibv(&iwc[i], &wc[total + i]);
-		total += got;
-		if (got < want)
-			break;
-	}
-	return total;
+	if (RV_UNLIKELY(got < 0))
+		return poll_failed(cq, got);
+	for (int i = 0; i < got; i++)
+		rv_ibv_wc_fix(&wc[i]);
+	return got;
 }

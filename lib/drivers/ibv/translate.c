@@ -7,6 +7,7 @@
  * conversions. Never calls libibverbs, never allocates, never sets errors.
  */
 #include <endian.h>
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -166,6 +167,44 @@ RV_SAME(RV_SEND_IP_CSUM, IBV_SEND_IP_CSUM);
 _Static_assert((RV_SEND_NO_INLINE & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
 				     IBV_SEND_INLINE | IBV_SEND_IP_CSUM)) == 0,
 	       "RV_SEND_NO_INLINE collides with an IBV_SEND_* flag");
+
+/* The opcodes rv_ibv_send_wr_common() does not take, and the refusals: off
+ * the usual data path, so a switch and full zeroing of the unions are fine. */
+int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ibv_send_wr *out)
+{
+	if (in->opcode > RV_WR_SEND_WITH_INV)
+		return -EINVAL;
+	if (in->opcode == RV_WR_BIND_MW || qp->qp_type == RV_QPT_UD)
+		return -EOPNOTSUPP;
+	out->wr_id = in->wr_id;
+	out->next = NULL;
+	out->sg_list = (struct ibv_sge *)(uintptr_t)in->sg_list;
+	out->num_sge = (int)in->num_sge;
+	out->opcode = (enum ibv_wr_opcode)in->opcode;
+	out->send_flags = rv_ibv_send_flags(qp, in);
+	out->imm_data = 0;
+	memset(&out->wr, 0, sizeof(out->wr));
+	memset(&out->qp_type, 0, sizeof(out->qp_type));
+	switch (in->opcode) {
+	case RV_WR_SEND_WITH_INV:
+	case RV_WR_LOCAL_INV:
+		out->invalidate_rkey = in->imm_data;
+		break;
+	case RV_WR_ATOMIC_CMP_AND_SWP:
+	case RV_WR_ATOMIC_FETCH_AND_ADD:
+		out->wr.atomic.remote_addr = in->remote_addr;
+		out->wr.atomic.rkey = in->rkey;
+		out->wr.atomic.compare_add = in->compare_add;
+		out->wr.atomic.swap = in->swap;
+		break;
+	default: /* the common opcodes, on a QP type the fast path leaves here */
+		out->imm_data = htobe32(in->imm_data);
+		out->wr.rdma.remote_addr = in->remote_addr;
+		out->wr.rdma.rkey = in->rkey;
+		break;
+	}
+	return 0;
+}
 
 /* A libibverbs "int" limit as rverbs' unsigned field. */
 static uint32_t limit_u32(int v)

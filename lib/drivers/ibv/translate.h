@@ -64,32 +64,55 @@ void rv_ibv_device_attr_from_ibv(const struct ibv_device_attr *in, rv_device_att
 /* ibv_port_attr -> rv_port_attr: every field but mask. */
 void rv_ibv_port_attr_from_ibv(const struct ibv_port_attr *in, rv_port_attr *out);
 
-/*
- * rv_send_wr -> ibv_send_wr, with out->next = NULL. The scatter/gather list
- * is shared, not copied (rv_sge and ibv_sge have one layout). The payload
- * goes inline when rv_send_wr_inline() says so; immediate data goes to
- * network byte order; an rkey to invalidate stays in host order.
- * Returns 0, -EINVAL for an opcode rverbs does not define, or -EOPNOTSUPP
- * for what this driver cannot express yet: memory-window binds (rv_send_wr
- * carries no window) and UD sends (address handles have no driver object).
- */
-static inline int rv_ibv_send_wr_to_ibv(const struct rv_qp *qp, const rv_send_wr *in,
-					struct ibv_send_wr *out)
+/* The opcodes whose payload may go inline (SENDs and WRITEs). */
+#define RV_IBV_INLINE_OPCODES                                                     \
+	((1u << RV_WR_RDMA_WRITE) | (1u << RV_WR_RDMA_WRITE_WITH_IMM) | (1u << RV_WR_SEND) | \
+	 (1u << RV_WR_SEND_WITH_IMM) | (1u << RV_WR_SEND_WITH_INV))
+
+/* The libibverbs send flags of in, inline decided by rv_send_wr_inline's
+ * rule. in->opcode must be a valid rv_wr_opcode (below 32). */
+static inline unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in)
 {
-	uint32_t flags = in->send_flags & RV_IBV_SEND_FLAGS_PASSED;
+	uint32_t f = in->send_flags;
+	unsigned int out = f & RV_IBV_SEND_FLAGS_PASSED;
+	bool may = (RV_IBV_INLINE_OPCODES >> in->opcode) & 1;
 
-	if (RV_UNLIKELY(in->opcode > RV_WR_SEND_WITH_INV))
-		return -EINVAL;
-	if (RV_UNLIKELY(in->opcode == RV_WR_BIND_MW || qp->qp_type == RV_QPT_UD))
-		return -EOPNOTSUPP;
-	if (rv_send_wr_inline(qp, in))
-		flags |= IBV_SEND_INLINE;
+	if (!(f & (RV_SEND_INLINE | RV_SEND_NO_INLINE))) {
+		uint32_t max = qp->cap.max_inline_data;
+		if (may && max && rv_send_wr_length(in) <= max)
+			out |= IBV_SEND_INLINE;
+	} else if (may && (f & RV_SEND_INLINE)) {
+		out |= IBV_SEND_INLINE;
+	}
+	return out;
+}
 
-	/* Field by field: zeroing the whole 128-byte struct costs more than the
-	 * rest of the translation (compilers emit rep stos for it). Providers
-	 * read the unions by opcode and QP type only: the immediate, the
-	 * rdma/atomic union and the XRC one are always written; bind_mw and
-	 * tso are read only for opcodes rverbs never emits. */
+/* The same for a common opcode (in->opcode <= RV_WR_RDMA_READ), cheapest
+ * when the caller's flags are all libibverbs ones: they pass unchanged, and
+ * of these opcodes only READ never goes inline. */
+static inline unsigned int rv_ibv_send_flags_common(const struct rv_qp *qp, const rv_send_wr *in)
+{
+	uint32_t f = in->send_flags;
+	uint32_t max = qp->cap.max_inline_data;
+
+	if (RV_UNLIKELY(f & ~RV_IBV_SEND_FLAGS_PASSED))
+		return rv_ibv_send_flags(qp, in);
+	if (in->opcode != RV_WR_RDMA_READ && max && rv_send_wr_length(in) <= max)
+		f |= IBV_SEND_INLINE;
+	return f;
+}
+
+/*
+ * rv_send_wr -> ibv_send_wr for the common opcodes (RDMA WRITE, WRITE with
+ * immediate, SEND, SEND with immediate, RDMA READ: in->opcode <=
+ * RV_WR_RDMA_READ), on a connected QP: straight-line code, no switch. Fields
+ * an opcode does not use get whatever the caller's WR held (the immediate,
+ * byte-swapped, and the remote address and key): providers read the unions by
+ * opcode and QP type only, so zeroing them would be wasted stores.
+ */
+static inline void rv_ibv_send_wr_common(const struct rv_qp *qp, const rv_send_wr *in,
+					 struct ibv_send_wr *out)
+{
 	out->wr_id = in->wr_id;
 	out->next = NULL;
 	/* ibv_post_send() does not write through sg_list; the cast only drops
@@ -97,43 +120,33 @@ static inline int rv_ibv_send_wr_to_ibv(const struct rv_qp *qp, const rv_send_wr
 	out->sg_list = (struct ibv_sge *)(uintptr_t)in->sg_list;
 	out->num_sge = (int)in->num_sge;
 	out->opcode = (enum ibv_wr_opcode)in->opcode;
-	out->send_flags = flags;
-	out->imm_data = 0;
-	out->wr.atomic.remote_addr = 0;
-	out->wr.atomic.compare_add = 0;
-	out->wr.atomic.swap = 0;
-	out->wr.atomic.rkey = 0;
-	out->qp_type.xrc.remote_srqn = 0;
+	out->send_flags = rv_ibv_send_flags_common(qp, in);
+	out->imm_data = htobe32(in->imm_data);
+	out->wr.rdma.remote_addr = in->remote_addr;
+	out->wr.rdma.rkey = in->rkey;
+}
 
-	switch (in->opcode) {
-	case RV_WR_RDMA_WRITE_WITH_IMM:
-		out->imm_data = htobe32(in->imm_data);
-		out->wr.rdma.remote_addr = in->remote_addr;
-		out->wr.rdma.rkey = in->rkey;
-		break;
-	case RV_WR_RDMA_WRITE:
-	case RV_WR_RDMA_READ:
-		out->wr.rdma.remote_addr = in->remote_addr;
-		out->wr.rdma.rkey = in->rkey;
-		break;
-	case RV_WR_SEND_WITH_IMM:
-		out->imm_data = htobe32(in->imm_data);
-		break;
-	case RV_WR_SEND_WITH_INV:
-	case RV_WR_LOCAL_INV:
-		out->invalidate_rkey = in->imm_data;
-		break;
-	case RV_WR_ATOMIC_CMP_AND_SWP:
-	case RV_WR_ATOMIC_FETCH_AND_ADD:
-		out->wr.atomic.remote_addr = in->remote_addr;
-		out->wr.atomic.rkey = in->rkey;
-		out->wr.atomic.compare_add = in->compare_add;
-		out->wr.atomic.swap = in->swap;
-		break;
-	default: /* RV_WR_SEND */
-		break;
+/* The other opcodes, and the refusals (translate.c). */
+int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ibv_send_wr *out);
+
+/*
+ * rv_send_wr -> ibv_send_wr, with out->next = NULL. The scatter/gather list
+ * is shared, not copied (rv_sge and ibv_sge have one layout). The payload
+ * goes inline when rv_send_wr_inline() says so; immediate data goes to
+ * network byte order; an rkey to invalidate stays in host order. Union
+ * fields the opcode does not use are unspecified.
+ * Returns 0, -EINVAL for an opcode rverbs does not define, or -EOPNOTSUPP
+ * for what this driver cannot express yet: memory-window binds (rv_send_wr
+ * carries no window) and UD sends (address handles have no driver object).
+ */
+static inline int rv_ibv_send_wr_to_ibv(const struct rv_qp *qp, const rv_send_wr *in,
+					struct ibv_send_wr *out)
+{
+	if (RV_LIKELY(in->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD)) {
+		rv_ibv_send_wr_common(qp, in, out);
+		return 0;
 	}
-	return 0;
+	return rv_ibv_send_wr_other(qp, in, out);
 }
 
 /* rv_recv_wr -> ibv_recv_wr, with out->next = NULL; sg_list is shared. */
@@ -145,18 +158,25 @@ static inline void rv_ibv_recv_wr_to_ibv(const rv_recv_wr *in, struct ibv_recv_w
 	out->num_sge = (int)in->num_sge;
 }
 
-/* ibv_wc -> rv_wc. Immediate data comes back to host byte order; an
- * invalidated rkey is already in host order; otherwise imm_data is 0.
- * rv_wc was laid out as ibv_wc (translate.c proves every offset), so the
- * fields travel in one block copy and only imm_data and reserved are fixed. */
+/* A work completion that libibverbs wrote as an ibv_wc into rv_wc's memory
+ * (rv_wc has ibv_wc's layout and size up to reserved: translate.c proves every
+ * offset), made an rv_wc: immediate data back to host byte order, an
+ * invalidated rkey left in host order, otherwise imm_data 0; reserved (ibv_wc's
+ * tail padding) 0. */
+static inline void rv_ibv_wc_fix(rv_wc *wc)
+{
+	if (wc->wc_flags & IBV_WC_WITH_IMM)
+		wc->imm_data = be32toh(wc->imm_data);
+	else if (!(wc->wc_flags & IBV_WC_WITH_INV))
+		wc->imm_data = 0;
+	wc->reserved = 0;
+}
+
+/* ibv_wc -> rv_wc, by a block copy and rv_ibv_wc_fix. */
 static inline void rv_ibv_wc_from_ibv(const struct ibv_wc *in, rv_wc *out)
 {
-	memcpy(out, in, offsetof(rv_wc, reserved));
-	if (in->wc_flags & IBV_WC_WITH_IMM)
-		out->imm_data = be32toh(in->imm_data);
-	else if (!(in->wc_flags & IBV_WC_WITH_INV))
-		out->imm_data = 0;
-	out->reserved = 0;
+	memcpy(out, in, sizeof(*out));
+	rv_ibv_wc_fix(out);
 }
 
 #endif
