@@ -80,6 +80,16 @@ struct rv_driver {
 	int (*post_send)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 	int (*post_recv)(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 
+	/* Address handles (rv_ah_new). ah->pd and ah->attr (validated, defaults
+	 * applied) are set; fill drv_ah. NULL: the device has none (-EOPNOTSUPP). */
+	int (*ah_create)(struct rv_ah *ah);
+	int (*ah_destroy)(struct rv_ah *ah);
+	/* rv_ah_from_wc: the address vector that answers the sender of wc (a
+	 * successful receive; grh non-NULL when wc has RV_WC_GRH). May be NULL:
+	 * the facade then reads the GRH itself (lib/ah.c). */
+	int (*ah_attr_from_wc)(struct rv_context *ctx, uint8_t port_num, const rv_wc *wc,
+			       const void *grh, rv_ah_attr *attr);
+
 	/* Escape hatch: the struct ibv_* behind a handle, or NULL. May be NULL. */
 	void *(*raw)(struct rv_object *obj);
 };

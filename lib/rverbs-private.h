@@ -101,6 +101,13 @@ struct rv_qp {
 	rv_qp_cap cap;     /* as read back from the driver after create */
 };
 
+struct rv_ah {
+	struct rv_object obj;
+	struct rv_pd *pd;
+	rv_ah_attr attr; /* as created (defaults applied), for rv_ah_query */
+	void *drv_ah;
+};
+
 /* Next id for a handle in ctx (ids are per context, from 1). */
 static inline uint64_t rv_ctx_next_id(struct rv_context *ctx)
 {
@@ -133,6 +140,13 @@ static inline bool rv_send_wr_inline(const struct rv_qp *qp, const rv_send_wr *w
 		return false;
 	return rv_send_wr_length(wr) <= qp->cap.max_inline_data;
 }
+
+/*
+ * The checks every driver makes on a UD send WR (lib/ah.c): an AH that is
+ * live and of the QP's PD, a 24-bit remote_qpn, a SEND opcode. 0, or a
+ * negative errno with the message naming wrs[i]. Hot path: loads only.
+ */
+int rv_ud_wr_check(const struct rv_qp *qp, const rv_send_wr *wr, size_t i);
 
 /* Random bytes from getrandom(), falling back to a seeded generator. */
 void rv_random_bytes(void *buf, size_t len);

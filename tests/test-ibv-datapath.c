@@ -268,14 +268,15 @@ static void test_ibv_datapath__post_send_untranslatable_wr_posts_those_before(vo
 	assert_int_equal(mock.calls, 0);
 	assert_non_null(strstr(rv_error_last(), "WR 0 has opcode 77"));
 
-	/* A UD QP: no address handles yet. */
+	/* A UD QP: a WR without an address handle never reaches the provider. */
 	setup(NULL);
 	make_send(w, 2, 8);
 	w[0].opcode = RV_WR_SEND;
 	qp.qp_type = RV_QPT_UD;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 2, &posted), -EOPNOTSUPP);
+	assert_int_equal(rv_ibv_post_send(&qp, w, 2, &posted), -EINVAL);
 	assert_int_equal(posted, 0);
-	assert_non_null(strstr(rv_error_last(), "address handles"));
+	assert_int_equal(mock.calls, 0);
+	assert_non_null(strstr(rv_error_last(), "wrs[0]: a UD send needs an address handle"));
 }
 
 static void test_ibv_datapath__post_recv_batches_and_bad_wr(void **state)

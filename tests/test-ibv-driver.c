@@ -47,6 +47,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	assert_int_equal(mock.qp_out, 0);
+	assert_int_equal(mock.ah_out, 0);
 	assert_int_equal(mock.cq_out, 0);
 	assert_int_equal(mock.mr_out, 0);
 	assert_int_equal(mock.pd_out, 0);
@@ -526,6 +527,173 @@ static void test_ibv_driver__data_path_through_the_facade(void **state)
 	rv_pd_unref(pd);
 }
 
+static void test_ibv_driver__ud_through_address_handles_and_a_reply_from_the_wc(void **state)
+{
+	rv_qp_init_attr qa = { .mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE,
+			       .qp_type = RV_QPT_UD };
+	static uint8_t sbuf[64], rbuf[2][256];
+	rv_ah_attr av;
+	rv_ah_attr got;
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *a, *b;
+	rv_mr *smr, *rmr;
+	rv_ah *ah, *reply;
+	rv_wc wc[4];
+	int n, nwc = 0;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	qa.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &qa, &a), 0);
+	assert_int_equal(rv_qp_new(pd, &qa, &b), 0);
+	assert_int_equal(mock.last_init.qp_type, IBV_QPT_UD);
+	assert_int_equal(rv_mr_reg(pd, sbuf, sizeof(sbuf), RV_ACCESS_LOCAL_WRITE, &smr), 0);
+	assert_int_equal(rv_mr_reg(pd, rbuf, sizeof(rbuf), RV_ACCESS_LOCAL_WRITE, &rmr), 0);
+
+	/* RESET -> INIT carries pkey_index, port and Q_Key; RTR nothing; RTS the PSN. */
+	mock.n_modify = 0;
+	assert_int_equal(rv_qp_to_init(a, &(rv_qp_attr){ .mask = RV_QP_QKEY, .qkey = 0x1234 }), 0);
+	assert_int_equal(mock.modify_mask[0], IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	assert_int_equal(mock.modify_attr[0].qkey, 0x1234);
+	assert_int_equal(rv_qp_to_rtr(a, NULL), 0);
+	assert_int_equal(mock.modify_mask[1], IBV_QP_STATE);
+	assert_int_equal(rv_qp_to_rts(a, NULL), 0);
+	assert_int_equal(mock.modify_mask[2], IBV_QP_STATE | IBV_QP_SQ_PSN);
+	assert_int_equal(rv_qp_to_init(b, &(rv_qp_attr){ .mask = RV_QP_QKEY, .qkey = 0x5678 }), 0);
+	assert_int_equal(rv_qp_to_rtr(b, NULL), 0);
+	assert_int_equal(rv_qp_to_rts(b, NULL), 0);
+	/* An address for a connected QP's modify is refused by the state table. */
+	assert_int_equal(rv_qp_modify(b, &(rv_qp_attr){ .mask = RV_QP_DEST_QPN, .dest_qp_num = 5 }),
+			 -EINVAL);
+	assert_msg("RV_QP_DEST_QPN is not allowed");
+
+	memset(&av, 0, sizeof(av));
+	av.is_global = 1;
+	memcpy(av.dgid, mock_gid, 16);
+	av.sgid_index = 1;
+	av.sl = 3;
+	av.traffic_class = 0x20;
+	av.flow_label = 0x12345;
+	assert_int_equal(rv_ah_new(pd, &av, &ah), 0);
+	assert_int_equal(mock.ah_out, 1);
+	assert_int_equal(mock.last_ah.port_num, 1);        /* 0 means port 1 */
+	assert_int_equal(mock.last_ah.grh.hop_limit, 64);  /* 0 means 64 */
+	assert_int_equal(mock.last_ah.grh.sgid_index, 1);
+	assert_int_equal(mock.last_ah.grh.flow_label, 0x12345);
+	assert_int_equal(mock.last_ah.is_global, 1);
+	assert_int_equal(rv_ah_query(ah, &got), 0);
+	assert_int_equal(got.hop_limit, 64);
+	assert_ptr_equal(rv_ah_pd(ah), pd);
+
+	rv_sge rs = { .addr = (uintptr_t)rbuf[0], .length = 256, .lkey = rv_mr_lkey(rmr) };
+	assert_int_equal(rv_qp_recv(b, &rs, 21), 0);
+	memcpy(sbuf, "a datagram", 10);
+	rv_sge ss = { .addr = (uintptr_t)sbuf, .length = 10, .lkey = rv_mr_lkey(smr) };
+	rv_send_wr wr = { .wr_id = 7, .sg_list = &ss, .num_sge = 1, .opcode = RV_WR_SEND_WITH_IMM,
+			  .send_flags = RV_SEND_SIGNALED, .imm_data = 0xfeed, .ah = ah,
+			  .remote_qpn = rv_qp_num(b), .remote_qkey = 0x5678 };
+	assert_int_equal(rv_qp_post_send(a, &wr, 1, NULL), 0);
+	assert_ptr_equal(mock.last_send.wr.ud.ah, ((struct rv_ah *)ah)->drv_ah);
+	assert_int_equal(mock.last_send.wr.ud.remote_qpn, rv_qp_num(b));
+	assert_int_equal(mock.last_send.wr.ud.remote_qkey, 0x5678);
+	while ((n = rv_cq_poll(cq, wc + nwc, 4 - nwc)) > 0)
+		nwc += n;
+	assert_int_equal(nwc, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(wc[i].status, RV_WC_SUCCESS);
+		if (wc[i].wr_id == 7)
+			continue;
+		assert_int_equal(wc[i].wr_id, 21);
+		assert_int_equal(wc[i].opcode, RV_WC_RECV);
+		assert_int_equal(wc[i].byte_len, RV_UD_GRH_LEN + 10);
+		assert_int_equal(wc[i].src_qp, rv_qp_num(a));
+		assert_int_equal(wc[i].wc_flags, RV_WC_GRH | RV_WC_WITH_IMM);
+		assert_int_equal(wc[i].imm_data, 0xfeed);
+		assert_int_equal(wc[i].slid, 0x11);
+		assert_int_equal(wc[i].sl, 3);
+		assert_int_equal(wc[i].pkey_index, 0);
+		assert_memory_equal(rbuf[0] + RV_UD_GRH_LEN, "a datagram", 10);
+		/* The reply: to the GRH's source, from the GID it was sent to. */
+		assert_int_equal(rv_ah_from_wc(pd, 1, &wc[i], rbuf[0], &reply), 0);
+		assert_int_equal(rv_ah_query(reply, &got), 0);
+		assert_memory_equal(got.dgid, mock_gid, 16);
+		assert_int_equal(got.sgid_index, 0);
+		assert_int_equal(got.dlid, 0x11);
+		assert_int_equal(got.sl, 3);
+		assert_int_equal(got.flow_label, 0x12345);
+		assert_int_equal(got.traffic_class, 0x20);
+		assert_int_equal(got.is_global, 1);
+		/* A GRH sent to a GID this port does not have: libibverbs refuses. */
+		rbuf[0][39] ^= 0x80;
+		assert_int_equal(rv_ah_from_wc(pd, 1, &wc[i], rbuf[0], &(rv_ah *){ NULL }), -ENOENT);
+		assert_msg("ibv_init_ah_from_wc(port 1");
+		/* RV_WC_GRH without the buffer. */
+		assert_int_equal(rv_ah_from_wc(pd, 1, &wc[i], NULL, &(rv_ah *){ NULL }), -EINVAL);
+		assert_msg("RV_WC_GRH but grh is NULL");
+	}
+
+	/* A wrong Q_Key: the datagram is dropped, the send still completes. */
+	assert_int_equal(rv_qp_recv(b, &rs, 22), 0);
+	wr.remote_qkey = 0x9999;
+	assert_int_equal(rv_qp_post_send(a, &wr, 1, NULL), 0);
+	assert_int_equal(mock.ud_dropped, 1);
+	assert_int_equal(rv_cq_poll(cq, wc, 4), 1);
+	assert_int_equal(wc[0].wr_id, 7);
+
+	/* Bad WRs never reach the provider: no AH, an AH of another PD, a QPN
+	 * beyond 24 bits, an RDMA opcode; then a closed AH. */
+	rv_pd *pd2;
+	rv_ah *ah2;
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd2), 0);
+	assert_int_equal(rv_ah_new(pd2, &av, &ah2), 0);
+	int sent = mock.n_send;
+	rv_send_wr bad = wr;
+	bad.ah = NULL;
+	assert_int_equal(rv_qp_post_send(a, &bad, 1, NULL), -EINVAL);
+	assert_msg("needs an address handle");
+	bad.ah = ah2;
+	assert_int_equal(rv_qp_post_send(a, &bad, 1, NULL), -EINVAL);
+	assert_msg("another PD");
+	bad.ah = ah;
+	bad.remote_qpn = 1u << 24;
+	assert_int_equal(rv_qp_post_send(a, &bad, 1, NULL), -EINVAL);
+	assert_msg("remote_qpn 0x1000000");
+	bad.remote_qpn = rv_qp_num(b);
+	bad.opcode = RV_WR_RDMA_WRITE;
+	assert_int_equal(rv_qp_post_send(a, &bad, 1, NULL), -EINVAL);
+	assert_msg("UD carries only");
+	/* Closing the PD closes its AH: a send naming it gets -RV_ECLOSED. */
+	assert_int_equal(rv_pd_close(pd2), 0);
+	bad = wr;
+	bad.ah = ah2;
+	assert_int_equal(rv_qp_post_send(a, &bad, 1, NULL), -RV_ECLOSED);
+	assert_msg("closed because");
+	assert_int_equal(rv_ah_query(ah2, &got), -RV_ECLOSED);
+	assert_int_equal(mock.n_send, sent);
+	assert_int_equal(mock.ah_out, 2);
+
+	assert_int_equal(rv_ah_close(reply), 0);
+	assert_int_equal(rv_ah_close(reply), 0);
+	assert_int_equal(mock.ah_out, 1);
+	close_mock(dev, ctx);
+	assert_int_equal(mock.ah_out, 0);
+	rv_ah_unref(ah2);
+	rv_ah_unref(reply);
+	rv_ah_unref(ah);
+	rv_pd_unref(pd2);
+	rv_mr_unref(smr);
+	rv_mr_unref(rmr);
+	rv_qp_unref(a);
+	rv_qp_unref(b);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+}
+
 static void test_ibv_driver__refused_destroy_keeps_the_qp_and_the_close_retries(void **state)
 {
 	rv_qp_init_attr qa = { .mask = RV_QP_INIT_ATTR_SEND_CQ };
@@ -631,7 +799,8 @@ int main(void)
 		T(test_ibv_driver__connect_gives_libibverbs_each_transition),
 		T(test_ibv_driver__refused_rtr_explains_roce_addressing),
 		T(test_ibv_driver__data_path_through_the_facade),
-		T(test_ibv_driver__refused_destroy_keeps_the_qp_and_the_close_retries),
+		T(test_ibv_driver__ud_through_address_handles_and_a_reply_from_the_wc),
+	T(test_ibv_driver__refused_destroy_keeps_the_qp_and_the_close_retries),
 		T(test_ibv_driver__unref_of_everything_frees_every_verbs_object),
 		T(test_ibv_driver__escape_hatch_is_null_for_the_software_device),
 #undef T

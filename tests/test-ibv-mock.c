@@ -5,7 +5,10 @@
  *
  * It is a working loopback provider: two RC QPs of one process connected to
  * each other move data for WRITE, WRITE_WITH_IMM, READ, SEND, SEND_WITH_IMM
- * and the two atomics, consume receives and complete into their CQs, so
+ * and the two atomics, consume receives and complete into their CQs; UD QPs
+ * exchange SENDs through address handles (a 40-byte GRH before the payload,
+ * the Q_Key checked, a datagram without a receive or with a wrong Q_Key
+ * dropped and counted). So
  * tests/test-ibv-live.c runs end to end on it (test 'ibv-live-mock'). Keys,
  * ranges and access flags are checked as a NIC checks them: a violation
  * completes with LOC_PROT_ERR or REM_ACCESS_ERR and moves the QP to ERR.
@@ -33,7 +36,7 @@
 
 static struct {
 	/* live objects */
-	int lists_out, ctx_out, pd_out, mr_out, cq_out, qp_out;
+	int lists_out, ctx_out, pd_out, mr_out, cq_out, qp_out, ah_out;
 	/* failure knobs */
 	int list_errno;
 	int port_state;
@@ -47,6 +50,9 @@ static struct {
 	int query_qp_errno;    /* ibv_query_qp fails with it */
 	int notify_rc;         /* ibv_req_notify_cq returns it */
 	int cq_event_errno;    /* ibv_get_cq_event fails with it (0: EAGAIN) */
+	int ah_errno;          /* ibv_create_ah fails with it */
+	int ud_dropped;        /* UD datagrams dropped (no receive, wrong Q_Key) */
+	struct ibv_ah_attr last_ah;
 	/* what the driver passed */
 	uint32_t next_qpn;
 	int reg_access;
@@ -82,6 +88,7 @@ struct mock_recv {
 struct mock_qp {
 	struct ibv_qp qp; /* first */
 	uint32_t dest_qpn;
+	uint32_t qkey;
 	int sq_sig_all;
 	struct mock_recv rq[MOCK_RQ];
 	int rq_head, rq_count;
@@ -209,6 +216,148 @@ static int mock_fail(struct mock_qp *q, const struct ibv_send_wr *wr, enum ibv_w
 	wc.qp_num = q->qp.qp_num;
 	mock_complete(q->qp.send_cq, &wc);
 	q->qp.state = IBV_QPS_ERR;
+	return 0;
+}
+
+struct mock_ah {
+	struct ibv_ah ah; /* first */
+	struct ibv_ah_attr attr;
+};
+
+/* A UD SEND: as a NIC on one subnet; a datagram nobody takes is dropped. */
+static int mock_execute_ud(struct mock_qp *q, const struct ibv_send_wr *wr)
+{
+	const struct mock_ah *ah = (const struct mock_ah *)wr->wr.ud.ah;
+	struct mock_qp *peer = mock_find_qp(wr->wr.ud.remote_qpn);
+	uint64_t len = mock_sge_len(wr->sg_list, wr->num_sge);
+	uint8_t *buf;
+	struct mock_recv r;
+	struct ibv_wc wc;
+
+	if (q->qp.state != IBV_QPS_RTS || !ah || wr->num_sge > MOCK_SGE ||
+	    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) || len > 4096)
+		return EINVAL;
+	if (!(wr->send_flags & IBV_SEND_INLINE) && !mock_sges_ok(wr->sg_list, wr->num_sge, 0))
+		return mock_fail(q, wr, IBV_WC_LOC_PROT_ERR);
+	if (!peer || peer->qp.qp_type != IBV_QPT_UD || peer->qp.state < IBV_QPS_RTR ||
+	    peer->qkey != wr->wr.ud.remote_qkey || mock_take_recv(peer, &r) != 0) {
+		mock.ud_dropped++;
+	} else {
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = r.wr_id;
+		wc.qp_num = peer->qp.qp_num;
+		wc.opcode = IBV_WC_RECV;
+		if (mock_sge_len(r.sge, r.num_sge) < 40 + len ||
+		    !mock_sges_ok(r.sge, r.num_sge, IBV_ACCESS_LOCAL_WRITE)) {
+			wc.status = IBV_WC_LOC_LEN_ERR;
+		} else {
+			/* The GRH: IPVer 6, traffic class, flow label, payload
+			 * length, next header 0x1b, hop limit, SGID, DGID. */
+			struct ibv_grh grh;
+
+			buf = malloc(40 + len);
+			if (!buf)
+				return ENOMEM;
+			memset(&grh, 0, sizeof(grh));
+			grh.version_tclass_flow = htobe32(6u << 28 |
+							  (uint32_t)ah->attr.grh.traffic_class << 20 |
+							  ah->attr.grh.flow_label);
+			grh.paylen = htobe16((uint16_t)len);
+			grh.next_hdr = 0x1b;
+			grh.hop_limit = ah->attr.grh.hop_limit;
+			memcpy(grh.sgid.raw, mock_gid, 16);
+			memcpy(grh.dgid.raw, ah->attr.grh.dgid.raw, 16);
+			memcpy(buf, &grh, 40);
+			mock_gather(wr->sg_list, wr->num_sge, buf + 40);
+			mock_scatter(r.sge, r.num_sge, buf, 40 + len);
+			free(buf);
+			wc.byte_len = (uint32_t)(40 + len);
+			wc.src_qp = q->qp.qp_num;
+			wc.wc_flags = IBV_WC_GRH;
+			wc.slid = 0x11;
+			wc.sl = ah->attr.sl;
+			wc.pkey_index = 0;
+			if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
+				wc.imm_data = wr->imm_data;
+				wc.wc_flags |= IBV_WC_WITH_IMM;
+			}
+		}
+		mock_complete(peer->qp.recv_cq, &wc);
+	}
+	if (q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)) {
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = wr->wr_id;
+		wc.opcode = IBV_WC_SEND;
+		wc.byte_len = (uint32_t)len;
+		wc.qp_num = q->qp.qp_num;
+		mock_complete(q->qp.send_cq, &wc);
+	}
+	return 0;
+}
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct mock_ah *a;
+
+	mock.last_ah = *attr;
+	if (mock.ah_errno) {
+		errno = mock.ah_errno;
+		return NULL;
+	}
+	if (attr->port_num != 1 || (attr->is_global && attr->grh.sgid_index >= 2)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->ah.context = pd->context;
+	a->ah.pd = pd;
+	a->attr = *attr;
+	mock.ah_out++;
+	return &a->ah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	free(ah);
+	mock.ah_out--;
+	return 0;
+}
+
+/* As libibverbs: the reply goes to the GRH's SGID from the local GID whose
+ * value is the GRH's DGID. */
+int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
+{
+	(void)context;
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->dlid = wc->slid;
+	ah_attr->sl = wc->sl;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
+	ah_attr->port_num = port_num;
+	if (wc->wc_flags & IBV_WC_GRH) {
+		uint32_t vtf = be32toh(grh->version_tclass_flow);
+		int idx = -1;
+
+		for (int i = 0; i < 2; i++) {
+			union ibv_gid g;
+			memcpy(g.raw, mock_gid, 16);
+			g.raw[15] = (uint8_t)(g.raw[15] + i);
+			if (memcmp(g.raw, grh->dgid.raw, 16) == 0)
+				idx = i;
+		}
+		if (idx < 0) {
+			errno = ENOENT;
+			return -1;
+		}
+		ah_attr->is_global = 1;
+		ah_attr->grh.dgid = grh->sgid;
+		ah_attr->grh.sgid_index = (uint8_t)idx;
+		ah_attr->grh.flow_label = vtf & 0xfffff;
+		ah_attr->grh.traffic_class = (uint8_t)(vtf >> 20);
+		ah_attr->grh.hop_limit = 0xff;
+	}
 	return 0;
 }
 
@@ -343,7 +492,7 @@ static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 
 		mock.last_send = *wr;
 		mock.n_send++;
-		rc = mock_execute(q, wr);
+		rc = q->qp.qp_type == IBV_QPT_UD ? mock_execute_ud(q, wr) : mock_execute(q, wr);
 		if (rc) {
 			*bad = wr;
 			return rc;
@@ -729,6 +878,8 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 		return mock.modify_errno;
 	if (attr_mask & IBV_QP_DEST_QPN)
 		q->dest_qpn = attr->dest_qp_num;
+	if (attr_mask & IBV_QP_QKEY)
+		q->qkey = attr->qkey;
 	if (attr_mask & IBV_QP_STATE)
 		qp->state = attr->qp_state;
 	return 0;

@@ -497,7 +497,7 @@ static void test_ibv_translate__send_wr_automatic_inline(void **state)
 
 static void test_ibv_translate__send_wr_refusals(void **state)
 {
-	struct rv_qp rc = fake_qp(RV_QPT_RC, 0), ud = fake_qp(RV_QPT_UD, 0);
+	struct rv_qp rc = fake_qp(RV_QPT_RC, 0);
 	rv_send_wr w = base_wr(RV_WR_SEND, NULL, 0);
 	struct ibv_send_wr ib;
 
@@ -508,8 +508,51 @@ static void test_ibv_translate__send_wr_refusals(void **state)
 	assert_int_equal(rv_ibv_send_wr_to_ibv(&rc, &w, &ib), -EINVAL);
 	w.opcode = RV_WR_BIND_MW;
 	assert_int_equal(rv_ibv_send_wr_to_ibv(&rc, &w, &ib), -EOPNOTSUPP);
-	w.opcode = RV_WR_SEND;
-	assert_int_equal(rv_ibv_send_wr_to_ibv(&ud, &w, &ib), -EOPNOTSUPP);
+}
+
+static void test_ibv_translate__ud_send_wr_carries_the_ah_qpn_and_qkey(void **state)
+{
+	struct rv_qp ud = fake_qp(RV_QPT_UD, 0);
+	struct rv_ah ah;
+	rv_sge sge = { .addr = 0x1000, .length = 100, .lkey = 5 };
+	rv_send_wr w = base_wr(RV_WR_SEND_WITH_IMM, &sge, 1);
+	struct ibv_send_wr ib;
+
+	(void)state;
+	memset(&ah, 0, sizeof(ah));
+	ah.drv_ah = (void *)(uintptr_t)0xa4a4;
+	w.ah = &ah;
+	w.remote_qpn = 0x123456;
+	w.remote_qkey = 0x11111111;
+	w.imm_data = 0x01020304;
+	memset(&ib, 0x55, sizeof(ib));
+	assert_int_equal(rv_ibv_send_wr_to_ibv(&ud, &w, &ib), 0);
+	assert_int_equal(ib.opcode, IBV_WR_SEND_WITH_IMM);
+	assert_ptr_equal(ib.wr.ud.ah, ah.drv_ah);
+	assert_int_equal(ib.wr.ud.remote_qpn, 0x123456);
+	assert_int_equal(ib.wr.ud.remote_qkey, 0x11111111);
+	assert_int_equal(ib.imm_data, htobe32(0x01020304));
+}
+
+static void test_ibv_translate__wc_back_to_ibv_for_init_ah_from_wc(void **state)
+{
+	rv_wc wc = { .wr_id = 1, .status = RV_WC_SUCCESS, .opcode = RV_WC_RECV, .byte_len = 140,
+		     .imm_data = 0x0a0b0c0d, .qp_num = 7, .src_qp = 0xabcdef,
+		     .wc_flags = RV_WC_GRH | RV_WC_WITH_IMM, .pkey_index = 3, .slid = 0x4321,
+		     .sl = 5, .dlid_path_bits = 1, .reserved = 0 };
+	struct ibv_wc iw;
+	rv_wc back;
+
+	(void)state;
+	rv_ibv_wc_to_ibv(&wc, &iw);
+	assert_int_equal(iw.src_qp, 0xabcdef);
+	assert_int_equal(iw.wc_flags, IBV_WC_GRH | IBV_WC_WITH_IMM);
+	assert_int_equal(iw.slid, 0x4321);
+	assert_int_equal(iw.sl, 5);
+	assert_int_equal(iw.pkey_index, 3);
+	assert_int_equal(iw.imm_data, htobe32(0x0a0b0c0d));
+	rv_ibv_wc_from_ibv(&iw, &back);
+	assert_memory_equal(&back, &wc, sizeof(wc));
 }
 
 static void test_ibv_translate__recv_wr(void **state)
@@ -786,6 +829,8 @@ int main(void)
 		cmocka_unit_test(test_ibv_translate__send_wr_flags),
 		cmocka_unit_test(test_ibv_translate__send_wr_automatic_inline),
 		cmocka_unit_test(test_ibv_translate__send_wr_refusals),
+		cmocka_unit_test(test_ibv_translate__ud_send_wr_carries_the_ah_qpn_and_qkey),
+		cmocka_unit_test(test_ibv_translate__wc_back_to_ibv_for_init_ah_from_wc),
 		cmocka_unit_test(test_ibv_translate__recv_wr),
 		cmocka_unit_test(test_ibv_translate__wc_every_field),
 		cmocka_unit_test(test_ibv_translate__device_attr_every_field),

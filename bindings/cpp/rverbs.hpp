@@ -153,6 +153,7 @@ RVERBS_HPP_TRAITS(rv_pd, pd)
 RVERBS_HPP_TRAITS(rv_mr, mr)
 RVERBS_HPP_TRAITS(rv_cq, cq)
 RVERBS_HPP_TRAITS(rv_qp, qp)
+RVERBS_HPP_TRAITS(rv_ah, ah)
 RVERBS_HPP_TRAITS(rv_listener, listener)
 RVERBS_HPP_TRAITS(rv_conn, conn)
 RVERBS_HPP_TRAITS(rv_pool, pool)
@@ -388,6 +389,34 @@ public:
 
 	/** The context (a new reference). */
 	context get_context() const noexcept { return context::borrow(rv_pd_context(p_)); }
+};
+
+/** An address handle (UD): rv_ah_new / rv_ah_from_wc. */
+class ah : public handle<rv_ah> {
+public:
+	using handle::handle;
+	ah() noexcept = default;
+	ah(handle<rv_ah> h) noexcept : handle(std::move(h)) {}
+
+	static ah create(const pd &pd, const rv_ah_attr &attr)
+		RVERBS_HPP_CREATE(ah, rv_ah, rv_ah_new, pd.get(), &attr)
+	static ah create(const pd &pd, const rv_ah_attr &attr, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(ah, rv_ah, rv_ah_new, pd.get(), &attr)
+	/** The handle that replies to a received UD message; grh: the first
+	 * RV_UD_GRH_LEN bytes of its receive buffer. */
+	static ah from_wc(const pd &pd, const rv_wc &wc, const void *grh, uint8_t port_num = 1)
+		RVERBS_HPP_CREATE(ah, rv_ah, rv_ah_from_wc, pd.get(), port_num, &wc, grh)
+	static ah from_wc(const pd &pd, const rv_wc &wc, const void *grh, uint8_t port_num,
+			  std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(ah, rv_ah, rv_ah_from_wc, pd.get(), port_num, &wc, grh)
+
+	/** The address vector. */
+	rv_ah_attr query() const
+	{
+		rv_ah_attr a{};
+		detail::check(rv_ah_query(p_, &a), "rv_ah_query");
+		return a;
+	}
 };
 
 class mr : public handle<rv_mr> {

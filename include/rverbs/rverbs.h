@@ -19,6 +19,7 @@
 #include <rverbs/cq.h>
 #include <rverbs/endpoint.h>
 #include <rverbs/qp.h>
+#include <rverbs/ah.h>
 #include <rverbs/conn.h>
 
 #endif

@@ -4,7 +4,7 @@ Two layers:
 
 - ``rverbs.ffi`` / ``rverbs.lib``: every public function, struct, enum and
   integer macro of the C headers, generated from them at build time;
-- Pythonic classes modelled on pyverbs: Device, Context, PD, MR, CQ, QP,
+- Pythonic classes modelled on pyverbs: Device, Context, PD, MR, CQ, QP, AH,
   Listener and Conn (the connection helper), Endpoint, with context managers,
   cascading close(), exceptions carrying the errno and the rv_error_last()
   message, MR memory as a writable memoryview, and completions polled in
@@ -26,7 +26,7 @@ __path__ = _pkgutil.extend_path(__path__, __name__)
 
 from ._lowlevel import ffi, lib, RVerbsError, RVerbsClosedError, ECLOSED  # noqa: E402
 from ._objects import (  # noqa: E402
-    Device, Context, PD, MR, CQ, QP, Listener, Conn, Endpoint, WC, SendWR, RecvWR, sge,
+    Device, Context, PD, MR, CQ, QP, AH, Listener, Conn, Endpoint, WC, SendWR, RecvWR, sge,
     set_log_handler, set_log_level, wc_status_str, wc_status_hint,
 )
 from . import _cdef  # noqa: E402
@@ -68,7 +68,7 @@ for _mod in (_memory, _channel):
 
 __all__ = [
     "ffi", "lib", "RVerbsError", "RVerbsClosedError", "ECLOSED", "Device", "Context",
-    "PD", "MR", "CQ", "QP", "Listener", "Conn", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
+    "PD", "MR", "CQ", "QP", "AH", "Listener", "Conn", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
     "set_log_handler", "set_log_level", "wc_status_str", "wc_status_hint",
     "library_version", "library_version_number",
 ] + list(_memory.__all__) + list(_channel.__all__)

@@ -281,6 +281,71 @@ class PD(_Handle):
     def qp(self, send_cq, **kwargs):
         return QP(self, send_cq, **kwargs)
 
+    def ah(self, **attrs):
+        return AH(self, **attrs)
+
+
+# ---- address handles (UD) -----------------------------------------------------
+
+_AH_FIELDS = ("dgid", "flow_label", "sgid_index", "hop_limit", "traffic_class", "is_global",
+              "dlid", "sl", "src_path_bits", "static_rate", "port_num")
+
+
+class AH(_Handle):
+    """An address handle (pyverbs' AH): where a UD send goes.
+
+    AH(pd, dgid=b"...16 bytes", dlid=..., sl=..., port_num=..., hop_limit=...,
+    traffic_class=..., flow_label=..., sgid_index=..., is_global=...);
+    is_global defaults to 1 when a dgid is given. AH.from_wc(pd, wc, grh) makes
+    the handle that replies to a received UD message: grh is the first
+    GRH_LEN (40) bytes of its receive buffer.
+    """
+
+    _kind = "AH"
+    _prefix = "ah"
+
+    def __init__(self, pd, **attrs):
+        super().__init__()
+        a = ffi.new("rv_ah_attr *")
+        for key, value in attrs.items():
+            if key not in _AH_FIELDS:
+                raise TypeError("unknown address handle attribute %r" % key)
+            if key == "dgid":
+                gid = bytes(value)
+                if len(gid) != 16:
+                    raise ValueError("dgid must be 16 bytes, not %d" % len(gid))
+                ffi.memmove(a.dgid, gid, 16)
+            else:
+                setattr(a, key, value)
+        if "dgid" in attrs and "is_global" not in attrs:
+            a.is_global = 1
+        out = ffi.new("rv_ah **")
+        check(lib.rv_ah_new(pd._ptr("rv_ah_new"), a, out), "rv_ah_new")
+        self.pd = pd
+        self._adopt(out[0], pd)
+
+    @classmethod
+    def from_wc(cls, pd, wc, grh=None, port_num=0):
+        c = ffi.new("rv_wc *", dict(zip(_WC_FIELDS, wc)))
+        g = _NULL
+        if grh is not None:
+            g = ffi.from_buffer(bytes(grh[:GRH_LEN]))
+            if len(g) < GRH_LEN:
+                raise ValueError("grh must hold %d bytes" % GRH_LEN)
+        out = ffi.new("rv_ah **")
+        check(lib.rv_ah_from_wc(pd._ptr("rv_ah_from_wc"), port_num, c, g, out), "rv_ah_from_wc")
+        obj = cls.__new__(cls)
+        _Handle.__init__(obj)
+        obj.pd = pd
+        obj._adopt(out[0], pd)
+        return obj
+
+    def query(self):
+        """The address vector as a dict (dgid as bytes)."""
+        a = ffi.new("rv_ah_attr *")
+        check(lib.rv_ah_query(self._ptr("rv_ah_query"), a), "rv_ah_query")
+        return _struct_dict(a)
+
 
 # ---- memory -----------------------------------------------------------------
 
@@ -403,6 +468,7 @@ def _unpacker(ctype):
 
 
 _WC_FIELDS = tuple(name for name, _ in ffi.typeof("rv_wc").fields)
+GRH_LEN = 40  # RV_UD_GRH_LEN: the GRH area at the start of every UD receive buffer
 _WC_UNPACK = _unpacker("rv_wc")
 _WC_SIZE = ffi.sizeof("rv_wc")
 
@@ -584,10 +650,11 @@ class SendWR:
     post time. sg_list: a sequence of rv_sge (MR.sge(), rverbs.sge())."""
 
     __slots__ = ("wr_id", "opcode", "sg_list", "send_flags", "imm_data", "remote_addr",
-                 "rkey", "compare_add", "swap")
+                 "rkey", "compare_add", "swap", "ah", "remote_qpn", "remote_qkey")
 
     def __init__(self, wr_id=0, opcode=None, sg_list=(), send_flags=0, imm_data=0,
-                 remote_addr=0, rkey=0, compare_add=0, swap=0):
+                 remote_addr=0, rkey=0, compare_add=0, swap=0, ah=None, remote_qpn=0,
+                 remote_qkey=0):
         self.wr_id = wr_id
         self.opcode = lib.RV_WR_SEND if opcode is None else opcode
         self.sg_list = sg_list
@@ -597,6 +664,9 @@ class SendWR:
         self.rkey = rkey
         self.compare_add = compare_add
         self.swap = swap
+        self.ah = ah                    # UD: an AH
+        self.remote_qpn = remote_qpn    # UD: the destination QP number
+        self.remote_qkey = remote_qkey  # UD: the destination Q_Key
 
 
 class RecvWR:
@@ -764,8 +834,10 @@ class QP(_Handle):
             init = []
             for wr in wrs:
                 sg, nsg = _sge_array(wr.sg_list, keep)
+                ah = _NULL if wr.ah is None else wr.ah._ptr("rv_qp_post_send")
                 init.append((wr.wr_id, sg, nsg, wr.opcode, wr.send_flags, wr.imm_data,
-                             wr.remote_addr, wr.rkey, 0, wr.compare_add, wr.swap))
+                             wr.remote_addr, wr.rkey, wr.remote_qpn, wr.compare_add, wr.swap,
+                             ah, wr.remote_qkey))
             arr = ffi.new("rv_send_wr[]", init)
         rc = _rv_qp_post_send(h, arr, count, self._n_posted)
         if rc < 0:

@@ -42,9 +42,6 @@ static int send_untranslatable(struct rv_qp *qp, const rv_send_wr *wr, size_t in
 	if (wr->opcode == RV_WR_BIND_MW)
 		rv_err_hint("memory-window binds are not supported by the libibverbs driver of "
 			    "rverbs yet");
-	else if (qp->qp_type == RV_QPT_UD)
-		rv_err_hint("UD sends need address handles, which the libibverbs driver of "
-			    "rverbs does not support yet");
 	return -err;
 }
 
@@ -82,9 +79,14 @@ static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv
 	while (done < n) {
 		struct ibv_send_wr *bad = NULL;
 		size_t k = 0, want = n - done < RV_IBV_BATCH ? n - done : RV_IBV_BATCH;
-		int terr = 0, rc;
+		int terr = 0, uerr = 0, rc;
 
 		for (; k < want; k++) {
+			/* UD: the address handle and QPN are checked before the
+			 * provider dereferences them. */
+			if (RV_UNLIKELY(qp->qp_type == RV_QPT_UD) &&
+			    (uerr = rv_ud_wr_check(qp, &wrs[done + k], done + k)) < 0)
+				break;
 			terr = rv_ibv_send_wr_to_ibv(qp, &wrs[done + k], &chain[k]);
 			if (RV_UNLIKELY(terr))
 				break;
@@ -101,6 +103,10 @@ static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv
 			}
 		}
 		done += k;
+		if (RV_UNLIKELY(uerr)) {
+			*n_posted = done;
+			return uerr;
+		}
 		if (RV_UNLIKELY(terr)) {
 			*n_posted = done;
 			return send_untranslatable(qp, &wrs[done], done, -terr);

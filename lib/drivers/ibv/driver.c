@@ -43,5 +43,9 @@ const struct rv_driver rv_driver_ibv = {
 	.post_send = rv_ibv_post_send,
 	.post_recv = rv_ibv_post_recv,
 
+	.ah_create = rv_ibv_ah_create,
+	.ah_destroy = rv_ibv_ah_destroy,
+	.ah_attr_from_wc = rv_ibv_ah_attr_from_wc,
+
 	.raw = rv_ibv_raw,
 };

@@ -34,7 +34,7 @@ struct rv_ibv_device {
 
 /* The driver's objects are the libibverbs objects themselves: drv_ctx is a
  * struct ibv_context *, drv_pd an ibv_pd *, drv_mr an ibv_mr *, drv_cq an
- * ibv_cq *, drv_qp an ibv_qp *. No wrapper, so the data path has one load. */
+ * ibv_cq *, drv_qp an ibv_qp *, drv_ah an ibv_ah *. No wrapper, so the data path has one load. */
 static inline struct ibv_context *rv_ibv_ctx(const struct rv_context *ctx)
 {
 	return ctx->drv_ctx;
@@ -66,6 +66,10 @@ int rv_ibv_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret
 void rv_ibv_cq_ack_events(struct rv_cq *cq, unsigned int n);
 int rv_ibv_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);
 int rv_ibv_qp_destroy(struct rv_qp *qp);
+int rv_ibv_ah_create(struct rv_ah *ah);
+int rv_ibv_ah_destroy(struct rv_ah *ah);
+int rv_ibv_ah_attr_from_wc(struct rv_context *ctx, uint8_t port_num, const rv_wc *wc,
+			   const void *grh, rv_ah_attr *attr);
 
 /* qp.c */
 int rv_ibv_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr);

@@ -1,8 +1,9 @@
 /*
- * Creation and destruction of libibverbs PDs, MRs, CQs and QPs.
+ * Creation and destruction of libibverbs PDs, MRs, CQs, QPs and address
+ * handles.
  *
  * Owns: the struct ibv_pd / ibv_mr / ibv_cq / ibv_qp behind each handle
- * (drv_pd, drv_mr, drv_cq, drv_qp) and the words for their failures. A
+ * (drv_pd, drv_mr, drv_cq, drv_qp, drv_ah) and the words for their failures. A
  * destroy that fails leaves the object and its drv_* pointer untouched, so
  * the facade keeps it tracked and the close can be retried. Never touches the
  * ownership graph.
@@ -326,4 +327,70 @@ int rv_ibv_qp_destroy(struct rv_qp *qp)
 				      qp->ctx->dev->name);
 	qp->drv_qp = NULL;
 	return 0;
+}
+
+/* ---- address handles --------------------------------------------------- */
+
+int rv_ibv_ah_create(struct rv_ah *ah)
+{
+	struct ibv_ah_attr a;
+	struct ibv_ah *h;
+	char ebuf[128];
+	int err;
+
+	rv_ibv_ah_attr_to_ibv(&ah->attr, &a);
+	errno = 0;
+	h = ibv_create_ah(ah->pd->drv_pd, &a);
+	if (h) {
+		ah->drv_ah = h;
+		return 0;
+	}
+	err = errno ? errno : EINVAL;
+	rv_err(err, "rv_ah_new", "ibv_create_ah(port %u, dlid %u, is_global %u, sgid_index %u) on "
+	       "%s failed: %s", a.port_num, a.dlid, a.is_global, a.grh.sgid_index,
+	       ah->pd->ctx->dev->name, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == EINVAL || err == ENOENT || err == ENETUNREACH || err == EHOSTUNREACH)
+		rv_err_hint("on RoCE the address vector needs is_global 1, the peer's dgid and "
+			    "an sgid_index of the local GID table; the kernel resolves the dgid "
+			    "to a MAC address, so the peer must be reachable from the port's "
+			    "network interface");
+	return -err;
+}
+
+int rv_ibv_ah_destroy(struct rv_ah *ah)
+{
+	int rc = ibv_destroy_ah(ah->drv_ah);
+
+	if (rc != 0)
+		return destroy_failed(rc, "rv_ah_close", "ibv_destroy_ah", "the address handle",
+				      ah->pd->ctx->dev->name);
+	ah->drv_ah = NULL;
+	return 0;
+}
+
+int rv_ibv_ah_attr_from_wc(struct rv_context *ctx, uint8_t port_num, const rv_wc *wc,
+			   const void *grh, rv_ah_attr *attr)
+{
+	struct ibv_ah_attr a;
+	struct ibv_wc iwc;
+	char ebuf[128];
+	int rc, err;
+
+	rv_ibv_wc_to_ibv(wc, &iwc);
+	memset(&a, 0, sizeof(a));
+	errno = 0;
+	/* libibverbs reads the GRH only when the WC says it is there. */
+	rc = ibv_init_ah_from_wc(rv_ibv_ctx(ctx), port_num, &iwc,
+				 (struct ibv_grh *)(uintptr_t)grh, &a);
+	if (rc == 0) {
+		rv_ibv_ah_attr_from_ibv(&a, attr);
+		return 0;
+	}
+	err = rv_ibv_errno(rc);
+	rv_err(err, "rv_ah_from_wc", "ibv_init_ah_from_wc(port %u, src_qp %u, slid %u) on %s "
+	       "failed: %s", port_num, wc->src_qp, wc->slid, ctx->dev->name,
+	       rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	rv_err_hint("the GRH's destination GID must be in the GID table of port %u (the "
+		    "message arrived there)", port_num);
+	return -err;
 }

@@ -174,7 +174,7 @@ int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ib
 {
 	if (in->opcode > RV_WR_SEND_WITH_INV)
 		return -EINVAL;
-	if (in->opcode == RV_WR_BIND_MW || qp->qp_type == RV_QPT_UD)
+	if (in->opcode == RV_WR_BIND_MW)
 		return -EOPNOTSUPP;
 	out->wr_id = in->wr_id;
 	out->next = NULL;
@@ -202,6 +202,13 @@ int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ib
 		out->wr.rdma.remote_addr = in->remote_addr;
 		out->wr.rdma.rkey = in->rkey;
 		break;
+	}
+	if (qp->qp_type == RV_QPT_UD) {
+		/* Checked by rv_ud_wr_check(): a live AH of this driver. wr.ud
+		 * shares the union with the RDMA fields written above. */
+		out->wr.ud.ah = in->ah->drv_ah;
+		out->wr.ud.remote_qpn = in->remote_qpn;
+		out->wr.ud.remote_qkey = in->remote_qkey;
 	}
 	return 0;
 }

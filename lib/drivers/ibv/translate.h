@@ -137,7 +137,8 @@ int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ib
  * fields the opcode does not use are unspecified.
  * Returns 0, -EINVAL for an opcode rverbs does not define, or -EOPNOTSUPP
  * for what this driver cannot express yet: memory-window binds (rv_send_wr
- * carries no window) and UD sends (address handles have no driver object).
+ * carries no window). A UD WR must have passed rv_ud_wr_check() (a live
+ * address handle of this driver): its ibv_ah, remote QPN and Q_Key go to wr.ud.
  */
 static inline int rv_ibv_send_wr_to_ibv(const struct rv_qp *qp, const rv_send_wr *in,
 					struct ibv_send_wr *out)
@@ -177,6 +178,16 @@ static inline void rv_ibv_wc_from_ibv(const struct ibv_wc *in, rv_wc *out)
 {
 	memcpy(out, in, sizeof(*out));
 	rv_ibv_wc_fix(out);
+}
+
+/* rv_wc -> ibv_wc (the reverse of rv_ibv_wc_from_ibv), for
+ * ibv_init_ah_from_wc; immediate data goes back to network byte order. */
+static inline void rv_ibv_wc_to_ibv(const rv_wc *in, struct ibv_wc *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out, in, offsetof(rv_wc, reserved));
+	if (in->wc_flags & RV_WC_WITH_IMM)
+		out->imm_data = htobe32(in->imm_data);
 }
 
 #endif
