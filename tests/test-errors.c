@@ -359,6 +359,61 @@ static void test_errors__listener_attributes(void **state)
 	l = rv_listener_unref(l);
 }
 
+static void test_errors__address_handle_arguments(void **state)
+{
+	rv_ah_attr a;
+	rv_wc wc;
+	rv_ah *ah = NULL;
+	static const uint8_t grh[RV_UD_GRH_LEN];
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&wc, 0, sizeof(wc));
+	assert_int_equal(rv_ah_new(NULL, &a, &ah), -EINVAL);
+	assert_int_equal(rv_ah_new(pd, NULL, &ah), -EINVAL);
+	assert_msg_contains("attr is NULL");
+	assert_int_equal(rv_ah_new(pd, &a, NULL), -EINVAL);
+	a.reserved = 1;
+	assert_int_equal(rv_ah_new(pd, &a, &ah), -EINVAL);
+	assert_msg_contains("reserved is 0x1");
+	a.reserved = 0;
+	a.flow_label = 1u << 20;
+	assert_int_equal(rv_ah_new(pd, &a, &ah), -EINVAL);
+	assert_msg_contains("flow_label 0x100000 does not fit 20 bits");
+	a.flow_label = 0;
+	a.is_global = 2;
+	assert_int_equal(rv_ah_new(pd, &a, &ah), -EINVAL);
+	a.is_global = 0;
+	a.sl = 16;
+	assert_int_equal(rv_ah_new(pd, &a, &ah), -EINVAL);
+	a.sl = 0;
+	/* The mock driver has no address handles. */
+	assert_int_equal(rv_ah_new(pd, &a, &ah), -EOPNOTSUPP);
+	assert_msg_contains("has no address handles");
+
+	assert_int_equal(rv_ah_from_wc(pd, 1, NULL, grh, &ah), -EINVAL);
+	assert_int_equal(rv_ah_from_wc(pd, 1, &wc, grh, NULL), -EINVAL);
+	wc.opcode = RV_WC_SEND;
+	assert_int_equal(rv_ah_from_wc(pd, 1, &wc, grh, &ah), -EINVAL);
+	assert_msg_contains("not a successful receive");
+	wc.opcode = RV_WC_RECV;
+	wc.status = RV_WC_WR_FLUSH_ERR;
+	assert_int_equal(rv_ah_from_wc(pd, 1, &wc, grh, &ah), -EINVAL);
+	wc.status = RV_WC_SUCCESS;
+	wc.wc_flags = RV_WC_GRH;
+	assert_int_equal(rv_ah_from_wc(pd, 1, &wc, NULL, &ah), -EINVAL);
+	assert_msg_contains("RV_WC_GRH but grh is NULL");
+	assert_int_equal(rv_ah_from_wc(pd, 1, &wc, grh, &ah), -EOPNOTSUPP);
+	assert_null(ah);
+
+	assert_int_equal(rv_ah_close(NULL), -EINVAL);
+	assert_int_equal(rv_ah_close((rv_ah *)(void *)pd), -EINVAL);
+	assert_null(rv_ah_unref(NULL));
+	assert_null(rv_ah_ref(NULL));
+	assert_null(rv_ah_pd(NULL));
+	assert_int_equal(rv_ah_query(NULL, &a), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +426,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors__pool_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__conn_attributes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__listener_attributes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors__address_handle_arguments, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
