@@ -50,6 +50,27 @@ static void test_soft_wire__crc32c_is_incremental(void **state)
 	assert_int_equal(rv_crc32c_portable(0, "123456789", 9), 0xE3069283u);
 }
 
+/* Long buffers take the three-stream path (rounds of 3 KiB and 384 bytes):
+ * it must agree with the table at every length around the round sizes. */
+static void test_soft_wire__crc32c_long_buffers(void **state)
+{
+	static uint8_t buf[20000];
+	uint32_t x = 12345;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t len = 300; len < 8000; len += 11)
+		for (size_t off = 0; off < 3; off++)
+			assert_int_equal(rv_crc32c(0xdeadbeef, buf + off, len),
+					 rv_crc32c_portable(0xdeadbeef, buf + off, len));
+	assert_int_equal(rv_crc32c(0, buf, sizeof(buf)), rv_crc32c_portable(0, buf, sizeof(buf)));
+	assert_int_equal(rv_crc32c(rv_crc32c(0, buf, 7777), buf + 7777, sizeof(buf) - 7777),
+			 rv_crc32c(0, buf, sizeof(buf)));
+}
+
 static void test_soft_wire__mpa_round_trip(void **state)
 {
 	uint8_t pd[RV_SOFT_CPD_LEN], buf[600];
@@ -354,6 +375,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soft_wire__crc32c_known_vectors),
 		cmocka_unit_test(test_soft_wire__crc32c_is_incremental),
+		cmocka_unit_test(test_soft_wire__crc32c_long_buffers),
 		cmocka_unit_test(test_soft_wire__mpa_round_trip),
 		cmocka_unit_test(test_soft_wire__mpa_rejects_garbage),
 		cmocka_unit_test(test_soft_wire__fpdu_round_trip),

@@ -108,6 +108,57 @@ static void free_zombies(struct soft_ctx *sc)
 	}
 }
 
+/* Handle one batch of events (sc->lock held); the caller frees zombies only
+ * if it is the progress thread. */
+static void handle_batch(struct soft_ctx *sc, const struct epoll_event *ev, int n)
+{
+	for (int i = 0; i < n; i++) {
+		void *p = ev[i].data.ptr;
+		if (p == &tag_listener) {
+			soft_conn_accept(sc);
+		} else if (p == &tag_eventfd) {
+			uint64_t v;
+			if (read(sc->evfd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: already drained */
+			}
+		} else {
+			soft_conn_event(p, ev[i].events);
+		}
+	}
+	if (atomic_exchange(&sc->kicked, false))
+		run_kicks(sc);
+}
+
+int64_t soft_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void soft_ctx_poll_progress(struct soft_ctx *sc)
+{
+	struct epoll_event ev[16];
+	int n;
+
+	/* Never wait: if the progress thread (or another poller) is at work, it
+	 * is doing exactly this. */
+	if (pthread_mutex_trylock(&sc->lock) != 0)
+		return;
+	if (!sc->stop) {
+		n = epoll_wait(sc->epfd, ev, 16, 0);
+		if (n > 0) {
+			handle_batch(sc, ev, n);
+			/* The progress thread may be on its way with the same events;
+			 * let it spin rather than sleep again. */
+			atomic_store_explicit(&sc->active_at, soft_now_us(), memory_order_relaxed);
+		}
+	}
+	/* Zombies stay for the progress thread: a batch it already took may name them. */
+	pthread_mutex_unlock(&sc->lock);
+}
+
 static void *progress(void *arg)
 {
 	struct soft_ctx *sc = arg;
@@ -115,30 +166,25 @@ static void *progress(void *arg)
 	int64_t next_timer = soft_now_ms() + 100;
 
 	for (;;) {
-		int64_t now = soft_now_ms();
-		int timeout = next_timer > now ? (int)(next_timer - now) : 0;
+		int64_t now = soft_now_ms(), now_us = soft_now_us();
+		int64_t spin_end = atomic_load_explicit(&sc->active_at, memory_order_relaxed) + sc->spin_us;
+		bool spinning = sc->spin_us > 0 && now_us < spin_end;
+		int timeout = spinning ? 0 : next_timer > now ? (int)(next_timer - now) : 0;
 		int n = epoll_wait(sc->epfd, ev, 64, timeout);
 
+		if (n <= 0 && spinning && now < next_timer)
+			continue; /* spin without the lock: nothing to do */
 		pthread_mutex_lock(&sc->lock);
 		if (sc->stop) {
 			pthread_mutex_unlock(&sc->lock);
 			break;
 		}
-		for (int i = 0; i < n; i++) {
-			void *p = ev[i].data.ptr;
-			if (p == &tag_listener) {
-				soft_conn_accept(sc);
-			} else if (p == &tag_eventfd) {
-				uint64_t v;
-				if (read(sc->evfd, &v, sizeof(v)) < 0) {
-					/* EAGAIN: already drained */
-				}
-			} else {
-				soft_conn_event(p, ev[i].events);
-			}
-		}
-		if (atomic_exchange(&sc->kicked, false))
+		if (n > 0) {
+			handle_batch(sc, ev, n);
+			atomic_store_explicit(&sc->active_at, soft_now_us(), memory_order_relaxed);
+		} else if (atomic_exchange(&sc->kicked, false)) {
 			run_kicks(sc);
+		}
 		now = soft_now_ms();
 		if (now >= next_timer) {
 			soft_conn_timers(sc, now);
@@ -204,6 +250,24 @@ static void ctx_free(struct soft_ctx *sc)
 	free(sc);
 }
 
+/* A tuning knob from the environment, or def when unset or out of [lo, hi]. */
+static long env_long(const char *name, long def, long lo, long hi)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return def;
+	x = strtol(v, &end, 10);
+	if (*end || x < lo || x > hi) {
+		rv_log(RV_LOG_WARN, "soft0: %s=\"%s\" is not a number in [%ld, %ld]; using %ld", name, v, lo, hi,
+		       def);
+		return def;
+	}
+	return x;
+}
+
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 {
 	static const char *const fn = "rv_context_new";
@@ -219,6 +283,9 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	sc->ctx = ctx;
 	sc->lfd = sc->evfd = sc->epfd = -1;
 	sc->timeout_ms = SOFT_CONNECT_TIMEOUT_MS;
+	sc->spin_us = env_long("RVERBS_SOFT_SPIN_US",
+			       sysconf(_SC_NPROCESSORS_ONLN) >= SOFT_SPIN_MIN_CPUS ? SOFT_SPIN_US : 0, 0, 1000000);
+	sc->poll_progress = env_long("RVERBS_SOFT_POLL_PROGRESS", 1, 0, 1) != 0;
 	if (getenv("RVERBS_SOFT_TIMEOUT_MS")) {
 		long v = strtol(getenv("RVERBS_SOFT_TIMEOUT_MS"), NULL, 10);
 		if (v > 0 && v <= 3600000)

@@ -32,6 +32,7 @@ enum { ARM_NONE, ARM_SOLICITED, ARM_ALL };
 struct soft_cq {
 	pthread_mutex_t lock;
 	struct rv_cq *cq;
+	struct soft_ctx *sc;
 	struct soft_channel *ch; /* or NULL */
 	_Atomic int armed;       /* ARM_* */
 	uint32_t pending;        /* events queued on ch (ch->lock) */
@@ -64,6 +65,7 @@ int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 	}
 	c->mask = n - 1;
 	c->cq = cq;
+	c->sc = cq->ctx->drv_ctx;
 	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
 		c->ch = attr->channel->drv_ch;
 	cq->cqe = n;
@@ -240,11 +242,21 @@ int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_c
 	return 0;
 }
 
+/* Empty polls by this thread, any CQ: every SOFT_POLL_PROGRESS_EVERY-th runs progress. */
+static _Thread_local uint32_t empty_polls;
+
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
 	struct soft_cq *c = cq->drv_cq;
 	uint32_t n = 0;
 
+	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
+	    (++empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0) {
+		/* Busy polling: receive in this thread rather than wait for the
+		 * progress thread, on every few empty polls (a try costs a system
+		 * call; the empty poll itself a few nanoseconds). */
+		soft_ctx_poll_progress(c->sc);
+	}
 	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0) {
 		if (RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
 			return 0;

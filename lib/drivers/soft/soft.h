@@ -61,6 +61,17 @@
 /* Ask the peer to confirm (zero-length READ) after this many unconfirmed WRs. */
 #define SOFT_CONFIRM_EVERY 16u
 
+/* The progress thread keeps polling (epoll_wait without sleeping) this long
+ * after its last event before it sleeps, on machines with at least
+ * SOFT_SPIN_MIN_CPUS online CPUs (on fewer, spinning takes the CPU the
+ * application and the peer need: 0); RVERBS_SOFT_SPIN_US overrides both. */
+#define SOFT_SPIN_US 50
+#define SOFT_SPIN_MIN_CPUS 4
+/* An empty rv_cq_poll runs the progress engine itself (without waiting for
+ * its lock) on every this many empty polls of the thread (a power of two);
+ * RVERBS_SOFT_POLL_PROGRESS=0 turns it off. */
+#define SOFT_POLL_PROGRESS_EVERY 4u
+
 struct soft_qp;
 struct soft_conn;
 
@@ -99,6 +110,9 @@ struct soft_ctx {
 	bool thread_started;
 	bool stop;
 	_Atomic bool kicked; /* some QP wants the progress thread (post_recv on a stalled rx) */
+	_Atomic int64_t active_at; /* µs, CLOCK_MONOTONIC: the last batch with events */
+	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
+	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
 };
 
 enum soft_conn_state {
@@ -237,6 +251,10 @@ int soft_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t 
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
 int soft_context_close(struct rv_context *ctx);
 int64_t soft_now_ms(void);
+int64_t soft_now_us(void);
+/* From a poller that found its CQ empty: if no one else is at it, handle what
+ * epoll has now (without waiting), as the progress thread would. */
+void soft_ctx_poll_progress(struct soft_ctx *sc);
 void soft_kick(struct soft_ctx *sc);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
 void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
