@@ -782,7 +782,9 @@ static int usage(void)
 			"  --json      one JSON object on stdout instead of the table\n"
 			"  --reps N    repetitions per figure (default 5; medians are printed)\n"
 			"  --device    the device (default soft0)\n"
-			"  --qps N     also the scale run: N connected RC QPs (default 0: none)\n");
+			"  --qps N     also the scale run: N connected RC QPs (default 0: none)\n"
+			"  --only TEXT only the figures whose name contains TEXT (e.g. \"WRITE bandwidth\")\n"
+			"  --size B    only the figures of B-byte messages\n");
 	return 2;
 }
 
@@ -790,6 +792,8 @@ int main(int argc, char **argv)
 {
 	bool quick = false, json = false;
 	int reps = 5, nqps = 0;
+	const char *only = NULL;
+	uint64_t only_size = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			quick = true;
@@ -801,6 +805,10 @@ int main(int argc, char **argv)
 			g_device = argv[++i];
 		else if (!strcmp(argv[i], "--qps") && i + 1 < argc)
 			nqps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
+		else if (!strcmp(argv[i], "--size") && i + 1 < argc)
+			only_size = strtoull(argv[++i], NULL, 0);
 		else
 			return usage();
 	}
@@ -864,7 +872,6 @@ int main(int argc, char **argv)
 			rows[nr++] = mkrow(w ? "SEND ping-pong latency, blocking" : "SEND ping-pong latency, busy-poll",
 						  w ? "raw TCP ping-pong, blocking" : "raw TCP ping-pong, busy-poll", "µs",
 						  lat_sizes[i], OP_SEND_LAT, OP_TCP_LAT, (enum wait)w, false);
-	int shm_row = nr;
 	rows[nr++] = mkrow("SEND ping-pong latency, busy-poll", "shared-memory ping-pong, busy-poll", "µs", 64,
 				  OP_SEND_LAT, OP_SHM_LAT, WAIT_BUSY, false);
 	rows[nr++] = mkrow("RDMA WRITE bandwidth", "single-thread memcpy", "Gb/s", 1u << 20, OP_WRITE_BW,
@@ -876,6 +883,18 @@ int main(int argc, char **argv)
 					  WAIT_BUSY, true);
 	}
 
+	if (only || only_size) {
+		int k = 0;
+		for (int i = 0; i < nr; i++)
+			if ((!only || strstr(rows[i].what, only)) && (!only_size || rows[i].size == only_size ||
+								      rows[i].op == OP_SCALE))
+				rows[k++] = rows[i];
+		nr = k;
+		scale_row = -1;
+		for (int i = 0; i < nr; i++)
+			if (rows[i].op == OP_SCALE)
+				scale_row = i;
+	}
 	uint64_t lat_iters = quick ? 50 : 2000;
 	int failed = 0;
 	for (int rep = 0; rep < reps; rep++) {
@@ -893,10 +912,6 @@ int main(int argc, char **argv)
 				uint64_t lo = quick ? 20 : 500, hi = quick ? 2000 : 200000;
 				iters = iters < lo ? lo : iters > hi ? hi : iters;
 			}
-			if (i == shm_row || i == shm_row + 1) {
-				/* The same-host references: the rverbs figure is already in an earlier row when
-				 * this is the TCP path; it is measured again here to sit in the same table line. */
-			}
 			if (run(&s, w->op, w->wait, w->size, iters, &a) < 0)
 				failed = 1;
 			if (w->ref_op) {
@@ -905,8 +920,7 @@ int main(int argc, char **argv)
 					riters = lat_iters * 10;
 				if (w->ref_op == OP_MEMCPY)
 					riters = quick ? 20 : 2000;
-				if (run(&s, w->ref_op, w->wait, w->ref_op == OP_MEMCPY || w->ref_op == OP_SHM_LAT ? w->size : w->size,
-					riters, &b) < 0)
+				if (run(&s, w->ref_op, w->wait, w->size, riters, &b) < 0)
 					failed = 1;
 			}
 			w->v[rep] = a.value;
