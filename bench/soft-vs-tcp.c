@@ -84,9 +84,13 @@ struct side {
 	rv_endpoint peer;
 	volatile _Atomic uint64_t *shm; /* two counters in shared memory, [0] client's, [1] server's */
 	uint64_t sends_out; /* signalled SENDs whose completion is not polled yet */
+	uint64_t sends;     /* SENDs posted by the ping-pong */
 };
 
 static const char *g_device = "soft0";
+/* Ping-pong: one SEND in this many is signalled (verbs practice: a completion
+ * per send costs a wake-up; the SQ is reclaimed by the signalled ones). */
+static unsigned g_signal = 16;
 
 static double now_s(void)
 {
@@ -411,13 +415,14 @@ static int wait_recv(struct side *s, enum wait w)
 static int send_one(struct side *s, uint64_t size)
 {
 	rv_sge sge = {(uintptr_t)rv_mr_addr(s->mr) + SRC_OFF, (uint32_t)size, rv_mr_lkey(s->mr)};
+	bool sig = ++s->sends % g_signal == 0;
 	rv_send_wr wr = {.wr_id = 1u << 31, .sg_list = &sge, .num_sge = 1, .opcode = RV_WR_SEND,
-			 .send_flags = RV_SEND_SIGNALED};
+			 .send_flags = sig ? RV_SEND_SIGNALED : 0};
 	size_t np;
 	int rc = rv_qp_post_send(s->qp, &wr, 1, &np);
 	if (rc < 0)
 		return die("rv_qp_post_send", rc);
-	s->sends_out++;
+	s->sends_out += sig;
 	return 0;
 }
 
@@ -784,7 +789,8 @@ static int usage(void)
 			"  --device    the device (default soft0)\n"
 			"  --qps N     also the scale run: N connected RC QPs (default 0: none)\n"
 			"  --only TEXT only the figures whose name contains TEXT (e.g. \"WRITE bandwidth\")\n"
-			"  --size B    only the figures of B-byte messages\n");
+			"  --size B    only the figures of B-byte messages\n"
+			"  --signal N  ping-pong: signal one SEND in N (default 16; 1 = every SEND)\n");
 	return 2;
 }
 
@@ -805,6 +811,8 @@ int main(int argc, char **argv)
 			g_device = argv[++i];
 		else if (!strcmp(argv[i], "--qps") && i + 1 < argc)
 			nqps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--signal") && i + 1 < argc)
+			g_signal = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
 			only = argv[++i];
 		else if (!strcmp(argv[i], "--size") && i + 1 < argc)
@@ -814,7 +822,7 @@ int main(int argc, char **argv)
 	}
 	if (quick && reps == 5)
 		reps = 1;
-	if (reps < 1 || reps > MAX_REPS || nqps < 0 || nqps > 100000)
+	if (reps < 1 || reps > MAX_REPS || nqps < 0 || nqps > 100000 || g_signal < 1 || g_signal > 64)
 		return usage();
 
 	/* Shared memory for the raw same-host reference, mapped before the fork. */

@@ -628,6 +628,15 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 		struct soft_qp *q = sc->qps[i];
 		uint32_t st = atomic_load(&q->state);
 
+		if (q->conn && st == RV_QPS_RTS) {
+			/* Unsignalled WRs left unconfirmed (tx.c, confirm_now): ask now. */
+			pthread_mutex_lock(&q->lock);
+			if (q->conn && q->sq_tx == q->sq_tail && q->sq_tx != q->sq_covered) {
+				q->confirm_late = true;
+				soft_tx_push(q);
+			}
+			pthread_mutex_unlock(&q->lock);
+		}
 		if (q->active || !q->have_peer || q->conn || q->conn_failed ||
 		    (st != RV_QPS_RTR && st != RV_QPS_RTS) ||
 		    now < q->rtr_at + sc->timeout_ms)

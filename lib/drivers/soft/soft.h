@@ -236,6 +236,7 @@ struct soft_qp {
 	int64_t rtr_at;     /* when the QP reached RTR (ms): the passive side's wait starts */
 	bool conn_failed;   /* setup failed while in RTR: ERR follows the move to RTS */
 	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
+	bool confirm_late;  /* unsignalled WRs waited a timer tick for their confirmation: ask now */
 	bool cq_overflow;   /* one of its CQs overflowed: the QP goes to ERR */
 };
 

@@ -14,8 +14,9 @@
  * WR that caused it. iWARP has no ACK, so the requester asks for proof with a
  * zero-length RDMA READ (legal per RFC 5040; RFC 6581 uses the same message):
  * the responder handles its stream in order, so the READ's response proves
- * every earlier message was placed. One is sent when the send queue drains or
- * after SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well.
+ * every earlier message was placed. One is sent when the send queue drains
+ * (not at once for a tail of unsignalled WRs: confirm_now) or after
+ * SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well.
  *
  * Order on the wire at message boundaries: a pending TERMINATE first, then READ
  * responses, then the initiator's opening READ, then the send queue.
@@ -69,6 +70,29 @@ static void emit_confirm(struct soft_qp *q, struct soft_conn *c)
 
 	memset(&r, 0, sizeof(r));
 	emit_read_req(q, c, &r, false, 0);
+	q->confirm_late = false;
+}
+
+/*
+ * The send queue drained with WRs the peer has not confirmed: ask now if the
+ * application waits for one of them (a signalled WR), if they are many or
+ * fill half the queue, or if the timer says they waited long enough
+ * (confirm_late). A tail of unsignalled WRs alone can wait for the next WR or
+ * the timer: no one polls for them, a remote error still arrives as a
+ * TERMINATE and fails the WR it names, and a ping-pong that signals one send
+ * in N saves a confirmation round trip, two thread wake-ups, per message.
+ */
+static bool confirm_now(const struct soft_qp *q)
+{
+	if (q->confirm_late || q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY ||
+	    q->sq_tail - q->sq_head >= q->sq_size / 2)
+		return true;
+	for (uint32_t i = q->sq_covered; i != q->sq_tx; i++) {
+		const struct soft_swqe *w = &q->sq[i % q->sq_size];
+		if (w->signaled && w->opcode != RV_WR_RDMA_READ)
+			return true;
+	}
+	return false;
 }
 
 /* Local error while framing sq[sq_tx]: the WR fails, the QP goes to ERR and
@@ -214,7 +238,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 		if (st != RV_QPS_RTS)
 			break;
 		if (q->sq_tx == q->sq_tail) {
-			if (q->sq_tx != q->sq_covered && ord_room(q)) {
+			if (q->sq_tx != q->sq_covered && ord_room(q) && confirm_now(q)) {
 				emit_confirm(q, c);
 				any = true;
 			}
