@@ -37,15 +37,18 @@ ir_per_op() {
 
 echo "instructions per operation (callgrind, $ops operations per loop, collected inside the loop only)"
 echo
-# Of a loop's instructions, those in the facade (rv_* entry points) and in
-# the libibverbs driver (rv_ibv_*, with what is inlined into it), per op.
+# Of a loop's instructions, those in the facade (rv_qp_*/rv_cq_* entry points
+# and lib/qp.c, lib/cq.c) and in the libibverbs driver (rv_ibv_* with what is
+# inlined into it, and the static helpers of lib/drivers/ibv/), per op.
 split() {
 	callgrind_annotate --auto=no --threshold=100 "$tmp/$1.out" 2>/dev/null | awk -v ops="$2" '
 		/^ *[0-9,]+ +\( *[0-9.]+%\)/ {
 			n = $1; gsub(",", "", n)
 			fn = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", fn)
-			if (fn ~ /^[^ ]*:rv_ibv_/) drv += n
-			else if (fn ~ /^[^ ]*:rv_(qp|cq)_/) fac += n
+			file = fn; sub(/:.*/, "", file)
+			func = fn; sub(/^[^:]*:/, "", func); sub(/ .*/, "", func)
+			if (func ~ /^rv_ibv_/ || file ~ /lib\/drivers\/ibv\//) drv += n
+			else if (func ~ /^rv_(qp|cq)_/ || file ~ /lib\/(qp|cq)\.c$/) fac += n
 		}
 		END { printf "%.1f | %.1f\n", fac / ops, drv / ops }'
 }

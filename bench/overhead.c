@@ -273,9 +273,12 @@ static void make_handles(void)
 		c[i]->ctx = ctx;
 		c[i]->cqe = 256;
 		c[i]->drv_cq = i ? &stub.cq_one : &stub.cq_empty;
+		c[i]->poll = rv_driver_ibv.cq_poll;
 	}
 	rv_obj_init(&q->obj, &qp_class, ctx);
 	q->drv = &rv_driver_ibv;
+	q->post_send = rv_driver_ibv.post_send;
+	q->post_recv = rv_driver_ibv.post_recv;
 	q->drv_qp = &stub.qp;
 	q->ctx = ctx;
 	q->send_cq = q->recv_cq = c[0];

@@ -73,6 +73,7 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 	rv_obj_init(&cq->obj, &cq_class, ctx);
 	cq->obj.id = rv_ctx_next_id(ctx);
 	cq->ctx = ctx;
+	cq->poll = ctx->drv->cq_poll;
 	rv_graph_lock(&ctx->obj);
 	rc = rv_obj_add_dep(&cq->obj, &ctx->obj);
 	if (rc == 0 && a.channel) {
@@ -132,7 +133,7 @@ RV_EXPORT int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max)
 		return rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
 	if (RV_UNLIKELY(!wc || max < 1))
 		return rv_err(EINVAL, __func__, "%s", wc ? "max must be at least 1" : "wc is NULL");
-	return cq->ctx->drv->cq_poll(cq, wc, max);
+	return cq->poll(cq, wc, max);
 }
 
 RV_EXPORT uint32_t rv_cq_size(const rv_cq *cq)

@@ -89,6 +89,8 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	rv_obj_init(&qp->obj, &qp_class, pd->ctx);
 	qp->obj.id = rv_ctx_next_id(pd->ctx);
 	qp->drv = pd->ctx->drv;
+	qp->post_send = qp->drv->post_send;
+	qp->post_recv = qp->drv->post_recv;
 	qp->ctx = pd->ctx;
 	qp->pd = pd;
 	qp->send_cq = a.send_cq;
@@ -490,8 +492,8 @@ RV_EXPORT int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t
 	if (RV_UNLIKELY(!qp_live(qp) || !wrs || n == 0))
 		return post_refused(qp, wrs, n, n_posted, __func__);
 	if (n_posted)
-		return qp->drv->post_send(qp, wrs, n, n_posted);
-	return qp->drv->post_send(qp, wrs, n, &posted);
+		return qp->post_send(qp, wrs, n, n_posted);
+	return qp->post_send(qp, wrs, n, &posted);
 }
 
 RV_EXPORT int rv_qp_post_recv(rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
@@ -501,8 +503,8 @@ RV_EXPORT int rv_qp_post_recv(rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t
 	if (RV_UNLIKELY(!qp_live(qp) || !wrs || n == 0))
 		return post_refused(qp, wrs, n, n_posted, __func__);
 	if (n_posted)
-		return qp->drv->post_recv(qp, wrs, n, n_posted);
-	return qp->drv->post_recv(qp, wrs, n, &posted);
+		return qp->post_recv(qp, wrs, n, n_posted);
+	return qp->post_recv(qp, wrs, n, &posted);
 }
 
 static int post_one(rv_qp *qp, uint32_t opcode, const rv_sge *local, uint64_t raddr, uint32_t rkey,
@@ -521,7 +523,7 @@ static int post_one(rv_qp *qp, uint32_t opcode, const rv_sge *local, uint64_t ra
 	wr.remote_addr = raddr;
 	wr.rkey = rkey;
 	size_t posted;
-	return qp->drv->post_send(qp, &wr, 1, &posted);
+	return qp->post_send(qp, &wr, 1, &posted);
 }
 
 RV_EXPORT int rv_qp_write(rv_qp *qp, const rv_sge *local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id)
@@ -546,5 +548,5 @@ RV_EXPORT int rv_qp_recv(rv_qp *qp, const rv_sge *local, uint64_t wr_id)
 
 	if (RV_UNLIKELY(!qp_live(qp)))
 		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
-	return qp->drv->post_recv(qp, &wr, 1, &posted);
+	return qp->post_recv(qp, &wr, 1, &posted);
 }

@@ -73,6 +73,9 @@ struct rv_comp_channel {
 
 struct rv_cq {
 	struct rv_object obj;
+	/* The data path's entry, cached from ctx->drv->cq_poll (one load
+	 * instead of three); lib/cq.c may put a wrapper of its own here. */
+	int (*poll)(struct rv_cq *cq, rv_wc *wc, int max);
 	struct rv_context *ctx;
 	uint32_t cqe; /* actual size, set by the driver */
 	void *drv_cq;
@@ -87,6 +90,10 @@ struct rv_qp {
 	struct rv_object obj;
 	/* Data path first: the cached driver entry points and the opaque driver QP. */
 	const struct rv_driver *drv;
+	/* drv->post_send and drv->post_recv, cached (one load fewer per post);
+	 * lib/qp.c may put a wrapper of its own in post_send. */
+	int (*post_send)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+	int (*post_recv)(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 	void *drv_qp;
 	struct rv_context *ctx;
 	struct rv_pd *pd;

@@ -198,6 +198,61 @@ static void test_ibv_datapath__post_send_inline_when_it_fits(void **state)
 	assert_int_equal(mock.flags[2], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
 }
 
+/* One WR at a time: the straight-line path (one SGE, plain flags, common
+ * opcode) and the general one (anything else) agree on what reaches the
+ * provider. */
+static void test_ibv_datapath__post_send_one_wr_each_path(void **state)
+{
+	rv_sge two[2] = { { .addr = 0x1000, .length = 20, .lkey = 5 },
+			  { .addr = 0x2000, .length = 12, .lkey = 5 } };
+	rv_send_wr w;
+	size_t posted = 999;
+
+	(void)state;
+	make_send(&w, 1, 32);
+	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(posted, 1);
+	assert_int_equal(mock.chain_len[0], 1);
+	assert_int_equal(mock.flags[0], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+
+	/* 33 bytes do not fit max_inline_data 32. */
+	sges[0].length = 33;
+	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(mock.flags[1], IBV_SEND_SIGNALED);
+
+	/* Two SGEs of 32 bytes together: the general path, inline. */
+	w.sg_list = two;
+	w.num_sge = 2;
+	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(mock.flags[2], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	assert_ptr_equal(mock.sg_lists[2], two);
+
+	/* rverbs' own flag never reaches libibverbs. */
+	w.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+	w.num_sge = 1;
+	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(mock.flags[3], IBV_SEND_SIGNALED);
+
+	/* A READ never goes inline; an atomic takes the general path. */
+	w.send_flags = RV_SEND_SIGNALED;
+	w.opcode = RV_WR_RDMA_READ;
+	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(mock.flags[4], IBV_SEND_SIGNALED);
+	w.opcode = RV_WR_ATOMIC_FETCH_AND_ADD;
+	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(mock.flags[5], IBV_SEND_SIGNALED);
+	assert_int_equal(mock.calls, 6);
+	assert_int_equal(posted, 1);
+
+	/* A refused single WR: nothing posted, the message names it. */
+	mock.fail_at = (long)mock.seen;
+	mock.fail_rc = ENOMEM;
+	w.opcode = RV_WR_RDMA_WRITE;
+	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), -ENOMEM);
+	assert_int_equal(posted, 0);
+	assert_non_null(strstr(rv_error_last(), "send queue is full"));
+}
+
 static void test_ibv_datapath__post_send_full_queue_counts_from_bad_wr(void **state)
 {
 	rv_send_wr w[40];
@@ -370,6 +425,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_batches_of_16_in_order, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_inline_when_it_fits, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_one_wr_each_path, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_full_queue_counts_from_bad_wr, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_negative_errno_provider, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unposted, setup),

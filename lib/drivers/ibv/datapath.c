@@ -68,33 +68,60 @@ static int send_failed(struct rv_qp *qp, const rv_send_wr *wr, size_t index, int
 	return -err;
 }
 
+/* Translate up to want WRs (the first is the caller's WR number first) into
+ * chain, linked; stop at the first the driver refuses (*terr: its negative
+ * errno) or, on a UD QP, the first whose address handle or QPN is wrong
+ * (*uerr, message set). Returns how many were translated. What holds for
+ * the whole QP (its type, its inline limit) is looked at once, not per WR. */
+static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, size_t first,
+				size_t want, struct ibv_send_wr *chain, int *terr, int *uerr)
+{
+	uint32_t max_inline = qp->cap.max_inline_data;
+	struct ibv_send_wr *out = chain, *end = chain + want;
+
+	if (RV_LIKELY(qp->qp_type != RV_QPT_UD)) {
+		/* Each WR points at the next slot; the caller cuts off the last. */
+		for (; out < end; out++, wr++) {
+			if (RV_UNLIKELY(wr->opcode > RV_WR_RDMA_READ))
+				break;
+			rv_ibv_send_wr_common(qp, max_inline, wr, out + 1, out);
+		}
+	}
+	for (; out < end; out++, wr++) {
+		if (RV_LIKELY(wr->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD)) {
+			rv_ibv_send_wr_common(qp, max_inline, wr, out + 1, out);
+			continue;
+		}
+		/* UD: the address handle and QPN are checked before the provider
+		 * dereferences them. */
+		if (qp->qp_type == RV_QPT_UD &&
+		    (*uerr = rv_ud_wr_check(qp, wr, first + (size_t)(out - chain))) < 0)
+			break;
+		*terr = rv_ibv_send_wr_other(qp, wr, out);
+		if (RV_UNLIKELY(*terr))
+			break;
+		out->next = out + 1;
+	}
+	return (size_t)(out - chain);
+}
+
 /* The rest of a batch, or a WR the one-WR path does not take: translated into
  * chains of RV_IBV_BATCH on the stack. */
-static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv_send_wr *wrs,
+						      size_t n, size_t *n_posted)
 {
-	struct ibv_qp *q = qp->drv_qp;
 	struct ibv_send_wr chain[RV_IBV_BATCH];
 	size_t done = 0;
 
 	while (done < n) {
 		struct ibv_send_wr *bad = NULL;
-		size_t k = 0, want = n - done < RV_IBV_BATCH ? n - done : RV_IBV_BATCH;
+		size_t want = n - done < RV_IBV_BATCH ? n - done : RV_IBV_BATCH;
 		int terr = 0, uerr = 0, rc;
+		size_t k = send_chain(qp, &wrs[done], done, want, chain, &terr, &uerr);
 
-		for (; k < want; k++) {
-			/* UD: the address handle and QPN are checked before the
-			 * provider dereferences them. */
-			if (RV_UNLIKELY(qp->qp_type == RV_QPT_UD) &&
-			    (uerr = rv_ud_wr_check(qp, &wrs[done + k], done + k)) < 0)
-				break;
-			terr = rv_ibv_send_wr_to_ibv(qp, &wrs[done + k], &chain[k]);
-			if (RV_UNLIKELY(terr))
-				break;
-			if (k > 0)
-				chain[k - 1].next = &chain[k];
-		}
 		if (k > 0) {
-			rc = ibv_post_send(q, chain, &bad);
+			chain[k - 1].next = NULL;
+			rc = ibv_post_send(qp->drv_qp, chain, &bad);
 			if (RV_UNLIKELY(rc != 0)) {
 				size_t i = bad_index(chain, bad, sizeof(chain[0]), k);
 
@@ -130,11 +157,13 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 	} f;
 	int rc;
 
-	/* One common WR on a connected QP (most posts): translated straight onto
-	 * the stack, no chain, no loop. */
-	if (RV_UNLIKELY(n != 1 || wrs->opcode > RV_WR_RDMA_READ || qp->qp_type == RV_QPT_UD))
+	/* One common WR of one SGE with plain flags on a connected QP (most
+	 * posts): translated straight onto the stack, no chain, no loop, no
+	 * call; anything else takes the general path. */
+	if (RV_UNLIKELY(n != 1 || wrs->opcode > RV_WR_RDMA_READ || wrs->num_sge != 1 ||
+			(wrs->send_flags & ~RV_IBV_SEND_FLAGS_PASSED) || qp->qp_type == RV_QPT_UD))
 		return post_send_chains(qp, wrs, n, n_posted);
-	rv_ibv_send_wr_common(qp, wrs, &f.w);
+	rv_ibv_send_wr_plain(qp->cap.max_inline_data, wrs, NULL, &f.w);
 	f.qp = qp;
 	f.wr = wrs;
 	f.n_posted = n_posted;
@@ -237,9 +266,9 @@ int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 	 * fixed up in place (imm_data byte order, reserved). */
 	int got = ibv_poll_cq(cq->drv_cq, max, (struct ibv_wc *)(void *)wc);
 
-	if (RV_UNLIKELY(got < 0))
-		return poll_failed(cq, got);
-	for (int i = 0; i < got; i++)
-		rv_ibv_wc_fix(&wc[i]);
+	if (RV_LIKELY(got <= 0))
+		return RV_LIKELY(got == 0) ? 0 : poll_failed(cq, got);
+	for (int i = got; i > 0; i--, wc++)
+		rv_ibv_wc_fix(wc);
 	return got;
 }

@@ -22,6 +22,15 @@ _Static_assert(offsetof(rv_sge, addr) == offsetof(struct ibv_sge, addr), "rv_sge
 _Static_assert(offsetof(rv_sge, length) == offsetof(struct ibv_sge, length), "rv_sge.length");
 _Static_assert(offsetof(rv_sge, lkey) == offsetof(struct ibv_sge, lkey), "rv_sge.lkey");
 
+/* rv_ibv_send_wr_plain() copies num_sge and opcode as one 8-byte block. */
+_Static_assert(offsetof(rv_send_wr, opcode) == offsetof(rv_send_wr, num_sge) + 4 &&
+	       sizeof(((rv_send_wr *)0)->num_sge) == 4 && sizeof(((rv_send_wr *)0)->opcode) == 4,
+	       "rv_send_wr: num_sge then opcode, 4 bytes each");
+_Static_assert(offsetof(struct ibv_send_wr, opcode) == offsetof(struct ibv_send_wr, num_sge) + 4 &&
+	       sizeof(((struct ibv_send_wr *)0)->num_sge) == 4 &&
+	       sizeof(((struct ibv_send_wr *)0)->opcode) == 4,
+	       "ibv_send_wr: num_sge then opcode, 4 bytes each");
+
 /* rv_wc has ibv_wc's layout up to rv_wc::reserved (ibv_wc's tail padding):
  * rv_ibv_wc_from_ibv() copies that block whole. */
 #define RV_SAME_WC_FIELD(f)                                                        \
@@ -167,6 +176,22 @@ RV_SAME(RV_SEND_IP_CSUM, IBV_SEND_IP_CSUM);
 _Static_assert((RV_SEND_NO_INLINE & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
 				     IBV_SEND_INLINE | IBV_SEND_IP_CSUM)) == 0,
 	       "RV_SEND_NO_INLINE collides with an IBV_SEND_* flag");
+
+unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in)
+{
+	uint32_t f = in->send_flags;
+	unsigned int out = f & RV_IBV_SEND_FLAGS_PASSED;
+	bool may = (RV_IBV_INLINE_OPCODES >> in->opcode) & 1;
+
+	if (!(f & (RV_SEND_INLINE | RV_SEND_NO_INLINE))) {
+		uint32_t max = qp->cap.max_inline_data;
+		if (may && max && rv_send_wr_length(in) <= max)
+			out |= IBV_SEND_INLINE;
+	} else if (may && (f & RV_SEND_INLINE)) {
+		out |= IBV_SEND_INLINE;
+	}
+	return out;
+}
 
 /* The opcodes rv_ibv_send_wr_common() does not take, and the refusals: off
  * the usual data path, so a switch and full zeroing of the unions are fine. */

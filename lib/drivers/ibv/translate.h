@@ -70,60 +70,52 @@ void rv_ibv_port_attr_from_ibv(const struct ibv_port_attr *in, rv_port_attr *out
 	 (1u << RV_WR_SEND_WITH_IMM) | (1u << RV_WR_SEND_WITH_INV))
 
 /* The libibverbs send flags of in, inline decided by rv_send_wr_inline's
- * rule. in->opcode must be a valid rv_wr_opcode (below 32). */
-static inline unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in)
-{
-	uint32_t f = in->send_flags;
-	unsigned int out = f & RV_IBV_SEND_FLAGS_PASSED;
-	bool may = (RV_IBV_INLINE_OPCODES >> in->opcode) & 1;
-
-	if (!(f & (RV_SEND_INLINE | RV_SEND_NO_INLINE))) {
-		uint32_t max = qp->cap.max_inline_data;
-		if (may && max && rv_send_wr_length(in) <= max)
-			out |= IBV_SEND_INLINE;
-	} else if (may && (f & RV_SEND_INLINE)) {
-		out |= IBV_SEND_INLINE;
-	}
-	return out;
-}
-
-/* The same for a common opcode (in->opcode <= RV_WR_RDMA_READ), cheapest
- * when the caller's flags are all libibverbs ones: they pass unchanged, and
- * of these opcodes only READ never goes inline. */
-static inline unsigned int rv_ibv_send_flags_common(const struct rv_qp *qp, const rv_send_wr *in)
-{
-	uint32_t f = in->send_flags;
-	uint32_t max = qp->cap.max_inline_data;
-
-	if (RV_UNLIKELY(f & ~RV_IBV_SEND_FLAGS_PASSED))
-		return rv_ibv_send_flags(qp, in);
-	if (in->opcode != RV_WR_RDMA_READ && max && rv_send_wr_length(in) <= max)
-		f |= IBV_SEND_INLINE;
-	return f;
-}
+ * rule. in->opcode must be a valid rv_wr_opcode (below 32). Out of line
+ * (translate.c): the common path below needs it only when the caller names
+ * RV_SEND_INLINE, RV_SEND_NO_INLINE or a flag libibverbs does not know. */
+unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in);
 
 /*
  * rv_send_wr -> ibv_send_wr for the common opcodes (RDMA WRITE, WRITE with
  * immediate, SEND, SEND with immediate, RDMA READ: in->opcode <=
- * RV_WR_RDMA_READ), on a connected QP: straight-line code, no switch. Fields
- * an opcode does not use get whatever the caller's WR held (the immediate,
- * byte-swapped, and the remote address and key): providers read the unions by
- * opcode and QP type only, so zeroing them would be wasted stores.
+ * RV_WR_RDMA_READ) on a connected QP, with out->next = next, when the
+ * caller's send flags are all libibverbs ones (no bit outside
+ * RV_IBV_SEND_FLAGS_PASSED): straight-line code, no switch, no call. The
+ * flags pass unchanged, plus IBV_SEND_INLINE when the payload fits max_inline
+ * (qp->cap.max_inline_data; of these opcodes only READ never goes inline).
+ * Fields an opcode does not use get whatever the caller's WR held (the
+ * immediate, byte-swapped, and the remote address and key): providers read
+ * the unions by opcode and QP type only, so zeroing them would be wasted stores.
  */
-static inline void rv_ibv_send_wr_common(const struct rv_qp *qp, const rv_send_wr *in,
-					 struct ibv_send_wr *out)
+static inline void rv_ibv_send_wr_plain(uint32_t max_inline, const rv_send_wr *in,
+					struct ibv_send_wr *next, struct ibv_send_wr *out)
 {
+	uint32_t f = in->send_flags;
+
+	if (max_inline && in->opcode != RV_WR_RDMA_READ && rv_send_wr_length(in) <= max_inline)
+		f |= IBV_SEND_INLINE;
 	out->wr_id = in->wr_id;
-	out->next = NULL;
+	out->next = next;
 	/* ibv_post_send() does not write through sg_list; the cast only drops
 	 * the const its prototype lacks. */
 	out->sg_list = (struct ibv_sge *)(uintptr_t)in->sg_list;
-	out->num_sge = (int)in->num_sge;
-	out->opcode = (enum ibv_wr_opcode)in->opcode;
-	out->send_flags = rv_ibv_send_flags_common(qp, in);
+	/* num_sge and opcode are adjacent 32-bit fields in both structs
+	 * (translate.c checks): one 8-byte copy. */
+	memcpy(&out->num_sge, &in->num_sge, 8);
+	out->send_flags = f;
 	out->imm_data = htobe32(in->imm_data);
 	out->wr.rdma.remote_addr = in->remote_addr;
 	out->wr.rdma.rkey = in->rkey;
+}
+
+/* The same with any send flags (a loop loads max_inline once). */
+static inline void rv_ibv_send_wr_common(const struct rv_qp *qp, uint32_t max_inline,
+					 const rv_send_wr *in, struct ibv_send_wr *next,
+					 struct ibv_send_wr *out)
+{
+	rv_ibv_send_wr_plain(max_inline, in, next, out);
+	if (RV_UNLIKELY(in->send_flags & ~RV_IBV_SEND_FLAGS_PASSED))
+		out->send_flags = rv_ibv_send_flags(qp, in);
 }
 
 /* The other opcodes, and the refusals (translate.c). */
@@ -144,7 +136,7 @@ static inline int rv_ibv_send_wr_to_ibv(const struct rv_qp *qp, const rv_send_wr
 					struct ibv_send_wr *out)
 {
 	if (RV_LIKELY(in->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD)) {
-		rv_ibv_send_wr_common(qp, in, out);
+		rv_ibv_send_wr_common(qp, qp->cap.max_inline_data, in, NULL, out);
 		return 0;
 	}
 	return rv_ibv_send_wr_other(qp, in, out);
