@@ -194,7 +194,7 @@ static void dump_one(FILE *f, const struct rv_object *obj, int depth, uint32_t e
 {
 	fprintf(f, "%*s%s #%" PRIu64 " refs=%u %s", depth * 2, "", rv_obj_type_name(obj->cls->type),
 		obj->id, atomic_load(&obj->refcnt) - extra_refs,
-		obj->state == RV_OBJ_LIVE ? ((obj->flags & 1u) ? "zombie(destroy failed)" : "live") : "closed");
+		obj->state == RV_OBJ_LIVE ? ((obj->flags & RV_OBJ_ZOMBIE_FLAG) ? "zombie(destroy failed)" : "live") : "closed");
 	if (obj->state != RV_OBJ_LIVE)
 		fprintf(f, " (%s)", obj->close_reason);
 	fputc('\n', f);

@@ -12,9 +12,20 @@
  * - a live child holds a strong reference on each dependency and is listed in
  *   each dependency's weak registry of dependents;
  * - closing drops those references at once, so a closed handle pins nothing;
- * - a destroy that fails leaves the object live and listed; if its last
- *   reference was already gone it becomes a zombie that the parent's close
- *   retries and then frees, so nothing leaks and nothing is destroyed twice.
+ * - a destroy that fails leaves the object live and listed. If its last
+ *   reference is already gone it becomes a zombie: it gives up its strong
+ *   references (RV_OBJ_NOREFS_FLAG) but stays in every registry it is in, so
+ *   it pins nothing either, and whichever of its dependencies is closed or
+ *   released first retries its destroy in the cascade and then frees it.
+ *   A dependency cannot be freed while a zombie is in its registry: freeing
+ *   needs a successful close, and a close empties the registry first;
+ * - a context whose close fails at its last unref (a zombie in it still
+ *   refuses, or the context's own destroy does) gives up its reference on its
+ *   device the same way (RV_OBJ_LEAKED_FLAG): the device's close retries it,
+ *   and the device's last unref retries it once more and then abandons what
+ *   the driver still refuses (logged), so rverbs' memory is always freed;
+ * - nothing is destroyed twice: an object leaves the graph (drop_deps) only
+ *   after its destroy succeeded or was abandoned, and is freed once.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,10 +59,17 @@ static enum rv_obj_type obj_type(const struct rv_object *obj)
 	return obj->cls->type;
 }
 
-/* Zombies: last reference gone while a failed destroy kept the object live. */
-#define RV_OBJ_ZOMBIE_FLAG 1u
-/* A context whose destroy failed at its last unref: its device's close reaps it. */
+/* RV_OBJ_ZOMBIE_FLAG (object.h): last reference gone while a failed destroy
+ * kept the object live. */
+/* A context whose close failed at its last unref: its device reaps it. */
 #define RV_OBJ_LEAKED_FLAG 2u
+/* deps[] only lists the registries the object is in: it gave up the strong
+ * references (zombies and leaked contexts), so leaving the graph unregisters
+ * it without an unref. */
+#define RV_OBJ_NOREFS_FLAG 4u
+/* A cascade closed the object while its last unref was in flight in another
+ * thread and took a reference on its context for that thread (pin_for_owner). */
+#define RV_OBJ_PINNED_FLAG 8u
 
 void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls, struct rv_context *ctx)
 {
@@ -123,17 +141,36 @@ static void free_obj(struct rv_object *obj)
 	free(obj);
 }
 
-/* Drop the strong references an object holds; called once it no longer needs them. */
+/* Leave the graph: unregister from every dependency and drop the strong
+ * references, unless the object gave them up already (a zombie). */
 static void drop_deps(struct rv_object *obj)
 {
 	struct rv_object *deps[RV_OBJ_MAX_DEPS];
 	uint8_t n = obj->n_deps;
+	bool refs = !(obj->flags & RV_OBJ_NOREFS_FLAG);
 
 	memcpy(deps, obj->deps, sizeof(deps));
 	for (uint8_t i = 0; i < n; i++)
 		unregister_from(deps[i], obj);
 	obj->n_deps = 0;
 	memset(obj->deps, 0, sizeof(obj->deps));
+	if (refs)
+		for (uint8_t i = 0; i < n; i++)
+			rv_obj_unref(deps[i]);
+}
+
+/* obj's last reference is gone and its destroy failed: make it a zombie that
+ * stays in its dependencies' registries and drops its references on them.
+ * Caller holds the graph lock. Dropping a reference may run a dependency's
+ * last unref, whose cascade retries obj's destroy and can free obj: obj is
+ * marked before the first unref and never touched after it. */
+static void zombify(struct rv_object *obj)
+{
+	struct rv_object *deps[RV_OBJ_MAX_DEPS];
+	uint8_t n = obj->n_deps;
+
+	obj->flags |= RV_OBJ_ZOMBIE_FLAG | RV_OBJ_NOREFS_FLAG;
+	memcpy(deps, obj->deps, sizeof(deps));
 	for (uint8_t i = 0; i < n; i++)
 		rv_obj_unref(deps[i]);
 }
@@ -179,7 +216,7 @@ static void report_leak(struct rv_object *obj, int depth, void *arg)
 
 /* Drop the reference the cascade took on a dependent. At zero the dependent
  * was only pinned by its own children: free it if it is closed, else (its
- * destroy failed) keep it as a zombie for the next close of its parent. */
+ * destroy failed) it becomes a zombie for the next close of a parent. */
 static void cascade_put(struct rv_object *d)
 {
 	if (atomic_fetch_sub_explicit(&d->refcnt, 1, memory_order_acq_rel) != 1)
@@ -187,11 +224,27 @@ static void cascade_put(struct rv_object *d)
 	if (d->state == RV_OBJ_CLOSED)
 		free_obj(d);
 	else
-		d->flags |= RV_OBJ_ZOMBIE_FLAG;
+		zombify(d);
 }
 
-/* Close obj after its dependents, newest first. Caller holds the graph lock. */
-static int close_locked(struct rv_object *obj, const char *reason)
+/* d's last reference was dropped in another thread, which is on its way to
+ * our lock in final_unref and will free d. Closing d drops d's references,
+ * and with them maybe the last one keeping d's context alive, while that
+ * thread is about to lock the context: take a reference on the context for
+ * it, before d's references go. final_unref drops it. Once per object. */
+static void pin_for_owner(struct rv_object *d)
+{
+	if (d->flags & RV_OBJ_PINNED_FLAG)
+		return;
+	d->flags |= RV_OBJ_PINNED_FLAG;
+	rv_obj_ref(&d->ctx->obj);
+}
+
+/* Close obj after its dependents, newest first. Caller holds the graph lock.
+ * With force (the device's last unref, nothing can retry after it) a destroy
+ * that fails is logged and abandoned: the driver keeps the resource, rverbs
+ * frees its handle. */
+static int close_locked(struct rv_object *obj, const char *reason, bool force)
 {
 	bool zombie;
 	int rc;
@@ -214,19 +267,24 @@ static int close_locked(struct rv_object *obj, const char *reason)
 		 * none either: that thread waits for our lock in final_unref and
 		 * frees it, closed by us, after we release the lock. */
 		if (d->flags & RV_OBJ_ZOMBIE_FLAG) {
-			rc = close_locked(d, why);
+			rc = close_locked(d, why, force);
 		} else if (ref_unless_zero(d)) {
-			rc = close_locked(d, why);
+			rc = close_locked(d, why, force);
 			cascade_put(d);
 		} else {
-			rc = close_locked(d, why);
+			pin_for_owner(d);
+			rc = close_locked(d, why, force);
 		}
 		if (rc < 0)
 			return rc;
 	}
 
 	rc = obj->cls->destroy ? obj->cls->destroy(obj) : 0;
-	if (rc < 0) {
+	if (rc < 0 && force) {
+		rv_log(RV_LOG_ERROR, "abandoning %s #%" PRIu64 ": its destroy failed again (%s) at its device's last unref, "
+		       "the last chance to retry; rverbs frees its handle, the driver keeps the resource",
+		       rv_obj_type_name(obj_type(obj)), obj->id, strerror(-rc));
+	} else if (rc < 0) {
 		rv_log(RV_LOG_ERROR, "destroying %s #%" PRIu64 " failed (%s); it stays tracked and the close can be retried",
 		       rv_obj_type_name(obj_type(obj)), obj->id, strerror(-rc));
 		return rc;
@@ -275,9 +333,23 @@ void rv_graph_unlock(struct rv_object *obj)
 		rv_obj_unref(&ctx->obj);
 }
 
+/* Drop device_close's reference on a leaked context it revived: at zero,
+ * free it if the close went through, else it stays leaked for the next try
+ * (no retry here: the close just failed). */
+static void put_revived(struct rv_object *c)
+{
+	if (atomic_fetch_sub_explicit(&c->refcnt, 1, memory_order_acq_rel) != 1)
+		return;
+	if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == RV_OBJ_CLOSED)
+		free_obj(c);
+	else
+		__atomic_fetch_or(&c->flags, RV_OBJ_LEAKED_FLAG, __ATOMIC_RELEASE);
+}
+
 static int device_close(struct rv_object *dev, const char *reason)
 {
 	struct rv_object **ctxs;
+	bool *revived;
 	uint32_t n;
 	int rc = 0;
 
@@ -288,20 +360,27 @@ static int device_close(struct rv_object *dev, const char *reason)
 	}
 	n = dev->n_dependents;
 	ctxs = calloc(n ? n : 1, sizeof(*ctxs));
-	if (!ctxs) {
+	revived = calloc(n ? n : 1, sizeof(*revived));
+	if (!ctxs || !revived) {
 		pthread_mutex_unlock(&global_lock);
+		free(ctxs);
+		free(revived);
 		return -ENOMEM;
 	}
 	/* A context whose last reference is gone is closing itself in its
-	 * final_unref: leave it to that (not resurrected, see ref_unless_zero). */
+	 * final_unref: leave it to that (not resurrected, see ref_unless_zero).
+	 * A leaked one (its close failed at its last unref) is nobody's: take
+	 * it, clearing the flag so that a concurrent device close does not. */
 	for (uint32_t i = 0; i < n; i++) {
 		struct rv_object *c = dev->dependents[i];
 		ctxs[i] = NULL;
 		if (ref_unless_zero(c)) {
 			ctxs[i] = c;
-		} else if (__atomic_load_n(&c->flags, __ATOMIC_ACQUIRE) & RV_OBJ_LEAKED_FLAG) {
-			rv_obj_ref(c); /* nobody else owns it: safe to revive for the close */
+		} else if (__atomic_fetch_and(&c->flags, (uint16_t)~RV_OBJ_LEAKED_FLAG, __ATOMIC_ACQ_REL) &
+			   RV_OBJ_LEAKED_FLAG) {
+			rv_obj_ref(c);
 			ctxs[i] = c;
+			revived[i] = true;
 		}
 	}
 	pthread_mutex_unlock(&global_lock);
@@ -311,9 +390,13 @@ static int device_close(struct rv_object *dev, const char *reason)
 			continue;
 		if (rc == 0)
 			rc = rv_obj_close(ctxs[i], "closed because its device was closed");
-		rv_obj_unref(ctxs[i]);
+		if (revived[i])
+			put_revived(ctxs[i]);
+		else
+			rv_obj_unref(ctxs[i]);
 	}
 	free(ctxs);
+	free(revived);
 	if (rc < 0)
 		return rc;
 
@@ -339,9 +422,67 @@ int rv_obj_close(struct rv_object *obj, const char *reason)
 	if (obj->state == RV_OBJ_CLOSED)
 		return 0;
 	rv_graph_lock(obj);
-	rc = close_locked(obj, reason);
+	rc = close_locked(obj, reason, false);
 	rv_graph_unlock(obj);
 	return rc;
+}
+
+/* The device's last unref: only leaked contexts can still be registered
+ * (a live one holds a reference). Nothing can retry after this, so each is
+ * closed once more and, if that still fails, closed by force: rverbs frees
+ * every handle of the branch and the driver keeps what it would not destroy
+ * (a kernel driver releases it when the process exits). */
+static void reap_leaked_contexts(struct rv_object *dev)
+{
+	pthread_mutex_lock(&global_lock);
+	while (dev->n_dependents > 0) {
+		struct rv_object *c = dev->dependents[dev->n_dependents - 1];
+		struct rv_context *ctx = (struct rv_context *)c;
+		const char *why = "closed by its device's last unref";
+
+		pthread_mutex_unlock(&global_lock); /* lock order: context, then global */
+		pthread_mutex_lock(&ctx->lock);
+		if (close_locked(c, why, false) < 0) {
+			rv_log(RV_LOG_ERROR, "context #%" PRIu64 " still cannot be destroyed at its device's last unref; "
+			       "rverbs abandons what the driver refuses to destroy and frees the handles", c->id);
+			close_locked(c, why, true);
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		free_obj(c);
+		pthread_mutex_lock(&global_lock);
+	}
+	pthread_mutex_unlock(&global_lock);
+}
+
+/* The last unref of a context whose close failed: it gives up its reference
+ * on its device (keeping its place in the device's registry) so that the
+ * device's close or last unref can reap it. Not twice: a revived context
+ * whose close fails again already gave it up. */
+static void leak_context(struct rv_object *obj)
+{
+	struct rv_object *deps[RV_OBJ_MAX_DEPS];
+	uint8_t n = obj->n_deps;
+	uint16_t old;
+
+	rv_log(RV_LOG_ERROR, "context #%" PRIu64 " could not be destroyed at its last unref; it is leaked until "
+	       "its device is closed or released, which retry", obj->id);
+	memcpy(deps, obj->deps, sizeof(deps));
+	/* From here device_close may take and free obj: no access after. */
+	old = __atomic_fetch_or(&obj->flags, RV_OBJ_LEAKED_FLAG | RV_OBJ_NOREFS_FLAG, __ATOMIC_ACQ_REL);
+	if (old & RV_OBJ_NOREFS_FLAG)
+		return;
+	for (uint8_t i = 0; i < n; i++)
+		rv_obj_unref(deps[i]);
+}
+
+/* An object closed by another thread's cascade during our final_unref. */
+static void free_closed(struct rv_object *obj)
+{
+	struct rv_context *pin = (obj->flags & RV_OBJ_PINNED_FLAG) ? obj->ctx : NULL;
+
+	free_obj(obj);
+	if (pin)
+		rv_obj_unref(&pin->obj);
 }
 
 static void final_unref(struct rv_object *obj)
@@ -351,38 +492,57 @@ static void final_unref(struct rv_object *obj)
 	/* Unlocked: a cascade in another thread may be closing obj now (it
 	 * found it in a registry after our count reached zero). */
 	if (__atomic_load_n(&obj->state, __ATOMIC_ACQUIRE) == RV_OBJ_CLOSED) {
-		free_obj(obj);
+		free_closed(obj);
 		return;
 	}
 	switch (obj_type(obj)) {
 	case RV_OBJ_DEVICE:
-		/* Live contexts hold references, so none is left: nothing to cascade. */
+		/* Live contexts hold references: only leaked ones are left. */
+		reap_leaked_contexts(obj);
 		obj->state = RV_OBJ_CLOSED;
 		free_obj(obj);
 		return;
 	case RV_OBJ_CONTEXT: {
 		struct rv_context *ctx = (struct rv_context *)obj;
-		/* No live dependent can exist (each would hold a reference), except
-		 * zombies, which hold references too. So no temporary ref is needed. */
+		/* Every object in the context holds a reference on it through
+		 * its dependencies, except zombies, which hold none: only
+		 * zombies are left, and no other thread can be in this context
+		 * (its graph lock holds a reference). No temporary ref needed. */
 		pthread_mutex_lock(&ctx->lock);
-		rc = close_locked(obj, "closed by its last unref");
+		rc = close_locked(obj, "closed by its last unref", false);
 		pthread_mutex_unlock(&ctx->lock);
-		break;
+		if (rc == 0)
+			free_obj(obj);
+		else
+			leak_context(obj);
+		return;
 	}
-	default:
-		rv_graph_lock(obj);
-		rc = close_locked(obj, "closed by its last unref");
+	default: {
+		/* Safe to read obj->ctx and take a reference on it although our
+		 * count is zero: we saw obj live, so either it still holds its
+		 * references (a live object's dependencies are live and lead to
+		 * its context), or another thread's cascade closed it since, and
+		 * that cascade took a reference on the context for us before it
+		 * dropped obj's (pin_for_owner), which we release below. Taking
+		 * the reference through rv_graph_lock after re-reading the state
+		 * would race: the cascade's context may be freed in between. */
+		struct rv_context *ctx = obj->ctx;
+		bool pinned;
+
+		rv_obj_ref(&ctx->obj);
+		pthread_mutex_lock(&ctx->lock);
+		rc = close_locked(obj, "closed by its last unref", false); /* 0 if closed meanwhile */
+		pinned = obj->flags & RV_OBJ_PINNED_FLAG;
 		if (rc < 0)
-			obj->flags |= RV_OBJ_ZOMBIE_FLAG;
-		rv_graph_unlock(obj);
-		break;
+			zombify(obj); /* obj may be freed from here on */
+		pthread_mutex_unlock(&ctx->lock);
+		if (rc == 0)
+			free_obj(obj);
+		if (pinned)
+			rv_obj_unref(&ctx->obj);
+		rv_obj_unref(&ctx->obj);
+		return;
 	}
-	if (rc == 0)
-		free_obj(obj);
-	else if (obj_type(obj) == RV_OBJ_CONTEXT) {
-		rv_log(RV_LOG_ERROR, "context #%" PRIu64 " could not be destroyed at its last unref; it is leaked",
-		       obj->id);
-		__atomic_fetch_or(&obj->flags, RV_OBJ_LEAKED_FLAG, __ATOMIC_RELEASE);
 	}
 }
 

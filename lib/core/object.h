@@ -40,6 +40,11 @@ enum rv_obj_state {
 /* Written over the magic when the memory is freed, to catch use after free. */
 #define RV_OBJ_DEAD 0xdeadbeefu
 
+/* A live object whose destroy failed once no handle referred to it any more.
+ * It holds no references (RV_OBJ_NOREFS_FLAG) and stays only in the registry
+ * of each object it depends on, whose close or last unref retries it. */
+#define RV_OBJ_ZOMBIE_FLAG 1u
+
 /* A child depends on at most this many objects (QP: PD, send CQ, recv CQ, SRQ). */
 #define RV_OBJ_MAX_DEPS 4
 
@@ -60,7 +65,7 @@ struct rv_object {
 	uint32_t magic;
 	uint8_t state; /* enum rv_obj_state; read on the data path */
 	uint8_t n_deps;
-	uint16_t flags; /* RV_OBJ_ZOMBIE_FLAG */
+	uint16_t flags; /* RV_OBJ_*_FLAG, written under the graph lock */
 	_Atomic uint32_t refcnt;
 	uint32_t n_dependents;
 	uint32_t cap_dependents;
