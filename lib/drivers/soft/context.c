@@ -1,6 +1,6 @@
 /*
  * A software device context: its TCP listener, its QP table and its
- * progress thread.
+ * progress thread (which also serves the UDP socket of ud.c).
  *
  * Owns: the listener socket (bound to listen_addr, port 0 = ephemeral), the
  * epoll set, the eventfd that wakes the thread, and the thread itself. The
@@ -116,6 +116,8 @@ static void handle_batch(struct soft_ctx *sc, const struct epoll_event *ev, int 
 		void *p = ev[i].data.ptr;
 		if (p == &tag_listener) {
 			soft_conn_accept(sc);
+		} else if (soft_ud_is_tag(sc, p)) {
+			soft_ud_rx(sc);
 		} else if (p == &tag_eventfd) {
 			uint64_t v;
 			if (read(sc->evfd, &v, sizeof(v)) < 0) {
@@ -243,6 +245,7 @@ static void close_fds(struct soft_ctx *sc)
 
 static void ctx_free(struct soft_ctx *sc)
 {
+	soft_ud_close(sc);
 	close_fds(sc);
 	soft_mr_table_fini(sc);
 	pthread_mutex_destroy(&sc->lock);
@@ -266,6 +269,33 @@ static long env_long(const char *name, long def, long lo, long hi)
 		return def;
 	}
 	return x;
+}
+
+/* A new listener on another ephemeral port (the old port number is taken for
+ * UDP); *ss receives its address. -1 with errno on failure. */
+static int relisten(struct soft_ctx *sc, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	int one = 1, fd = socket(sc->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sc->family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = 0;
+	if (bind(fd, (struct sockaddr *)ss, *sl) < 0 || listen(fd, 128) < 0 ||
+	    getsockname(fd, (struct sockaddr *)ss, sl) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(sc->lfd);
+	sc->lfd = fd;
+	sc->port = ntohs(sc->family == AF_INET ? ((struct sockaddr_in *)ss)->sin_port
+					       : ((struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
 }
 
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
@@ -324,11 +354,24 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	getsockname(sc->lfd, (struct sockaddr *)&ss, &sl);
 	sc->port = ntohs(sc->family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 					       : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	/* UD (ud.c): a UDP socket with the same port number, so that the LID
+	 * names both; if another program holds it for UDP, listen elsewhere. */
+	err = soft_ud_open(sc, &ss, sl);
+	for (int tries = 0; err == -EADDRINUSE && tries < 16; tries++)
+		err = relisten(sc, &ss, &sl) < 0 ? -errno : soft_ud_open(sc, &ss, sl);
+	if (err < 0) {
+		ctx_free(sc);
+		return err == -EADDRINUSE || !rv_err_is_set()
+			       ? rv_err(-err, fn, "soft0 found no port free for both TCP and UDP on %s",
+					attr->listen_addr)
+			       : err;
+	}
 
 	sc->epfd = epoll_create1(EPOLL_CLOEXEC);
 	sc->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (sc->epfd < 0 || sc->evfd < 0 || epoll_add(sc->epfd, sc->lfd, &tag_listener) < 0 ||
-	    epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0) {
+	    epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0 ||
+	    (sc->ud && epoll_add(sc->epfd, soft_ud_fd(sc), sc->ud) < 0)) {
 		err = errno;
 		ctx_free(sc);
 		return rv_err(err, fn, "epoll/eventfd setup failed: %s; check the open-files limit (ulimit -n)",

@@ -71,7 +71,7 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	a->max_srq_wr = 0;
 	a->max_srq_sge = 0;
 	a->max_mw = 0;
-	a->max_ah = 0;
+	a->max_ah = SOFT_MAX_AH;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
 	return 0;

@@ -32,5 +32,8 @@ const struct rv_driver rv_driver_soft = {
 	.qp_query = soft_qp_query,
 	.post_send = soft_post_send,
 	.post_recv = soft_post_recv,
+	.ah_create = soft_ah_create,
+	.ah_destroy = soft_ah_destroy,
+	.ah_attr_from_wc = NULL, /* the facade reads soft0's GRH area (IPv4 or IPv6 form) */
 	.raw = NULL,
 };

@@ -1,6 +1,8 @@
 /*
  * Queue pairs of the software device: creation, the state machine as the
- * facade drives it, posting, in-order completion and the error path.
+ * facade drives it, posting, in-order completion and the error path. UD QPs
+ * share creation, the receive queue and the error path; their sends and
+ * receives are ud.c's.
  *
  * Posting: rv_qp_post_send copies the WRs (and inline payloads) into the send
  * queue and transmits directly in the calling thread (tx.c) under q->lock; the
@@ -175,9 +177,11 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	struct soft_qp *q;
 	int rc;
 
-	if (attr->qp_type != RV_QPT_RC)
-		return rv_err(EOPNOTSUPP, fn, "soft0 supports RC QPs only for now (UC and UD come later); "
-			      "use RV_QPT_RC");
+	if (attr->qp_type != RV_QPT_RC && attr->qp_type != RV_QPT_UD)
+		return rv_err(EOPNOTSUPP, fn, "soft0 supports RC and UD QPs (UC comes later)");
+	if (attr->qp_type == RV_QPT_UD && !sc->ud)
+		return rv_err(EOPNOTSUPP, fn, "this soft0 context has no UDP side for UD QPs: it listens on "
+			      "the wildcard address; open it on a specific address (rv_context_attr.listen_addr)");
 	if (cap->max_send_wr > SOFT_MAX_QP_WR || cap->max_recv_wr > SOFT_MAX_QP_WR)
 		return rv_err(EINVAL, fn, "cap.max_send_wr %u / max_recv_wr %u exceed soft0's max_qp_wr %u",
 			      cap->max_send_wr, cap->max_recv_wr, SOFT_MAX_QP_WR);
@@ -219,6 +223,7 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->msn_rx[0] = q->msn_rx[1] = 1;
 	q->ord_max = SOFT_MAX_RD_ATOM;
 	q->qpn = next_qpn();
+	q->ud = attr->qp_type == RV_QPT_UD; /* ud.c moves its data */
 	atomic_store(&q->state, RV_QPS_RESET);
 
 	pthread_mutex_lock(&sc->lock);
@@ -345,12 +350,17 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 		set_state(q, RV_QPS_INIT);
 		break;
 	case RV_QPS_RTR:
-		if (cur == RV_QPS_INIT)
+		if (cur == RV_QPS_INIT && q->ud)
+			set_state(q, RV_QPS_RTR); /* UD: nothing to connect */
+		else if (cur == RV_QPS_INIT)
 			rc = to_rtr(q, attr);
 		break;
 	case RV_QPS_RTS:
 		set_state(q, RV_QPS_RTS);
-		if (q->conn_failed)
+		if (q->ud) {
+			if (m & RV_QP_SQ_PSN)
+				q->ud_psn = attr->sq_psn;
+		} else if (q->conn_failed)
 			soft_qp_fail(q, q->sq_head, RV_WC_RETRY_EXC_ERR, RV_WC_WR_FLUSH_ERR, false);
 		else
 			soft_tx_push(q);
@@ -426,6 +436,10 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 	int rc = 0;
 
 	pthread_mutex_lock(&q->lock);
+	if (q->ud) {
+		rc = soft_ud_post_send(q, wrs, n, &i);
+		goto out;
+	}
 	st = atomic_load(&q->state);
 	if (RV_UNLIKELY(st == RV_QPS_RESET || st == RV_QPS_INIT)) {
 		rc = rv_err(EINVAL, "rv_qp_post_send", "the QP is in %s; send work can be posted once it is "

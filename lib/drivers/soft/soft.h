@@ -42,6 +42,9 @@
 #define SOFT_MAX_INLINE 1024u
 #define SOFT_MIN_INLINE 64u
 #define SOFT_MAX_MSG (1u << 31)
+/* Address handles are plain memory (no driver object): the number is a bound
+ * for applications sizing tables, not a limit soft0 counts. */
+#define SOFT_MAX_AH (1u << 20)
 
 /* Payload bytes per FPDU (one page, matching active_mtu RV_MTU_4096). */
 #define SOFT_FPDU_PAYLOAD 4096u
@@ -74,6 +77,7 @@
 
 struct soft_qp;
 struct soft_conn;
+struct soft_ud;
 
 struct soft_device {
 	char name[16];
@@ -113,6 +117,7 @@ struct soft_ctx {
 	_Atomic int64_t active_at; /* µs, CLOCK_MONOTONIC: the last batch with events */
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
+	struct soft_ud *ud;  /* the UDP side (ud.c); NULL on the wildcard address */
 };
 
 enum soft_conn_state {
@@ -238,6 +243,9 @@ struct soft_qp {
 	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
 	bool confirm_late;  /* unsignalled WRs waited a timer tick for their confirmation: ask now */
 	bool cq_overflow;   /* one of its CQs overflowed: the QP goes to ERR */
+
+	bool ud;            /* a UD QP: ud.c sends and receives, no connection */
+	uint32_t ud_psn;    /* UD: the next send PSN */
 };
 
 /* ---- device.c ---- */
@@ -347,6 +355,39 @@ void soft_tx_push(struct soft_qp *q);
 /* Queue a TERMINATE quoting the offending FPDU's header (hdr may be NULL). */
 void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t ecode,
 		       const struct rv_fpdu *f);
+
+/* ---- ud.c: UD QPs over UDP, framed as RoCEv2 (roce.h) ---- */
+/* What the UDP side counted (soft_ud_counters). */
+enum soft_ud_counter {
+	SOFT_UD_TX,           /* datagrams handed to the socket */
+	SOFT_UD_TX_DROP,      /* datagrams the socket refused (buffer full past the wait) */
+	SOFT_UD_RX,           /* datagrams delivered into a receive WR */
+	SOFT_UD_RX_ERR,       /* datagrams that completed a receive WR in error (too long for it) */
+	SOFT_UD_DROP_BAD,     /* short, wrong version/opcode/pad, wrong address family */
+	SOFT_UD_DROP_ICRC,    /* bad ICRC */
+	SOFT_UD_DROP_LONG,    /* larger than the path MTU */
+	SOFT_UD_DROP_QP,      /* no UD QP with that number in RTR/RTS */
+	SOFT_UD_DROP_PKEY,    /* P_Key not the default partition */
+	SOFT_UD_DROP_QKEY,    /* Q_Key differs from the QP's */
+	SOFT_UD_DROP_NO_RECV, /* no receive WR posted */
+	SOFT_UD_NCOUNTERS
+};
+/* Open the UDP socket (sc->ud) on ss's address with port sc->port; 0 without
+ * one on the wildcard address; -EADDRINUSE (no message) when that port is
+ * taken for UDP. The caller adds soft_ud_fd() to epoll with sc->ud as tag. */
+int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen_t sl);
+int soft_ud_fd(const struct soft_ctx *sc);
+void soft_ud_close(struct soft_ctx *sc);
+/* Whether an epoll tag is the UDP socket's. */
+bool soft_ud_is_tag(const struct soft_ctx *sc, const void *tag);
+/* Read and deliver waiting datagrams (progress thread, sc->lock held). */
+void soft_ud_rx(struct soft_ctx *sc);
+/* Post send WRs on a UD QP (q->lock held). */
+int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+int soft_ah_create(struct rv_ah *ah);
+int soft_ah_destroy(struct rv_ah *ah);
+/* The counters of ctx's UDP side (tests); -EINVAL if it has none. */
+int soft_ud_counters(rv_context *ctx, uint64_t out[SOFT_UD_NCOUNTERS]);
 
 /* ---- rx.c ---- */
 /* Process the FPDUs in c->rx (progress thread, sc->lock and q->lock held). */

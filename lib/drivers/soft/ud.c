@@ -1,0 +1,539 @@
+/*
+ * UD queue pairs of the software device: one UDP socket per context, the
+ * datagram path in both directions, address handles, and the counters of
+ * what was dropped.
+ *
+ * Owns: the context's UDP socket (bound to the listen address and the same
+ * port number as the TCP listener, so rv_endpoint's LID names both), its
+ * receive buffer, the counters. Framing is roce.c's (RoCEv2: BTH, DETH,
+ * ImmDt, payload, pad, ICRC); this file does the I/O and the verbs rules:
+ *
+ * - send: the posting thread checks, gathers (lkeys checked), frames and hands
+ *   the datagram to the socket under q->lock; the WR completes then. A full
+ *   socket buffer is waited for (at most SOFT_UD_TX_WAIT_MS), then the
+ *   datagram is dropped and counted, as a NIC's link would lose it.
+ * - receive: the progress thread (sc->lock held) reads every datagram, drops
+ *   and counts what is short, truncated, badly framed, for an unknown QP, with
+ *   a wrong P_Key or Q_Key, or finds no receive WR; otherwise it writes the
+ *   40-byte GRH area and the payload through soft_sgl_write (key, PD and
+ *   LOCAL_WRITE checked) and completes the receive.
+ * Never blocks the progress thread; never writes outside a receive WR's SGEs.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "qp_state.h"
+#include "roce.h"
+#include "soft.h"
+
+/* Path MTU of soft0's UD: the largest message in one datagram. */
+#define SOFT_UD_MTU 4096u
+/* A receive buffer with room to spare, so that a longer datagram shows as truncated. */
+#define SOFT_UD_RXBUF 8192u
+/* Datagrams read per wakeup before the progress thread turns to other work. */
+#define SOFT_UD_RX_BATCH 64
+/* How long a sender waits for room in a full socket buffer before dropping. */
+#define SOFT_UD_TX_WAIT_MS 100
+/* IPv4 identification and flags soft0 sends with, and assumes of what it
+ * receives (roce.h: the ICRC covers them). */
+#define SOFT_UD_IP_ID 0
+#define SOFT_UD_IP_DF 0x4000
+
+struct soft_ud {
+	int fd;
+	int family;       /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* our address, network order (IPv4 in the first 4 bytes) */
+	uint16_t port;
+	_Atomic uint64_t n[SOFT_UD_NCOUNTERS];
+	uint8_t rx[SOFT_UD_RXBUF];
+};
+
+static void count(struct soft_ud *u, enum soft_ud_counter c)
+{
+	atomic_fetch_add_explicit(&u->n[c], 1, memory_order_relaxed);
+}
+
+static bool is_any(const uint8_t *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i])
+			return false;
+	return true;
+}
+
+int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen_t sl)
+{
+	static const char *const fn = "rv_context_new";
+	struct sockaddr_storage a = *ss;
+	struct soft_ud *u;
+	int one = 1, pmtu, err, rcvbuf = 1 << 20;
+
+	if (sc->family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&a;
+		if (is_any((const uint8_t *)&s4->sin_addr, 4))
+			return 0; /* the wildcard: no single source address for the ICRC, no UD */
+		s4->sin_port = htons(sc->port);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&a;
+		if (is_any((const uint8_t *)&s6->sin6_addr, 16))
+			return 0;
+		s6->sin6_port = htons(sc->port);
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return rv_err(ENOMEM, fn, "out of memory for soft0's UDP side");
+	u->family = sc->family;
+	u->port = sc->port;
+	if (sc->family == AF_INET)
+		memcpy(u->addr, &((struct sockaddr_in *)&a)->sin_addr, 4);
+	else
+		memcpy(u->addr, &((struct sockaddr_in6 *)&a)->sin6_addr, 16);
+	u->fd = socket(sc->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (u->fd < 0) {
+		err = errno;
+		free(u);
+		return rv_err(err, fn, "socket() for soft0's UDP side failed: %s", strerror(err));
+	}
+	/* DF from an unconnected socket: Linux then writes IP identification 0,
+	 * which the ICRC covers (roce.h). The rest is for the GRH area. */
+	if (sc->family == AF_INET) {
+		pmtu = IP_PMTUDISC_DO;
+		setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+		setsockopt(u->fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+		setsockopt(u->fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one));
+	} else {
+		pmtu = IPV6_PMTUDISC_DO;
+		setsockopt(u->fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+		setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one));
+		setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof(one));
+	}
+	setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)); /* best effort */
+	if (bind(u->fd, (struct sockaddr *)&a, sl) < 0) {
+		err = errno;
+		close(u->fd);
+		free(u);
+		if (err == EADDRINUSE)
+			return -EADDRINUSE; /* the caller picks another port */
+		return rv_err(err, fn, "soft0 cannot bind its UDP socket to port %u: %s", sc->port, strerror(err));
+	}
+	sc->ud = u;
+	return 0;
+}
+
+void soft_ud_close(struct soft_ctx *sc)
+{
+	if (!sc->ud)
+		return;
+	close(sc->ud->fd);
+	free(sc->ud);
+	sc->ud = NULL;
+}
+
+int soft_ud_fd(const struct soft_ctx *sc)
+{
+	return sc->ud->fd;
+}
+
+bool soft_ud_is_tag(const struct soft_ctx *sc, const void *tag)
+{
+	return sc->ud && tag == sc->ud;
+}
+
+int soft_ud_counters(rv_context *ctx, uint64_t out[SOFT_UD_NCOUNTERS])
+{
+	struct soft_ctx *sc;
+
+	if (!ctx || ctx->dev->kind != RV_DEVICE_SOFT || !(sc = ctx->drv_ctx) || !sc->ud)
+		return -EINVAL;
+	for (int i = 0; i < SOFT_UD_NCOUNTERS; i++)
+		out[i] = atomic_load_explicit(&sc->ud->n[i], memory_order_relaxed);
+	return 0;
+}
+
+/* ---- address handles ---------------------------------------------------- */
+
+static bool gid_is_v4_mapped(const uint8_t g[16])
+{
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	return memcmp(g, prefix, 12) == 0;
+}
+
+/* Whether attr names a peer this context can reach; the message otherwise. */
+static int check_av(struct soft_ctx *sc, const rv_ah_attr *attr, const char *fn)
+{
+	if (!attr->is_global)
+		return rv_err(EINVAL, fn, "soft0 routes by GID: set is_global 1 and dgid to the peer's "
+			      "GID (rv_endpoint::gid, its IP address)");
+	if (attr->dlid == 0)
+		return rv_err(EINVAL, fn, "dlid is 0: soft0 needs the peer's port number in dlid "
+			      "(rv_endpoint::lid)");
+	if (attr->sgid_index != 0)
+		return rv_err(EINVAL, fn, "sgid_index %u: soft0's GID table has one entry (index 0)",
+			      attr->sgid_index);
+	if (sc->family == AF_INET && !gid_is_v4_mapped(attr->dgid))
+		return rv_err(EINVAL, fn, "dgid is not an IPv4-mapped GID (::ffff:a.b.c.d) but this "
+			      "context is on an IPv4 address: soft0 reaches IPv4 peers only from it");
+	if (sc->family == AF_INET6 && gid_is_v4_mapped(attr->dgid))
+		return rv_err(EINVAL, fn, "dgid is an IPv4-mapped GID but this context is on an IPv6 "
+			      "address: open the peer's context on IPv6 too");
+	return 0;
+}
+
+int soft_ah_create(struct rv_ah *ah)
+{
+	struct soft_ctx *sc = ah->pd->ctx->drv_ctx;
+
+	if (!sc->ud)
+		return rv_err(EOPNOTSUPP, "rv_ah_new", "this soft0 context has no UDP side: it listens on "
+			      "the wildcard address; open it on a specific address (rv_context_attr.listen_addr)");
+	/* The facade keeps ah->attr; posting reads it. No driver object. */
+	return check_av(sc, &ah->attr, "rv_ah_new");
+}
+
+int soft_ah_destroy(struct rv_ah *ah)
+{
+	(void)ah;
+	return 0;
+}
+
+/* ---- send ----------------------------------------------------------------- */
+
+static void send_wc(struct soft_qp *q, const rv_send_wr *wr, uint32_t status, uint32_t len)
+{
+	rv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wr->wr_id;
+	wc.status = status;
+	wc.opcode = RV_WC_SEND;
+	wc.byte_len = status == RV_WC_SUCCESS ? len : 0;
+	wc.qp_num = q->qpn;
+	if (!soft_cq_push(q->qp->send_cq, &wc))
+		q->cq_overflow = true;
+}
+
+static int check_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i, uint64_t *len)
+{
+	static const char *const fn = "rv_qp_post_send";
+	int rc = rv_ud_wr_check(q->qp, wr, i);
+
+	if (rc < 0)
+		return rc;
+	if (wr->num_sge > q->max_send_sge)
+		return rv_err(EINVAL, fn, "wrs[%zu] has %u SGEs; the QP's max_send_sge is %u", i, wr->num_sge,
+			      q->max_send_sge);
+	if (wr->num_sge && !wr->sg_list)
+		return rv_err(EINVAL, fn, "wrs[%zu] has num_sge %u but sg_list is NULL", i, wr->num_sge);
+	*len = rv_send_wr_length(wr);
+	if (*len > SOFT_UD_MTU)
+		return rv_err(EINVAL, fn, "wrs[%zu] carries %llu bytes; a UD message fits one packet, the "
+			      "path MTU (%u bytes on soft0)", i, (unsigned long long)*len, SOFT_UD_MTU);
+	return check_av(q->sc, &wr->ah->attr, fn);
+}
+
+/* Hand one datagram to the socket; false when it was dropped. */
+static bool send_datagram(struct soft_ud *u, const rv_ah_attr *av, const uint8_t *pkt, size_t len)
+{
+	struct sockaddr_storage to;
+	socklen_t tl;
+	union {
+		struct cmsghdr h;
+		uint8_t b[CMSG_SPACE(sizeof(int)) * 2];
+	} ctl;
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)pkt, .iov_len = len};
+	struct msghdr m;
+	struct cmsghdr *c;
+	int ttl = av->hop_limit, tos = av->traffic_class;
+
+	memset(&to, 0, sizeof(to));
+	memset(&ctl, 0, sizeof(ctl));
+	memset(&m, 0, sizeof(m));
+	m.msg_name = &to;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl.b;
+	m.msg_controllen = sizeof(ctl.b);
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	if (u->family == AF_INET) {
+		struct sockaddr_in *t = (struct sockaddr_in *)&to;
+		t->sin_family = AF_INET;
+		t->sin_port = htons(av->dlid);
+		memcpy(&t->sin_addr, av->dgid + 12, 4);
+		tl = sizeof(*t);
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TTL;
+		memcpy(CMSG_DATA(c), &ttl, sizeof(int));
+		c = CMSG_NXTHDR(&m, c);
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TOS;
+	} else {
+		struct sockaddr_in6 *t = (struct sockaddr_in6 *)&to;
+		t->sin6_family = AF_INET6;
+		t->sin6_port = htons(av->dlid);
+		memcpy(&t->sin6_addr, av->dgid, 16);
+		tl = sizeof(*t);
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_HOPLIMIT;
+		memcpy(CMSG_DATA(c), &ttl, sizeof(int));
+		c = CMSG_NXTHDR(&m, c);
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_TCLASS;
+	}
+	memcpy(CMSG_DATA(c), &tos, sizeof(int));
+	m.msg_namelen = tl;
+	for (int tries = 0; tries < 2; tries++) {
+		struct pollfd p = {.fd = u->fd, .events = POLLOUT};
+
+		if (sendmsg(u->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
+			return true;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+			break;
+		if (tries == 0 && poll(&p, 1, SOFT_UD_TX_WAIT_MS) <= 0)
+			break;
+	}
+	return false;
+}
+
+int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	static const char *const fn = "rv_qp_post_send";
+	struct soft_ud *u = q->sc->ud;
+	uint32_t st = atomic_load(&q->state);
+	uint8_t pkt[RV_ROCE_UD_OVERHEAD + SOFT_UD_MTU];
+	size_t i = 0;
+	int rc = 0;
+
+	if (st != RV_QPS_RTS && st != RV_QPS_ERR) {
+		*n_posted = 0;
+		return rv_err(EINVAL, fn, "the UD QP is in %s; sends need RTS (rv_qp_to_init, "
+			      "rv_qp_to_rtr, rv_qp_to_rts)", rv_qp_state_name(st));
+	}
+	for (; i < n; i++) {
+		const rv_send_wr *wr = &wrs[i];
+		const rv_ah_attr *av;
+		struct rv_roce_ud h;
+		struct rv_roce_addr a;
+		uint64_t len = 0;
+		size_t hl, total;
+		bool signaled = q->qp->sq_sig_all || (wr->send_flags & RV_SEND_SIGNALED);
+
+		rc = check_wr(q, wr, i, &len);
+		if (rc < 0)
+			break;
+		if (atomic_load(&q->state) == RV_QPS_ERR) {
+			send_wc(q, wr, RV_WC_WR_FLUSH_ERR, 0);
+			continue;
+		}
+		av = &wr->ah->attr;
+		memset(&h, 0, sizeof(h));
+		h.opcode = wr->opcode == RV_WR_SEND_WITH_IMM ? RV_ROCE_UD_SEND_ONLY_IMM : RV_ROCE_UD_SEND_ONLY;
+		h.solicited = (wr->send_flags & RV_SEND_SOLICITED) != 0;
+		h.pkey = RV_ROCE_DEFAULT_PKEY;
+		h.dest_qp = wr->remote_qpn;
+		h.psn = q->ud_psn++ & 0xffffff;
+		/* A Q_Key with the high bit set means "use the QP's own" (IBA §10.2.5). */
+		h.qkey = (wr->remote_qkey & 0x80000000u) ? q->attr.qkey : wr->remote_qkey;
+		h.src_qp = q->qpn;
+		h.imm = wr->imm_data;
+		hl = rv_roce_ud_encode_hdr(&h, (uint32_t)len, pkt);
+		if (rv_send_wr_inline(q->qp, wr)) {
+			/* Inline: the caller vouches for the memory, no key applies. */
+			size_t off = hl;
+			for (uint32_t k = 0; k < wr->num_sge; k++) {
+				memcpy(pkt + off, (const void *)(uintptr_t)wr->sg_list[k].addr, wr->sg_list[k].length);
+				off += wr->sg_list[k].length;
+			}
+		} else if (soft_sgl_read(q->sc, q->qp->pd, wr->sg_list, wr->num_sge, 0, pkt + hl, len) !=
+			   SOFT_MEM_OK) {
+			/* As a NIC: the WR completes with a local protection error,
+			 * the QP goes to ERR and what follows is flushed. */
+			soft_qp_fail(q, q->sq_tail, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, false);
+			send_wc(q, wr, RV_WC_LOC_PROT_ERR, 0);
+			continue;
+		}
+		memset(&a, 0, sizeof(a));
+		a.family = u->family == AF_INET ? 4 : 6;
+		memcpy(a.src, u->addr, 16);
+		if (a.family == 4)
+			memcpy(a.dst, av->dgid + 12, 4);
+		else
+			memcpy(a.dst, av->dgid, 16);
+		a.sport = u->port;
+		a.dport = av->dlid;
+		a.ip_id = SOFT_UD_IP_ID;
+		a.ip_frag = SOFT_UD_IP_DF;
+		total = rv_roce_ud_finish(&a, pkt, hl + len);
+		count(u, send_datagram(u, av, pkt, total) ? SOFT_UD_TX : SOFT_UD_TX_DROP);
+		if (signaled)
+			send_wc(q, wr, RV_WC_SUCCESS, (uint32_t)len);
+	}
+	soft_qp_check_overflow(q);
+	*n_posted = i;
+	return rc;
+}
+
+/* ---- receive -------------------------------------------------------------- */
+
+/* Deliver one verified datagram (sc->lock held). */
+static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce_addr *a,
+		    const struct rv_roce_ud *h, const uint8_t *payload, uint32_t plen, size_t udp_len,
+		    int tos, int ttl)
+{
+	struct soft_qp *q = soft_ctx_find_qp(sc, h->dest_qp);
+	struct soft_rwqe *w;
+	uint8_t grh[RV_UD_GRH_LEN];
+	uint64_t cap = 0;
+	uint32_t st;
+	rv_wc wc;
+
+	if (!q) {
+		count(u, SOFT_UD_DROP_QP);
+		return;
+	}
+	pthread_mutex_lock(&q->lock);
+	st = atomic_load(&q->state);
+	if (!q->ud || st < RV_QPS_RTR || st == RV_QPS_ERR) {
+		count(u, SOFT_UD_DROP_QP);
+	} else if ((h->pkey & 0x7fff) != (RV_ROCE_DEFAULT_PKEY & 0x7fff)) {
+		count(u, SOFT_UD_DROP_PKEY);
+	} else if (h->qkey != q->attr.qkey) {
+		count(u, SOFT_UD_DROP_QKEY);
+	} else if (q->rq_head == q->rq_tail) {
+		count(u, SOFT_UD_DROP_NO_RECV);
+	} else {
+		w = &q->rq[q->rq_head % q->rq_size];
+		for (uint32_t k = 0; k < w->num_sge; k++)
+			cap += w->sge[k].length;
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = w->wr_id;
+		wc.opcode = RV_WC_RECV;
+		wc.qp_num = q->qpn;
+		if (cap < RV_UD_GRH_LEN + (uint64_t)plen) {
+			wc.status = RV_WC_LOC_LEN_ERR;
+		} else {
+			memset(grh, 0, sizeof(grh));
+			if (a->family == 4)
+				rv_roce_ipv4_header(a, (uint8_t)tos, (uint8_t)ttl, udp_len, grh + 20);
+			else
+				rv_roce_ipv6_header(a, (uint8_t)tos, (uint8_t)ttl, udp_len, grh);
+			if (soft_sgl_write(sc, q->qp->pd, w->sge, w->num_sge, 0, grh, RV_UD_GRH_LEN) != SOFT_MEM_OK ||
+			    soft_sgl_write(sc, q->qp->pd, w->sge, w->num_sge, RV_UD_GRH_LEN, payload, plen) !=
+				    SOFT_MEM_OK) {
+				wc.status = RV_WC_LOC_PROT_ERR;
+			} else {
+				wc.status = RV_WC_SUCCESS;
+				wc.byte_len = RV_UD_GRH_LEN + plen;
+				wc.src_qp = h->src_qp;
+				wc.wc_flags = RV_WC_GRH;
+				if (h->opcode == RV_ROCE_UD_SEND_ONLY_IMM) {
+					wc.wc_flags |= RV_WC_WITH_IMM;
+					wc.imm_data = h->imm;
+				}
+				/* soft0's LID is a context's port number: the sender's. */
+				wc.slid = a->sport;
+				wc.pkey_index = 0;
+			}
+		}
+		q->rq_head++;
+		if (!soft_cq_push_se(q->qp->recv_cq, &wc, h->solicited))
+			q->cq_overflow = true;
+		count(u, wc.status == RV_WC_SUCCESS ? SOFT_UD_RX : SOFT_UD_RX_ERR);
+		soft_qp_check_overflow(q);
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+void soft_ud_rx(struct soft_ctx *sc)
+{
+	struct soft_ud *u = sc->ud;
+
+	for (int i = 0; i < SOFT_UD_RX_BATCH; i++) {
+		struct sockaddr_storage from;
+		union {
+			struct cmsghdr h;
+			uint8_t b[256];
+		} ctl;
+		struct iovec iov = {.iov_base = u->rx, .iov_len = sizeof(u->rx)};
+		struct msghdr m;
+		struct cmsghdr *c;
+		struct rv_roce_addr a;
+		struct rv_roce_ud h;
+		enum rv_roce_status s;
+		size_t off;
+		uint32_t plen;
+		int tos = 0, ttl = 64;
+		ssize_t n;
+
+		memset(&m, 0, sizeof(m));
+		m.msg_name = &from;
+		m.msg_namelen = sizeof(from);
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = ctl.b;
+		m.msg_controllen = sizeof(ctl.b);
+		n = recvmsg(u->fd, &m, MSG_DONTWAIT);
+		if (n < 0)
+			return; /* EAGAIN: drained (other errors: a later wakeup retries) */
+		if (m.msg_flags & MSG_TRUNC) {
+			count(u, SOFT_UD_DROP_LONG);
+			continue;
+		}
+		memset(&a, 0, sizeof(a));
+		if (from.ss_family == AF_INET && u->family == AF_INET) {
+			const struct sockaddr_in *f = (const struct sockaddr_in *)&from;
+			a.family = 4;
+			memcpy(a.src, &f->sin_addr, 4);
+			a.sport = ntohs(f->sin_port);
+		} else if (from.ss_family == AF_INET6 && u->family == AF_INET6) {
+			const struct sockaddr_in6 *f = (const struct sockaddr_in6 *)&from;
+			a.family = 6;
+			memcpy(a.src, &f->sin6_addr, 16);
+			a.sport = ntohs(f->sin6_port);
+		} else {
+			count(u, SOFT_UD_DROP_BAD);
+			continue;
+		}
+		memcpy(a.dst, u->addr, 16);
+		a.dport = u->port;
+		a.ip_id = SOFT_UD_IP_ID;
+		a.ip_frag = SOFT_UD_IP_DF;
+		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			int v = 0;
+			if (c->cmsg_len < CMSG_LEN(1))
+				continue;
+			/* IP_TOS arrives as one byte, the others as an int. */
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+				v = *CMSG_DATA(c);
+			else if (c->cmsg_len >= CMSG_LEN(sizeof(int)))
+				memcpy(&v, CMSG_DATA(c), sizeof(int));
+			if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
+			    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS))
+				tos = v;
+			else if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
+				 (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT))
+				ttl = v;
+		}
+		s = rv_roce_ud_decode(&a, u->rx, (size_t)n, &h, &off, &plen);
+		if (s != RV_ROCE_OK) {
+			count(u, s == RV_ROCE_BAD_ICRC ? SOFT_UD_DROP_ICRC : SOFT_UD_DROP_BAD);
+			rv_log(RV_LOG_DEBUG, "soft0: dropped a UD datagram from port %u: %s", a.sport,
+			       rv_roce_status_name(s));
+			continue;
+		}
+		if (plen > SOFT_UD_MTU) {
+			count(u, SOFT_UD_DROP_LONG);
+			continue;
+		}
+		deliver(sc, u, &a, &h, u->rx + off, plen, (size_t)n, tos, ttl);
+	}
+	/* More may wait: level-triggered epoll wakes the thread again. */
+}
