@@ -336,6 +336,14 @@ static bool peer_matches(const struct soft_qp *q, const struct rv_soft_cpd *r)
 	       q->peer_qpn == r->src_qpn;
 }
 
+static bool pending_for(const struct soft_ctx *sc, uint32_t qpn)
+{
+	for (const struct soft_conn *c = sc->conns; c; c = c->next)
+		if (c->state == CONN_PENDING && c->req.dst_qpn == qpn)
+			return true;
+	return false;
+}
+
 /* Passive side: a complete MPA request is in c->req. */
 static void handle_request(struct soft_conn *c)
 {
@@ -348,7 +356,11 @@ static void handle_request(struct soft_conn *c)
 	}
 	pthread_mutex_lock(&q->lock);
 	st = atomic_load(&q->state);
-	if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
+	if ((st == RV_QPS_RESET || st == RV_QPS_INIT) && pending_for(c->sc, q->qpn)) {
+		/* One request may wait per QP: that bounds PENDING by the QPs the
+		 * application created, so they need not count as unauthenticated. */
+		reject(c, RV_SOFT_REJECT_BUSY);
+	} else if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
 		c->state = CONN_PENDING;
 		c->deadline = soft_now_ms() + c->sc->timeout_ms;
 		update_events(c);
@@ -384,14 +396,31 @@ static uint32_t unattached(const struct soft_ctx *sc)
 {
 	uint32_t n = 0;
 
+	/* PENDING requests name a QP of ours, at most one each (handle_request). */
 	for (const struct soft_conn *c = sc->conns; c; c = c->next)
-		n += c->state == CONN_WAIT_REQ || c->state == CONN_PENDING;
+		n += c->state == CONN_WAIT_REQ;
 	return n;
+}
+
+static void on_wait_req(struct soft_conn *c);
+
+/* Read the requests that have arrived on connections waiting for one (a burst
+ * of legitimate connects can fill the bound before the batch reaches them). */
+static void sweep_wait_req(struct soft_ctx *sc)
+{
+	struct soft_conn *c, *next;
+
+	for (c = sc->conns; c; c = next) {
+		next = c->next;
+		if (c->state == CONN_WAIT_REQ)
+			on_wait_req(c);
+	}
 }
 
 void soft_conn_accept(struct soft_ctx *sc)
 {
 	uint32_t waiting = unattached(sc);
+	bool swept = false;
 
 	for (;;) {
 		struct soft_conn *c;
@@ -399,6 +428,11 @@ void soft_conn_accept(struct soft_ctx *sc)
 
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error (EMFILE): try at the next event */
+		if (waiting >= SOFT_MAX_UNATTACHED && !swept) {
+			swept = true; /* once per batch: idle connections cost one recv each */
+			sweep_wait_req(sc);
+			waiting = unattached(sc);
+		}
 		if (waiting >= SOFT_MAX_UNATTACHED) {
 			/* Unauthenticated connections cost buffers: bound them. */
 			rv_log(RV_LOG_WARN, "soft0: %u connections are waiting for setup; dropping another",

@@ -344,7 +344,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		return rv_err(err, fn, "socket() for the soft0 listener failed: %s", strerror(err));
 	}
 	setsockopt(sc->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(sc->lfd, (struct sockaddr *)&ss, sl) < 0 || listen(sc->lfd, 128) < 0) {
+	if (bind(sc->lfd, (struct sockaddr *)&ss, sl) < 0 || listen(sc->lfd, SOMAXCONN) < 0) {
 		err = errno;
 		ctx_free(sc);
 		return rv_err(EADDRNOTAVAIL, fn, "soft0 cannot listen on %s: %s; pass an address of this host in rv_context_attr.listen_addr",

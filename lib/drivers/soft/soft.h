@@ -56,8 +56,9 @@
 #define SOFT_CONNECT_TIMEOUT_MS 60000
 /* An accepted connection must send its MPA request within this time. */
 #define SOFT_REQ_TIMEOUT_MS 5000
-/* At most this many accepted connections without a QP (reading the request,
- * or PENDING) per context; more are closed at once. */
+/* At most this many accepted connections that have not sent their MPA
+ * request yet per context; more are closed at once. (A request waiting for
+ * its QP to reach RTR, PENDING, names one of our QPs, at most one per QP.) */
 #define SOFT_MAX_UNATTACHED 128
 /* A closing connection waits this long for the peer's FIN before it is dropped. */
 #define SOFT_LINGER_MS 2000
