@@ -265,6 +265,56 @@ TEST_CASE(rc_send_recv)
 	CHECK(std::memcmp(b->mr_.addr(), msg, sizeof(msg)) == 0);
 }
 
+TEST_CASE(ud_send_and_reply_through_address_handles)
+{
+	context c = soft_context();
+	pd p = pd::create(c);
+	cq q = cq::create(c);
+	rv_qp_init_attr ia{};
+	ia.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE;
+	ia.send_cq = q.get();
+	ia.qp_type = RV_QPT_UD;
+	qp a = qp::create(p, ia), b = qp::create(p, ia);
+	for (qp *x : {&a, &b}) {
+		x->to_init();
+		x->to_rtr(nullptr);
+		x->to_rts();
+	}
+	mr m = mr::alloc(p, 65536, RV_ACCESS_LOCAL_WRITE);
+	rv_endpoint eb = b.endpoint();
+	rv_ah_attr av{};
+	std::memcpy(av.dgid, eb.gid, 16);
+	av.is_global = 1;
+	av.dlid = eb.lid;
+	ah to_b = ah::create(p, av);
+	CHECK(to_b.query().hop_limit == 64);
+
+	rv_sge rs = m.sge(4096, 1024);
+	rv_recv_wr rwr{};
+	rwr.wr_id = 9;
+	set_sg_list(rwr, span<const rv_sge>(&rs, 1));
+	CHECK(b.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	std::memcpy(m.addr(), "ud", 2);
+	rv_sge ss = m.sge(0, 2);
+	rv_send_wr wr{};
+	wr.wr_id = 1;
+	wr.opcode = RV_WR_SEND;
+	wr.ah = to_b.get();
+	wr.remote_qpn = b.num();
+	wr.remote_qkey = 0x11111111;
+	set_sg_list(wr, span<const rv_sge>(&ss, 1));
+	CHECK(a.post_send(span<const rv_send_wr>(&wr, 1)) == 1);
+	rv_wc wc;
+	do
+		wc = wait_one(q);
+	while (!(wc.opcode & RV_WC_RECV));
+	CHECK(wc.status == RV_WC_SUCCESS && wc.byte_len == RV_UD_GRH_LEN + 2 && wc.src_qp == a.num());
+	ah reply = ah::from_wc(p, wc, static_cast<uint8_t *>(m.addr()) + 4096);
+	CHECK(std::memcmp(reply.query().dgid, eb.gid, 16) == 0);
+	p.close(); // closes the QPs and both address handles
+	CHECK(rv_ah_query(reply.get(), &av) == -RV_ECLOSED);
+}
+
 TEST_CASE(rc_write_and_read)
 {
 	auto [a, b] = connected_pair();

@@ -1,0 +1,85 @@
+"""UD from Python over soft0: address handles, SendWR's UD fields, the GRH
+area, AH.from_wc for the reply, and the AH's lifetime rules."""
+import pytest
+
+import rverbs
+from rverbs import SendWR, RecvWR
+
+from conftest import MOCK, NOT_READY
+
+TIMEOUT = 10.0
+QKEY = 0x11111111
+
+
+def recv_one(cq, what):
+    for _ in range(8):
+        wcs = cq.wait(1, timeout=TIMEOUT)
+        assert wcs, "no completion for %s within %ss" % (what, TIMEOUT)
+        if wcs[0].opcode & rverbs.RV_WC_RECV:
+            return wcs[0]
+    raise AssertionError("no receive completion for %s" % what)
+
+
+@pytest.fixture
+def ud():
+    if MOCK:
+        pytest.skip("traffic needs a real device (the mock only cans completions)")
+    try:
+        ctx = rverbs.Context("soft0")
+    except rverbs.RVerbsError as e:
+        if e.errno in NOT_READY:
+            pytest.skip("soft0 is not available: %s" % e)
+        raise
+    pd = rverbs.PD(ctx)
+    cq = rverbs.CQ(ctx, cqe=256, batch=16)
+    qps = [rverbs.QP(pd, cq, qp_type=rverbs.RV_QPT_UD) for _ in range(2)]
+    for qp in qps:
+        qp.to_init(qkey=QKEY)
+        qp.to_rtr()
+        qp.to_rts()
+    mr = rverbs.MR(pd, 65536, rverbs.RV_ACCESS_LOCAL_WRITE)
+    yield ctx, pd, cq, qps, mr
+    ctx.close()
+
+
+def test_ud_send_and_reply_from_wc(ud):
+    ctx, pd, cq, (a, b), mr = ud
+    eb = b.endpoint()
+    ah = rverbs.AH(pd, dgid=eb.gid, dlid=eb.lid, traffic_class=0x20)
+    assert ah.query()["is_global"] == 1 and ah.query()["hop_limit"] == 64
+    b.post_recv([RecvWR(wr_id=5, sg_list=[mr.sge(4096, 1024)])])
+    mr.buf[0:5] = b"hello"
+    a.post_send([SendWR(wr_id=1, sg_list=[mr.sge(0, 5)], ah=ah, remote_qpn=b.qp_num,
+                        remote_qkey=QKEY, send_flags=rverbs.RV_SEND_SIGNALED)])
+    wc = recv_one(cq, "UD SEND")
+    assert wc.ok and wc.wr_id == 5 and wc.byte_len == rverbs.RV_UD_GRH_LEN + 5
+    assert wc.src_qp == a.qp_num and wc.wc_flags & rverbs.RV_WC_GRH
+    grh = bytes(mr.buf[4096:4096 + rverbs.RV_UD_GRH_LEN])
+    assert grh[:20] == bytes(20) and grh[20] == 0x45 and grh[21] == 0x20
+    assert bytes(mr.buf[4096 + 40:4096 + 45]) == b"hello"
+
+    reply = rverbs.AH.from_wc(pd, wc, grh)
+    assert reply.query()["dgid"] == bytes(eb.gid)
+    a.post_recv([RecvWR(wr_id=6, sg_list=[mr.sge(8192, 1024)])])
+    b.post_send([SendWR(wr_id=2, sg_list=[mr.sge(0, 3)], ah=reply, remote_qpn=wc.src_qp,
+                        remote_qkey=QKEY)])
+    wc = recv_one(cq, "the reply")
+    assert wc.ok and wc.wr_id == 6 and wc.src_qp == b.qp_num
+
+
+def test_ud_ah_errors_and_lifetime(ud):
+    ctx, pd, cq, (a, b), mr = ud
+    eb = b.endpoint()
+    with pytest.raises(rverbs.RVerbsError) as e:
+        rverbs.AH(pd, dgid=eb.gid, dlid=0)
+    assert "dlid is 0" in str(e.value)
+    with pytest.raises(TypeError):
+        rverbs.AH(pd, nonsense=1)
+    ah = pd.ah(dgid=eb.gid, dlid=eb.lid)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        a.post_send([SendWR(sg_list=[mr.sge(0, 5000)], ah=ah, remote_qpn=b.qp_num, remote_qkey=QKEY)])
+    assert "path MTU" in str(e.value)
+    pd.close()
+    assert ah.closed
+    with pytest.raises(rverbs.RVerbsClosedError):
+        ah.query()
