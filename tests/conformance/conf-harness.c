@@ -372,9 +372,9 @@ static void run_case(void **state)
 
 /* ---- main ---- */
 
-static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_cases};
+static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_cases, conf_ud_cases};
 
-static const char *group_names[] = {"rc", "errors"};
+static const char *const group_names[] = {"rc", "errors", "ud"};
 
 int main(void)
 {

@@ -120,5 +120,6 @@ void conf_post_recv(rv_qp *qp, uint64_t wr_id, const rv_sge *sges, uint32_t n);
 /* The case tables (one per conf-*.c file). */
 extern const struct conf_case conf_rc_cases[];
 extern const struct conf_case conf_errors_cases[];
+extern const struct conf_case conf_ud_cases[];
 
 #endif
