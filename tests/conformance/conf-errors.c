@@ -213,10 +213,25 @@ static void remote_access_read_from_an_mr_of_another_pd(void)
 	remote_violation(&v);
 }
 
+/* B's QP allows no remote access (qp_access_flags at INIT): a WRITE into
+ * B's fully open MR still fails with remote access error. */
+static void remote_access_qp_without_remote_write(void)
+{
+	struct conf_opts o = {.b_qp_access = RV_ACCESS_LOCAL_WRITE};
+	struct conf_pair *p = conf_pair_open(&o);
+	rv_sge g = conf_sge(&p->a.buf, 0, 16);
+
+	assert_int_equal(rv_qp_write(p->a.qp, &g, conf_addr(&p->b.buf, 0), rv_mr_rkey(p->b.buf.mr), 1), 0);
+	conf_expect(p->a.cq, 1, RV_WC_REM_ACCESS_ERR);
+	expect_err_state(p->a.qp);
+	conf_buf_check(&p->b.buf, 0, 0);
+}
+
 /* Moving a QP to ERR flushes its receive queue and every WR posted after. */
 static void flush_after_the_qp_goes_to_error(void)
 {
-	struct conf_pair *p = conf_pair_open(NULL);
+	struct conf_opts o = {.sq_sig_selective = true};
+	struct conf_pair *p = conf_pair_open(&o);
 	rv_qp_attr a;
 	rv_send_wr w[2];
 	rv_sge r, s;
@@ -325,6 +340,7 @@ const struct conf_case conf_errors_cases[] = {
 	{"remote access error: RDMA READ without REMOTE_READ", remote_access_read_without_remote_read},
 	{"remote access error: RDMA WRITE to an MR of another PD", remote_access_write_to_an_mr_of_another_pd},
 	{"remote access error: RDMA READ from an MR of another PD", remote_access_read_from_an_mr_of_another_pd},
+	{"remote access error: RDMA WRITE to a QP without remote write access", remote_access_qp_without_remote_write},
 	{"WR flush error after the QP goes to ERR", flush_after_the_qp_goes_to_error},
 	{"RNR retry exceeded (rnr_retry 0)", rnr_retry_exceeded},
 	{"transport retry exceeded: the peer goes away", transport_retry_exceeded_peer_gone},

@@ -224,8 +224,9 @@ static void side_open(struct conf_side *s, rv_context *ctx, const struct conf_op
 	}
 	assert_int_equal(rv_cq_new(ctx, &ca, &s->cq), 0);
 	memset(&qa, 0, sizeof(qa));
-	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_TYPE;
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SQ_SIG_ALL;
 	qa.qp_type = o->qp_type ? o->qp_type : RV_QPT_RC;
+	qa.sq_sig_all = o->sq_sig_selective ? 0 : 1;
 	qa.send_cq = s->cq;
 	qa.cap.max_send_wr = 128;
 	qa.cap.max_recv_wr = 128;
@@ -268,6 +269,13 @@ struct conf_pair *conf_pair_open(const struct conf_opts *opts)
 	pair.b.ctx = cb;
 	side_open(&pair.a, ca, o, o->a_access);
 	side_open(&pair.b, cb, o, o->b_access);
+	if (o->b_qp_access) {
+		rv_qp_attr ia;
+		memset(&ia, 0, sizeof(ia));
+		ia.mask = RV_QP_ACCESS_FLAGS;
+		ia.qp_access_flags = o->b_qp_access;
+		assert_int_equal(rv_qp_to_init(pair.b.qp, &ia), 0);
+	}
 	if (!o->no_connect)
 		conf_connect(&pair.a, &pair.b, NULL);
 	return &pair;

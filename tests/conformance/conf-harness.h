@@ -72,6 +72,8 @@ struct conf_opts {
 	uint32_t b_access;  /* 0: RV_ACCESS_ALL_REMOTE */
 	bool channel;       /* CQs on a completion channel */
 	bool no_connect;    /* the case connects (conf_connect) */
+	bool sq_sig_selective; /* sq_sig_all 0: only RV_SEND_SIGNALED WRs complete */
+	uint32_t b_qp_access;  /* nonzero: B's QP's qp_access_flags (set at INIT) */
 };
 
 /* The device and arrangement of the running case. */

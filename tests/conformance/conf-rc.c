@@ -293,6 +293,81 @@ static void rc_fence_orders_a_write_after_a_read(void)
 }
 
 /* Many SENDs complete in order, each into its own receive. */
+/* Zero-length SEND and RDMA WRITE: valid, they complete, nothing changes
+ * (the receive completes with byte_len 0). */
+static void rc_zero_length_send_and_write(void)
+{
+	struct conf_pair *p = conf_pair_open(NULL);
+	rv_send_wr w;
+	rv_sge r;
+	rv_wc wc;
+
+	r = conf_sge(&p->b.buf, 0, 64);
+	conf_post_recv(p->b.qp, 1, &r, 1);
+	w = wr_of(2, RV_WR_SEND, NULL, 0, 0);
+	conf_post(p->a.qp, &w);
+	wc = conf_poll(p->b.cq);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 0);
+	conf_expect(p->a.cq, 2, RV_WC_SUCCESS);
+	w = wr_of(3, RV_WR_RDMA_WRITE, NULL, 0, 0);
+	w.remote_addr = conf_addr(&p->b.buf, 0);
+	w.rkey = rv_mr_rkey(p->b.buf.mr);
+	conf_post(p->a.qp, &w);
+	conf_expect(p->a.cq, 3, RV_WC_SUCCESS);
+	conf_buf_check(&p->b.buf, 0, 0);
+	conf_buf_check(&p->a.buf, 0, 0);
+}
+
+/* A SEND of 200000 bytes (many MTUs, many segments) into one receive. */
+static void rc_large_send(void)
+{
+	struct conf_pair *p = conf_pair_open(NULL);
+	enum { LEN = 200000 };
+	rv_sge r, s;
+	rv_wc wc;
+
+	r = conf_sge(&p->b.buf, 7, LEN + 100);
+	conf_post_recv(p->b.qp, 1, &r, 1);
+	s = conf_sge(&p->a.buf, 3, LEN);
+	assert_int_equal(rv_qp_send(p->a.qp, &s, 2), 0);
+	wc = conf_poll(p->b.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, LEN);
+	conf_expect(p->a.cq, 2, RV_WC_SUCCESS);
+	assert_memory_equal(p->b.buf.p + 7, p->a.buf.p + 3, LEN);
+	conf_buf_check(&p->b.buf, 7, 7 + LEN);
+}
+
+/* sq_sig_all 0: only the WRs with RV_SEND_SIGNALED complete; the
+ * unsignalled ones before them did their work all the same. */
+static void rc_selective_signalling(void)
+{
+	struct conf_opts o = {.sq_sig_selective = true};
+	struct conf_pair *p = conf_pair_open(&o);
+	rv_send_wr w[4];
+	rv_sge g[4];
+
+	for (int i = 0; i < 4; i++) {
+		g[i] = conf_sge(&p->a.buf, (size_t)i * 1000, 100);
+		w[i] = wr_of((uint64_t)i + 1, RV_WR_RDMA_WRITE, &g[i], 1, RV_SEND_NO_INLINE);
+		w[i].remote_addr = conf_addr(&p->b.buf, (size_t)i * 500);
+		w[i].rkey = rv_mr_rkey(p->b.buf.mr);
+		if (i < 3)
+			w[i].send_flags &= ~(uint32_t)RV_SEND_SIGNALED;
+	}
+	assert_int_equal(rv_qp_post_send(p->a.qp, w, 4, NULL), 0);
+	conf_expect(p->a.cq, 4, RV_WC_SUCCESS);
+	conf_expect_none(p->a.cq, 20);
+	for (int i = 0; i < 4; i++)
+		assert_memory_equal(p->b.buf.p + i * 500, p->a.buf.p + i * 1000, 100);
+	{
+		struct conf_range r[] = {{0, 100}, {500, 600}, {1000, 1100}, {1500, 1600}};
+		conf_buf_check_except(&p->b.buf, r, 4);
+	}
+}
+
 static void rc_sends_complete_in_order(void)
 {
 	struct conf_pair *p = conf_pair_open(NULL);
@@ -333,5 +408,8 @@ const struct conf_case conf_rc_cases[] = {
 	{"RC solicited event", rc_solicited_event},
 	{"RC fence: a fenced WRITE after a READ", rc_fence_orders_a_write_after_a_read},
 	{"RC 100 SENDs complete in order", rc_sends_complete_in_order},
+	{"RC zero-length SEND and RDMA WRITE", rc_zero_length_send_and_write},
+	{"RC SEND of 200000 bytes into one receive", rc_large_send},
+	{"RC selective signalling (sq_sig_all 0)", rc_selective_signalling},
 	CONF_END,
 };
