@@ -610,14 +610,121 @@ static void test_soft_ud__error_state_flushes(void **state)
 	side_close(&s);
 }
 
+/* A context on ::1: the GRH area is the IPv6 header; IPv4 GIDs are refused. */
+static void test_soft_ud__ipv6_context(void **state)
+{
+	rv_context_attr ca = {.mask = RV_CONTEXT_ATTR_LISTEN_ADDR, .listen_addr = "::1"};
+	static const uint8_t loop6[16] = {[15] = 1};
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE, .qp_type = RV_QPT_UD};
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_mr *mr;
+	rv_qp *a, *b;
+	rv_endpoint eb;
+	rv_ah_attr av;
+	rv_ah *ah, *reply;
+	uint8_t *buf;
+	rv_wc wc;
+
+	(void)state;
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	if (rv_context_new(dev, &ca, &ctx) < 0) {
+		rv_device_unref(dev);
+		skip(); /* no IPv6 loopback on this machine */
+	}
+	rv_device_unref(dev);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_int_equal(rv_mr_alloc(pd, 8192, RV_ACCESS_LOCAL_WRITE, NULL, &mr), 0);
+	buf = rv_mr_addr(mr);
+	qa.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &qa, &a), 0);
+	assert_int_equal(rv_qp_new(pd, &qa, &b), 0);
+	for (rv_qp *q = a; q; q = q == a ? b : NULL) {
+		assert_int_equal(rv_qp_to_init(q, NULL), 0);
+		assert_int_equal(rv_qp_to_rtr(q, NULL), 0);
+		assert_int_equal(rv_qp_to_rts(q, NULL), 0);
+	}
+	assert_int_equal(rv_qp_endpoint(b, &eb), 0);
+	assert_memory_equal(eb.gid, loop6, 16);
+	memset(&av, 0, sizeof(av));
+	memcpy(av.dgid, eb.gid, 16);
+	av.is_global = 1;
+	av.dlid = eb.lid;
+	av.hop_limit = 5;
+	av.traffic_class = 0x40;
+	assert_int_equal(rv_ah_new(pd, &av, &ah), 0);
+	rv_sge rs = {.addr = (uintptr_t)buf + 4096, .length = 256, .lkey = rv_mr_lkey(mr)};
+	assert_int_equal(rv_qp_recv(b, &rs, 1), 0);
+	memcpy(buf, "six", 3);
+	rv_sge ss = {.addr = (uintptr_t)buf, .length = 3, .lkey = rv_mr_lkey(mr)};
+	rv_send_wr wr = {.wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = RV_WR_SEND, .ah = ah,
+			 .remote_qpn = rv_qp_num(b), .remote_qkey = QKEY};
+	assert_int_equal(rv_qp_post_send(a, &wr, 1, NULL), 0);
+	wc = wait_for(cq, 1);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, RV_UD_GRH_LEN + 3);
+	assert_int_equal(buf[4096] >> 4, 6);                     /* IP version 6 */
+	assert_int_equal(((buf[4096] & 0xf) << 4) | (buf[4097] >> 4), 0x40); /* traffic class */
+	assert_int_equal(buf[4096 + 6], 17);                     /* next header UDP */
+	assert_int_equal(buf[4096 + 7], 5);                      /* hop limit */
+	assert_memory_equal(buf + 4096 + 8, loop6, 16);
+	assert_memory_equal(buf + 4096 + 24, loop6, 16);
+	assert_memory_equal(buf + 4096 + RV_UD_GRH_LEN, "six", 3);
+	/* The facade reads the IPv6 form too. */
+	assert_int_equal(rv_ah_from_wc(pd, 1, &wc, buf + 4096, &reply), 0);
+	assert_int_equal(rv_ah_query(reply, &av), 0);
+	assert_memory_equal(av.dgid, loop6, 16);
+	assert_int_equal(av.traffic_class, 0x40);
+	/* An IPv4-mapped GID is out of reach from an IPv6 context. */
+	av.dgid[10] = av.dgid[11] = 0xff;
+	av.dgid[15] = 0;
+	av.dgid[12] = 127;
+	av.dgid[15] = 1;
+	assert_int_equal(rv_ah_new(pd, &av, &(rv_ah *){NULL}), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "IPv4-mapped GID but this context is on an IPv6"));
+	rv_ah_unref(reply);
+	rv_ah_unref(ah);
+	rv_qp_unref(a);
+	rv_qp_unref(b);
+	rv_mr_unref(mr);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+	assert_int_equal(rv_context_close(ctx), 0);
+	rv_context_unref(ctx);
+}
+
 /* ---- hostile datagrams ------------------------------------------------------ */
 
+/* Every datagram the context read, counted once whatever became of it. */
+static uint64_t rx_total(struct side *s)
+{
+	uint64_t n[SOFT_UD_NCOUNTERS], t = 0;
+
+	assert_int_equal(soft_ud_counters(s->ctx, n), 0);
+	for (int c = SOFT_UD_RX; c < SOFT_UD_NCOUNTERS; c++)
+		t += n[c];
+	return t;
+}
+
+static struct side *raw_target;
+static uint64_t raw_sent, raw_base;
+
+/* Send one datagram, never more than 32 ahead of what the context has read,
+ * so that the socket buffer cannot overflow on a slow machine and every
+ * datagram is seen. */
 static void raw_send(int fd, uint16_t port, const void *p, size_t n)
 {
 	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int64_t end = now_ms() + WAIT_MS;
 
+	while (raw_sent - (rx_total(raw_target) - raw_base) > 32 && now_ms() < end)
+		usleep(100);
 	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(sendto(fd, p, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
+	raw_sent++;
 }
 
 /* A correctly framed datagram from the raw socket (fd bound to fport). */
@@ -662,6 +769,9 @@ static void test_soft_ud__hostile_datagrams_are_dropped_and_counted(void **state
 	assert_int_equal(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &ml), 0);
 	fport = ntohs(me.sin_port);
+	raw_target = &s;
+	raw_sent = 0;
+	raw_base = rx_total(&s);
 	bad = counter(&s, SOFT_UD_DROP_BAD);
 	icrc = counter(&s, SOFT_UD_DROP_ICRC);
 	qp = counter(&s, SOFT_UD_DROP_QP);
@@ -717,7 +827,9 @@ static void test_soft_ud__hostile_datagrams_are_dropped_and_counted(void **state
 	assert_memory_equal(s.buf + 4096 + RV_UD_GRH_LEN, good, 23);
 	for (int i = RV_UD_GRH_LEN + 23; i < 4096; i++)
 		assert_int_equal(s.buf[4096 + i], 0xcc);
-	/* Datagrams are handled in order: everything before the good one was seen. */
+	/* Datagrams are handled in order: everything before the good one was seen,
+	 * each counted once. */
+	assert_int_equal(rx_total(&s) - raw_base, raw_sent);
 	assert_true(counter(&s, SOFT_UD_DROP_BAD) >= bad + 1 + 200 / 2);
 	assert_true(counter(&s, SOFT_UD_DROP_ICRC) > icrc + 100);
 	assert_int_equal(counter(&s, SOFT_UD_DROP_QP), qp + 1);
@@ -751,6 +863,7 @@ int main(void)
 		cmocka_unit_test(test_soft_ud__one_qp_many_destinations),
 		cmocka_unit_test(test_soft_ud__closed_address_handles),
 		cmocka_unit_test(test_soft_ud__error_state_flushes),
+		cmocka_unit_test(test_soft_ud__ipv6_context),
 		cmocka_unit_test(test_soft_ud__hostile_datagrams_are_dropped_and_counted),
 	};
 
