@@ -89,6 +89,10 @@ struct rv_driver {
 	 * the facade then reads the GRH itself (lib/ah.c). */
 	int (*ah_attr_from_wc)(struct rv_context *ctx, uint8_t port_num, const rv_wc *wc,
 			       const void *grh, rv_ah_attr *attr);
+	/* Fault injection (rv_soft_fault_inject; arguments checked by the facade,
+	 * qp NULL or of ctx). NULL: the device has none (-EOPNOTSUPP). */
+	int (*fault_inject)(struct rv_context *ctx, struct rv_qp *qp, uint32_t kind, uint32_t count,
+			    uint32_t delay_ms);
 
 	/* Escape hatch: the struct ibv_* behind a handle, or NULL. May be NULL. */
 	void *(*raw)(struct rv_object *obj);

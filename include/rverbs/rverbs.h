@@ -21,5 +21,6 @@
 #include <rverbs/qp.h>
 #include <rverbs/ah.h>
 #include <rverbs/conn.h>
+#include <rverbs/soft.h>
 
 #endif

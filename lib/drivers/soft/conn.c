@@ -48,6 +48,8 @@ static void update_events(struct soft_conn *c)
 		want = EPOLLIN | (c->tx_len > c->tx_off ? EPOLLOUT : 0);
 		break;
 	}
+	if (soft_fault_held(c))
+		want &= ~(uint32_t)EPOLLOUT; /* fault.c: nothing may be sent now */
 	if (want == c->events)
 		return;
 	ev.events = want;
@@ -63,6 +65,8 @@ void soft_conn_update_events(struct soft_conn *c)
 
 bool soft_conn_flush(struct soft_conn *c)
 {
+	if (soft_fault_held(c))
+		return true; /* fault.c: held (delay) or stopped (drop, reset) */
 	while (c->tx_len > c->tx_off) {
 		ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
@@ -74,6 +78,8 @@ bool soft_conn_flush(struct soft_conn *c)
 			return false;
 		}
 		c->tx_off += (size_t)n;
+		if (c->qp)
+			soft_retry_progress(c->qp); /* the peer takes bytes */
 	}
 	if (c->tx_off == c->tx_len)
 		c->tx_off = c->tx_len = 0;
@@ -656,6 +662,8 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 {
 	struct soft_conn *c, *next;
 
+	soft_fault_timers(sc, now);
+	soft_retry_timers(sc, now);
 	/* A passive QP with work queued whose peer never connects: fail the work,
 	 * as a verbs device would after its transport retries. */
 	for (uint32_t i = 0; i < sc->n_qps; i++) {

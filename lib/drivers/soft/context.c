@@ -321,6 +321,10 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		if (v > 0 && v <= 3600000)
 			sc->timeout_ms = v;
 	}
+	if (soft_fault_env(sc) < 0) {
+		free(sc);
+		return -EINVAL;
+	}
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
 	pthread_mutex_init(&sc->lock, &ma);

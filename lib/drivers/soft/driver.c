@@ -35,5 +35,6 @@ const struct rv_driver rv_driver_soft = {
 	.ah_create = soft_ah_create,
 	.ah_destroy = soft_ah_destroy,
 	.ah_attr_from_wc = NULL, /* the facade reads soft0's GRH area (IPv4 or IPv6 form) */
+	.fault_inject = soft_fault_inject,
 	.raw = NULL,
 };

@@ -365,6 +365,7 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 		off += (size_t)n;
 	}
 	if (off) {
+		soft_retry_progress(q); /* the peer sent FPDUs */
 		memmove(c->rx, c->rx + off, c->rx_len - off);
 		c->rx_len -= off;
 	}

@@ -62,6 +62,11 @@
 #define SOFT_MAX_UNATTACHED 128
 /* A closing connection waits this long for the peer's FIN before it is dropped. */
 #define SOFT_LINGER_MS 2000
+/* The transport retry bound (retry.c) is at least this long: the peer is a
+ * process the OS may deschedule, which a NIC never is. */
+#define SOFT_RETRY_MIN_MS 1000
+/* A receiver that is not ready shows it lives this often (retry.c). */
+#define SOFT_RNR_BEAT_MS 100
 /* Ask the peer to confirm (zero-length READ) after this many unconfirmed WRs. */
 #define SOFT_CONFIRM_EVERY 16u
 
@@ -93,6 +98,16 @@ struct soft_mr {
 	uint64_t length;
 };
 
+/* Faults still to apply to the frames a context or a QP sends (fault.c). Each
+ * counter is taken one frame at a time with a compare-and-swap, so posting
+ * threads and the progress thread need no lock for them. */
+struct soft_fault {
+	_Atomic bool armed;        /* anything was ever injected: take the slow path */
+	_Atomic uint32_t skip;     /* frames that pass untouched first (RVERBS_SOFT_FAULT after=) */
+	_Atomic uint32_t reset, drop, corrupt, delay; /* frames still to affect */
+	_Atomic uint32_t delay_ms;
+};
+
 struct soft_ctx {
 	struct rv_context *ctx;
 	pthread_mutex_t lock;
@@ -119,6 +134,7 @@ struct soft_ctx {
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
 	struct soft_ud *ud;  /* the UDP side (ud.c); NULL on the wildcard address */
+	struct soft_fault fault; /* for every QP of the context */
 };
 
 enum soft_conn_state {
@@ -148,6 +164,8 @@ struct soft_conn {
 	uint8_t *tx;
 	size_t tx_off, tx_len;
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
+	bool fault_stopped;      /* fault.c: a frame was dropped or the stream reset; send no more */
+	int64_t fault_hold;      /* fault.c: send nothing before this time (ms); 0 = no hold */
 };
 
 struct soft_swqe {
@@ -247,6 +265,10 @@ struct soft_qp {
 
 	bool ud;            /* a UD QP: ud.c sends and receives, no connection */
 	uint32_t ud_psn;    /* UD: the next send PSN */
+	struct soft_fault fault; /* this QP's own faults, taken before the context's */
+	int64_t progress_at; /* retry.c: the peer last showed progress (ms) */
+	int64_t rnr_beat_at; /* retry.c: the last keepalive sent while rx was stalled (ms) */
+	bool retry_watch;    /* retry.c: send work is outstanding and the clock runs */
 };
 
 /* ---- device.c ---- */
@@ -389,6 +411,44 @@ int soft_ah_create(struct rv_ah *ah);
 int soft_ah_destroy(struct rv_ah *ah);
 /* The counters of ctx's UDP side (tests); -EINVAL if it has none. */
 int soft_ud_counters(rv_context *ctx, uint64_t out[SOFT_UD_NCOUNTERS]);
+/* ---- fault.c ---- */
+/* Read RVERBS_SOFT_FAULT into sc->fault; -EINVAL (with rv_err) when malformed. */
+int soft_fault_env(struct soft_ctx *sc);
+int soft_fault_inject(struct rv_context *ctx, struct rv_qp *qp, uint32_t kind, uint32_t count,
+		      uint32_t delay_ms);
+size_t soft_fault_frame(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, size_t len);
+/*
+ * Transmit hook: frame (len bytes) was just framed into c->tx for q. Returns
+ * how many bytes of it to keep in the stream: len, or 0 when a fault dropped
+ * it (q->lock held). Inline so that the fault-free path is one test.
+ */
+static inline size_t soft_fault_tx(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, size_t len)
+{
+	if (RV_LIKELY(!atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
+		      !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed)))
+		return len;
+	return soft_fault_frame(q, c, frame, len);
+}
+/* True while a fault holds c's transmit side: flush sends nothing, no EPOLLOUT. */
+static inline bool soft_fault_held(const struct soft_conn *c)
+{
+	return RV_UNLIKELY(c->fault_stopped || c->fault_hold);
+}
+/* What a datagram transport (UD) does with its next datagram for q. */
+enum soft_fault_dgram { SOFT_FAULT_DGRAM_SEND, SOFT_FAULT_DGRAM_DROP, SOFT_FAULT_DGRAM_CORRUPT };
+enum soft_fault_dgram soft_fault_datagram(struct soft_qp *q);
+/* Release held connections whose delay is over (progress thread, sc->lock). */
+void soft_fault_timers(struct soft_ctx *sc, int64_t now);
+
+/* ---- retry.c ---- */
+/* The peer showed progress on q (bytes it accepted or sent; q->lock held). */
+static inline void soft_retry_progress(struct soft_qp *q)
+{
+	q->progress_at = soft_now_ms();
+}
+/* Fail QPs whose outstanding work saw no progress within the bound their
+ * timeout/retry_cnt imply; keep RNR-stalled streams alive (progress thread). */
+void soft_retry_timers(struct soft_ctx *sc, int64_t now);
 
 /* ---- rx.c ---- */
 /* Process the FPDUs in c->rx (progress thread, sc->lock and q->lock held). */

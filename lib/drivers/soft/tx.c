@@ -50,7 +50,7 @@ static void emit_read_req(struct soft_qp *q, struct soft_conn *c, const struct r
 	f.msn = q->msn_tx[RV_DDP_QN_READ]++;
 	f.rreq = *r;
 	n = rv_wire_fpdu_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
-	c->tx_len += (size_t)n;
+	c->tx_len += soft_fault_tx(q, c, c->tx + c->tx_len, (size_t)n);
 	o->sink_stag = r->sink_stag;
 	o->sink_to = r->sink_to;
 	o->len = r->size;
@@ -158,7 +158,7 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 		local_fail(q, RV_WC_LOC_PROT_ERR);
 		return false;
 	}
-	c->tx_len += rv_wire_fpdu_seal(buf);
+	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal(buf));
 	q->tx_off += chunk;
 	if (f.last) {
 		if (w->opcode == RV_WR_SEND)
@@ -196,7 +196,7 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 		soft_kick(q->sc);
 		return false;
 	}
-	c->tx_len += rv_wire_fpdu_seal(buf);
+	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal(buf));
 	r->sent += chunk;
 	if (f.last)
 		q->ird_head++;

@@ -1,0 +1,841 @@
+/*
+ * Faults on the software device: outstanding work always completes.
+ *
+ * Each case makes a fault happen while work is posted and checks the verbs
+ * outcome on both sides (status of every WR, QP state), then that the
+ * process is alive and did not hang, that every posted WR got exactly one
+ * completion, that memory outside the registered regions is unchanged, and
+ * (where the fault is on one connection) that another QP pair on the same
+ * contexts still works:
+ *
+ * - the fault-injection switch: reset, corrupt, delay, drop (rv_soft_fault_inject)
+ *   and RVERBS_SOFT_FAULT; the API's errors, and -EOPNOTSUPP off soft0;
+ * - a peer process killed mid-transfer (SIGKILL), a peer stalled (SIGSTOP:
+ *   transport retry exceeded per timeout/retry_cnt), a receiver not ready for
+ *   longer than that bound (no false failure);
+ * - a link going down between two network namespaces (root and `ip` only;
+ *   that case is skipped otherwise).
+ *
+ * No timing assertions: the timers are bounded by a hang guard only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mock-driver.h"
+#include "rverbs-private.h"
+#include <rverbs/rverbs.h>
+
+#define BUF (256u * 1024u)
+#define GUARD 0xa5
+#define MAX_WC 256
+#define HANG_GUARD_MS 15000
+
+struct side {
+	rv_context *ctx;
+	bool own_ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *qp;
+	rv_mr *mr;
+	uint8_t *mem; /* [guard BUF][registered BUF][guard BUF] */
+	uint8_t *buf;
+	int posted;   /* WRs posted (send and receive), each must complete once */
+	int n_wc;
+	rv_wc wc[MAX_WC];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static rv_context *open_ctx(const char *addr)
+{
+	rv_context_attr ca = {.mask = RV_CONTEXT_ATTR_LISTEN_ADDR, .listen_addr = addr};
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, addr ? &ca : NULL, &ctx), 0);
+	rv_device_unref(dev);
+	return ctx;
+}
+
+static void side_open(struct side *s, rv_context *ctx)
+{
+	rv_qp_init_attr qa;
+
+	memset(s, 0, sizeof(*s));
+	s->own_ctx = ctx == NULL;
+	s->ctx = ctx ? rv_context_ref(ctx) : open_ctx(NULL);
+	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
+	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = s->cq;
+	qa.cap.max_send_wr = 64;
+	qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
+	s->mem = malloc(3 * BUF);
+	assert_non_null(s->mem);
+	memset(s->mem, GUARD, 3 * BUF);
+	s->buf = s->mem + BUF;
+	memset(s->buf, 0, BUF);
+	assert_int_equal(rv_mr_reg(s->pd, s->buf, BUF, RV_ACCESS_ALL_REMOTE, &s->mr), 0);
+}
+
+/* Memory outside the registered region is byte-for-byte unchanged. */
+static void check_guards(const struct side *s)
+{
+	for (size_t i = 0; i < BUF; i++) {
+		if (s->mem[i] != GUARD || s->mem[2 * BUF + i] != GUARD)
+			fail_msg("a byte outside the registered region changed (offset %zu)", i);
+	}
+}
+
+static void side_close(struct side *s)
+{
+	check_guards(s);
+	rv_qp_unref(s->qp);
+	rv_mr_unref(s->mr);
+	rv_cq_unref(s->cq);
+	rv_pd_unref(s->pd);
+	if (s->own_ctx)
+		assert_int_equal(rv_context_close(s->ctx), 0);
+	rv_context_unref(s->ctx);
+	free(s->mem);
+}
+
+/* Connect a to peer's endpoint with timeout 14 (67 ms) and retry_cnt 1. */
+static void connect_to(rv_qp *qp, const rv_endpoint *peer)
+{
+	rv_qp_attr a;
+
+	if (rv_qp_state_of(qp) == RV_QPS_RESET)
+		assert_int_equal(rv_qp_to_init(qp, NULL), 0);
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN | RV_QP_PATH_MTU;
+	memcpy(a.ah_attr.dgid, peer->gid, 16);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.hop_limit = 64;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = 1;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	a.path_mtu = RV_MTU_4096;
+	assert_int_equal(rv_qp_to_rtr(qp, &a), 0);
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_TIMEOUT | RV_QP_RETRY_CNT;
+	a.timeout = 14;
+	a.retry_cnt = 1;
+	assert_int_equal(rv_qp_to_rts(qp, &a), 0);
+}
+
+static void connect_pair(struct side *a, struct side *b)
+{
+	rv_endpoint ea, eb;
+
+	assert_int_equal(rv_qp_endpoint(a->qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b->qp, &eb), 0);
+	connect_to(a->qp, &eb);
+	connect_to(b->qp, &ea);
+}
+
+static rv_sge sge(struct side *s, size_t off, uint32_t len)
+{
+	rv_sge g = {.addr = (uint64_t)(uintptr_t)(s->buf + off), .length = len, .lkey = rv_mr_lkey(s->mr)};
+	return g;
+}
+
+static void post_recv(struct side *s, size_t off, uint32_t len, uint64_t id)
+{
+	rv_sge g = sge(s, off, len);
+
+	assert_int_equal(rv_qp_recv(s->qp, &g, id), 0);
+	s->posted++;
+}
+
+static void post(struct side *s, uint32_t opcode, size_t off, uint32_t len, uint64_t raddr, uint32_t rkey,
+		 uint64_t id)
+{
+	rv_sge g = sge(s, off, len);
+	rv_send_wr w;
+
+	memset(&w, 0, sizeof(w));
+	w.wr_id = id;
+	w.opcode = opcode;
+	w.sg_list = &g;
+	w.num_sge = 1;
+	w.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+	w.remote_addr = raddr;
+	w.rkey = rkey;
+	assert_int_equal(rv_qp_post_send(s->qp, &w, 1, NULL), 0);
+	s->posted++;
+}
+
+/* Collect completions until every posted WR has one (hang guard), then make
+ * sure no WR completes twice and nothing more arrives. */
+static void drain(struct side *s)
+{
+	int64_t end = now_ms() + HANG_GUARD_MS;
+	rv_wc extra;
+
+	while (s->n_wc < s->posted && now_ms() < end) {
+		int n = rv_cq_poll(s->cq, &s->wc[s->n_wc], MAX_WC - s->n_wc);
+		assert_true(n >= 0);
+		s->n_wc += n;
+		if (n == 0)
+			sleep_ms(1);
+	}
+	if (s->n_wc != s->posted)
+		fail_msg("%d of %d posted WRs completed within %d ms", s->n_wc, s->posted, HANG_GUARD_MS);
+	sleep_ms(50);
+	assert_int_equal(rv_cq_poll(s->cq, &extra, 1), 0);
+	for (int i = 0; i < s->n_wc; i++)
+		for (int j = i + 1; j < s->n_wc; j++)
+			if (s->wc[i].wr_id == s->wc[j].wr_id && s->wc[i].opcode == s->wc[j].opcode)
+				fail_msg("WR %llu completed twice", (unsigned long long)s->wc[i].wr_id);
+}
+
+static const rv_wc *wc_of(const struct side *s, uint64_t id)
+{
+	for (int i = 0; i < s->n_wc; i++)
+		if (s->wc[i].wr_id == id)
+			return &s->wc[i];
+	fail_msg("no completion for WR %llu", (unsigned long long)id);
+	return NULL;
+}
+
+static int qp_state(rv_qp *qp)
+{
+	rv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_STATE;
+	assert_int_equal(rv_qp_query(qp, &a), 0);
+	return a.qp_state;
+}
+
+/* One SEND, one WRITE and one READ that must all succeed, data checked. */
+static void traffic_ok(struct side *a, struct side *b, unsigned seed)
+{
+	int base_a = a->posted, base_b = b->posted;
+
+	for (uint32_t i = 0; i < 20000; i++)
+		a->buf[i] = (uint8_t)(seed + i * 7);
+	post_recv(b, 0, 8192, 1000 + seed);
+	post(a, RV_WR_SEND, 0, 5000, 0, 0, 2000 + seed);
+	post(a, RV_WR_RDMA_WRITE, 0, 9000, (uint64_t)(uintptr_t)(b->buf + 16384), rv_mr_rkey(b->mr), 3000 + seed);
+	post(a, RV_WR_RDMA_READ, 40000, 9000, (uint64_t)(uintptr_t)(b->buf + 16384), rv_mr_rkey(b->mr),
+	     4000 + seed);
+	drain(a);
+	drain(b);
+	for (int i = base_a; i < a->n_wc; i++)
+		assert_int_equal(a->wc[i].status, RV_WC_SUCCESS);
+	for (int i = base_b; i < b->n_wc; i++)
+		assert_int_equal(b->wc[i].status, RV_WC_SUCCESS);
+	assert_memory_equal(b->buf, a->buf, 5000);
+	assert_memory_equal(b->buf + 16384, a->buf, 9000);
+	assert_memory_equal(a->buf + 40000, a->buf, 9000);
+}
+
+/* Two pairs on two contexts: a1-b1 takes the fault, a2-b2 must keep working. */
+struct world {
+	rv_context *ca, *cb;
+	struct side a1, b1, a2, b2;
+};
+
+static void world_open(struct world *w)
+{
+	w->ca = open_ctx(NULL);
+	w->cb = open_ctx(NULL);
+	side_open(&w->a1, w->ca);
+	side_open(&w->b1, w->cb);
+	side_open(&w->a2, w->ca);
+	side_open(&w->b2, w->cb);
+	connect_pair(&w->a1, &w->b1);
+	connect_pair(&w->a2, &w->b2);
+	traffic_ok(&w->a1, &w->b1, 1);
+}
+
+static void world_close(struct world *w)
+{
+	/* The bystanders on the same contexts still work. */
+	traffic_ok(&w->a2, &w->b2, 9);
+	side_close(&w->a1);
+	side_close(&w->b1);
+	side_close(&w->a2);
+	side_close(&w->b2);
+	assert_int_equal(rv_context_close(w->ca), 0);
+	assert_int_equal(rv_context_close(w->cb), 0);
+	rv_context_unref(w->ca);
+	rv_context_unref(w->cb);
+}
+
+/* a1 posts a burst that b1 is ready for: three SENDs (three receives), a
+ * WRITE, a READ. */
+static void burst(struct world *w)
+{
+	for (int i = 0; i < 3; i++)
+		post_recv(&w->b1, (size_t)i * 16384, 16384, 100 + (uint64_t)i);
+	post(&w->a1, RV_WR_SEND, 0, 12000, 0, 0, 200);
+	post(&w->a1, RV_WR_RDMA_WRITE, 0, 65536, (uint64_t)(uintptr_t)(w->b1.buf + 65536), rv_mr_rkey(w->b1.mr),
+	     201);
+	post(&w->a1, RV_WR_SEND, 100, 16384, 0, 0, 202);
+	post(&w->a1, RV_WR_RDMA_READ, 131072, 30000, (uint64_t)(uintptr_t)w->b1.buf, rv_mr_rkey(w->b1.mr), 203);
+	post(&w->a1, RV_WR_SEND, 0, 10, 0, 0, 204);
+}
+
+static void test_faults__reset(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_open(&w);
+	assert_int_equal(rv_soft_fault_inject(w.ca, w.a1.qp, RV_SOFT_FAULT_RESET, 1, 0), 0);
+	burst(&w);
+	drain(&w.a1);
+	drain(&w.b1);
+	/* TCP said the peer is gone: the first WR fails, the rest flush, at once. */
+	assert_int_equal(wc_of(&w.a1, 200)->status, RV_WC_RETRY_EXC_ERR);
+	for (uint64_t id = 201; id <= 204; id++)
+		assert_int_equal(wc_of(&w.a1, id)->status, RV_WC_WR_FLUSH_ERR);
+	for (uint64_t id = 100; id < 103; id++)
+		assert_int_equal(wc_of(&w.b1, id)->status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(w.a1.qp), RV_QPS_ERR);
+	assert_int_equal(qp_state(w.b1.qp), RV_QPS_ERR);
+	world_close(&w);
+}
+
+static void test_faults__corrupt(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_open(&w);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_CORRUPT, 1, 0), 0);
+	burst(&w);
+	drain(&w.a1);
+	drain(&w.b1);
+	/* b1's CRC check fails: TERMINATE (LLP, CRC error), b1 in ERR with its
+	 * receives flushed; a1's unconfirmed WR fails with a remote error. */
+	assert_int_equal(wc_of(&w.a1, 200)->status, RV_WC_REM_OP_ERR);
+	for (uint64_t id = 201; id <= 204; id++)
+		assert_int_equal(wc_of(&w.a1, id)->status, RV_WC_WR_FLUSH_ERR);
+	for (uint64_t id = 100; id < 103; id++)
+		assert_int_equal(wc_of(&w.b1, id)->status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(w.a1.qp), RV_QPS_ERR);
+	assert_int_equal(qp_state(w.b1.qp), RV_QPS_ERR);
+	world_close(&w);
+}
+
+static void test_faults__delay(void **state)
+{
+	struct world w;
+	uint8_t expect[65536];
+
+	(void)state;
+	world_open(&w);
+	for (uint32_t i = 0; i < BUF / 2; i++)
+		w.a1.buf[i] = (uint8_t)(i * 13 + 5);
+	for (uint32_t i = 0; i < 30000; i++)
+		w.b1.buf[i] = (uint8_t)(i * 3 + 1);
+	memcpy(expect, w.b1.buf, 30000);
+	assert_int_equal(rv_soft_fault_inject(w.ca, w.a1.qp, RV_SOFT_FAULT_DELAY, 3, 150), 0);
+	assert_int_equal(rv_soft_fault_inject(w.cb, NULL, RV_SOFT_FAULT_DELAY, 2, 120), 0);
+	post(&w.a1, RV_WR_RDMA_READ, 131072, 30000, (uint64_t)(uintptr_t)w.b1.buf, rv_mr_rkey(w.b1.mr), 250);
+	drain(&w.a1);
+	assert_int_equal(wc_of(&w.a1, 250)->status, RV_WC_SUCCESS);
+	assert_memory_equal(w.a1.buf + 131072, expect, 30000);
+	/* The READ overwrote nothing a1 sends below. */
+	burst(&w);
+	drain(&w.a1);
+	drain(&w.b1);
+	for (int i = 0; i < w.a1.n_wc; i++)
+		assert_int_equal(w.a1.wc[i].status, RV_WC_SUCCESS);
+	for (int i = 0; i < w.b1.n_wc; i++)
+		assert_int_equal(w.b1.wc[i].status, RV_WC_SUCCESS);
+	assert_memory_equal(w.b1.buf + 65536, w.a1.buf, 65536);
+	assert_memory_equal(w.b1.buf + 16384, w.a1.buf + 100, 16384);
+	assert_int_equal(wc_of(&w.b1, 101)->byte_len, 16384);
+	assert_int_equal(qp_state(w.a1.qp), RV_QPS_RTS);
+	traffic_ok(&w.a1, &w.b1, 5);
+	world_close(&w);
+}
+
+static void test_faults__drop_is_retry_exceeded(void **state)
+{
+	struct world w;
+
+	(void)state;
+	world_open(&w);
+	assert_int_equal(rv_soft_fault_inject(w.ca, w.a1.qp, RV_SOFT_FAULT_DROP, 1, 0), 0);
+	burst(&w);
+	drain(&w.a1);
+	drain(&w.b1);
+	/* The lost frame stops the stream: no progress within the bound of
+	 * timeout 14 / retry_cnt 1, then transport retry exceeded and flush; b1
+	 * sees the connection close and flushes its receives. */
+	assert_int_equal(wc_of(&w.a1, 200)->status, RV_WC_RETRY_EXC_ERR);
+	for (uint64_t id = 201; id <= 204; id++)
+		assert_int_equal(wc_of(&w.a1, id)->status, RV_WC_WR_FLUSH_ERR);
+	for (uint64_t id = 100; id < 103; id++)
+		assert_int_equal(wc_of(&w.b1, id)->status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(w.a1.qp), RV_QPS_ERR);
+	world_close(&w);
+}
+
+static void test_faults__clear_and_bad_arguments(void **state)
+{
+	struct world w;
+	rv_device *mdev = NULL;
+	rv_context *mctx = NULL;
+
+	(void)state;
+	world_open(&w);
+	assert_int_equal(rv_soft_fault_inject(NULL, NULL, RV_SOFT_FAULT_DROP, 1, 0), -EINVAL);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, (rv_soft_fault_kind)99, 1, 0), -EINVAL);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_DROP, 0, 0), -EINVAL);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_DROP, 1000001, 0), -EINVAL);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_DROP, 1, 5), -EINVAL);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_DELAY, 1, 0), -EINVAL);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_DELAY, 1, 60001), -EINVAL);
+	/* A QP of another context. */
+	assert_int_equal(rv_soft_fault_inject(w.ca, w.b1.qp, RV_SOFT_FAULT_DROP, 1, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "another context"));
+	/* Armed, then cleared: nothing happens to the traffic. */
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_RESET, 5, 0), 0);
+	assert_int_equal(rv_soft_fault_inject(w.ca, w.a1.qp, RV_SOFT_FAULT_CORRUPT, 5, 0), 0);
+	assert_int_equal(rv_soft_fault_inject(w.ca, NULL, RV_SOFT_FAULT_CLEAR, 0, 0), 0);
+	assert_int_equal(rv_soft_fault_inject(w.ca, w.a1.qp, RV_SOFT_FAULT_CLEAR, 0, 0), 0);
+	traffic_ok(&w.a1, &w.b1, 3);
+	/* Not soft0: -EOPNOTSUPP, saying so. */
+	mock_reset();
+	assert_int_equal(mock_device_new("mock0", &mdev), 0);
+	assert_int_equal(rv_context_new(mdev, NULL, &mctx), 0);
+	assert_int_equal(rv_soft_fault_inject(mctx, NULL, RV_SOFT_FAULT_DROP, 1, 0), -EOPNOTSUPP);
+	assert_non_null(strstr(rv_error_last(), "soft0"));
+	assert_int_equal(rv_context_close(mctx), 0);
+	rv_context_unref(mctx);
+	rv_device_unref(mdev);
+	world_close(&w);
+}
+
+static void test_faults__environment(void **state)
+{
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+	static const char *const bad[] = {"drop", "drop=0", "drop=x", "delay=0", "delay=5/0", "reset=",
+					  "jitter=3", "drop=1,,corrupt=1", "after=-1"};
+	struct world w;
+
+	(void)state;
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("RVERBS_SOFT_FAULT", bad[i], 1);
+		assert_int_equal(rv_context_new(dev, NULL, &ctx), -EINVAL);
+		assert_non_null(strstr(rv_error_last(), "RVERBS_SOFT_FAULT"));
+	}
+	setenv("RVERBS_SOFT_FAULT", "after=1,delay=50/2,drop=3,corrupt=2,reset,reset=2", 1);
+	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
+	assert_int_equal(rv_context_close(ctx), 0);
+	rv_context_unref(ctx);
+	rv_device_unref(dev);
+
+	/* The environment applies to the contexts opened while it is set. */
+	setenv("RVERBS_SOFT_FAULT", "delay=20", 1);
+	w.ca = open_ctx(NULL);
+	unsetenv("RVERBS_SOFT_FAULT");
+	w.cb = open_ctx(NULL);
+	side_open(&w.a1, w.ca);
+	side_open(&w.b1, w.cb);
+	side_open(&w.a2, w.ca);
+	side_open(&w.b2, w.cb);
+	connect_pair(&w.a1, &w.b1);
+	connect_pair(&w.a2, &w.b2);
+	/* delay=20 on every frame of ca: traffic is correct, only later. */
+	traffic_ok(&w.a1, &w.b1, 1);
+	traffic_ok(&w.b1, &w.a1, 2);
+	world_close(&w);
+}
+
+/* ---- a peer in another process ---- */
+
+static void send_ep(int fd, rv_qp *qp, rv_mr *mr)
+{
+	uint8_t buf[RV_ENDPOINT_PACKED_MAX];
+	rv_endpoint ep;
+	uint32_t len;
+	size_t n;
+
+	assert_int_equal(rv_qp_endpoint(qp, &ep), 0);
+	ep.mask |= RV_ENDPOINT_MR;
+	ep.mr_addr = (uint64_t)(uintptr_t)rv_mr_addr(mr);
+	ep.mr_length = rv_mr_length(mr);
+	ep.mr_rkey = rv_mr_rkey(mr);
+	assert_int_equal(rv_endpoint_pack(&ep, buf, sizeof(buf), &n), 0);
+	len = (uint32_t)n;
+	assert_int_equal(write(fd, &len, 4), 4);
+	assert_int_equal(write(fd, buf, n), (ssize_t)n);
+}
+
+static bool recv_ep(int fd, rv_endpoint *ep)
+{
+	uint8_t buf[RV_ENDPOINT_PACKED_MAX];
+	uint32_t len;
+
+	if (read(fd, &len, 4) != 4 || len > sizeof(buf) || read(fd, buf, len) != (ssize_t)len)
+		return false;
+	return rv_endpoint_unpack(buf, len, ep) == 0;
+}
+
+struct child_args {
+	int wfd, rfd, n_recv;
+	const char *addr;
+};
+
+/* The peer: n_recv receives posted, connected, then it waits to be killed. */
+static void child_peer(void **state)
+{
+	const struct child_args *ca = *state;
+	int wfd = ca->wfd, rfd = ca->rfd, n_recv = ca->n_recv;
+	const char *addr = ca->addr;
+	struct side s;
+	rv_endpoint peer;
+	char c = 'R';
+
+	memset(&s, 0, sizeof(s));
+	s.ctx = open_ctx(addr);
+	side_open(&s, s.ctx);
+	s.own_ctx = true;
+	rv_context_unref(s.ctx); /* side_open took its own reference */
+	assert_int_equal(rv_qp_to_init(s.qp, NULL), 0);
+	for (int i = 0; i < n_recv; i++)
+		post_recv(&s, (size_t)i * 16384, 16384, (uint64_t)i);
+	send_ep(wfd, s.qp, s.mr);
+	if (!recv_ep(rfd, &peer))
+		_exit(2);
+	connect_to(s.qp, &peer);
+	if (write(wfd, &c, 1) != 1)
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+struct remote {
+	pid_t pid;
+	int rfd, wfd;
+	rv_endpoint ep;
+};
+
+static void remote_start(struct remote *r, struct side *s, const char *addr, const char *netns, int n_recv)
+{
+	int p2c[2], c2p[2];
+	char c;
+
+	assert_int_equal(pipe(p2c), 0);
+	assert_int_equal(pipe(c2p), 0);
+	r->pid = fork();
+	assert_true(r->pid >= 0);
+	if (r->pid == 0) {
+		close(p2c[1]);
+		close(c2p[0]);
+		if (netns) {
+			char path[128];
+			int fd;
+			snprintf(path, sizeof(path), "/run/netns/%s", netns);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
+				_exit(4);
+			close(fd);
+		}
+		{
+			/* Its own cmocka run: a failed assertion in the child ends the
+			 * child, not a second copy of the parent's test list. */
+			struct child_args ca = {c2p[1], p2c[0], n_recv, addr};
+			const struct CMUnitTest t[] = {cmocka_unit_test_prestate(child_peer, &ca)};
+			_exit(cmocka_run_group_tests_name("soft-faults-peer", t, NULL, NULL) ? 5 : 0);
+		}
+	}
+	close(p2c[0]);
+	close(c2p[1]);
+	r->rfd = c2p[0];
+	r->wfd = p2c[1];
+	assert_true(recv_ep(r->rfd, &r->ep));
+	send_ep(r->wfd, s->qp, s->mr);
+	connect_to(s->qp, &r->ep);
+	assert_int_equal(read(r->rfd, &c, 1), 1);
+}
+
+static void remote_end(struct remote *r)
+{
+	int st;
+
+	kill(r->pid, SIGKILL);
+	kill(r->pid, SIGCONT);
+	assert_int_equal(waitpid(r->pid, &st, 0), r->pid);
+	close(r->rfd);
+	close(r->wfd);
+}
+
+/* Statuses of a's WRs in posting order: SUCCESS*, then want, then FLUSH*. */
+static void expect_prefix_then(const struct side *s, uint64_t first, uint64_t last, uint32_t want)
+{
+	bool failed = false;
+
+	for (uint64_t id = first; id <= last; id++) {
+		uint32_t st = wc_of(s, id)->status;
+		if (!failed && st == RV_WC_SUCCESS)
+			continue;
+		if (!failed) {
+			assert_int_equal(st, want);
+			failed = true;
+			continue;
+		}
+		assert_int_equal(st, RV_WC_WR_FLUSH_ERR);
+	}
+	assert_true(failed);
+}
+
+/* Two more QPs of the local context still work after the fault. */
+static void local_bystanders_ok(rv_context *ctx)
+{
+	struct side x, y;
+
+	side_open(&x, ctx);
+	side_open(&y, ctx);
+	connect_pair(&x, &y);
+	traffic_ok(&x, &y, 7);
+	side_close(&x);
+	side_close(&y);
+}
+
+static void test_faults__peer_killed_mid_transfer(void **state)
+{
+	struct remote r;
+	struct side a;
+
+	(void)state;
+	side_open(&a, NULL);
+	remote_start(&r, &a, NULL, NULL, 2);
+	for (uint32_t i = 0; i < BUF; i++)
+		a.buf[i] = (uint8_t)i;
+	/* Two SENDs the peer has receives for, WRITEs into its memory, then SENDs
+	 * it has no receive for: they wait at the peer (receiver not ready). */
+	post(&a, RV_WR_SEND, 0, 16384, 0, 0, 1);
+	post(&a, RV_WR_SEND, 0, 100, 0, 0, 2);
+	drain(&a);
+	for (uint64_t i = 0; i < 4; i++)
+		post(&a, RV_WR_RDMA_WRITE, 0, 65536, r.ep.mr_addr + 65536 + (i % 2) * 65536, r.ep.mr_rkey, 3 + i);
+	for (uint64_t i = 0; i < 4; i++)
+		post(&a, RV_WR_SEND, 0, 1000, 0, 0, 7 + i);
+	sleep_ms(200);
+	kill(r.pid, SIGKILL);
+	drain(&a);
+	expect_prefix_then(&a, 3, 10, RV_WC_RETRY_EXC_ERR);
+	assert_int_equal(wc_of(&a, 1)->status, RV_WC_SUCCESS);
+	assert_int_equal(wc_of(&a, 2)->status, RV_WC_SUCCESS);
+	assert_int_equal(qp_state(a.qp), RV_QPS_ERR);
+	remote_end(&r);
+	local_bystanders_ok(a.ctx);
+	side_close(&a);
+}
+
+static void test_faults__peer_stopped_is_retry_exceeded(void **state)
+{
+	struct remote r;
+	struct side a;
+
+	(void)state;
+	side_open(&a, NULL);
+	remote_start(&r, &a, NULL, NULL, 4);
+	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
+	drain(&a);
+	assert_int_equal(wc_of(&a, 1)->status, RV_WC_SUCCESS);
+	/* Stalled: the peer's kernel still takes bytes, its process answers nothing. */
+	assert_int_equal(kill(r.pid, SIGSTOP), 0);
+	{
+		int st;
+		/* Every thread of the peer has stopped before anything is posted. */
+		assert_int_equal(waitpid(r.pid, &st, WUNTRACED), r.pid);
+		assert_true(WIFSTOPPED(st));
+	}
+	post(&a, RV_WR_SEND, 0, 100, 0, 0, 2);
+	post(&a, RV_WR_RDMA_WRITE, 0, 4096, r.ep.mr_addr + 65536, r.ep.mr_rkey, 3);
+	post(&a, RV_WR_RDMA_READ, 8192, 4096, r.ep.mr_addr, r.ep.mr_rkey, 4);
+	drain(&a);
+	assert_int_equal(wc_of(&a, 2)->status, RV_WC_RETRY_EXC_ERR);
+	assert_int_equal(wc_of(&a, 3)->status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc_of(&a, 4)->status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(a.qp), RV_QPS_ERR);
+	remote_end(&r);
+	local_bystanders_ok(a.ctx);
+	side_close(&a);
+}
+
+static void test_faults__receiver_not_ready_is_not_a_failure(void **state)
+{
+	struct remote r;
+	struct side a;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, NULL);
+	remote_start(&r, &a, NULL, NULL, 0);
+	/* The peer never posts a receive (rnr_retry 7: wait forever) but lives:
+	 * well past the retry bound, the SEND has not failed. */
+	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
+	sleep_ms(2500);
+	assert_int_equal(rv_cq_poll(a.cq, &wc, 1), 0);
+	assert_int_equal(qp_state(a.qp), RV_QPS_RTS);
+	/* Then the peer dies: now it fails at once. */
+	kill(r.pid, SIGKILL);
+	drain(&a);
+	assert_int_equal(wc_of(&a, 1)->status, RV_WC_RETRY_EXC_ERR);
+	remote_end(&r);
+	side_close(&a);
+}
+
+/* ---- link down between two network namespaces (root only) ---- */
+
+static char ns_a[32], ns_b[32], ip_a[32], ip_b[32], dev_a[16];
+static bool have_netns;
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static void netns_teardown(void)
+{
+	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+}
+
+static bool netns_setup(void)
+{
+	int id = getpid() % 250 + 1;
+
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0)
+		return false;
+	snprintf(ns_a, sizeof(ns_a), "rvfltA%d", (int)getpid());
+	snprintf(ns_b, sizeof(ns_b), "rvfltB%d", (int)getpid());
+	snprintf(dev_a, sizeof(dev_a), "rvfA%d", (int)getpid() % 100000);
+	snprintf(ip_a, sizeof(ip_a), "10.214.%d.1", id);
+	snprintf(ip_b, sizeof(ip_b), "10.214.%d.2", id);
+	if (sh("ip netns add %s && ip netns add %s", ns_a, ns_b) != 0 ||
+	    sh("ip link add %s netns %s type veth peer name rvfB%d netns %s", dev_a, ns_a,
+	       (int)getpid() % 100000, ns_b) != 0 ||
+	    sh("ip -n %s addr add %s/24 dev %s && ip -n %s link set %s up && ip -n %s link set lo up", ns_a, ip_a,
+	       dev_a, ns_a, dev_a, ns_a) != 0 ||
+	    sh("ip -n %s addr add %s/24 dev rvfB%d && ip -n %s link set rvfB%d up && ip -n %s link set lo up", ns_b,
+	       ip_b, (int)getpid() % 100000, ns_b, (int)getpid() % 100000, ns_b) != 0) {
+		netns_teardown();
+		return false;
+	}
+	return true;
+}
+
+static void test_faults__link_down_between_namespaces(void **state)
+{
+	int self, fd;
+	char path[128];
+	struct remote r;
+	struct side a;
+
+	(void)state;
+	if (!have_netns) {
+		print_message("skipped: needs root and iproute2's ip (network namespaces)\n");
+		skip();
+	}
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_true(self >= 0);
+	snprintf(path, sizeof(path), "/run/netns/%s", ns_a);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(setns(fd, CLONE_NEWNET), 0);
+	close(fd);
+
+	memset(&a, 0, sizeof(a));
+	a.ctx = open_ctx(ip_a);
+	side_open(&a, a.ctx);
+	a.own_ctx = true;
+	rv_context_unref(a.ctx);
+	remote_start(&r, &a, ip_b, ns_b, 4);
+	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
+	drain(&a);
+	assert_int_equal(wc_of(&a, 1)->status, RV_WC_SUCCESS);
+	assert_int_equal(sh("ip -n %s link set %s down", ns_a, dev_a), 0);
+	post(&a, RV_WR_SEND, 0, 100, 0, 0, 2);
+	post(&a, RV_WR_RDMA_WRITE, 0, 65536, r.ep.mr_addr + 65536, r.ep.mr_rkey, 3);
+	drain(&a);
+	assert_int_equal(wc_of(&a, 2)->status, RV_WC_RETRY_EXC_ERR);
+	assert_int_equal(wc_of(&a, 3)->status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(a.qp), RV_QPS_ERR);
+	remote_end(&r);
+	side_close(&a);
+	assert_int_equal(setns(self, CLONE_NEWNET), 0);
+	close(self);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_faults__clear_and_bad_arguments),
+		cmocka_unit_test(test_faults__environment),
+		cmocka_unit_test(test_faults__reset),
+		cmocka_unit_test(test_faults__corrupt),
+		cmocka_unit_test(test_faults__delay),
+		cmocka_unit_test(test_faults__drop_is_retry_exceeded),
+		cmocka_unit_test(test_faults__peer_killed_mid_transfer),
+		cmocka_unit_test(test_faults__peer_stopped_is_retry_exceeded),
+		cmocka_unit_test(test_faults__receiver_not_ready_is_not_a_failure),
+		cmocka_unit_test(test_faults__link_down_between_namespaces),
+	};
+	rv_device *dev = NULL;
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	unsetenv("RVERBS_SOFT_FAULT");
+	if (rv_device_find("soft0", &dev) < 0) {
+		fprintf(stderr, "skip: soft0 is not built in\n");
+		return 77;
+	}
+	rv_device_unref(dev);
+	have_netns = netns_setup();
+	rc = cmocka_run_group_tests_name("soft-faults", tests, NULL, NULL);
+	if (have_netns)
+		netns_teardown();
+	return rc;
+}
