@@ -662,6 +662,26 @@ private:
 	}
 };
 
+// ---- fault injection on the software device (rverbs/soft.h) ---------------
+
+/** Inject a fault into the next `count` frames `ctx` sends, or only those of
+ *  `only` (a QP of ctx) when given (rv_soft_fault_inject). Throws rverbs::error
+ *  (EOPNOTSUPP off soft0). */
+inline void soft_fault_inject(const context &ctx, rv_soft_fault_kind kind, uint32_t count = 1,
+			      uint32_t delay_ms = 0, const qp *only = nullptr)
+{
+	detail::check(rv_soft_fault_inject(ctx.get(), only ? only->get() : nullptr, kind,
+					   kind == RV_SOFT_FAULT_CLEAR ? 0 : count, delay_ms),
+		      "rv_soft_fault_inject");
+}
+inline void soft_fault_inject(const context &ctx, rv_soft_fault_kind kind, uint32_t count,
+			      uint32_t delay_ms, const qp *only, std::error_code &ec) noexcept
+{
+	detail::check(rv_soft_fault_inject(ctx.get(), only ? only->get() : nullptr, kind,
+					   kind == RV_SOFT_FAULT_CLEAR ? 0 : count, delay_ms),
+		      ec);
+}
+
 // ---- the connection helper (rverbs/conn.h) --------------------------------
 
 /** A connection from the connection helper: connected QPs in RTS. */

@@ -339,6 +339,18 @@ TEST_CASE(rc_write_and_read)
 	CHECK(std::strlen(wc_status_str(wc.status)) > 0);
 }
 
+TEST_CASE(soft_fault_reset_completes_work)
+{
+	auto [a, b] = connected_pair();
+	std::error_code ec;
+	soft_fault_inject(a->ctx, RV_SOFT_FAULT_DROP, 0, 0, nullptr, ec);
+	CHECK(ec.value() == EINVAL);
+	soft_fault_inject(a->ctx, RV_SOFT_FAULT_RESET, 1, 0, &a->qp_);
+	a->qp_.send(a->mr_.sge(0, 8), 5);
+	rv_wc wc = wait_one(a->cq_);
+	CHECK(wc.wr_id == 5 && wc.status == RV_WC_RETRY_EXC_ERR);
+}
+
 TEST_CASE(connection_helper_write_and_disconnect)
 {
 	context sctx = soft_context(), cctx = soft_context();

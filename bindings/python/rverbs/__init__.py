@@ -32,6 +32,7 @@ from ._objects import (  # noqa: E402
 from . import _cdef  # noqa: E402
 from . import _memory  # noqa: E402
 from . import _channel  # noqa: E402
+from . import _fault  # noqa: E402
 
 __version__ = _cdef.STRING_CONSTANTS["RVERBS_VERSION_STRING"]
 

@@ -1,0 +1,56 @@
+"""Fault injection on soft0 from Python: a reset connection completes the
+posted work with RETRY_EXC_ERR, a delay keeps the traffic correct, bad
+arguments raise with the errno and message. Skipped while soft0 cannot carry
+traffic or the headers have no rverbs/soft.h."""
+import errno
+
+import pytest
+
+import rverbs
+
+needs_fault = pytest.mark.skipif(not hasattr(rverbs.Context, "fault_inject"),
+                                 reason="no rverbs/soft.h")
+TIMEOUT = 10.0
+
+
+def wait_one(cq, what):
+    wcs = cq.wait(1, timeout=TIMEOUT)
+    assert wcs, "no completion for %s within %ss" % (what, TIMEOUT)
+    return wcs[0]
+
+
+@needs_fault
+def test_delay_keeps_traffic_correct(rc_pair):
+    a, b = rc_pair
+    a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_DELAY, count=2, delay_ms=50, qp=a.qp)
+    data = bytes(range(256)) * 8
+    a.mr.buf[0:len(data)] = data
+    a.qp.write(a.mr.sge(0, len(data)), b.mr.addr + 64, b.mr.rkey, wr_id=3)
+    wc = wait_one(a.cq, "WRITE")
+    assert wc.ok, wc.status_str
+    assert bytes(b.mr.buf[64:64 + len(data)]) == data
+
+
+@needs_fault
+def test_reset_completes_work_with_retry_exceeded(rc_pair):
+    a, b = rc_pair
+    b.qp.recv(b.mr.sge(0, 4096), wr_id=7)
+    a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_RESET)
+    a.qp.send(a.mr.sge(0, 16), wr_id=1)
+    wc = wait_one(a.cq, "SEND")
+    assert wc.wr_id == 1 and wc.status == rverbs.RV_WC_RETRY_EXC_ERR, wc.status_str
+    wc = wait_one(b.cq, "RECV")
+    assert wc.wr_id == 7 and wc.status == rverbs.RV_WC_WR_FLUSH_ERR, wc.status_str
+
+
+@needs_fault
+def test_bad_arguments(rc_pair):
+    a, b = rc_pair
+    with pytest.raises(rverbs.RVerbsError) as e:
+        a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_DROP, count=0)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(rverbs.RVerbsError) as e:
+        a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_DROP, qp=b.qp)
+    assert e.value.errno == errno.EINVAL and "another context" in str(e.value)
+    a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_CORRUPT, count=3)
+    a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_CLEAR)
