@@ -31,7 +31,9 @@
  *   bound; here TCP has already said the peer is gone.)
  *
  * Only frames carrying RDMA traffic (FPDUs) are affected, never the MPA
- * connection setup or a TERMINATE. Faults apply to the next frames sent after
+ * connection setup or a TERMINATE. UD datagrams: drop loses one silently,
+ * corrupt flips a bit (the receiver's ICRC check drops it); delay and reset do
+ * not apply to them. Faults apply to the next frames sent after
  * the call, in the order reset, drop, corrupt, delay when several are pending.
  */
 #ifndef RVERBS_SOFT_H

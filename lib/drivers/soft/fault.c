@@ -11,7 +11,7 @@
  *
  * Hooks (one line each): tx.c calls soft_fault_tx() on every FPDU it frames;
  * conn.c skips sending and EPOLLOUT while soft_fault_held(); the timers
- * release delayed streams; a datagram transport asks soft_fault_datagram().
+ * release delayed streams; a datagram transport asks soft_fault_dgram_lost().
  *
  * What each fault means on an RC stream (iWARP over TCP cannot retransmit a
  * lost FPDU, and sending what follows a lost one would leave a gap):
@@ -259,20 +259,21 @@ size_t soft_fault_frame(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, 
 	}
 }
 
-enum soft_fault_dgram soft_fault_datagram(struct soft_qp *q)
+bool soft_fault_dgram_lost(struct soft_qp *q, uint8_t *pkt, size_t len)
 {
 	uint32_t ms;
 
 	if (RV_LIKELY(!atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
 		      !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed)))
-		return SOFT_FAULT_DGRAM_SEND;
+		return false;
 	switch (next_action(q, &ms)) {
 	case FAULT_DROP:
-		return SOFT_FAULT_DGRAM_DROP;
+		return true; /* silently: UD promises nothing */
 	case FAULT_CORRUPT:
-		return SOFT_FAULT_DGRAM_CORRUPT;
+		corrupt(pkt, len); /* covered by the ICRC: the receiver drops it */
+		return false;
 	default:
-		return SOFT_FAULT_DGRAM_SEND; /* no connection to reset; delay: not for datagrams */
+		return false; /* no connection to reset; a delay does not apply to datagrams */
 	}
 }
 

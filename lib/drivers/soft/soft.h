@@ -434,9 +434,9 @@ static inline bool soft_fault_held(const struct soft_conn *c)
 {
 	return RV_UNLIKELY(c->fault_stopped || c->fault_hold);
 }
-/* What a datagram transport (UD) does with its next datagram for q. */
-enum soft_fault_dgram { SOFT_FAULT_DGRAM_SEND, SOFT_FAULT_DGRAM_DROP, SOFT_FAULT_DGRAM_CORRUPT };
-enum soft_fault_dgram soft_fault_datagram(struct soft_qp *q);
+/* A datagram transport (UD) about to send pkt (len bytes, its ICRC last) for
+ * q: true when a fault loses it (do not send); corrupt flips a bit in place. */
+bool soft_fault_dgram_lost(struct soft_qp *q, uint8_t *pkt, size_t len);
 /* Release held connections whose delay is over (progress thread, sc->lock). */
 void soft_fault_timers(struct soft_ctx *sc, int64_t now);
 

@@ -372,7 +372,9 @@ int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t
 		a.ip_id = SOFT_UD_IP_ID;
 		a.ip_frag = SOFT_UD_IP_DF;
 		total = rv_roce_ud_finish(&a, pkt, hl + len);
-		count(u, send_datagram(u, av, pkt, total) ? SOFT_UD_TX : SOFT_UD_TX_DROP);
+		/* A datagram a fault loses counts as sent: the network lost it. */
+		count(u, soft_fault_dgram_lost(q, pkt, total) || send_datagram(u, av, pkt, total) ? SOFT_UD_TX
+											       : SOFT_UD_TX_DROP);
 		if (signaled)
 			send_wc(q, wr, RV_WC_SUCCESS, (uint32_t)len);
 	}
