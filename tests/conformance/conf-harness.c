@@ -380,9 +380,10 @@ static void run_case(void **state)
 
 /* ---- main ---- */
 
-static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_cases, conf_ud_cases};
+static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_cases, conf_ud_cases,
+						  conf_atomics_cases};
 
-static const char *const group_names[] = {"rc", "errors", "ud"};
+static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics"};
 
 int main(void)
 {

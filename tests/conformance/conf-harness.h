@@ -123,5 +123,6 @@ void conf_post_recv(rv_qp *qp, uint64_t wr_id, const rv_sge *sges, uint32_t n);
 extern const struct conf_case conf_rc_cases[];
 extern const struct conf_case conf_errors_cases[];
 extern const struct conf_case conf_ud_cases[];
+extern const struct conf_case conf_atomics_cases[];
 
 #endif
