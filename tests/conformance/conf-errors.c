@@ -326,6 +326,72 @@ static void transport_retry_exceeded_peer_gone(void)
 	conf_buf_check(&p->b.buf, 0, 16);
 }
 
+/* Inject a fault on the frames A's QP sends; only the software device can
+ * (a NIC needs a cable pulled), so other devices skip. */
+static void inject_or_skip(struct conf_pair *p, rv_soft_fault_kind kind)
+{
+	int rc = rv_soft_fault_inject(p->a.ctx, p->a.qp, kind, 1, 0);
+
+	if (rc == -EOPNOTSUPP)
+		conf_skip("losing or corrupting frames on purpose needs the software device's fault injection: %s",
+			  rv_error_last());
+	assert_int_equal(rc, 0);
+}
+
+/* Transport retry exceeded on a live peer: every frame lost, the QP's
+ * timeout 10 (4.2 ms) and retry_cnt 1 run out; the first WR fails, the
+ * next flushes, the QP goes to ERR, B's buffer is untouched. */
+static void transport_retry_exceeded_frames_lost(void)
+{
+	struct conf_opts o = {.no_connect = true};
+	struct conf_pair *p = conf_pair_open(&o);
+	rv_qp_attr rts;
+	rv_send_wr w[2];
+	rv_sge s;
+
+	memset(&rts, 0, sizeof(rts));
+	rts.mask = RV_QP_TIMEOUT | RV_QP_RETRY_CNT;
+	rts.timeout = 10;
+	rts.retry_cnt = 1;
+	conf_connect(&p->a, &p->b, &rts);
+	inject_or_skip(p, RV_SOFT_FAULT_DROP);
+	s = conf_sge(&p->a.buf, 0, 4096);
+	w[0] = wr_of(1, RV_WR_RDMA_WRITE, &s, 1);
+	w[0].remote_addr = conf_addr(&p->b.buf, 0);
+	w[0].rkey = rv_mr_rkey(p->b.buf.mr);
+	w[1] = w[0];
+	w[1].wr_id = 2;
+	assert_int_equal(rv_qp_post_send(p->a.qp, w, 2, NULL), 0);
+	conf_expect(p->a.cq, 1, RV_WC_RETRY_EXC_ERR);
+	conf_expect(p->a.cq, 2, RV_WC_WR_FLUSH_ERR);
+	expect_err_state(p->a.qp);
+	conf_buf_check(&p->b.buf, 0, 0);
+}
+
+/* Remote operation error: a frame corrupted on the way fails the receiver's
+ * check; the sender's WR completes with remote operation error. */
+static void remote_operation_error_corrupted_frame(void)
+{
+	struct conf_pair *p = conf_pair_open(NULL);
+	rv_send_wr w[2];
+	rv_sge s, r;
+
+	r = conf_sge(&p->b.buf, 0, 8192);
+	conf_post_recv(p->b.qp, 1, &r, 1);
+	inject_or_skip(p, RV_SOFT_FAULT_CORRUPT);
+	s = conf_sge(&p->a.buf, 0, 1000);
+	w[0] = wr_of(2, RV_WR_SEND, &s, 1);
+	w[1] = wr_of(3, RV_WR_SEND, &s, 1);
+	assert_int_equal(rv_qp_post_send(p->a.qp, w, 2, NULL), 0);
+	conf_expect(p->a.cq, 2, RV_WC_REM_OP_ERR);
+	conf_expect(p->a.cq, 3, RV_WC_WR_FLUSH_ERR);
+	conf_expect(p->b.cq, 1, RV_WC_WR_FLUSH_ERR);
+	expect_err_state(p->a.qp);
+	expect_err_state(p->b.qp);
+	/* The corrupted frame was refused before placement. */
+	conf_buf_check(&p->b.buf, 0, 0);
+}
+
 const struct conf_case conf_errors_cases[] = {
 	{"local length error and remote invalid request: SEND longer than the receive", send_longer_than_the_receive},
 	{"local protection error: SEND with a bad lkey", bad_lkey_send},
@@ -344,5 +410,7 @@ const struct conf_case conf_errors_cases[] = {
 	{"WR flush error after the QP goes to ERR", flush_after_the_qp_goes_to_error},
 	{"RNR retry exceeded (rnr_retry 0)", rnr_retry_exceeded},
 	{"transport retry exceeded: the peer goes away", transport_retry_exceeded_peer_gone},
+	{"transport retry exceeded: frames lost (timeout 10, retry_cnt 1)", transport_retry_exceeded_frames_lost},
+	{"remote operation error: a corrupted frame", remote_operation_error_corrupted_frame},
 	CONF_END,
 };
