@@ -254,12 +254,14 @@ static void fill_cpd(const struct soft_qp *q, struct rv_soft_cpd *p, uint32_t re
 
 static void queue_mpa(struct soft_conn *c, bool reply, uint8_t flags, const struct rv_soft_cpd *p)
 {
-	uint8_t pd[RV_SOFT_CPD_LEN];
+	uint8_t pd[RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN];
 	struct rv_mpa_frame f = {.reply = reply, .flags = (uint8_t)(RV_MPA_FLAG_CRC | flags), .rev = 1,
 				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
 	int n;
 
 	rv_wire_cpd_encode(pd, sizeof(pd), p);
+	if (!(flags & RV_MPA_FLAG_REJECT))
+		f.pd_len = (uint16_t)(f.pd_len + soft_shm_ext_put(c, reply, pd + RV_SOFT_CPD_LEN));
 	n = rv_wire_mpa_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
 	if (n > 0)
 		c->tx_len += (size_t)n;
@@ -503,6 +505,7 @@ static void on_wait_req(struct soft_conn *c)
 		reject(c, RV_SOFT_REJECT_PROTOCOL);
 		return;
 	}
+	soft_shm_ext_got(c, false, f.pd, f.pd_len);
 	consume(c, (size_t)n);
 	handle_request(c);
 }
@@ -537,6 +540,7 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 		qp_conn_failed(q, "the MPA reply names other QPs");
 		return;
 	}
+	soft_shm_ext_got(c, true, f.pd, f.pd_len);
 	consume(c, (size_t)n);
 	c->state = CONN_UP;
 	c->deadline = 0;

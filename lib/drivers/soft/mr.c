@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/uio.h>
+
 #include "soft.h"
 
 int soft_pd_alloc(struct rv_pd *pd)
@@ -253,4 +255,19 @@ enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv
 				 uint64_t off, const void *src, uint64_t len)
 {
 	return sgl_copy(sc, pd, sge, n, off, (void *)(uintptr_t)src, len, true);
+}
+
+enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				uint64_t addr, uint64_t len, int pid, const struct iovec *src, uint32_t n)
+{
+	struct iovec dst = {(void *)(uintptr_t)addr, (size_t)len};
+	enum soft_mem_err e;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	e = check(lookup(sc, key), pd, access, addr, len);
+	/* Under the lock: the target MR cannot be deregistered while the kernel copies. */
+	if (e == SOFT_MEM_OK && len && process_vm_readv(pid, &dst, 1, src, n, 0) != (ssize_t)len)
+		e = SOFT_MEM_PEER;
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
 }

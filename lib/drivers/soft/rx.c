@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "soft.h"
 
@@ -83,6 +84,40 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 				       RV_WC_WR_FLUSH_ERR);
 	e = soft_mem_write(q->sc, q->qp->pd, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, f->payload,
 			   f->payload_len);
+	return e == SOFT_MEM_OK ? 0 : tagged_error(q, f, e);
+}
+
+/* A WRITE by reference (shm.c): pull the named source segments of the peer's
+ * process into the target, after the same checks as rx_write. */
+static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct iovec iov[SOFT_MAX_SGE];
+	uint32_t n = f->payload_len / SOFT_SHM_REF_LEN;
+	uint64_t total = 0;
+	enum soft_mem_err e;
+
+	if (!q->conn || !q->conn->shm_pull || f->payload_len % SOFT_SHM_REF_LEN || n > SOFT_MAX_SGE)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t a;
+		uint32_t l;
+		memcpy(&a, f->payload + i * SOFT_SHM_REF_LEN, 8);
+		memcpy(&l, f->payload + i * SOFT_SHM_REF_LEN + 8, 4);
+		iov[i].iov_base = (void *)(uintptr_t)a;
+		iov[i].iov_len = l;
+		total += l;
+	}
+	if (total == 0)
+		return 0;
+	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
+				       RV_WC_WR_FLUSH_ERR);
+	e = soft_mem_pull(q->sc, q->qp->pd, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, total, (int)q->conn->shm_pid,
+			  iov, n);
+	if (e == SOFT_MEM_PEER)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
+				       RV_WC_WR_FLUSH_ERR);
 	return e == SOFT_MEM_OK ? 0 : tagged_error(q, f, e);
 }
 
@@ -252,7 +287,7 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 	if (t->d) {
 		for (i = q->sq_head; i != end; i++) {
 			const struct soft_swqe *w = &q->sq[i % q->sq_size];
-			if (t->ddp_tagged && t->ddp_opcode == RV_RDMAP_WRITE) {
+			if (t->ddp_tagged && (t->ddp_opcode == RV_RDMAP_WRITE || t->ddp_opcode == SOFT_OP_WRITE_REF)) {
 				if (w->opcode == RV_WR_RDMA_WRITE && w->rkey == t->ddp_stag &&
 				    t->ddp_to >= w->remote_addr && t->ddp_to - w->remote_addr <= w->length)
 					return i;
@@ -306,6 +341,13 @@ static int rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 		return rx_send(q, f);
 	case RV_RDMAP_TERMINATE:
 		return rx_terminate(q, f);
+	case SOFT_OP_WRITE_REF:
+		return rx_write_ref(q, f);
+	case SOFT_OP_SHM_CTL:
+		if (q->conn && soft_shm_ctl_got(q, q->conn, f->payload, f->payload_len))
+			return 0;
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
 	default:
 		/* SEND with invalidate, RFC 7306 and unknown opcodes: not supported yet. */
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,

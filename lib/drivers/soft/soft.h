@@ -133,6 +133,7 @@ struct soft_ctx {
 	_Atomic int64_t active_at; /* µs, CLOCK_MONOTONIC: the last batch with events */
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
+	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	struct soft_ud *ud;  /* the UDP side (ud.c); NULL on the wildcard address */
 	struct soft_fault fault; /* for every QP of the context */
 };
@@ -166,6 +167,16 @@ struct soft_conn {
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
 	bool fault_stopped;      /* fault.c: a frame was dropped or the stream reset; send no more */
 	int64_t fault_hold;      /* fault.c: send nothing before this time (ms); 0 = no hold */
+	/* Same-host path (shm.c): negotiated in the MPA private data, proven by
+	 * each side reading a nonce out of the other's memory. */
+	bool shm_peer;           /* the peer offered it (and we allow it) */
+	bool shm_pull;           /* we read the peer's memory: it may send WRITEs by reference */
+	bool shm_push;           /* the peer reads ours: we may send WRITEs by reference */
+	bool shm_send_ctl;       /* our SHM control FPDU is due */
+	uint32_t shm_pid;        /* the peer's process */
+	uint64_t shm_nonce;      /* ours: the peer must show it in its memory */
+	uint64_t shm_echo;       /* the peer's nonce, kept where the peer reads it */
+	uint64_t shm_peer_addr;  /* initiator: where the responder keeps our nonce */
 };
 
 struct soft_swqe {
@@ -307,6 +318,7 @@ enum soft_mem_err {
 	SOFT_MEM_PD,      /* the MR belongs to another PD */
 	SOFT_MEM_ACCESS,  /* the MR lacks the access right */
 	SOFT_MEM_BOUNDS,  /* outside the MR (or address arithmetic overflows) */
+	SOFT_MEM_PEER,    /* soft_mem_pull: the peer's memory could not be read */
 };
 
 /* Copy len bytes into (key, addr), checking key, PD, access and bounds first. */
@@ -318,6 +330,11 @@ enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_pd *pd, uint32_t 
 /* The same checks without copying. */
 enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
 				 uint64_t addr, uint64_t len);
+struct iovec;
+/* Same host (shm.c): check (key, addr, len) as soft_mem_write, then copy len
+ * bytes from the iovecs of process pid into it with process_vm_readv. */
+enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				uint64_t addr, uint64_t len, int pid, const struct iovec *src, uint32_t n);
 /* Gather len bytes from offset off of an SGE list (lkeys, LOCAL access). */
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len);
@@ -371,6 +388,25 @@ void soft_conn_free(struct soft_conn *c);
 void soft_conn_update_events(struct soft_conn *c);
 /* Send what is buffered; false when the connection broke. */
 bool soft_conn_flush(struct soft_conn *c);
+
+/* ---- shm.c: the same-host path ---- */
+/* Private RDMAP opcodes, used only on a connection where both sides agreed
+ * (never on the wire to anyone else): a control message and a tagged WRITE
+ * whose payload names the source memory instead of carrying it. */
+#define SOFT_OP_SHM_CTL 0xEu
+#define SOFT_OP_WRITE_REF 0xFu
+#define SOFT_SHM_EXT_LEN 32u   /* MPA private data after rv_soft_cpd */
+#define SOFT_SHM_CTL_LEN 12u   /* payload of SOFT_OP_SHM_CTL */
+#define SOFT_SHM_REF_LEN 12u   /* per source segment of SOFT_OP_WRITE_REF */
+#define SOFT_SHM_MIN 8192u     /* smaller WRITEs go through TCP */
+/* The extension to append to our MPA request/reply (0: none). */
+size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf);
+/* The peer's extension in its MPA request/reply, if any. */
+void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t len);
+/* The payload of our SOFT_OP_SHM_CTL (SOFT_SHM_CTL_LEN bytes). */
+void soft_shm_ctl_put(struct soft_conn *c, uint8_t *buf);
+/* The peer's SOFT_OP_SHM_CTL; false if it is malformed or unexpected. */
+bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
 
 /* ---- tx.c ---- */
 /* Frame and send as much as the socket takes (q->lock held). */

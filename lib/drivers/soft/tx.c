@@ -125,6 +125,60 @@ static bool emit_user_read(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	return true;
 }
 
+/* The same-host path's control message (shm.c). */
+static void emit_shm_ctl(struct soft_conn *c)
+{
+	uint8_t pay[SOFT_SHM_CTL_LEN];
+	struct rv_fpdu f;
+	int n;
+
+	soft_shm_ctl_put(c, pay);
+	memset(&f, 0, sizeof(f));
+	f.opcode = SOFT_OP_SHM_CTL;
+	f.last = true;
+	f.payload = pay;
+	f.payload_len = sizeof(pay);
+	n = rv_wire_fpdu_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
+	if (n > 0)
+		c->tx_len += (size_t)n;
+}
+
+/* A whole WRITE by reference (shm.c): the payload names the source segments,
+ * the peer pulls them into the target. They were checked like any local read. */
+static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
+{
+	uint8_t pay[SOFT_MAX_SGE * SOFT_SHM_REF_LEN];
+	uint32_t len = 0;
+	struct rv_fpdu f;
+	int n;
+
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		if (!w->sge[i].length)
+			continue;
+		if (soft_mem_check(q->sc, q->qp->pd, w->sge[i].lkey, 0, w->sge[i].addr, w->sge[i].length) !=
+		    SOFT_MEM_OK) {
+			local_fail(q, RV_WC_LOC_PROT_ERR);
+			return false;
+		}
+		memcpy(pay + len, &w->sge[i].addr, 8);
+		memcpy(pay + len + 8, &w->sge[i].length, 4);
+		len += SOFT_SHM_REF_LEN;
+	}
+	memset(&f, 0, sizeof(f));
+	f.opcode = SOFT_OP_WRITE_REF;
+	f.tagged = true;
+	f.last = true;
+	f.stag = w->rkey;
+	f.to = w->remote_addr;
+	f.payload = pay;
+	f.payload_len = len;
+	n = rv_wire_fpdu_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
+	if (n > 0)
+		c->tx_len += (size_t)n;
+	q->sq_tx++;
+	return true;
+}
+
 /* One FPDU of a SEND or WRITE. */
 static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
 {
@@ -133,6 +187,9 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	struct rv_fpdu f;
 	size_t off;
 
+	if (c->shm_push && w->opcode == RV_WR_RDMA_WRITE && !w->inl && q->tx_off == 0 &&
+	    w->length >= SOFT_SHM_MIN)
+		return emit_write_ref(q, c, w);
 	if (chunk > SOFT_FPDU_PAYLOAD)
 		chunk = SOFT_FPDU_PAYLOAD;
 	memset(&f, 0, sizeof(f));
@@ -232,6 +289,12 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 				break;
 			emit_confirm(q, c);
 			q->need_rtr = false;
+			any = true;
+			continue;
+		}
+		if (c->shm_send_ctl) {
+			emit_shm_ctl(c);
+			c->shm_send_ctl = false;
 			any = true;
 			continue;
 		}

@@ -1,0 +1,116 @@
+/*
+ * The same-host path of the software device: between two processes of one
+ * host, an RDMA WRITE of SOFT_SHM_MIN bytes or more does not carry its
+ * payload through TCP; the FPDU names the source memory and the target pulls
+ * it with one process_vm_readv(2) straight into the registered memory, after
+ * the same STag, PD, access and bounds checks as any WRITE. TCP still carries
+ * everything else (setup, SEND, READ, confirmations, TERMINATE), so ordering,
+ * completion and error semantics are unchanged: a WRITE completes once the
+ * peer confirmed it, i.e. after it pulled the data.
+ *
+ * Agreement, per connection, so that no one else ever sees a private opcode:
+ * 1. both sides allow it (RVERBS_SOFT_SHM, default 1) and append an
+ *    extension to the MPA private data: magic, pid, a fresh random nonce; the
+ *    responder's also gives the address where it keeps the initiator's nonce;
+ * 2. the initiator reads that address in the responder's process: seeing its
+ *    own nonce proves the pid is the peer (not some other process the peer
+ *    named) and that the kernel lets it read the peer's memory; it then sends
+ *    SOFT_OP_SHM_CTL naming where it keeps the responder's nonce, and whether
+ *    its read succeeded;
+ * 3. the responder does the same read and answers with its own result.
+ * A side sends WRITEs by reference only once the other said it can read its
+ * memory; anything else (another host, another PID namespace, a kernel or
+ * security module that refuses) leaves the connection on TCP. A peer that did
+ * not agree gets a TERMINATE (unexpected opcode) for a private opcode.
+ *
+ * Runs under the connection's rules (conn.c, rx.c, tx.c): sc->lock and/or
+ * q->lock held by the caller.
+ */
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+static const uint8_t ext_magic[4] = {'R', 'S', 'H', '1'};
+
+/* Does process pid hold want at addr? (We may read its memory, and it is the peer.) */
+static bool probe(uint32_t pid, uint64_t addr, uint64_t want)
+{
+	uint64_t got = 0;
+	struct iovec l = {&got, sizeof(got)}, r = {(void *)(uintptr_t)addr, sizeof(got)};
+
+	if (!pid || !addr)
+		return false;
+	return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(got) && got == want;
+}
+
+size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf)
+{
+	uint32_t pid = (uint32_t)getpid(), kind = reply;
+	uint64_t addr = reply ? (uint64_t)(uintptr_t)&c->shm_echo : 0;
+
+	if (!c->sc->shm_enabled || (reply && !c->shm_peer))
+		return 0;
+	rv_random_bytes(&c->shm_nonce, sizeof(c->shm_nonce));
+	memcpy(buf, ext_magic, 4);
+	memcpy(buf + 4, &kind, 4);
+	memcpy(buf + 8, &pid, 4);
+	memset(buf + 12, 0, 4);
+	memcpy(buf + 16, &c->shm_nonce, 8);
+	memcpy(buf + 24, &addr, 8);
+	return SOFT_SHM_EXT_LEN;
+}
+
+void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t len)
+{
+	const uint8_t *x = pd + RV_SOFT_CPD_LEN;
+	uint32_t kind, pid;
+	uint64_t nonce, addr;
+
+	c->shm_peer = c->shm_pull = c->shm_push = false;
+	if (!c->sc->shm_enabled || len < RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN || memcmp(x, ext_magic, 4) != 0)
+		return;
+	memcpy(&kind, x + 4, 4);
+	memcpy(&pid, x + 8, 4);
+	memcpy(&nonce, x + 16, 8);
+	memcpy(&addr, x + 24, 8);
+	if (kind != (uint32_t)reply)
+		return;
+	c->shm_peer = true;
+	c->shm_pid = pid;
+	c->shm_echo = nonce; /* the peer reads it back from &c->shm_echo */
+	if (reply) {
+		c->shm_peer_addr = addr;
+		c->shm_pull = probe(pid, addr, c->shm_nonce);
+		c->shm_send_ctl = true;
+	}
+}
+
+void soft_shm_ctl_put(struct soft_conn *c, uint8_t *buf)
+{
+	uint64_t addr = c->active ? (uint64_t)(uintptr_t)&c->shm_echo : 0;
+
+	buf[0] = c->active ? 1 : 2; /* 1: the initiator's step 2, 2: the responder's answer */
+	buf[1] = c->shm_pull;
+	buf[2] = buf[3] = 0;
+	memcpy(buf + 4, &addr, 8);
+}
+
+bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len)
+{
+	uint64_t addr;
+
+	if (!c->shm_peer || len != SOFT_SHM_CTL_LEN || p[0] != (c->active ? 2 : 1))
+		return false;
+	memcpy(&addr, p + 4, 8);
+	if (!c->active) {
+		c->shm_pull = probe(c->shm_pid, addr, c->shm_nonce);
+		c->shm_send_ctl = true;
+	}
+	c->shm_push = p[1] != 0;
+	rv_log(RV_LOG_INFO, "soft0: QP 0x%x: same-host path to QP 0x%x: WRITEs of %u bytes or more from us %s, "
+	       "to us %s", q->qpn, q->peer_qpn, SOFT_SHM_MIN, c->shm_push ? "by reference" : "over TCP",
+	       c->shm_pull ? "by reference" : "over TCP");
+	return true;
+}
