@@ -12,9 +12,12 @@
  * 1. both sides allow it (RVERBS_SOFT_SHM, default 1) and append an
  *    extension to the MPA private data: magic, pid, a fresh random nonce; the
  *    responder's also gives the address where it keeps the initiator's nonce;
- * 2. the initiator reads that address in the responder's process: seeing its
- *    own nonce proves the pid is the peer (not some other process the peer
- *    named) and that the kernel lets it read the peer's memory; it then sends
+ * 2. the initiator reads that address in the responder's process: its own
+ *    nonce there, next to the two ends of this very TCP connection as the
+ *    responder's kernel reports them, proves the pid is the process at the
+ *    other end of this connection (not some other process the peer named, or
+ *    relayed a nonce to) and that the kernel lets it read the peer's memory;
+ *    it then sends
  *    SOFT_OP_SHM_CTL naming where it keeps the responder's nonce, and whether
  *    its read succeeded;
  * 3. the responder does the same read and answers with its own result.
@@ -26,7 +29,9 @@
  * Runs under the connection's rules (conn.c, rx.c, tx.c): sc->lock and/or
  * q->lock held by the caller.
  */
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -34,15 +39,49 @@
 
 static const uint8_t ext_magic[4] = {'R', 'S', 'H', '1'};
 
-/* Does process pid hold want at addr? (We may read its memory, and it is the peer.) */
-static bool probe(uint32_t pid, uint64_t addr, uint64_t want)
+/* An end of c's TCP connection as 16 address bytes (IPv4-mapped) and a port. */
+static void end_of(const struct soft_conn *c, bool local, uint8_t out[18])
 {
-	uint64_t got = 0;
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	memset(out, 0, 18);
+	if ((local ? getsockname(c->fd, (struct sockaddr *)&ss, &l) : getpeername(c->fd, (struct sockaddr *)&ss, &l)) < 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &a->sin_addr, 4);
+		memcpy(out + 16, &a->sin_port, 2);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+		memcpy(out, &a->sin6_addr, 16);
+		memcpy(out + 16, &a->sin6_port, 2);
+	}
+}
+
+/* Keep the peer's nonce, with both ends of the connection, where it reads them. */
+static void keep_proof(struct soft_conn *c, uint64_t nonce)
+{
+	c->shm_echo.nonce = nonce;
+	end_of(c, true, c->shm_echo.local);
+	end_of(c, false, c->shm_echo.peer);
+}
+
+/* Does process pid hold, at addr, our nonce and this connection seen from its end? */
+static bool probe(const struct soft_conn *c, uint32_t pid, uint64_t addr)
+{
+	struct soft_shm_proof got, want;
 	struct iovec l = {&got, sizeof(got)}, r = {(void *)(uintptr_t)addr, sizeof(got)};
 
 	if (!pid || !addr)
 		return false;
-	return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(got) && got == want;
+	memset(&want, 0, sizeof(want));
+	want.nonce = c->shm_nonce;
+	end_of(c, false, want.local); /* its local end is our peer end */
+	end_of(c, true, want.peer);
+	return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(got) &&
+	       memcmp(&got, &want, sizeof(got)) == 0;
 }
 
 size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf)
@@ -79,10 +118,10 @@ void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t
 		return;
 	c->shm_peer = true;
 	c->shm_pid = pid;
-	c->shm_echo = nonce; /* the peer reads it back from &c->shm_echo */
+	keep_proof(c, nonce); /* the peer reads it back from &c->shm_echo */
 	if (reply) {
 		c->shm_peer_addr = addr;
-		c->shm_pull = probe(pid, addr, c->shm_nonce);
+		c->shm_pull = probe(c, pid, addr);
 		c->shm_send_ctl = true;
 	}
 }
@@ -105,7 +144,7 @@ bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, 
 		return false;
 	memcpy(&addr, p + 4, 8);
 	if (!c->active) {
-		c->shm_pull = probe(c->shm_pid, addr, c->shm_nonce);
+		c->shm_pull = probe(c, c->shm_pid, addr);
 		c->shm_send_ctl = true;
 	}
 	c->shm_push = p[1] != 0;

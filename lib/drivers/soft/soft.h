@@ -175,7 +175,11 @@ struct soft_conn {
 	bool shm_send_ctl;       /* our SHM control FPDU is due */
 	uint32_t shm_pid;        /* the peer's process */
 	uint64_t shm_nonce;      /* ours: the peer must show it in its memory */
-	uint64_t shm_echo;       /* the peer's nonce, kept where the peer reads it */
+	struct soft_shm_proof {  /* what the peer reads in our memory (shm.c) */
+		uint64_t nonce;          /* the peer's nonce */
+		uint8_t local[18];       /* our end of this TCP connection: address, port */
+		uint8_t peer[18];        /* its end, as the kernel tells us */
+	} shm_echo;
 	uint64_t shm_peer_addr;  /* initiator: where the responder keeps our nonce */
 };
 
