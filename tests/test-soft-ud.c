@@ -3,7 +3,8 @@
  * pong on one context and between two, the reply handle from a completion,
  * the GRH area byte by byte, Q_Key and P_Key rules, datagrams without a
  * receive, oversize messages, one QP sending to many, closed address
- * handles, the error state; and hostile datagrams from a raw UDP socket
+ * handles, the error state, datagrams lost or corrupted by soft0's fault
+ * injection, an IPv6 context; and hostile datagrams from a raw UDP socket
  * (garbage, truncated, bad ICRC, wrong opcode, unknown QP, correctly framed
  * strangers): the process lives, memory outside the receive buffer stays
  * unchanged, every drop is counted, and UD keeps working.
@@ -610,6 +611,61 @@ static void test_soft_ud__error_state_flushes(void **state)
 	side_close(&s);
 }
 
+/* Packet loss through soft0's fault injection: a lost datagram still
+ * completes its send successfully (UD promises nothing), the receiver never
+ * hears of it and its receive WRs stay posted for what does arrive; a
+ * corrupted one fails the ICRC and is dropped and counted. */
+static void test_soft_ud__lost_and_corrupted_datagrams(void **state)
+{
+	struct side s;
+	rv_qp *a, *b;
+	rv_endpoint eb;
+	rv_ah *ah;
+	rv_wc wc;
+	uint64_t icrc, got = 0, sends = 0;
+
+	(void)state;
+	side_open(&s);
+	a = ud_qp(&s, QKEY);
+	b = ud_qp(&s, QKEY);
+	assert_int_equal(rv_qp_endpoint(b, &eb), 0);
+	ah = ah_to(&s, &eb);
+	for (uint64_t i = 0; i < 8; i++)
+		post_recv(&s, b, 4096 + 64 * i, 64, 100 + i);
+	/* The next 3 datagrams of a are lost, then one is corrupted. */
+	assert_int_equal(rv_soft_fault_inject(s.ctx, a, RV_SOFT_FAULT_DROP, 3, 0), 0);
+	icrc = counter(&s, SOFT_UD_DROP_ICRC);
+	for (int i = 0; i < 6; i++)
+		s.buf[i] = (uint8_t)i;
+	for (uint64_t i = 0; i < 4; i++) {
+		assert_int_equal(send_to(&s, a, ah, rv_qp_num(b), QKEY, i, 1, i), 0);
+	}
+	assert_int_equal(rv_soft_fault_inject(s.ctx, a, RV_SOFT_FAULT_CORRUPT, 1, 0), 0);
+	assert_int_equal(send_to(&s, a, ah, rv_qp_num(b), QKEY, 4, 1, 4), 0);
+	wait_counter(&s, SOFT_UD_DROP_ICRC, icrc);
+	/* Then the link is clean again. */
+	assert_int_equal(send_to(&s, a, ah, rv_qp_num(b), QKEY, 5, 1, 5), 0);
+	while (got < 2 || sends < 6) {
+		wc = wait_wc(s.cq);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		if (wc.opcode == RV_WC_SEND) {
+			sends++;
+			continue;
+		}
+		/* Only datagrams 3 and 5 arrive, into the first two receives. */
+		assert_int_equal(wc.wr_id, 100 + got);
+		assert_int_equal(wc.byte_len, RV_UD_GRH_LEN + 1);
+		assert_int_equal(s.buf[4096 + 64 * got + RV_UD_GRH_LEN], got == 0 ? 3 : 5);
+		got++;
+	}
+	assert_int_equal(counter(&s, SOFT_UD_DROP_ICRC), icrc + 1);
+	assert_cq_empty(s.cq);
+	rv_ah_unref(ah);
+	rv_qp_unref(a);
+	rv_qp_unref(b);
+	side_close(&s);
+}
+
 /* A context on ::1: the GRH area is the IPv6 header; IPv4 GIDs are refused. */
 static void test_soft_ud__ipv6_context(void **state)
 {
@@ -863,6 +919,7 @@ int main(void)
 		cmocka_unit_test(test_soft_ud__one_qp_many_destinations),
 		cmocka_unit_test(test_soft_ud__closed_address_handles),
 		cmocka_unit_test(test_soft_ud__error_state_flushes),
+		cmocka_unit_test(test_soft_ud__lost_and_corrupted_datagrams),
 		cmocka_unit_test(test_soft_ud__ipv6_context),
 		cmocka_unit_test(test_soft_ud__hostile_datagrams_are_dropped_and_counted),
 	};
