@@ -435,7 +435,21 @@ static void test_soft_ud__bad_sends_are_refused_at_post(void **state)
 	assert_int_equal(rv_ah_new(s.pd, &av, &(rv_ah *){NULL}), -EINVAL);
 	assert_non_null(strstr(rv_error_last(), "not an IPv4-mapped GID"));
 
-	/* A UD QP in RTR cannot send; one in RESET cannot receive. */
+	/* A GRH area that holds neither form names no sender. */
+	{
+		uint8_t junk[RV_UD_GRH_LEN];
+		rv_wc fake = {.status = RV_WC_SUCCESS, .opcode = RV_WC_RECV, .wc_flags = RV_WC_GRH,
+			      .slid = eb.lid};
+		memset(junk, 0x11, sizeof(junk));
+		assert_int_equal(rv_ah_from_wc(s.pd, 1, &fake, junk, &(rv_ah *){NULL}), -EINVAL);
+		assert_non_null(strstr(rv_error_last(), "holds neither a GRH"));
+		memset(junk, 0, sizeof(junk));
+		junk[0] = 0x60; /* IP version 6, but no source GID */
+		assert_int_equal(rv_ah_from_wc(s.pd, 1, &fake, junk, &(rv_ah *){NULL}), -EINVAL);
+		assert_non_null(strstr(rv_error_last(), "names no source GID"));
+	}
+
+	/* A UD QP in RTR cannot send. */
 	qa.send_cq = s.cq;
 	assert_int_equal(rv_qp_new(s.pd, &qa, &rc), 0);
 	assert_int_equal(rv_qp_to_init(rc, NULL), 0);
