@@ -205,8 +205,10 @@ static void fetch_and_add_from_several_qps(void)
 
 		ia.send_cq = p->a.cq;
 		assert_int_equal(rv_qp_new(p->a.pd, &ia, &qa[q]), 0);
+		conf_adopt_qp(qa[q]);
 		ia.send_cq = p->b.cq;
 		assert_int_equal(rv_qp_new(p->b.pd, &ia, &qb[q]), 0);
+		conf_adopt_qp(qb[q]);
 		assert_int_equal(rv_qp_endpoint(qa[q], &ea), 0);
 		assert_int_equal(rv_qp_endpoint(qb[q], &eb), 0);
 		assert_int_equal(rv_qp_connect(qa[q], &eb), 0);
@@ -239,10 +241,6 @@ static void fetch_and_add_from_several_qps(void)
 	{
 		struct conf_range r = {0, 8};
 		conf_buf_check_except(&p->b.buf, &r, 1);
-	}
-	for (int q = 0; q < QPS; q++) {
-		rv_qp_unref(qa[q]);
-		rv_qp_unref(qb[q]);
 	}
 }
 

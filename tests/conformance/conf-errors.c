@@ -326,6 +326,56 @@ static void transport_retry_exceeded_peer_gone(void)
 	conf_buf_check(&p->b.buf, 0, 16);
 }
 
+/* A CQ too small for the completions it gets: rv_cq_poll returns what it
+ * holds, then -EOVERFLOW, and the QP using it is in ERR (an error, never a
+ * silent loss). */
+static void cq_overflow_is_an_error(void)
+{
+	struct conf_opts o = {.no_connect = true};
+	struct conf_pair *p = conf_pair_open(&o);
+	rv_cq_attr ca = {.mask = RV_CQ_ATTR_CQE, .cqe = 4};
+	rv_qp_init_attr qa;
+	rv_endpoint ea, eb;
+	rv_cq *small;
+	rv_qp *qp;
+	rv_sge g;
+	rv_wc wc[64];
+	uint32_t size;
+	int n, got = 0;
+
+	assert_int_equal(rv_cq_new(p->a.ctx, &ca, &small), 0);
+	conf_adopt_cq(small);
+	size = rv_cq_size(small);
+	assert_true(size >= 4 && size <= 60);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = small;
+	qa.cap.max_send_wr = size + 4;
+	qa.cap.max_recv_wr = 1;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	assert_int_equal(rv_qp_new(p->a.pd, &qa, &qp), 0);
+	conf_adopt_qp(qp);
+	assert_int_equal(rv_qp_endpoint(qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(p->b.qp, &eb), 0);
+	assert_int_equal(rv_qp_connect(qp, &eb), 0);
+	assert_int_equal(rv_qp_connect(p->b.qp, &ea), 0);
+	g = conf_sge(&p->a.buf, 0, 64);
+	for (uint32_t i = 0; i < size + 4; i++)
+		assert_int_equal(rv_qp_write(qp, &g, conf_addr(&p->b.buf, 0), rv_mr_rkey(p->b.buf.mr), i), 0);
+	/* Hang guard only: the overflow comes once the completions are in. */
+	for (int i = 0; i < CONF_WAIT_MS && rv_qp_state_of(qp) != RV_QPS_ERR; i++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(rv_qp_state_of(qp), RV_QPS_ERR);
+	while ((n = rv_cq_poll(small, wc, 64)) > 0)
+		got += n;
+	assert_int_equal(n, -EOVERFLOW);
+	assert_true(got <= (int)size);
+	conf_buf_check(&p->b.buf, 0, 64);
+}
+
 /* Inject a fault on the frames A's QP sends; only the software device can
  * (a NIC needs a cable pulled), so other devices skip. */
 static void inject_or_skip(struct conf_pair *p, rv_soft_fault_kind kind)
@@ -412,5 +462,6 @@ const struct conf_case conf_errors_cases[] = {
 	{"transport retry exceeded: the peer goes away", transport_retry_exceeded_peer_gone},
 	{"transport retry exceeded: frames lost (timeout 10, retry_cnt 1)", transport_retry_exceeded_frames_lost},
 	{"remote operation error: a corrupted frame", remote_operation_error_corrupted_frame},
+	{"CQ overflow: rv_cq_poll returns -EOVERFLOW, the QP is in ERR", cq_overflow_is_an_error},
 	CONF_END,
 };

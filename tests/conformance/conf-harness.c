@@ -27,6 +27,21 @@ static bool pair_open;
 static struct conf_buf *extra[MAX_EXTRA_BUFS];
 static rv_pd *extra_pd[MAX_EXTRA_BUFS];
 static int n_extra;
+static rv_qp *adopted_qp[16];
+static rv_cq *adopted_cq[16];
+static int n_adopted_qp, n_adopted_cq;
+
+void conf_adopt_qp(rv_qp *qp)
+{
+	assert_true(n_adopted_qp < 16);
+	adopted_qp[n_adopted_qp++] = qp;
+}
+
+void conf_adopt_cq(rv_cq *cq)
+{
+	assert_true(n_adopted_cq < 16);
+	adopted_cq[n_adopted_cq++] = cq;
+}
 
 const char *conf_device_name(void)
 {
@@ -350,6 +365,10 @@ static void side_close(struct conf_side *s)
 static int run_teardown(void **state)
 {
 	(void)state;
+	while (n_adopted_qp > 0)
+		rv_qp_unref(adopted_qp[--n_adopted_qp]);
+	while (n_adopted_cq > 0)
+		rv_cq_unref(adopted_cq[--n_adopted_cq]);
 	for (int i = 0; i < n_extra; i++) {
 		buf_fini(extra[i]);
 		free(extra[i]);

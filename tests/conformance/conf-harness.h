@@ -92,6 +92,11 @@ struct conf_pair *conf_pair_open(const struct conf_opts *opts);
  * sides' RTR -> RTS step (for example a finite rnr_retry). */
 void conf_connect(struct conf_side *x, struct conf_side *y, const rv_qp_attr *rts);
 
+/* Hand a QP or CQ the case created over to the harness, which drops the
+ * reference after the case (QPs first), whether it passed or not. */
+void conf_adopt_qp(rv_qp *qp);
+void conf_adopt_cq(rv_cq *cq);
+
 /* Another guarded buffer registered on pd, closed by the harness. */
 struct conf_buf *conf_buf_new(rv_pd *pd, size_t len, uint32_t access);
 /* Fill the registered part and the guards with a pattern derived from seed. */
