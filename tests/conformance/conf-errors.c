@@ -380,7 +380,15 @@ static void cq_overflow_is_an_error(void)
  * (a NIC needs a cable pulled), so other devices skip. */
 static void inject_or_skip(struct conf_pair *p, rv_soft_fault_kind kind)
 {
-	int rc = rv_soft_fault_inject(p->a.ctx, p->a.qp, kind, 1, 0);
+	rv_sge g = conf_sge(&p->a.buf, 0, 8);
+	int rc;
+
+	/* First a WRITE that completes: the connection is up and A has no frame
+	 * of its own pending (the connection's first READ, a confirmation), so
+	 * the fault hits the case's own WR. */
+	assert_int_equal(rv_qp_write(p->a.qp, &g, conf_addr(&p->b.buf, 0), rv_mr_rkey(p->b.buf.mr), 999), 0);
+	conf_expect(p->a.cq, 999, RV_WC_SUCCESS);
+	rc = rv_soft_fault_inject(p->a.ctx, p->a.qp, kind, 1, 0);
 
 	if (rc == -EOPNOTSUPP)
 		conf_skip("losing or corrupting frames on purpose needs the software device's fault injection: %s",
@@ -415,7 +423,7 @@ static void transport_retry_exceeded_frames_lost(void)
 	conf_expect(p->a.cq, 1, RV_WC_RETRY_EXC_ERR);
 	conf_expect(p->a.cq, 2, RV_WC_WR_FLUSH_ERR);
 	expect_err_state(p->a.qp);
-	conf_buf_check(&p->b.buf, 0, 0);
+	conf_buf_check(&p->b.buf, 0, 8); /* the warm-up WRITE, nothing more */
 }
 
 /* Remote operation error: a frame corrupted on the way fails the receiver's
@@ -438,8 +446,9 @@ static void remote_operation_error_corrupted_frame(void)
 	conf_expect(p->b.cq, 1, RV_WC_WR_FLUSH_ERR);
 	expect_err_state(p->a.qp);
 	expect_err_state(p->b.qp);
-	/* The corrupted frame was refused before placement. */
-	conf_buf_check(&p->b.buf, 0, 0);
+	/* The corrupted frame was refused before placement (the warm-up WRITE
+	 * wrote [0, 8)). */
+	conf_buf_check(&p->b.buf, 0, 8);
 }
 
 const struct conf_case conf_errors_cases[] = {
