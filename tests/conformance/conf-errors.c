@@ -8,6 +8,7 @@
  * device that only retries forever) skip with the reason.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -326,6 +327,50 @@ static void transport_retry_exceeded_peer_gone(void)
 	conf_buf_check(&p->b.buf, 0, 16);
 }
 
+/* Errors at post time: a WR with more SGEs than the QP has is -EINVAL, a
+ * full send queue is -ENOMEM; *n_posted names the failing WR, and the WRs
+ * before it are posted and complete once the peer is there. */
+static void post_time_errors(void)
+{
+	struct conf_opts o = {.no_connect = true};
+	struct conf_pair *p = conf_pair_open(&o);
+	uint32_t depth = p->a.cap.max_send_wr;
+	rv_send_wr *w = calloc(depth + 1, sizeof(*w));
+	rv_sge g[8];
+	rv_endpoint ea, eb;
+	size_t posted = 12345;
+
+	assert_non_null(w);
+	if (depth + 1 > 256) {
+		free(w);
+		conf_skip("the send queue has %u entries, more than the CQ's 256", depth);
+	}
+	/* A is connected, B not yet: nothing A posts can complete meanwhile. */
+	assert_int_equal(rv_qp_endpoint(p->a.qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(p->b.qp, &eb), 0);
+	assert_int_equal(rv_qp_connect(p->a.qp, &eb), 0);
+	for (int i = 0; i < 8; i++)
+		g[i] = conf_sge(&p->a.buf, (size_t)i * 8, 8);
+	if (p->a.cap.max_send_sge < 8) {
+		w[0] = wr_of(1, RV_WR_SEND, g, p->a.cap.max_send_sge + 1);
+		assert_int_equal(rv_qp_post_send(p->a.qp, w, 1, &posted), -EINVAL);
+		assert_int_equal(posted, 0);
+	}
+	for (uint32_t i = 0; i <= depth; i++) {
+		w[i] = wr_of(i, RV_WR_RDMA_WRITE, &g[0], 1);
+		w[i].remote_addr = conf_addr(&p->b.buf, 0);
+		w[i].rkey = rv_mr_rkey(p->b.buf.mr);
+	}
+	assert_int_equal(rv_qp_post_send(p->a.qp, w, depth + 1, &posted), -ENOMEM);
+	assert_int_equal(posted, depth);
+	assert_int_equal(rv_qp_connect(p->b.qp, &ea), 0);
+	for (uint32_t i = 0; i < depth; i++)
+		conf_expect(p->a.cq, i, RV_WC_SUCCESS);
+	conf_expect_none(p->a.cq, 20);
+	free(w);
+	conf_buf_check(&p->b.buf, 0, 8);
+}
+
 /* A CQ too small for the completions it gets: rv_cq_poll returns what it
  * holds, then -EOVERFLOW, and the QP using it is in ERR (an error, never a
  * silent loss). */
@@ -472,5 +517,6 @@ const struct conf_case conf_errors_cases[] = {
 	{"transport retry exceeded: frames lost (timeout 10, retry_cnt 1)", transport_retry_exceeded_frames_lost},
 	{"remote operation error: a corrupted frame", remote_operation_error_corrupted_frame},
 	{"CQ overflow: rv_cq_poll returns -EOVERFLOW, the QP is in ERR", cq_overflow_is_an_error},
+	{"post-time errors: too many SGEs, a full send queue", post_time_errors},
 	CONF_END,
 };
