@@ -46,9 +46,17 @@ RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_con
 	if (!ret_ctx)
 		return rv_err(EINVAL, __func__, "ret_ctx is NULL");
 	if (attr) {
-		if (attr->mask & ~(uint64_t)RV_CONTEXT_ATTR_LISTEN_ADDR)
+		const uint64_t known = RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS;
+		if (attr->mask & ~known)
 			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_context_attr.mask",
-				      attr->mask & ~(uint64_t)RV_CONTEXT_ATTR_LISTEN_ADDR);
+				      attr->mask & ~known);
+		if ((attr->mask & RV_CONTEXT_ATTR_SOFT_FLAGS) &&
+		    (attr->soft_flags & ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT)))
+			return rv_err(EINVAL, __func__, "unknown bit 0x%x in rv_context_attr.soft_flags; known: "
+				      "RV_SOFT_CRC_OPTIONAL, RV_SOFT_NO_EXT",
+				      attr->soft_flags & ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT));
+		if (attr->mask & RV_CONTEXT_ATTR_SOFT_FLAGS)
+			a.soft_flags = attr->soft_flags;
 		if (attr->mask & RV_CONTEXT_ATTR_LISTEN_ADDR) {
 			if (!attr->listen_addr)
 				return rv_err(EINVAL, __func__, "RV_CONTEXT_ATTR_LISTEN_ADDR is set but listen_addr is NULL");

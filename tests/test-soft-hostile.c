@@ -114,7 +114,7 @@ static bool handshake(const struct target *t, int fd)
 {
 	uint8_t pd[RV_SOFT_CPD_LEN], frame[128], reply[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN];
 	struct rv_soft_cpd c;
-	struct rv_mpa_frame f = {.reply = false, .flags = RV_MPA_FLAG_CRC, .rev = 1,
+	struct rv_mpa_frame f = {.reply = false, .flags = RV_MPA_FLAG_CRC, .rev = 2,
 				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
 	struct rv_mpa_frame r;
 	int n;
@@ -191,7 +191,7 @@ static void test_soft_hostile__wrong_peer_is_rejected(void **state)
 	struct target t;
 	uint8_t pd[RV_SOFT_CPD_LEN], frame_buf[128], reply[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN];
 	struct rv_soft_cpd c;
-	struct rv_mpa_frame f = {.reply = false, .flags = RV_MPA_FLAG_CRC, .rev = 1,
+	struct rv_mpa_frame f = {.reply = false, .flags = RV_MPA_FLAG_CRC, .rev = 2,
 				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
 	struct rv_mpa_frame r;
 	int fd, n;
@@ -373,6 +373,157 @@ static void test_soft_hostile__bad_frames_after_setup(void **state)
 		attack(0, &seed);
 }
 
+/* One MPA request with the given header and RTR offer; the decoded reply. */
+static bool mpa_exchange(const struct target *t, int fd, uint8_t flags, uint8_t rev, uint8_t rtr,
+			 struct rv_mpa_frame *r, struct rv_soft_cpd *rc)
+{
+	static uint8_t reply[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN];
+	uint8_t pd[RV_SOFT_CPD_LEN], frame_buf[128];
+	struct rv_soft_cpd c;
+	struct rv_mpa_frame f = {.reply = false, .flags = flags, .rev = rev, .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.gid, t->ep.gid, 16);
+	c.port = FAKE_PORT;
+	c.src_qpn = FAKE_QPN;
+	c.dst_qpn = t->ep.qpn;
+	c.ird = c.ord = 4;
+	c.rtr = rtr;
+	rv_wire_cpd_encode(pd, sizeof(pd), &c);
+	send_all(fd, frame_buf, (size_t)rv_wire_mpa_encode(frame_buf, sizeof(frame_buf), &f));
+	if (recv_some(fd, reply, sizeof(reply)) != sizeof(reply))
+		return false;
+	return rv_wire_mpa_decode(reply, sizeof(reply), r) > 0 && r->reply &&
+	       rv_wire_cpd_decode(r->pd, r->pd_len, rc) > 0;
+}
+
+/* MPA revision 2 negotiation as the listener sees it: markers, revision 1 and
+ * an RTR offer it cannot meet are rejected with a reason; the C bit is ORed;
+ * the RTR reply picks exactly one of the offered types; IRD is advertised. */
+static void test_soft_hostile__mpa_negotiation(void **state)
+{
+	const uint8_t rw = RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE;
+	struct rv_mpa_frame r;
+	struct rv_soft_cpd c;
+	struct target t;
+	int fd;
+
+	(void)state;
+	target_open(&t);
+	fd = raw_connect(&t);
+	assert_true(mpa_exchange(&t, fd, RV_MPA_FLAG_CRC | RV_MPA_FLAG_MARKERS, 2, rw, &r, &c));
+	assert_true(r.flags & RV_MPA_FLAG_REJECT);
+	assert_int_equal(c.reason, RV_SOFT_REJECT_MARKERS);
+	close(fd);
+	fd = raw_connect(&t);
+	assert_true(mpa_exchange(&t, fd, RV_MPA_FLAG_CRC, 1, rw, &r, &c));
+	assert_true(r.flags & RV_MPA_FLAG_REJECT);
+	assert_int_equal(c.reason, RV_SOFT_REJECT_REVISION);
+	close(fd);
+	fd = raw_connect(&t);
+	assert_true(mpa_exchange(&t, fd, RV_MPA_FLAG_CRC, 2, RV_SOFT_RTR_P2P | RV_SOFT_RTR_SEND, &r, &c));
+	assert_true(r.flags & RV_MPA_FLAG_REJECT);
+	assert_int_equal(c.reason, RV_SOFT_REJECT_RTR);
+	close(fd);
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	/* Accepted: no CRC asked, but this context requires it, so the reply sets C. */
+	fd = raw_connect(&t);
+	assert_true(mpa_exchange(&t, fd, 0, 2, RV_SOFT_RTR_P2P | RV_SOFT_RTR_WRITE, &r, &c));
+	assert_false(r.flags & RV_MPA_FLAG_REJECT);
+	assert_int_equal(r.rev, 2);
+	assert_true(r.flags & RV_MPA_FLAG_CRC);
+	assert_false(r.flags & RV_MPA_FLAG_MARKERS);
+	assert_int_equal(c.rtr, RV_SOFT_RTR_P2P | RV_SOFT_RTR_WRITE);
+	assert_int_equal(c.ird, 16); /* rv_qp_connect: max_dest_rd_atomic = the device limit */
+	assert_int_equal(c.src_qpn, t.ep.qpn);
+	assert_int_equal(c.dst_qpn, FAKE_QPN);
+	close(fd);
+	target_close(&t);
+}
+
+/* A context with RV_SOFT_CRC_OPTIONAL and a peer without CRC: the stream has
+ * zero CRC fields both ways, and a good CRC is not required. */
+static void test_soft_hostile__crc_off_stream(void **state)
+{
+	struct rv_mpa_frame r;
+	struct rv_soft_cpd c;
+	struct target t;
+	uint8_t buf[512], pay[64], resp[64];
+	struct rv_fpdu f, g;
+	int fd, n;
+
+	(void)state;
+	setenv("RVERBS_SOFT_CRC", "0", 1);
+	target_open(&t);
+	unsetenv("RVERBS_SOFT_CRC");
+	fd = raw_connect(&t);
+	assert_true(mpa_exchange(&t, fd, 0, 2, RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE, &r, &c));
+	assert_false(r.flags & RV_MPA_FLAG_REJECT);
+	assert_false(r.flags & RV_MPA_FLAG_CRC);
+	assert_int_equal(c.rtr, RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ);
+	memset(pay, 0x3c, sizeof(pay));
+	memset(&f, 0, sizeof(f));
+	f.last = true, f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr);
+	f.to = (uint64_t)(uintptr_t)t.buf + 256, f.payload = pay, f.payload_len = 64;
+	n = rv_wire_fpdu_encode_crc(buf, sizeof(buf), &f, false);
+	memset(&f, 0, sizeof(f));
+	f.last = true, f.opcode = RV_RDMAP_READ_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1;
+	n += rv_wire_fpdu_encode_crc(buf + n, sizeof(buf) - (size_t)n, &f, false);
+	send_all(fd, buf, (size_t)n);
+	assert_int_equal(recv_some(fd, resp, 20), 20);
+	assert_int_equal(rv_wire_fpdu_decode_crc(resp, 20, &g, false), 20);
+	assert_int_equal(g.opcode, RV_RDMAP_READ_RESP);
+	assert_memory_equal(resp + 16, "\0\0\0\0", 4); /* the CRC field is zero */
+	assert_memory_equal(t.buf + 256, pay, 64);
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	close(fd);
+	target_close(&t);
+}
+
+/* More READ requests than the IRD the QP advertised (16): TERMINATE with DDP
+ * untagged "no buffer" (0x02), the QP in ERR, no byte of the MR changed. */
+static void test_soft_hostile__reads_beyond_ird(void **state)
+{
+	struct target t;
+	uint8_t buf[17 * 60], resp[4096];
+	struct rv_fpdu f, g;
+	size_t got, off = 0;
+	int fd, n = 0;
+	bool term = false;
+
+	(void)state;
+	target_open(&t);
+	fd = raw_connect(&t);
+	assert_true(handshake(&t, fd));
+	for (uint32_t i = 0; i < 17; i++) {
+		memset(&f, 0, sizeof(f));
+		f.last = true, f.opcode = RV_RDMAP_READ_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1 + i;
+		f.rreq = (struct rv_read_req){.sink_stag = 5, .size = 8, .src_stag = rv_mr_rkey(t.mr),
+					      .src_to = (uint64_t)(uintptr_t)t.buf};
+		n += frame(buf + n, sizeof(buf) - (size_t)n, &f);
+	}
+	send_all(fd, buf, (size_t)n);
+	assert_int_equal(wait_state(t.qp, RV_QPS_ERR, 5000), RV_QPS_ERR);
+	got = recv_some(fd, resp, sizeof(resp));
+	while (off < got) {
+		int k = rv_wire_fpdu_decode(resp + off, got - off, &g);
+		assert_true(k > 0);
+		if (g.opcode == RV_RDMAP_TERMINATE) {
+			assert_int_equal(g.term.layer, RV_TERM_DDP);
+			assert_int_equal(g.term.etype, RV_TERM_DDP_UNTAGGED);
+			assert_int_equal(g.term.ecode, RV_TERM_DDP_U_NO_BUF);
+			assert_int_equal(g.term.ddp_qn, RV_DDP_QN_READ);
+			term = true;
+		}
+		off += (size_t)k;
+	}
+	assert_true(term);
+	for (int i = 0; i < 8192; i++)
+		assert_int_equal(t.buf[i], 0xab);
+	close(fd);
+	target_close(&t);
+}
+
 static void test_soft_hostile__idle_connections_are_bounded(void **state)
 {
 	struct target t;
@@ -412,6 +563,9 @@ int main(void)
 		cmocka_unit_test(test_soft_hostile__wrong_peer_is_rejected),
 		cmocka_unit_test(test_soft_hostile__bad_frames_after_setup),
 		cmocka_unit_test(test_soft_hostile__idle_connections_are_bounded),
+		cmocka_unit_test(test_soft_hostile__mpa_negotiation),
+		cmocka_unit_test(test_soft_hostile__crc_off_stream),
+		cmocka_unit_test(test_soft_hostile__reads_beyond_ird),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

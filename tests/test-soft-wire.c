@@ -110,6 +110,79 @@ static void test_soft_wire__mpa_round_trip(void **state)
 	assert_int_equal(rv_wire_mpa_encode(buf, 10, &f), -ENOSPC);
 }
 
+/* Revision 2 private data: the RFC 6581 IRD/ORD words lead, with the RTR bits. */
+static void test_soft_wire__cpd_rev2_layout(void **state)
+{
+	uint8_t pd[RV_SOFT_CPD_LEN];
+	struct rv_soft_cpd c = {.ird = 0x3fff, .ord = 5, .caps = 0x80000003u, .port = 0xbeef, .min_rnr_timer = 31,
+				.rnr_retry = 6, .src_qpn = 0xffffff, .dst_qpn = 2, .reason = 9};
+	struct rv_soft_cpd d;
+
+	(void)state;
+	for (uint8_t rtr = 0; rtr < 16; rtr++) {
+		c.rtr = rtr;
+		assert_int_equal(rv_wire_cpd_encode(pd, sizeof(pd), &c), RV_SOFT_CPD_LEN);
+		/* IRD word: P2P 0x8000, SEND RTR 0x4000; ORD word: WRITE RTR 0x8000, READ RTR 0x4000. */
+		assert_int_equal(pd[0], 0x3f | (rtr & RV_SOFT_RTR_P2P ? 0x80 : 0) | (rtr & RV_SOFT_RTR_SEND ? 0x40 : 0));
+		assert_int_equal(pd[1], 0xff);
+		assert_int_equal(pd[2], (rtr & RV_SOFT_RTR_WRITE ? 0x80 : 0) | (rtr & RV_SOFT_RTR_READ ? 0x40 : 0));
+		assert_int_equal(pd[3], 5);
+		assert_memory_equal(pd + 4, "RVS2", 4);
+		assert_int_equal(rv_wire_cpd_decode(pd, sizeof(pd), &d), RV_SOFT_CPD_LEN);
+		assert_int_equal(d.rtr, rtr);
+		assert_int_equal(d.ird, 0x3fff);
+		assert_int_equal(d.ord, 5);
+		assert_int_equal(d.caps, c.caps);
+		assert_int_equal(d.port, 0xbeef);
+		assert_int_equal(d.min_rnr_timer, 31);
+		assert_int_equal(d.rnr_retry, 6);
+		assert_int_equal(d.src_qpn, 0xffffff);
+		assert_int_equal(d.dst_qpn, 2);
+		assert_int_equal(d.reason, 9);
+	}
+	/* IRD/ORD beyond 14 bits do not leak into the flags. */
+	c.ird = 0xffff;
+	c.rtr = 0;
+	rv_wire_cpd_encode(pd, sizeof(pd), &c);
+	assert_int_equal(pd[0], 0x3f);
+	/* Too short, old magic, QPN beyond 24 bits. */
+	assert_int_equal(rv_wire_cpd_decode(pd, RV_SOFT_CPD_LEN - 1, &d), -EBADMSG);
+	memcpy(pd + 4, "RVS1", 4);
+	assert_int_equal(rv_wire_cpd_decode(pd, sizeof(pd), &d), -EBADMSG);
+	memcpy(pd + 4, "RVS2", 4);
+	pd[32] = 1;
+	assert_int_equal(rv_wire_cpd_decode(pd, sizeof(pd), &d), -EBADMSG);
+}
+
+/* CRC negotiated off: a zero CRC field, not checked on decode. */
+static void test_soft_wire__fpdu_without_crc(void **state)
+{
+	uint8_t buf[256], pay[37];
+	struct rv_fpdu f, g;
+	int n;
+
+	(void)state;
+	memset(pay, 0x77, sizeof(pay));
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_SEND, f.last = true, f.qn = RV_DDP_QN_SEND, f.msn = 3;
+	f.payload = pay, f.payload_len = sizeof(pay);
+	n = rv_wire_fpdu_encode_crc(buf, sizeof(buf), &f, false);
+	assert_true(n > 0);
+	assert_int_equal(n % 4, 0);
+	assert_memory_equal(buf + n - 4, "\0\0\0\0", 4);
+	assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, false), n);
+	assert_int_equal(g.msn, 3);
+	assert_int_equal(g.payload_len, sizeof(pay));
+	/* With CRC expected, the zero field is a CRC error; any value passes without. */
+	assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, true), -EILSEQ);
+	buf[n - 1] = 0x5a;
+	assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, false), n);
+	/* The same frame sealed with CRC decodes both ways. */
+	rv_wire_fpdu_seal_crc(buf, true);
+	assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, true), n);
+	assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, false), n);
+}
+
 static void test_soft_wire__mpa_rejects_garbage(void **state)
 {
 	uint8_t buf[64];
@@ -363,6 +436,10 @@ static void test_soft_wire__garbage_is_safe(void **state)
 		assert_true(r <= (int)len);
 		if (r > 0)
 			assert_true(f.payload + f.payload_len <= buf + len);
+		r = rv_wire_fpdu_decode_crc(buf, len, &f, false);
+		assert_true(r <= (int)len);
+		if (r > 0)
+			assert_true(f.payload + f.payload_len <= buf + len);
 		r = rv_wire_mpa_decode(buf, len, &m);
 		assert_true(r <= (int)len);
 		(void)rv_wire_cpd_decode(buf, len, &c);
@@ -378,6 +455,8 @@ int main(void)
 		cmocka_unit_test(test_soft_wire__crc32c_long_buffers),
 		cmocka_unit_test(test_soft_wire__mpa_round_trip),
 		cmocka_unit_test(test_soft_wire__mpa_rejects_garbage),
+		cmocka_unit_test(test_soft_wire__cpd_rev2_layout),
+		cmocka_unit_test(test_soft_wire__fpdu_without_crc),
 		cmocka_unit_test(test_soft_wire__fpdu_round_trip),
 		cmocka_unit_test(test_soft_wire__read_request_and_terminate),
 		cmocka_unit_test(test_soft_wire__fpdu_rejects_bad_headers),

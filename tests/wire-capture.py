@@ -5,7 +5,10 @@ Runs tests/wire-traffic (SEND/RECV, RDMA WRITE, RDMA READ between two soft0
 contexts on 127.0.0.1), captures it on lo with tshark (dumpcap), then decodes
 the capture with tshark's iwarp_mpa / iwarp_ddp_rdmap dissectors and asserts:
 
-- the MPA request and the MPA reply were seen;
+- the MPA request and the MPA reply were seen, both revision 2 (RFC 6581,
+  enhanced connection setup) with the IRD/ORD words and the peer-to-peer RTR
+  negotiation at the head of the private data (the initiator offers READ and
+  WRITE RTR, the responder picks exactly one), no markers;
 - every FPDU decodes as iWARP (MPA + DDP + RDMAP), no frame is malformed and
   no expert info of severity Error is raised;
 - every FPDU's CRC checks good: tshark puts a good CRC in the field
@@ -20,7 +23,16 @@ iwarp_ddp_rdmap are disabled: the SEND payloads are arbitrary bytes, and
 RPC-over-RDMA's heuristic (tshark 4.0) claims a 1- or 7-byte payload and then
 reports it as malformed.
 
-Usage: wire-capture.py WIRE_TRAFFIC, or wire-capture.py --decode FILE to
+With --no-crc the traffic runs with RVERBS_SOFT_CRC=0 on both sides: the C
+bit must be clear in the request and the reply, and tshark (which follows the
+C bits) must find FPDUs with no CRC field to check.
+
+tshark 4.0 implements RFC 5044 only and flags revision 2 with the expert
+note iwarp_mpa.rev.not_set1 ("Rev field is NOT set to one"); that note is
+expected here and not counted as a problem. tshark knows the RFC 7306 atomic
+opcodes (0xa, 0xb) but not Immediate Data (0x8, 0x9).
+
+Usage: wire-capture.py [--no-crc] WIRE_TRAFFIC, or wire-capture.py --decode FILE to
 check an existing capture (for example one with a byte flipped, which must
 fail on its CRC). Exit 77 (skip) when not root, without
 tshark, or when capturing on lo fails. Prints the figures (frames, FPDUs,
@@ -54,11 +66,16 @@ def main():
         tshark = shutil.which("tshark")
         if not tshark:
             skip("tshark is not installed (apt-get install tshark)")
-        return check(tshark, sys.argv[2], None)
-    if len(sys.argv) != 2:
-        print("usage: wire-capture.py WIRE_TRAFFIC | --decode FILE", file=sys.stderr)
+        return check(tshark, sys.argv[2], None, True)
+    crc = True
+    args = sys.argv[1:]
+    if args and args[0] == "--no-crc":
+        crc = False
+        args = args[1:]
+    if len(args) != 1:
+        print("usage: wire-capture.py [--no-crc] WIRE_TRAFFIC | --decode FILE", file=sys.stderr)
         return 2
-    traffic_bin = sys.argv[1]
+    traffic_bin = args[0]
     if os.geteuid() != 0:
         skip("not root (capturing on lo needs it)")
     tshark = shutil.which("tshark")
@@ -68,8 +85,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="rverbs-wire-")
     pcap = os.path.join(tmp, "soft0.pcapng")
     cap_err = open(os.path.join(tmp, "capture.err"), "w+")
+    env = dict(os.environ)
+    if not crc:
+        env["RVERBS_SOFT_CRC"] = "0"
     traffic = subprocess.Popen([traffic_bin], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True)
+                               text=True, env=env)
     cap = None
     try:
         line = traffic.stdout.readline().split()
@@ -111,10 +131,32 @@ def main():
             except subprocess.TimeoutExpired:
                 cap.kill()
                 cap.wait()
-    return check(tshark, pcap, tmp)
+    return check(tshark, pcap, tmp, crc)
 
 
-def check(tshark, pcap, tmp):
+def mpa_v2(pd_hex, reply):
+    """Problems with the RFC 6581 words at the head of the private data."""
+    if len(pd_hex) < 8:
+        return ["private data too short for the RFC 6581 IRD/ORD words"]
+    ird, ord_ = int(pd_hex[0:4], 16), int(pd_hex[4:8], 16)
+    p2p, send_rtr = ird & 0x8000, ird & 0x4000
+    write_rtr, read_rtr = ord_ & 0x8000, ord_ & 0x4000
+    out = []
+    if not p2p:
+        out.append("peer-to-peer bit not set")
+    if send_rtr:
+        out.append("SEND RTR offered/chosen (soft0 uses READ or WRITE)")
+    if reply and bool(write_rtr) == bool(read_rtr):
+        out.append("the reply must choose exactly one RTR type (IRD word 0x%04x, ORD word 0x%04x)"
+                   % (ird, ord_))
+    if not reply and not (write_rtr and read_rtr):
+        out.append("the request should offer READ and WRITE RTR (ORD word 0x%04x)" % ord_)
+    if pd_hex[8:16] != "52565332":  # "RVS2"
+        out.append("rverbs private data magic RVS2 missing")
+    return out
+
+
+def check(tshark, pcap, tmp, crc):
     pdml = subprocess.run([tshark, "-r", pcap, "-T", "pdml"] + HEUR_ON + HEUR_OFF,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if pdml.returncode != 0:
@@ -125,8 +167,12 @@ def check(tshark, pcap, tmp):
     iwarp_frames = 0
     fpdus = 0
     crc_good = 0
+    crc_zero = 0
+    pd_checked = 0
     requests = replies = 0
+    revisions = []
     opcodes = {}
+    in_req = None
     problems = []
     for pkt in root.iter("packet"):
         frames += 1
@@ -139,8 +185,22 @@ def check(tshark, pcap, tmp):
                 num = f.get("show")
             elif name == "iwarp_mpa.req":
                 requests += 1
+                in_req = True
             elif name == "iwarp_mpa.rep":
                 replies += 1
+                in_req = False
+            elif name == "iwarp_mpa.rev":
+                revisions.append(int(f.get("show"), 0))
+            elif name == "iwarp_mpa.crc_flag" and in_req is not None:
+                if (f.get("show") in ("1", "True")) != crc:
+                    problems.append("frame %s: MPA %s C bit %s, expected %s"
+                                    % (num, "request" if in_req else "reply", f.get("show"), crc))
+            elif name == "iwarp_mpa.marker_flag" and f.get("show") in ("1", "True"):
+                problems.append("frame %s: MPA markers requested" % num)
+            elif name == "iwarp_mpa.privatedata" and in_req is not None:
+                pd_checked += 1
+                for p in mpa_v2(f.get("value", ""), not in_req):
+                    problems.append("frame %s: MPA %s: %s" % (num, "request" if in_req else "reply", p))
             elif name == "iwarp_mpa.fpdu":
                 fpdus += 1
                 has_mpa = True
@@ -150,16 +210,21 @@ def check(tshark, pcap, tmp):
                 else:
                     problems.append("frame %s: %s" % (num, show))
             elif name == "iwarp_mpa.crc":
-                problems.append("frame %s: bad CRC: %s" % (num, show))
+                # CRC off: the field is there, unchecked, and must be zero (RFC 5044 §4).
+                if not crc and int(f.get("show"), 0) == 0:
+                    crc_zero += 1
+                else:
+                    problems.append("frame %s: bad CRC: %s" % (num, show))
             elif name == "iwarp_rdma.opcode":
                 op = show.split(":", 1)[-1].strip()
                 opcodes[op] = opcodes.get(op, 0) + 1
             elif name in ("iwarp_mpa.bad_length", "iwarp_mpa.res.not_set0",
-                          "iwarp_mpa.rev.not_set1", "iwarp_mpa.reject_bit_responder"):
+                          "iwarp_mpa.reject_bit_responder"):
                 problems.append("frame %s: %s" % (num, show))
             elif name == "_ws.malformed":
                 problems.append("frame %s: malformed: %s" % (num, show))
-            elif name == "_ws.expert.severity" and f.get("show") in ("8388608",):
+            elif name == "_ws.expert.severity" and f.get("show") in ("8388608",) \
+                    and "not_set1" not in ET.tostring(pkt, encoding="unicode"):
                 problems.append("frame %s: expert error" % num)
         for p in pkt.iter("proto"):
             if p.get("name") == "_ws.malformed":
@@ -167,11 +232,12 @@ def check(tshark, pcap, tmp):
         if has_mpa:
             iwarp_frames += 1
 
-    # Every FPDU has a DDP/RDMAP header and a CRC (this test's streams have CRC on).
+    # Every FPDU has a DDP/RDMAP header, and a CRC when the stream has CRC on.
     rdmap = sum(opcodes.values())
     print("frames captured: %d, frames with FPDUs: %d, FPDUs: %d, RDMAP headers: %d, "
-          "CRCs checked good: %d, MPA requests: %d, MPA replies: %d"
-          % (frames, iwarp_frames, fpdus, rdmap, crc_good, requests, replies))
+          "CRCs checked good: %d, zero CRC fields: %d, MPA requests: %d, MPA replies: %d, MPA revisions: %s, CRC %s"
+          % (frames, iwarp_frames, fpdus, rdmap, crc_good, crc_zero, requests, replies,
+             sorted(set(revisions)), "on" if crc else "off"))
     print("RDMAP opcodes: " + ", ".join("%s %d" % kv for kv in sorted(opcodes.items())))
     if requests < 1 or replies < 1:
         problems.append("MPA request/reply not seen (requests %d, replies %d)" % (requests, replies))
@@ -179,8 +245,16 @@ def check(tshark, pcap, tmp):
         problems.append("no FPDU decoded")
     if rdmap != fpdus:
         problems.append("%d FPDUs but %d RDMAP headers" % (fpdus, rdmap))
-    if crc_good != fpdus:
+    if pd_checked < 2:
+        problems.append("the private data of the MPA request and reply was not decoded (%d)" % pd_checked)
+    if revisions and set(revisions) != {2}:
+        problems.append("MPA revisions %s, expected 2 (RFC 6581)" % sorted(set(revisions)))
+    if crc and crc_good != fpdus:
         problems.append("%d FPDUs but %d good CRCs" % (fpdus, crc_good))
+    if not crc and crc_good:
+        problems.append("CRC negotiated off, but tshark checked %d CRCs" % crc_good)
+    if not crc and crc_zero != fpdus:
+        problems.append("CRC off: %d FPDUs but %d zero CRC fields" % (fpdus, crc_zero))
     for op in ("Send", "Write", "Read Request", "Read Response"):
         if not any(k.startswith(op) for k in opcodes):
             problems.append("no %s decoded" % op)

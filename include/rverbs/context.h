@@ -15,8 +15,30 @@ extern "C" {
 /** Bits of rv_context_attr::mask. */
 enum rv_context_attr_mask {
 	/** rv_context_attr::listen_addr is set (software device only). */
-	RV_CONTEXT_ATTR_LISTEN_ADDR = 1u << 0
+	RV_CONTEXT_ATTR_LISTEN_ADDR = 1u << 0,
+	/** rv_context_attr::soft_flags is set (software device only). */
+	RV_CONTEXT_ATTR_SOFT_FLAGS = 1u << 1
 };
+
+/**
+ * Bits of rv_context_attr::soft_flags: how the software device negotiates
+ * its connections (iWARP MPA, RFC 5044 / RFC 6581). Ignored by other devices.
+ */
+typedef enum rv_soft_flags {
+	/**
+	 * Do not require the MPA CRC32c on this context's connections. The CRC is
+	 * still used on a connection whose peer requires it (RFC 5044: CRC is on
+	 * when either side asks for it). Default: required. The environment
+	 * variable `RVERBS_SOFT_CRC=0` sets this flag for every context.
+	 */
+	RV_SOFT_CRC_OPTIONAL = 1u << 0,
+	/**
+	 * Do not offer the RFC 7306 extensions (immediate data, atomics) in the
+	 * MPA exchange: this context's QPs neither send nor accept them, as a
+	 * plain iWARP device. Default: offered. `RVERBS_SOFT_EXT=0` sets it too.
+	 */
+	RV_SOFT_NO_EXT = 1u << 1
+} rv_soft_flags;
 
 /** Options for rv_context_new(). Unset fields take the documented defaults. */
 typedef struct rv_context_attr {
@@ -26,6 +48,8 @@ typedef struct rv_context_attr {
 	 * the port's GID. Default "127.0.0.1". Ignored by libibverbs devices.
 	 */
 	const char *listen_addr;
+	/** Software device: rv_soft_flags bits. Default 0 (CRC required, extensions offered). */
+	uint32_t soft_flags;
 } rv_context_attr;
 
 /** Link layer of a port (values equal IBV_LINK_LAYER_*). */

@@ -446,7 +446,7 @@ static void op_context_new(void)
 	}
 	extra_ok = 0;
 	exact = arg_rc(p, RV_OBJ_DEVICE);
-	if (exact == 0 && (a.mask & ~(uint64_t)RV_CONTEXT_ATTR_LISTEN_ADDR))
+	if (exact == 0 && (a.mask & ~(uint64_t)(RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS)))
 		exact = -EINVAL;
 	if (exact == 0)
 		exact = pending_create_failure(RV_OBJ_CONTEXT);

@@ -205,21 +205,29 @@ class Context(_Handle):
 
     Context() opens the default device; Context("soft0") or Context(device)
     a given one. listen_addr: the software device's address (default 127.0.0.1).
+    soft_flags: the software device's negotiation flags (RV_SOFT_CRC_OPTIONAL,
+    RV_SOFT_NO_EXT from rverbs.lib), default 0.
     """
 
     _kind = "context"
     _prefix = "context"
 
-    def __init__(self, device=None, listen_addr=None):
+    def __init__(self, device=None, listen_addr=None, soft_flags=None):
         super().__init__()
         if not isinstance(device, Device):
             device = Device(device)
         attr = _NULL
         keep = None
-        if listen_addr is not None:
-            keep = ffi.new("char[]", listen_addr.encode())
-            attr = ffi.new("rv_context_attr *", {
-                "mask": lib.RV_CONTEXT_ATTR_LISTEN_ADDR, "listen_addr": keep})
+        if listen_addr is not None or soft_flags is not None:
+            fields = {"mask": 0}
+            if listen_addr is not None:
+                keep = ffi.new("char[]", listen_addr.encode())
+                fields["mask"] |= lib.RV_CONTEXT_ATTR_LISTEN_ADDR
+                fields["listen_addr"] = keep
+            if soft_flags is not None:
+                fields["mask"] |= lib.RV_CONTEXT_ATTR_SOFT_FLAGS
+                fields["soft_flags"] = soft_flags
+            attr = ffi.new("rv_context_attr *", fields)
         out = ffi.new("rv_context **")
         check(lib.rv_context_new(device._ptr("rv_context_new"), attr, out), "rv_context_new")
         self.device = device

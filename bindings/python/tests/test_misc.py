@@ -1,5 +1,6 @@
 """Logging hook, versions, constants."""
 import rverbs
+import pytest
 
 
 def test_log_handler_receives_messages(device):
@@ -21,3 +22,15 @@ def test_versions_and_constants():
     assert rverbs.QPT_RC == rverbs.RV_QPT_RC == 2
     assert rverbs.ECLOSED == rverbs.RV_ECLOSED == 77
     assert rverbs.wc_status_str(rverbs.RV_WC_SUCCESS)
+
+
+def test_context_soft_flags():
+    """soft_flags reaches rv_context_attr: known bits open a context, an unknown one is refused."""
+    from conftest import MOCK
+    if MOCK:
+        pytest.skip("soft_flags concern the software device")
+    ctx = rverbs.Context("soft0", soft_flags=rverbs.RV_SOFT_CRC_OPTIONAL | rverbs.RV_SOFT_NO_EXT)
+    ctx.close()
+    with pytest.raises(rverbs.RVerbsError) as e:
+        rverbs.Context("soft0", soft_flags=1 << 9)
+    assert "soft_flags" in str(e.value)

@@ -1,14 +1,23 @@
 /*
  * Connections of the software device: one TCP stream per connected QP, set up
- * with an MPA request/reply exchange (RFC 5044 §7.1, revision 1, CRC on,
- * markers off) whose private data names both QPs (wire.h, rv_soft_cpd).
+ * with an MPA request/reply exchange (RFC 5044 §7.1) in revision 2, the
+ * enhanced connection setup of RFC 6581: the private data (wire.h,
+ * rv_soft_cpd) starts with IRD/ORD and the RTR negotiation and names both QPs.
+ * CRC is used when either side requires it (the C bit, RFC 5044 §7.1.3);
+ * markers are refused.
  *
  * Who connects: the side whose (gid, port, qpn) tuple compares lower connects
  * to the other's listener at RTR; the other side's listener matches the
  * request against its QP table. A request may arrive before the target QP
  * reaches RTR: it then waits (PENDING) until that QP's RTR, or until
- * SOFT_CONNECT_TIMEOUT_MS. The initiator sends the first FPDU (a zero-length
- * READ, the RFC 6581 "RTR" message) and the responder sends nothing before it.
+ * SOFT_CONNECT_TIMEOUT_MS. The initiator offers a zero-length READ or WRITE as
+ * its RTR message (RFC 6581 peer-to-peer mode), the responder picks one
+ * (READ if offered), the initiator sends it as its first FPDU and the
+ * responder sends nothing before it.
+ *
+ * IRD/ORD: each side advertises its IRD (max_dest_rd_atomic) and ORD
+ * (max_rd_atomic) and keeps at most min(own ORD, peer's IRD) READs and atomics
+ * in flight; the responder enforces the IRD it advertised.
  *
  * Owns: the connection state machine, socket I/O for setup, epoll interest,
  * teardown. Runs in the progress thread with sc->lock held, except
@@ -243,8 +252,11 @@ static int peer_sockaddr(const struct soft_qp *q, struct sockaddr_storage *ss, s
 static void fill_cpd(const struct soft_qp *q, struct rv_soft_cpd *p, uint32_t reason)
 {
 	memset(p, 0, sizeof(*p));
-	p->ird = SOFT_IRD_CAP;
-	p->ord = (uint16_t)q->ord_max;
+	p->ird = (uint16_t)soft_qp_ird(q);
+	p->ord = (uint16_t)(q->ord_max < SOFT_MAX_RD_ATOM ? q->ord_max : SOFT_MAX_RD_ATOM);
+	p->caps = q->sc->caps;
+	p->min_rnr_timer = q->attr.min_rnr_timer;
+	p->rnr_retry = q->attr.rnr_retry;
 	memcpy(p->gid, q->sc->gid, 16);
 	p->port = q->sc->port;
 	p->src_qpn = q->qpn;
@@ -255,8 +267,7 @@ static void fill_cpd(const struct soft_qp *q, struct rv_soft_cpd *p, uint32_t re
 static void queue_mpa(struct soft_conn *c, bool reply, uint8_t flags, const struct rv_soft_cpd *p)
 {
 	uint8_t pd[RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN];
-	struct rv_mpa_frame f = {.reply = reply, .flags = (uint8_t)(RV_MPA_FLAG_CRC | flags), .rev = 1,
-				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
+	struct rv_mpa_frame f = {.reply = reply, .flags = flags, .rev = 2, .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
 	int n;
 
 	rv_wire_cpd_encode(pd, sizeof(pd), p);
@@ -303,13 +314,39 @@ int soft_conn_start(struct soft_qp *q)
 	c->qp = q;
 	q->conn = c;
 	fill_cpd(q, &p, RV_SOFT_REJECT_NONE);
-	queue_mpa(c, false, 0, &p);
+	p.rtr = RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE;
+	c->crc = sc->crc_required;
+	queue_mpa(c, false, c->crc ? RV_MPA_FLAG_CRC : 0, &p);
 	return 0;
+}
+
+static const char *reject_reason(uint32_t reason)
+{
+	static const char *const why[] = {
+		[RV_SOFT_REJECT_NONE] = "rejected",
+		[RV_SOFT_REJECT_NO_QP] = "the peer has no QP with that number",
+		[RV_SOFT_REJECT_PEER] = "the peer QP expects another peer",
+		[RV_SOFT_REJECT_BUSY] = "the peer QP is already connected",
+		[RV_SOFT_REJECT_STATE] = "the peer QP did not reach RTR in time",
+		[RV_SOFT_REJECT_PROTOCOL] = "the MPA request was malformed",
+		[RV_SOFT_REJECT_MARKERS] = "the MPA request asked for markers (M bit), which soft0 does not "
+					   "support; connect without markers",
+		[RV_SOFT_REJECT_REVISION] = "the MPA request was not revision 2 (RFC 6581); soft0 speaks "
+					    "revision 2 only",
+		[RV_SOFT_REJECT_RTR] = "no RTR message type in common (RFC 6581: soft0 accepts a zero-length "
+				       "READ or WRITE)",
+		[RV_SOFT_REJECT_AUTH] = "authentication failed",
+	};
+	return reason < sizeof(why) / sizeof(why[0]) && why[reason] ? why[reason] : why[0];
 }
 
 static void reject(struct soft_conn *c, uint32_t reason)
 {
 	struct rv_soft_cpd p;
+
+	if (reason >= RV_SOFT_REJECT_PROTOCOL)
+		rv_log(RV_LOG_WARN, "soft0: rejecting an MPA request for QP 0x%x from QP 0x%x: %s",
+		       c->req.dst_qpn, c->req.src_qpn, reject_reason(reason));
 
 	memset(&p, 0, sizeof(p));
 	memcpy(p.gid, c->sc->gid, 16);
@@ -317,22 +354,39 @@ static void reject(struct soft_conn *c, uint32_t reason)
 	p.src_qpn = c->req.dst_qpn;
 	p.dst_qpn = c->req.src_qpn;
 	p.reason = reason;
-	queue_mpa(c, true, RV_MPA_FLAG_REJECT, &p);
+	queue_mpa(c, true, (uint8_t)(RV_MPA_FLAG_REJECT | (c->sc->crc_required ? RV_MPA_FLAG_CRC : 0)), &p);
 	conn_closing(c);
+}
+
+/* What both sides agreed on, recorded in the QP (either side). */
+static void qp_negotiated(struct soft_qp *q, const struct rv_soft_cpd *peer)
+{
+	q->peer_ird = peer->ird;
+	q->peer_caps = peer->caps & q->sc->caps;
+	q->ord_user = q->ird_user = 0;
 }
 
 static void accept_on(struct soft_qp *q, struct soft_conn *c)
 {
 	struct rv_soft_cpd p;
 
+	if ((c->req.rtr & RV_SOFT_RTR_P2P) && !(c->req.rtr & (RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE))) {
+		reject(c, RV_SOFT_REJECT_RTR);
+		return;
+	}
 	c->qp = q;
 	q->conn = c;
 	c->state = CONN_UP;
 	c->active = false;
 	c->may_send = false;
 	c->deadline = 0;
+	c->crc = (c->req_flags & RV_MPA_FLAG_CRC) || c->sc->crc_required;
+	qp_negotiated(q, &c->req);
 	fill_cpd(q, &p, RV_SOFT_REJECT_NONE);
-	queue_mpa(c, true, 0, &p);
+	/* Peer-to-peer mode: pick one RTR message, READ if offered. */
+	if (c->req.rtr & RV_SOFT_RTR_P2P)
+		p.rtr = RV_SOFT_RTR_P2P | ((c->req.rtr & RV_SOFT_RTR_READ) ? RV_SOFT_RTR_READ : RV_SOFT_RTR_WRITE);
+	queue_mpa(c, true, c->crc ? RV_MPA_FLAG_CRC : 0, &p);
 	soft_tx_push(q);
 	if (q->conn == c)
 		update_events(c);
@@ -499,12 +553,20 @@ static void on_wait_req(struct soft_conn *c)
 	n = rv_wire_mpa_decode(c->rx, c->rx_len, &f);
 	if (n == 0)
 		return;
-	if (n < 0 || f.reply || rv_wire_cpd_decode(f.pd, f.pd_len, &c->req) < 0 ||
-	    (f.flags & RV_MPA_FLAG_MARKERS)) {
+	if (n < 0 || f.reply || rv_wire_cpd_decode(f.pd, f.pd_len, &c->req) < 0) {
 		memset(&c->req, 0, sizeof(c->req));
-		reject(c, RV_SOFT_REJECT_PROTOCOL);
+		reject(c, n > 0 && !f.reply && f.rev != 2 ? RV_SOFT_REJECT_REVISION : RV_SOFT_REJECT_PROTOCOL);
 		return;
 	}
+	if (f.rev != 2) {
+		reject(c, RV_SOFT_REJECT_REVISION);
+		return;
+	}
+	if (f.flags & RV_MPA_FLAG_MARKERS) {
+		reject(c, RV_SOFT_REJECT_MARKERS);
+		return;
+	}
+	c->req_flags = f.flags;
 	soft_shm_ext_got(c, false, f.pd, f.pd_len);
 	consume(c, (size_t)n);
 	handle_request(c);
@@ -529,15 +591,26 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 		return;
 	}
 	if (f.flags & RV_MPA_FLAG_REJECT) {
-		static const char *const why[] = {
-			"rejected", "the peer has no QP with that number", "the peer QP expects another peer",
-			"the peer QP is already connected", "the peer QP did not reach RTR in time",
-			"the peer found our request malformed"};
-		qp_conn_failed(q, why[p.reason < sizeof(why) / sizeof(why[0]) ? p.reason : 0]);
+		qp_conn_failed(q, reject_reason(p.reason));
+		return;
+	}
+	if (f.rev != 2) {
+		qp_conn_failed(q, "the peer's MPA reply is not revision 2 (RFC 6581)");
+		return;
+	}
+	if (f.flags & RV_MPA_FLAG_MARKERS) {
+		qp_conn_failed(q, "the peer's MPA reply asks for markers (M bit); soft0 does not support them");
 		return;
 	}
 	if (p.src_qpn != q->peer_qpn || p.dst_qpn != q->qpn) {
 		qp_conn_failed(q, "the MPA reply names other QPs");
+		return;
+	}
+	if (!(p.rtr & RV_SOFT_RTR_P2P) || (p.rtr & RV_SOFT_RTR_SEND) ||
+	    !(p.rtr & (RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE)) ||
+	    (p.rtr & (RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE)) == (RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE)) {
+		qp_conn_failed(q, "the peer's MPA reply chose no single RTR message type among those offered "
+				  "(RFC 6581)");
 		return;
 	}
 	soft_shm_ext_got(c, true, f.pd, f.pd_len);
@@ -545,7 +618,10 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 	c->state = CONN_UP;
 	c->deadline = 0;
 	c->may_send = true;
+	c->crc = c->crc || (f.flags & RV_MPA_FLAG_CRC);
+	qp_negotiated(q, &p);
 	q->need_rtr = true;
+	q->rtr_write = !(p.rtr & RV_SOFT_RTR_READ);
 	soft_tx_push(q);
 	if (q->conn == c && c->rx_len)
 		soft_rx_process(q, c);

@@ -199,6 +199,22 @@ static void *progress(void *arg)
 	return NULL;
 }
 
+/* What this context negotiates: rv_context_attr.soft_flags, then the
+ * environment (RVERBS_SOFT_CRC=0, RVERBS_SOFT_EXT=0) for programs that cannot
+ * change their code. */
+static void soft_context_options(struct soft_ctx *sc, const rv_context_attr *attr)
+{
+	uint32_t f = (attr->mask & RV_CONTEXT_ATTR_SOFT_FLAGS) ? attr->soft_flags : 0;
+	const char *e;
+
+	if ((e = getenv("RVERBS_SOFT_CRC")) && strcmp(e, "0") == 0)
+		f |= RV_SOFT_CRC_OPTIONAL;
+	if ((e = getenv("RVERBS_SOFT_EXT")) && strcmp(e, "0") == 0)
+		f |= RV_SOFT_NO_EXT;
+	sc->crc_required = !(f & RV_SOFT_CRC_OPTIONAL);
+	sc->caps = (f & RV_SOFT_NO_EXT) ? 0 : SOFT_CAPS;
+}
+
 static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len, uint8_t gid[16])
 {
 	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
@@ -326,6 +342,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		free(sc);
 		return -EINVAL;
 	}
+	soft_context_options(sc, attr);
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
 	pthread_mutex_init(&sc->lock, &ma);

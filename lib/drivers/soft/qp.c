@@ -144,6 +144,7 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 	q->rx_bytes = 0;
 	q->ord_head = q->ord_tail;
 	q->ird_head = q->ird_tail;
+	q->ord_user = q->ird_user = 0;
 	q->need_rtr = false;
 	if (!term)
 		q->term_pending = false;
@@ -270,6 +271,9 @@ static void reset_queues(struct soft_qp *q)
 	q->rx_in_msg = false;
 	q->rx_bytes = 0;
 	q->ord_head = q->ord_tail = q->ird_head = q->ird_tail = 0;
+	q->ord_user = q->ird_user = 0;
+	q->peer_ird = 0;
+	q->peer_caps = 0;
 	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = 1;
 	q->msn_rx[0] = q->msn_rx[1] = 1;
 	q->need_rtr = q->term_pending = q->kick = false;

@@ -135,7 +135,13 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 	if (!f->last || f->mo != 0)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
 				       RV_WC_WR_FLUSH_ERR);
-	if (q->ird_tail - q->ird_head >= SOFT_IRD_CAP)
+	/* A QP that accepts no READs (IRD 0) treats one as an unexpected opcode;
+	 * beyond the IRD it advertised, no buffer (RFC 6581). A zero-length READ
+	 * (RTR, confirmation) touches no memory and is always answered. */
+	if (r->size && soft_qp_ird(q) == 0)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
+	if (q->ird_tail - q->ird_head >= SOFT_IRD_CAP || (r->size && q->ird_user >= soft_qp_ird(q)))
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_NO_BUF,
 				       RV_WC_WR_FLUSH_ERR);
 	if (r->size) {
@@ -158,6 +164,8 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 	q->msn_rx[1]++;
 	q->ird[q->ird_tail % SOFT_IRD_CAP].req = *r;
 	q->ird[q->ird_tail % SOFT_IRD_CAP].sent = 0;
+	q->ird[q->ird_tail % SOFT_IRD_CAP].counted = r->size != 0;
+	q->ird_user += r->size != 0;
 	q->ird_tail++;
 	return 0;
 }
@@ -196,8 +204,10 @@ static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 	}
 	o->got += f->payload_len;
 	if (f->last) {
-		if (o->user)
+		if (o->user) {
 			q->sq[o->wqe % q->sq_size].done = true;
+			q->ord_user--;
+		}
 		if (before(q->sq_confirmed, o->upto))
 			q->sq_confirmed = o->upto;
 		q->ord_head++;
@@ -273,6 +283,10 @@ static uint32_t term_status(const struct rv_term *t)
 		if (t->etype == RV_TERM_DDP_TAGGED)
 			return t->ecode == RV_TERM_DDP_T_VERSION ? RV_WC_REM_INV_REQ_ERR : RV_WC_REM_ACCESS_ERR;
 		if (t->etype == RV_TERM_DDP_UNTAGGED && t->ecode == RV_TERM_DDP_U_TOO_LONG)
+			return RV_WC_REM_INV_REQ_ERR;
+		/* A READ beyond the responder's IRD: an invalid request, as on InfiniBand. */
+		if (t->etype == RV_TERM_DDP_UNTAGGED && t->ecode == RV_TERM_DDP_U_NO_BUF && t->d &&
+		    !t->ddp_tagged && t->ddp_qn == RV_DDP_QN_READ)
 			return RV_WC_REM_INV_REQ_ERR;
 		return RV_WC_REM_OP_ERR;
 	}
@@ -386,7 +400,7 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 
 	while (q->conn == c && !c->rx_stalled) {
 		struct rv_fpdu f;
-		int n = rv_wire_fpdu_decode(c->rx + off, c->rx_len - off, &f), r;
+		int n = rv_wire_fpdu_decode_crc(c->rx + off, c->rx_len - off, &f, c->crc), r;
 
 		if (n == 0)
 			break;

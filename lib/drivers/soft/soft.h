@@ -46,6 +46,9 @@
  * for applications sizing tables, not a limit soft0 counts. */
 #define SOFT_MAX_AH (1u << 20)
 
+/* The RFC 7306 extensions this device implements (offered unless RV_SOFT_NO_EXT). */
+#define SOFT_CAPS 0u
+
 /* Payload bytes per FPDU (one page, matching active_mtu RV_MTU_4096). */
 #define SOFT_FPDU_PAYLOAD 4096u
 /* Per-connection buffers: rx holds at least one largest FPDU. */
@@ -126,6 +129,8 @@ struct soft_ctx {
 	uint8_t gid[16];
 	uint16_t port;
 	int64_t timeout_ms; /* connection setup limit (RVERBS_SOFT_TIMEOUT_MS) */
+	bool crc_required;  /* MPA C bit in our request/reply (RV_SOFT_CRC_OPTIONAL clears it) */
+	uint32_t caps;      /* rv_soft_caps this context offers (RV_SOFT_NO_EXT clears them) */
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
@@ -159,6 +164,8 @@ struct soft_conn {
 	bool may_send;           /* passive side: the initiator's first FPDU arrived (RFC 5044 §7.1.2) */
 	bool rx_stalled;         /* a SEND waits at the head of rx for a receive WR */
 	bool shut_wr;
+	bool crc;                /* MPA CRC in use on this stream (either side required it) */
+	uint8_t req_flags;       /* passive: the MPA request's flags, while PENDING */
 	int64_t deadline;        /* ms, CLOCK_MONOTONIC; 0 = none */
 	uint8_t *rx;
 	size_t rx_len;
@@ -220,6 +227,7 @@ struct soft_ord {
 struct soft_ird {
 	struct rv_read_req req;
 	uint32_t sent;
+	bool counted; /* counts against the IRD (nonzero length) */
 };
 
 #define SOFT_ORD_CAP SOFT_MAX_RD_ATOM
@@ -239,6 +247,11 @@ struct soft_qp {
 	uint16_t peer_port;
 	uint32_t peer_qpn;
 	uint32_t ord_max;
+	uint32_t peer_ird;     /* the peer's IRD from the MPA exchange (RFC 6581) */
+	uint32_t peer_caps;    /* rv_soft_caps both sides offered */
+	uint32_t ord_user;     /* user READs (and atomics) in flight, limited by ORD */
+	uint32_t ird_user;     /* READs (and atomics) of nonzero length being answered, limited by IRD */
+	bool rtr_write;        /* active: the RTR message is a zero-length WRITE, not a READ */
 
 	/* Send queue; counters are free-running, index = counter % sq_size. */
 	struct soft_swqe *sq;
@@ -285,6 +298,13 @@ struct soft_qp {
 	int64_t rnr_beat_at; /* retry.c: the last keepalive sent while rx was stalled (ms) */
 	bool retry_watch;    /* retry.c: send work is outstanding and the clock runs */
 };
+
+/* The IRD a QP advertises in the MPA exchange and enforces: its
+ * max_dest_rd_atomic, within the device limit. */
+static inline uint32_t soft_qp_ird(const struct soft_qp *q)
+{
+	return q->attr.max_dest_rd_atomic < SOFT_MAX_RD_ATOM ? q->attr.max_dest_rd_atomic : SOFT_MAX_RD_ATOM;
+}
 
 /* ---- device.c ---- */
 int soft_probe(rv_driver_add_fn add, void *cookie);

@@ -26,14 +26,22 @@
 
 #include "soft.h"
 
-static uint32_t ord_limit(const struct soft_qp *q)
-{
-	return q->ord_max < SOFT_ORD_CAP ? q->ord_max : SOFT_ORD_CAP;
-}
-
+/* Room for one more READ request of any kind (internal confirmations included). */
 static bool ord_room(const struct soft_qp *q)
 {
-	return q->ord_tail - q->ord_head < ord_limit(q);
+	return q->ord_tail - q->ord_head < SOFT_ORD_CAP;
+}
+
+/*
+ * Room for one more user READ or atomic: at most min(ORD, the peer's IRD) in
+ * flight (RFC 6581). At least one, so that a READ to a peer whose IRD is 0
+ * reaches it and fails as a remote invalid request instead of waiting forever.
+ */
+static bool ord_user_room(const struct soft_qp *q)
+{
+	uint32_t lim = q->ord_max < q->peer_ird ? q->ord_max : q->peer_ird;
+
+	return ord_room(q) && q->ord_user < (lim ? lim : 1);
 }
 
 static void emit_read_req(struct soft_qp *q, struct soft_conn *c, const struct rv_read_req *r, bool user,
@@ -49,7 +57,7 @@ static void emit_read_req(struct soft_qp *q, struct soft_conn *c, const struct r
 	f.qn = RV_DDP_QN_READ;
 	f.msn = q->msn_tx[RV_DDP_QN_READ]++;
 	f.rreq = *r;
-	n = rv_wire_fpdu_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
+	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
 	c->tx_len += soft_fault_tx(q, c, c->tx + c->tx_len, (size_t)n);
 	o->sink_stag = r->sink_stag;
 	o->sink_to = r->sink_to;
@@ -59,9 +67,23 @@ static void emit_read_req(struct soft_qp *q, struct soft_conn *c, const struct r
 	o->wqe = wqe;
 	o->upto = user ? wqe : q->sq_tx;
 	q->ord_tail++;
-	if (user)
+	if (user) {
 		q->sq[wqe % q->sq_size].msn = f.msn;
+		q->ord_user++;
+	}
 	q->sq_covered = user ? wqe + 1 : q->sq_tx;
+}
+
+/* The RTR message the responder chose (RFC 6581): a zero-length WRITE. */
+static void emit_rtr_write(struct soft_conn *c)
+{
+	struct rv_fpdu f;
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_WRITE;
+	f.tagged = true;
+	f.last = true;
+	c->tx_len += (size_t)rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
 }
 
 static void emit_confirm(struct soft_qp *q, struct soft_conn *c)
@@ -215,7 +237,7 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 		local_fail(q, RV_WC_LOC_PROT_ERR);
 		return false;
 	}
-	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal(buf));
+	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
 	q->tx_off += chunk;
 	if (f.last) {
 		if (w->opcode == RV_WR_SEND)
@@ -253,10 +275,13 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 		soft_kick(q->sc);
 		return false;
 	}
-	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal(buf));
+	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
 	r->sent += chunk;
-	if (f.last)
+	if (f.last) {
+		if (r->counted)
+			q->ird_user--;
 		q->ird_head++;
+	}
 	return true;
 }
 
@@ -285,9 +310,12 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 			continue;
 		}
 		if (q->need_rtr) {
-			if (!ord_room(q))
+			if (q->rtr_write)
+				emit_rtr_write(c);
+			else if (ord_room(q))
+				emit_confirm(q, c);
+			else
 				break;
-			emit_confirm(q, c);
 			q->need_rtr = false;
 			any = true;
 			continue;
@@ -319,7 +347,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 				break;
 		}
 		if (w->opcode == RV_WR_RDMA_READ) {
-			if (!ord_room(q) || !emit_user_read(q, c, w))
+			if (!ord_user_room(q) || !emit_user_read(q, c, w))
 				break;
 		} else if (!emit_data(q, c, w)) {
 			break;
@@ -372,7 +400,7 @@ void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t 
 			f.term.hdr_len = (uint16_t)(bad->hdr_len + RV_RDMAP_READ_REQ_LEN);
 		}
 	}
-	n = rv_wire_fpdu_encode(q->term, sizeof(q->term), &f);
+	n = rv_wire_fpdu_encode_crc(q->term, sizeof(q->term), &f, !q->conn || q->conn->crc);
 	if (n > 0) {
 		q->term_len = (size_t)n;
 		q->term_pending = true;

@@ -14,7 +14,7 @@ static const char mpa_key_req[RV_MPA_KEY_LEN] = {'M', 'P', 'A', ' ', 'I', 'D', '
 						 'e', 'q', ' ', 'F', 'r', 'a', 'm', 'e'};
 static const char mpa_key_rep[RV_MPA_KEY_LEN] = {'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R',
 						 'e', 'p', ' ', 'F', 'r', 'a', 'm', 'e'};
-static const uint8_t cpd_magic[4] = {'R', 'V', 'S', '1'};
+static const uint8_t cpd_magic[4] = {'R', 'V', 'S', '2'};
 
 /* DDP/RDMAP control word (RFC 5041 §4.2, RFC 5040 §4.3). */
 #define CTL_T 0x8000u
@@ -122,18 +122,29 @@ int rv_wire_mpa_decode(const void *buf, size_t len, struct rv_mpa_frame *f)
 int rv_wire_cpd_encode(void *buf, size_t cap, const struct rv_soft_cpd *c)
 {
 	uint8_t *p = buf;
+	uint16_t ird = c->ird & RV_MPA_V2_IRD_ORD_MASK, ord = c->ord & RV_MPA_V2_IRD_ORD_MASK;
 
 	if (cap < RV_SOFT_CPD_LEN)
 		return -ENOSPC;
-	memcpy(p, cpd_magic, 4);
-	put16(p + 4, c->ird);
-	put16(p + 6, c->ord);
-	memcpy(p + 8, c->gid, 16);
-	put16(p + 24, c->port);
-	put16(p + 26, 0);
-	put32(p + 28, c->src_qpn);
-	put32(p + 32, c->dst_qpn);
-	put32(p + 36, c->reason);
+	if (c->rtr & RV_SOFT_RTR_P2P)
+		ird |= RV_MPA_V2_P2P;
+	if (c->rtr & RV_SOFT_RTR_SEND)
+		ird |= RV_MPA_V2_SEND_RTR;
+	if (c->rtr & RV_SOFT_RTR_WRITE)
+		ord |= RV_MPA_V2_WRITE_RTR;
+	if (c->rtr & RV_SOFT_RTR_READ)
+		ord |= RV_MPA_V2_READ_RTR;
+	put16(p, ird);
+	put16(p + 2, ord);
+	memcpy(p + 4, cpd_magic, 4);
+	put32(p + 8, c->caps);
+	memcpy(p + 12, c->gid, 16);
+	put16(p + 28, c->port);
+	p[30] = c->min_rnr_timer;
+	p[31] = c->rnr_retry;
+	put32(p + 32, c->src_qpn);
+	put32(p + 36, c->dst_qpn);
+	put32(p + 40, c->reason);
 	return RV_SOFT_CPD_LEN;
 }
 
@@ -141,16 +152,26 @@ int rv_wire_cpd_decode(const void *buf, size_t len, struct rv_soft_cpd *c)
 {
 	const uint8_t *p = buf;
 	struct rv_soft_cpd t;
+	uint16_t ird, ord;
 
-	if (!p || len < RV_SOFT_CPD_LEN || memcmp(p, cpd_magic, 4) != 0)
+	if (!p || len < RV_SOFT_CPD_LEN || memcmp(p + 4, cpd_magic, 4) != 0)
 		return -EBADMSG;
-	t.ird = get16(p + 4);
-	t.ord = get16(p + 6);
-	memcpy(t.gid, p + 8, 16);
-	t.port = get16(p + 24);
-	t.src_qpn = get32(p + 28);
-	t.dst_qpn = get32(p + 32);
-	t.reason = get32(p + 36);
+	ird = get16(p);
+	ord = get16(p + 2);
+	t.ird = ird & RV_MPA_V2_IRD_ORD_MASK;
+	t.ord = ord & RV_MPA_V2_IRD_ORD_MASK;
+	t.rtr = (uint8_t)((ird & RV_MPA_V2_P2P ? RV_SOFT_RTR_P2P : 0) |
+			  (ird & RV_MPA_V2_SEND_RTR ? RV_SOFT_RTR_SEND : 0) |
+			  (ord & RV_MPA_V2_WRITE_RTR ? RV_SOFT_RTR_WRITE : 0) |
+			  (ord & RV_MPA_V2_READ_RTR ? RV_SOFT_RTR_READ : 0));
+	t.caps = get32(p + 8);
+	memcpy(t.gid, p + 12, 16);
+	t.port = get16(p + 28);
+	t.min_rnr_timer = p[30];
+	t.rnr_retry = p[31];
+	t.src_qpn = get32(p + 32);
+	t.dst_qpn = get32(p + 36);
+	t.reason = get32(p + 40);
 	if (t.src_qpn > 0xffffff || t.dst_qpn > 0xffffff)
 		return -EBADMSG;
 	*c = t;
@@ -190,13 +211,18 @@ size_t rv_wire_fpdu_begin(uint8_t *buf, const struct rv_fpdu *f, size_t payload_
 
 size_t rv_wire_fpdu_seal(uint8_t *buf)
 {
+	return rv_wire_fpdu_seal_crc(buf, true);
+}
+
+size_t rv_wire_fpdu_seal_crc(uint8_t *buf, bool use_crc)
+{
 	size_t n = 2 + (size_t)get16(buf);
 	size_t total = rv_wire_fpdu_len(n - 2);
 	uint32_t crc;
 
 	while (n < total - 4)
 		buf[n++] = 0;
-	crc = rv_crc32c(0, buf, n);
+	crc = use_crc ? rv_crc32c(0, buf, n) : 0;
 	buf[n] = (uint8_t)crc;
 	buf[n + 1] = (uint8_t)(crc >> 8);
 	buf[n + 2] = (uint8_t)(crc >> 16);
@@ -229,6 +255,11 @@ static size_t term_len(const struct rv_term *t)
 
 int rv_wire_fpdu_encode(void *buf, size_t cap, const struct rv_fpdu *f)
 {
+	return rv_wire_fpdu_encode_crc(buf, cap, f, true);
+}
+
+int rv_wire_fpdu_encode_crc(void *buf, size_t cap, const struct rv_fpdu *f, bool crc)
+{
 	uint8_t *p = buf;
 	size_t plen, off, hlen = rv_wire_ddp_hdr_len(f->tagged);
 
@@ -259,7 +290,7 @@ int rv_wire_fpdu_encode(void *buf, size_t cap, const struct rv_fpdu *f)
 	} else if (plen) {
 		memcpy(p + off, f->payload, plen);
 	}
-	return (int)rv_wire_fpdu_seal(p);
+	return (int)rv_wire_fpdu_seal_crc(p, crc);
 }
 
 size_t rv_wire_fpdu_peek(const void *buf, size_t len)
@@ -321,6 +352,11 @@ static int term_decode(const uint8_t *p, size_t len, struct rv_term *t)
 
 int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *out)
 {
+	return rv_wire_fpdu_decode_crc(buf, len, out, true);
+}
+
+int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bool use_crc)
+{
 	const uint8_t *p = buf;
 	struct rv_fpdu f;
 	size_t ulpdu, total, hlen, body;
@@ -336,11 +372,13 @@ int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *out)
 	if (len < total)
 		return 0;
 	body = total - 4;
-	crc = rv_crc32c(0, p, body);
-	sent = (uint32_t)p[body] | (uint32_t)p[body + 1] << 8 | (uint32_t)p[body + 2] << 16 |
-	       (uint32_t)p[body + 3] << 24;
-	if (crc != sent)
-		return -EILSEQ;
+	if (use_crc) {
+		crc = rv_crc32c(0, p, body);
+		sent = (uint32_t)p[body] | (uint32_t)p[body + 1] << 8 | (uint32_t)p[body + 2] << 16 |
+		       (uint32_t)p[body + 3] << 24;
+		if (crc != sent)
+			return -EILSEQ;
+	}
 
 	memset(&f, 0, sizeof(f));
 	ctl = get16(p + 2);

@@ -28,7 +28,6 @@
 #define RV_MPA_FLAG_MARKERS 0x80u
 #define RV_MPA_FLAG_CRC 0x40u
 #define RV_MPA_FLAG_REJECT 0x20u
-#define RV_MPA_FLAG_ENHANCED 0x10u /* RFC 6581: IRD/ORD lead the private data */
 
 struct rv_mpa_frame {
 	bool reply;        /* "MPA ID Rep Frame" rather than "MPA ID Req Frame" */
@@ -48,13 +47,27 @@ int rv_wire_mpa_encode(void *buf, size_t cap, const struct rv_mpa_frame *f);
 int rv_wire_mpa_decode(const void *buf, size_t len, struct rv_mpa_frame *f);
 
 /*
- * The rverbs connection private data, carried in the MPA request and reply.
- * It names both ends so that the listener can find the QP the request is for.
- * Layout (big-endian): magic "RVS1" | ird u16 | ord u16 | gid[16] | port u16 |
- * reserved u16 | src_qpn u32 | dst_qpn u32 | reason u32. Revision 2 will put
- * the RFC 6581 IRD/ORD word first; "ird"/"ord" are already here for that.
+ * Revision 2 (RFC 6581, "enhanced connection establishment"): the private
+ * data starts with two 16-bit words, IRD and ORD (14 bits each), whose top
+ * bits carry the peer-to-peer flag and the RTR message types the sender can
+ * send (request) or chose (reply).
  */
-#define RV_SOFT_CPD_LEN 40
+#define RV_MPA_V2_LEN 4
+#define RV_MPA_V2_IRD_ORD_MASK 0x3fffu
+#define RV_MPA_V2_P2P 0x8000u       /* IRD word: peer-to-peer mode, an RTR message follows */
+#define RV_MPA_V2_SEND_RTR 0x4000u  /* IRD word: zero-length SEND as RTR */
+#define RV_MPA_V2_WRITE_RTR 0x8000u /* ORD word: zero-length RDMA WRITE as RTR */
+#define RV_MPA_V2_READ_RTR 0x4000u  /* ORD word: zero-length RDMA READ as RTR */
+
+/*
+ * The rverbs connection private data, carried in the MPA request and reply
+ * (revision 2). It names both ends so that the listener can find the QP the
+ * request is for, and offers the extensions the sender supports.
+ * Layout (big-endian): RFC 6581 IRD word u16 | ORD word u16 | magic "RVS2" |
+ * caps u32 | gid[16] | port u16 | min_rnr_timer u8 | rnr_retry u8 |
+ * src_qpn u32 | dst_qpn u32 | reason u32.
+ */
+#define RV_SOFT_CPD_LEN 44
 
 enum rv_soft_reject {
 	RV_SOFT_REJECT_NONE = 0,
@@ -63,19 +76,42 @@ enum rv_soft_reject {
 	RV_SOFT_REJECT_BUSY = 3,      /* the QP is already connected */
 	RV_SOFT_REJECT_STATE = 4,     /* the QP is not in RTR/RTS in time */
 	RV_SOFT_REJECT_PROTOCOL = 5,  /* malformed request */
+	RV_SOFT_REJECT_MARKERS = 6,   /* the request asks for MPA markers */
+	RV_SOFT_REJECT_REVISION = 7,  /* MPA revision other than 2 */
+	RV_SOFT_REJECT_RTR = 8,       /* no RTR message type in common (RFC 6581) */
+	RV_SOFT_REJECT_AUTH = 9,      /* authentication failed */
+};
+
+/* RTR negotiation (RFC 6581), decoded from the IRD/ORD words. */
+enum rv_soft_rtr {
+	RV_SOFT_RTR_P2P = 1u << 0,
+	RV_SOFT_RTR_SEND = 1u << 1,
+	RV_SOFT_RTR_WRITE = 1u << 2,
+	RV_SOFT_RTR_READ = 1u << 3,
+};
+
+/* Extensions a side supports (negotiated: used only when both offer them). */
+enum rv_soft_caps {
+	RV_SOFT_CAP_IMM = 1u << 0,    /* RFC 7306 immediate data */
+	RV_SOFT_CAP_ATOMIC = 1u << 1, /* RFC 7306 atomics */
 };
 
 struct rv_soft_cpd {
-	uint16_t ird, ord;
-	uint8_t gid[16];  /* the sender's port GID */
-	uint16_t port;    /* the sender's listen port (its LID) */
-	uint32_t src_qpn; /* the sender's QP */
-	uint32_t dst_qpn; /* the receiver's QP */
-	uint32_t reason;  /* reply only: an rv_soft_reject */
+	uint16_t ird, ord;     /* RFC 6581, 0..0x3fff */
+	uint8_t rtr;           /* rv_soft_rtr bits */
+	uint32_t caps;         /* rv_soft_caps bits */
+	uint8_t gid[16];       /* the sender's port GID */
+	uint16_t port;         /* the sender's listen port (its LID) */
+	uint8_t min_rnr_timer; /* the sender's, as a receiver */
+	uint8_t rnr_retry;     /* the sender's, as a requester */
+	uint32_t src_qpn;      /* the sender's QP */
+	uint32_t dst_qpn;      /* the receiver's QP */
+	uint32_t reason;       /* reply only: an rv_soft_reject */
 };
 
 int rv_wire_cpd_encode(void *buf, size_t cap, const struct rv_soft_cpd *p);
-/* -EBADMSG unless len ≥ RV_SOFT_CPD_LEN with the right magic and 24-bit QPNs. */
+/* -EBADMSG unless len ≥ RV_SOFT_CPD_LEN with the right magic and 24-bit QPNs
+ * (IRD/ORD are masked to 14 bits, unknown caps bits are kept). */
 int rv_wire_cpd_decode(const void *buf, size_t len, struct rv_soft_cpd *p);
 
 /* ---- FPDUs: MPA framing + DDP + RDMAP ---- */
@@ -214,6 +250,11 @@ static inline size_t rv_wire_fpdu_len(size_t ulpdu_len)
  */
 size_t rv_wire_fpdu_begin(uint8_t *buf, const struct rv_fpdu *f, size_t payload_len);
 size_t rv_wire_fpdu_seal(uint8_t *buf);
+/*
+ * As rv_wire_fpdu_seal, for a stream that negotiated CRC off: the CRC field is
+ * still there (RFC 5044 §4) and carries zero.
+ */
+size_t rv_wire_fpdu_seal_crc(uint8_t *buf, bool crc);
 
 /*
  * Encode a whole FPDU: the payload from f->payload (or from f->rreq for a
@@ -221,6 +262,8 @@ size_t rv_wire_fpdu_seal(uint8_t *buf);
  * too small, -EMSGSIZE when the ULPDU exceeds RV_ULPDU_MAX.
  */
 int rv_wire_fpdu_encode(void *buf, size_t cap, const struct rv_fpdu *f);
+/* As rv_wire_fpdu_encode; crc false writes a zero CRC field. */
+int rv_wire_fpdu_encode_crc(void *buf, size_t cap, const struct rv_fpdu *f, bool crc);
 
 /* The length of the FPDU starting at buf, 0 if fewer than 2 bytes are there. */
 size_t rv_wire_fpdu_peek(const void *buf, size_t len);
@@ -237,5 +280,8 @@ size_t rv_wire_fpdu_peek(const void *buf, size_t len);
  * f is filled (pointers into buf) only on success.
  */
 int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *f);
+/* As rv_wire_fpdu_decode; crc false does not check the CRC field (RFC 5044 §4:
+ * without CRC the receiver ignores it). */
+int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *f, bool crc);
 
 #endif

@@ -1,0 +1,321 @@
+/*
+ * soft0's protocol negotiation end to end through the public API: MPA
+ * revision 2 with IRD/ORD (RFC 6581), the CRC negotiated per context, and
+ * the errors a NIC gives for READs its peer does not accept. Two contexts on
+ * 127.0.0.1, one QP each; every test closes everything.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rverbs/rverbs.h>
+
+#define BUF (1u << 16)
+
+struct side {
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *qp;
+	rv_mr *mr;
+	uint8_t *buf;
+};
+
+/* Connection attributes a test may change from the helper's defaults. */
+struct conn_opts {
+	int max_dest_rd_atomic; /* -1: default */
+	int max_rd_atomic;      /* -1: default */
+	int rnr_retry;          /* -1: default (7) */
+	int min_rnr_timer;      /* -1: default (12) */
+	uint32_t access;        /* qp_access_flags; 0: default */
+};
+
+static const struct conn_opts DEFAULTS = {-1, -1, -1, -1, 0};
+
+static rv_context *open_ctx(uint32_t soft_flags)
+{
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+	rv_context_attr a = {.mask = RV_CONTEXT_ATTR_SOFT_FLAGS, .soft_flags = soft_flags};
+
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, &a, &ctx), 0);
+	rv_device_unref(dev);
+	return ctx;
+}
+
+static void side_open(struct side *s, uint32_t soft_flags, uint32_t mr_access)
+{
+	rv_qp_init_attr qa;
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = open_ctx(soft_flags);
+	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
+	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = s->cq;
+	qa.cap.max_send_wr = 64;
+	qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = 4;
+	qa.cap.max_recv_sge = 4;
+	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
+	assert_int_equal(rv_mr_alloc(s->pd, BUF, mr_access, NULL, &s->mr), 0);
+	s->buf = rv_mr_addr(s->mr);
+	memset(s->buf, 0, BUF);
+}
+
+static void side_close(struct side *s)
+{
+	rv_qp_unref(s->qp);
+	rv_mr_unref(s->mr);
+	rv_cq_unref(s->cq);
+	rv_pd_unref(s->pd);
+	assert_int_equal(rv_context_close(s->ctx), 0);
+	rv_context_unref(s->ctx);
+}
+
+/* INIT, RTR, RTS against peer with the attributes of o. */
+static void connect_one(struct side *s, const rv_endpoint *peer, const struct conn_opts *o)
+{
+	rv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	if (o->access) {
+		a.mask = RV_QP_ACCESS_FLAGS;
+		a.qp_access_flags = o->access;
+	}
+	assert_int_equal(rv_qp_to_init(s->qp, o->access ? &a : NULL), 0);
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN;
+	memcpy(a.ah_attr.dgid, peer->gid, 16);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = 1;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	if (o->max_dest_rd_atomic >= 0) {
+		a.mask |= RV_QP_MAX_DEST_RD_ATOMIC;
+		a.max_dest_rd_atomic = (uint8_t)o->max_dest_rd_atomic;
+	}
+	if (o->min_rnr_timer >= 0) {
+		a.mask |= RV_QP_MIN_RNR_TIMER;
+		a.min_rnr_timer = (uint8_t)o->min_rnr_timer;
+	}
+	assert_int_equal(rv_qp_to_rtr(s->qp, &a), 0);
+	memset(&a, 0, sizeof(a));
+	if (o->max_rd_atomic >= 0) {
+		a.mask |= RV_QP_MAX_QP_RD_ATOMIC;
+		a.max_rd_atomic = (uint8_t)o->max_rd_atomic;
+	}
+	if (o->rnr_retry >= 0) {
+		a.mask |= RV_QP_RNR_RETRY;
+		a.rnr_retry = (uint8_t)o->rnr_retry;
+	}
+	assert_int_equal(rv_qp_to_rts(s->qp, &a), 0);
+}
+
+static void connect_pair(struct side *a, const struct conn_opts *oa, struct side *b, const struct conn_opts *ob)
+{
+	rv_endpoint ea, eb;
+
+	assert_int_equal(rv_qp_endpoint(a->qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b->qp, &eb), 0);
+	connect_one(a, &eb, oa);
+	connect_one(b, &ea, ob);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One completion within limit_ms (a hang guard, not a measurement). */
+static rv_wc poll_one_within(rv_cq *cq, int limit_ms)
+{
+	int64_t end = now_ms() + limit_ms;
+	rv_wc wc;
+	int n;
+
+	memset(&wc, 0, sizeof(wc));
+	while ((n = rv_cq_poll(cq, &wc, 1)) == 0 && now_ms() < end) {
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
+	}
+	if (n != 1)
+		fail_msg("no completion within %d ms (rv_cq_poll returned %d: %s)", limit_ms, n, rv_error_last());
+	return wc;
+}
+
+static rv_wc poll_one(rv_cq *cq)
+{
+	return poll_one_within(cq, 20000);
+}
+
+static rv_sge sge(struct side *s, size_t off, uint32_t len)
+{
+	rv_sge g = {.addr = (uint64_t)(uintptr_t)(s->buf + off), .length = len, .lkey = rv_mr_lkey(s->mr)};
+	return g;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 31 + (i >> 9));
+}
+
+/* SEND, WRITE and READ between a and b; all succeed with the right bytes. */
+static void traffic(struct side *a, struct side *b, unsigned seed)
+{
+	rv_sge g;
+	rv_wc wc;
+
+	fill(a->buf, 3000, seed);
+	g = sge(b, 8192, 4096);
+	assert_int_equal(rv_qp_recv(b->qp, &g, 1), 0);
+	g = sge(a, 0, 3000);
+	assert_int_equal(rv_qp_send(a->qp, &g, 2), 0);
+	wc = poll_one(a->cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	wc = poll_one(b->cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 3000);
+	assert_memory_equal(b->buf + 8192, a->buf, 3000);
+
+	g = sge(a, 0, 3000);
+	assert_int_equal(rv_qp_write(a->qp, &g, (uint64_t)(uintptr_t)(b->buf + 16384), rv_mr_rkey(b->mr), 3), 0);
+	wc = poll_one(a->cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_memory_equal(b->buf + 16384, a->buf, 3000);
+
+	fill(b->buf + 24576, 5000, seed + 1);
+	g = sge(a, 32768, 5000);
+	assert_int_equal(rv_qp_read(a->qp, &g, (uint64_t)(uintptr_t)(b->buf + 24576), rv_mr_rkey(b->mr), 4), 0);
+	wc = poll_one(a->cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_memory_equal(a->buf + 32768, b->buf + 24576, 5000);
+}
+
+/* CRC required or optional on either side: every combination connects and
+ * moves data (CRC on unless both sides make it optional). */
+static void test_soft_ext__crc_negotiation(void **state)
+{
+	(void)state;
+	for (int combo = 0; combo < 4; combo++) {
+		struct side a, b;
+		side_open(&a, (combo & 1) ? RV_SOFT_CRC_OPTIONAL : 0, RV_ACCESS_ALL_REMOTE);
+		side_open(&b, (combo & 2) ? RV_SOFT_CRC_OPTIONAL : 0, RV_ACCESS_ALL_REMOTE);
+		connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+		traffic(&a, &b, (unsigned)combo);
+		traffic(&b, &a, (unsigned)combo + 10);
+		side_close(&a);
+		side_close(&b);
+	}
+}
+
+static void test_soft_ext__bad_context_flags(void **state)
+{
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+	rv_context_attr a = {.mask = RV_CONTEXT_ATTR_SOFT_FLAGS, .soft_flags = 1u << 7};
+
+	(void)state;
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, &a, &ctx), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "soft_flags"));
+	assert_null(ctx);
+	rv_device_unref(dev);
+}
+
+/* A READ to a QP that accepts none (max_dest_rd_atomic 0): remote invalid
+ * request on the READ, the requester's QP in ERR, later work flushed. */
+static void test_soft_ext__read_to_ird_zero(void **state)
+{
+	struct side a, b;
+	struct conn_opts ob = DEFAULTS;
+	rv_sge g;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, 0, RV_ACCESS_ALL_REMOTE);
+	ob.max_dest_rd_atomic = 0;
+	connect_pair(&a, &DEFAULTS, &b, &ob);
+	/* WRITEs still work: IRD concerns READs. */
+	g = sge(&a, 0, 100);
+	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)b.buf, rv_mr_rkey(b.mr), 1), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	memset(b.buf + 4096, 0x5a, 64);
+	g = sge(&a, 1024, 64);
+	assert_int_equal(rv_qp_read(a.qp, &g, (uint64_t)(uintptr_t)(b.buf + 4096), rv_mr_rkey(b.mr), 2), 0);
+	g = sge(&a, 2048, 8);
+	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)b.buf, rv_mr_rkey(b.mr), 3), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, RV_WC_REM_INV_REQ_ERR);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(rv_qp_state_of(a.qp), RV_QPS_ERR);
+	/* Nothing was read. */
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(a.buf[1024 + i], 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* ORD 1 against IRD 1: many READs posted at once all complete, in order,
+ * with the right bytes (the requester keeps one in flight). */
+static void test_soft_ext__ord_limits_reads_in_flight(void **state)
+{
+	struct side a, b;
+	struct conn_opts oa = DEFAULTS, ob = DEFAULTS;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, 0, RV_ACCESS_ALL_REMOTE);
+	oa.max_rd_atomic = 4;
+	ob.max_dest_rd_atomic = 1; /* a may keep only one READ in flight */
+	connect_pair(&a, &oa, &b, &ob);
+	fill(b.buf, 32 * 512, 7);
+	for (int i = 0; i < 32; i++) {
+		rv_sge g = sge(&a, (size_t)i * 512, 512);
+		assert_int_equal(rv_qp_read(a.qp, &g, (uint64_t)(uintptr_t)(b.buf + i * 512), rv_mr_rkey(b.mr),
+					    (uint64_t)i), 0);
+	}
+	for (int i = 0; i < 32; i++) {
+		rv_wc wc = poll_one(a.cq);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, (uint64_t)i);
+	}
+	assert_memory_equal(a.buf, b.buf, 32 * 512);
+	assert_int_equal(rv_qp_state_of(b.qp), RV_QPS_RTS);
+	side_close(&a);
+	side_close(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_soft_ext__crc_negotiation),
+		cmocka_unit_test(test_soft_ext__bad_context_flags),
+		cmocka_unit_test(test_soft_ext__read_to_ird_zero),
+		cmocka_unit_test(test_soft_ext__ord_limits_reads_in_flight),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
