@@ -51,10 +51,11 @@ static void check_cpd(const uint8_t *pd, size_t len)
 	CHECK(c.src_qpn <= 0xffffff && c.dst_qpn <= 0xffffff);
 	CHECK(rv_wire_cpd_encode(enc, sizeof(enc), &c) == RV_SOFT_CPD_LEN);
 	memcpy(raw, pd, RV_SOFT_CPD_LEN);
-	raw[26] = raw[27] = 0; /* reserved: ignored on receipt, zero when sent */
-	CHECK(memcmp(enc, raw, RV_SOFT_CPD_LEN) == 0);
+	CHECK(memcmp(enc, raw, RV_SOFT_CPD_LEN) == 0); /* every bit has a meaning: exact round trip */
 	CHECK(rv_wire_cpd_decode(enc, sizeof(enc), &d) == RV_SOFT_CPD_LEN);
-	CHECK(c.ird == d.ird && c.ord == d.ord && memcmp(c.gid, d.gid, 16) == 0 && c.port == d.port &&
+	CHECK(c.ird == d.ird && c.ord == d.ord && c.ird <= 0x3fff && c.ord <= 0x3fff && c.rtr == d.rtr &&
+	      c.caps == d.caps && memcmp(c.gid, d.gid, 16) == 0 && c.port == d.port &&
+	      c.min_rnr_timer == d.min_rnr_timer && c.rnr_retry == d.rnr_retry &&
 	      c.src_qpn == d.src_qpn && c.dst_qpn == d.dst_qpn && c.reason == d.reason);
 	CHECK(rv_wire_cpd_encode(enc, RV_SOFT_CPD_LEN - 1, &c) == -ENOSPC);
 }
@@ -107,8 +108,9 @@ static void structured(const uint8_t *data, size_t size)
 	f.pd_len = (uint16_t)((data[i] << 8 | data[i + 1]) % (RV_MPA_PD_MAX + 64));
 	i += 2;
 	memset(&c, 0, sizeof(c));
-	c.ird = (uint16_t)(data[i] << 8 | data[i + 1]);
-	c.ord = (uint16_t)(data[i + 2] << 8 | data[i + 3]);
+	c.ird = (uint16_t)((data[i] << 8 | data[i + 1]) & 0x3fff);
+	c.ord = (uint16_t)((data[i + 2] << 8 | data[i + 3]) & 0x3fff);
+	c.rtr = (uint8_t)(data[i] >> 4); /* RFC 6581 P2P/RTR bits */
 	memcpy(c.gid, data + i + 4, 16);
 	c.port = (uint16_t)(data[i + 20] << 8 | data[i + 21]);
 	c.src_qpn = (uint32_t)data[i + 22] << 16 | (uint32_t)data[i + 23] << 8 | data[i + 24];
@@ -136,7 +138,8 @@ static void structured(const uint8_t *data, size_t size)
 	CHECK(g.pd_len == 0 || memcmp(g.pd, pd, g.pd_len) == 0);
 	if (f.pd_len >= RV_SOFT_CPD_LEN) {
 		CHECK(rv_wire_cpd_decode(g.pd, g.pd_len, &d) == RV_SOFT_CPD_LEN);
-		CHECK(d.ird == c.ird && d.ord == c.ord && memcmp(d.gid, c.gid, 16) == 0 && d.port == c.port &&
+		CHECK(d.ird == c.ird && d.ord == c.ord && d.rtr == c.rtr && memcmp(d.gid, c.gid, 16) == 0 &&
+		      d.port == c.port &&
 		      d.src_qpn == c.src_qpn && d.dst_qpn == c.dst_qpn && d.reason == c.reason);
 	} else {
 		CHECK(rv_wire_cpd_decode(g.pd, g.pd_len, &d) == -EBADMSG);

@@ -3,7 +3,8 @@
  * fuzz-wire-mpa.c) with the device's own encoder: a valid FPDU of every
  * RDMAP opcode (tagged and untagged, first/middle/last segments, READ
  * requests, TERMINATEs quoting each kind of header), streams of several
- * FPDUs, MPA requests and replies (accepted, rejected, revision 2, empty and
+ * FPDUs, MPA requests and replies (revision 2 accepted, rejected, revision 1,
+ * markers, a SEND-only RTR offer, empty and
  * maximal private data), and edge cases the decoders must refuse (bad CRC,
  * lengths that cannot hold a header, wrong versions, a T bit contradicting
  * the opcode, truncation, wrong MPA key, revision 3, oversized private data).
@@ -239,24 +240,32 @@ static void mpas(void)
 	struct rv_soft_cpd c = {.ird = 32, .ord = 16,
 				.gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1},
 				.port = 40000, .src_qpn = 0x123456, .dst_qpn = 0x654321};
-	struct rv_mpa_frame f = {.rev = 1, .flags = RV_MPA_FLAG_CRC, .pd_len = RV_SOFT_CPD_LEN, .pd = buf + 100};
+	struct rv_mpa_frame f = {.rev = 2, .flags = RV_MPA_FLAG_CRC, .pd_len = RV_SOFT_CPD_LEN, .pd = buf + 100};
 	int n;
 
-	mpa("request", false, RV_MPA_FLAG_CRC, 1, &c, RV_SOFT_CPD_LEN);
-	mpa("reply", true, RV_MPA_FLAG_CRC, 1, &c, RV_SOFT_CPD_LEN);
+	c.rtr = RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE;
+	c.caps = RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC;
+	c.min_rnr_timer = 12;
+	c.rnr_retry = 7;
+	mpa("request", false, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN);
+	c.rtr = RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ;
+	mpa("reply", true, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN);
 	c.reason = RV_SOFT_REJECT_NO_QP;
-	mpa("reply-reject", true, RV_MPA_FLAG_CRC | RV_MPA_FLAG_REJECT, 1, &c, RV_SOFT_CPD_LEN);
+	mpa("reply-reject", true, RV_MPA_FLAG_CRC | RV_MPA_FLAG_REJECT, 2, &c, RV_SOFT_CPD_LEN);
 	c.reason = 0;
-	mpa("request-rev2-enhanced", false, RV_MPA_FLAG_CRC | RV_MPA_FLAG_ENHANCED, 2, &c, RV_SOFT_CPD_LEN + 4);
-	mpa("request-markers", false, RV_MPA_FLAG_CRC | RV_MPA_FLAG_MARKERS, 1, &c, RV_SOFT_CPD_LEN);
-	mpa("request-no-crc", false, 0, 1, &c, RV_SOFT_CPD_LEN);
-	mpa("request-no-pd", false, RV_MPA_FLAG_CRC, 1, NULL, 0);
-	mpa("request-pd-max", false, RV_MPA_FLAG_CRC, 1, &c, RV_MPA_PD_MAX);
-	mpa("request-pd-short", false, RV_MPA_FLAG_CRC, 1, &c, RV_SOFT_CPD_LEN - 1);
-	mpa("request-pd-not-rverbs", false, RV_MPA_FLAG_CRC, 1, NULL, RV_SOFT_CPD_LEN);
+	mpa("request-rev1", false, RV_MPA_FLAG_CRC, 1, &c, RV_SOFT_CPD_LEN);
+	mpa("request-markers", false, RV_MPA_FLAG_CRC | RV_MPA_FLAG_MARKERS, 2, &c, RV_SOFT_CPD_LEN);
+	mpa("request-no-crc", false, 0, 2, &c, RV_SOFT_CPD_LEN);
+	mpa("request-no-pd", false, RV_MPA_FLAG_CRC, 2, NULL, 0);
+	mpa("request-pd-max", false, RV_MPA_FLAG_CRC, 2, &c, RV_MPA_PD_MAX);
+	mpa("request-pd-short", false, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN - 1);
+	mpa("request-pd-not-rverbs", false, RV_MPA_FLAG_CRC, 2, NULL, RV_SOFT_CPD_LEN);
+	c.rtr = RV_SOFT_RTR_P2P | RV_SOFT_RTR_SEND;
+	mpa("request-send-rtr-only", false, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN);
 	c.src_qpn = 0xffffff;
 	c.dst_qpn = 0x2;
-	mpa("request-qpn-limits", false, RV_MPA_FLAG_CRC, 1, &c, RV_SOFT_CPD_LEN);
+	c.ird = c.ord = 0x3fff;
+	mpa("request-qpn-limits", false, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN);
 
 	/* Refused or incomplete. */
 	rv_wire_cpd_encode(buf + 100, RV_SOFT_CPD_LEN, &c);
