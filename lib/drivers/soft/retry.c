@@ -63,7 +63,7 @@ static void rnr_beat(struct soft_qp *q, struct soft_conn *c, int64_t now)
 	f.tagged = true;
 	f.last = true;
 	c->tx_len = c->tx_off = 0;
-	n = rv_wire_fpdu_encode(c->tx, SOFT_TXBUF, &f);
+	n = rv_wire_fpdu_encode_crc(c->tx, SOFT_TXBUF, &f, c->crc);
 	if (n > 0)
 		c->tx_len = (size_t)n;
 	q->rnr_beat_at = now;

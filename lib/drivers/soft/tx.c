@@ -160,7 +160,7 @@ static void emit_shm_ctl(struct soft_conn *c)
 	f.last = true;
 	f.payload = pay;
 	f.payload_len = sizeof(pay);
-	n = rv_wire_fpdu_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
+	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
 	if (n > 0)
 		c->tx_len += (size_t)n;
 }
@@ -194,7 +194,7 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	f.to = w->remote_addr;
 	f.payload = pay;
 	f.payload_len = len;
-	n = rv_wire_fpdu_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
+	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
 	if (n > 0)
 		c->tx_len += (size_t)n;
 	q->sq_tx++;
