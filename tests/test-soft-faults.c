@@ -132,7 +132,8 @@ static void side_close(struct side *s)
 	free(s->mem);
 }
 
-/* Connect a to peer's endpoint with timeout 14 (67 ms) and retry_cnt 1. */
+/* Connect to peer's endpoint with timeout 14 (67 ms) and retry_cnt 1: a bound of
+ * 134 ms, which soft0 rounds up to its smallest, 2 s. */
 static void connect_to(rv_qp *qp, const rv_endpoint *peer)
 {
 	rv_qp_attr a;
@@ -711,7 +712,7 @@ static void test_faults__receiver_not_ready_is_not_a_failure(void **state)
 	/* The peer never posts a receive (rnr_retry 7: wait forever) but lives:
 	 * well past the retry bound, the SEND has not failed. */
 	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
-	sleep_ms(2500);
+	sleep_ms(4500); /* more than twice soft0's smallest bound (SOFT_RETRY_MIN_MS, 2 s) */
 	assert_int_equal(rv_cq_poll(a.cq, &wc, 1), 0);
 	assert_int_equal(qp_state(a.qp), RV_QPS_RTS);
 	/* Then the peer dies: now it fails at once. */

@@ -12,8 +12,8 @@
  * - **drop** (an RC stream): a lost FPDU cannot be retransmitted by iWARP over
  *   TCP, so the stream stops at the lost frame, as a link that loses every
  *   retry would. The requester sees no progress; after the bound its QP's
- *   `timeout` and `retry_cnt` imply (4.096 µs × 2^timeout × (retry_cnt + 1);
- *   timeout 0 waits forever, as in verbs) its outstanding work completes with
+ *   `timeout` and `retry_cnt` imply (4.096 µs × 2^timeout × (retry_cnt + 1),
+ *   at least 2 s; timeout 0 waits forever, as in verbs) its outstanding work completes with
  *   ::RV_WC_RETRY_EXC_ERR (the first WR; the rest flush) and the QP goes to
  *   ERR; the peer then sees the connection close and fails its own
  *   outstanding work the same way.

@@ -67,7 +67,7 @@
 #define SOFT_LINGER_MS 2000
 /* The transport retry bound (retry.c) is at least this long: the peer is a
  * process the OS may deschedule, which a NIC never is. */
-#define SOFT_RETRY_MIN_MS 1000
+#define SOFT_RETRY_MIN_MS 2000
 /* A receiver that is not ready shows it lives this often (retry.c). */
 #define SOFT_RNR_BEAT_MS 100
 /* Ask the peer to confirm (zero-length READ) after this many unconfirmed WRs. */
