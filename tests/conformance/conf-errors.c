@@ -228,6 +228,34 @@ static void remote_access_qp_without_remote_write(void)
 	conf_buf_check(&p->b.buf, 0, 0);
 }
 
+/* Remote invalid request: an RDMA READ to a responder that accepts no
+ * READ (max_dest_rd_atomic 0) fails with remote invalid request; nothing is
+ * placed in the sink. */
+static void remote_invalid_request_read_to_a_qp_without_read_resources(void)
+{
+	struct conf_opts o = {.no_connect = true};
+	struct conf_pair *p = conf_pair_open(&o);
+	rv_qp_attr rts;
+	rv_send_wr w[2];
+	rv_sge s;
+
+	memset(&rts, 0, sizeof(rts));
+	rts.mask = RV_QP_MAX_DEST_RD_ATOMIC;
+	rts.max_dest_rd_atomic = 0;
+	conf_connect(&p->a, &p->b, &rts);
+	s = conf_sge(&p->a.buf, 0, 64);
+	w[0] = wr_of(1, RV_WR_RDMA_READ, &s, 1);
+	w[0].remote_addr = conf_addr(&p->b.buf, 0);
+	w[0].rkey = rv_mr_rkey(p->b.buf.mr);
+	w[1] = wr_of(2, RV_WR_SEND, &s, 1);
+	assert_int_equal(rv_qp_post_send(p->a.qp, w, 2, NULL), 0);
+	conf_expect(p->a.cq, 1, RV_WC_REM_INV_REQ_ERR);
+	conf_expect(p->a.cq, 2, RV_WC_WR_FLUSH_ERR);
+	expect_err_state(p->a.qp);
+	conf_buf_check(&p->a.buf, 0, 0);
+	conf_buf_check(&p->b.buf, 0, 0);
+}
+
 /* Moving a QP to ERR flushes its receive queue and every WR posted after. */
 static void flush_after_the_qp_goes_to_error(void)
 {
@@ -511,6 +539,8 @@ const struct conf_case conf_errors_cases[] = {
 	{"remote access error: RDMA WRITE to an MR of another PD", remote_access_write_to_an_mr_of_another_pd},
 	{"remote access error: RDMA READ from an MR of another PD", remote_access_read_from_an_mr_of_another_pd},
 	{"remote access error: RDMA WRITE to a QP without remote write access", remote_access_qp_without_remote_write},
+	{"remote invalid request: RDMA READ to a QP with max_dest_rd_atomic 0",
+	 remote_invalid_request_read_to_a_qp_without_read_resources},
 	{"WR flush error after the QP goes to ERR", flush_after_the_qp_goes_to_error},
 	{"RNR retry exceeded (rnr_retry 0)", rnr_retry_exceeded},
 	{"transport retry exceeded: the peer goes away", transport_retry_exceeded_peer_gone},

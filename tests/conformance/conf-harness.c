@@ -324,15 +324,20 @@ static void connect_one(struct conf_side *s, const rv_endpoint *peer, const rv_q
 	a.dest_qp_num = peer->qpn;
 	a.rq_psn = peer->psn;
 	a.path_mtu = peer->mtu && peer->mtu < pa.active_mtu ? peer->mtu : pa.active_mtu;
+	/* The responder's attributes belong to RTR. */
 	if (rts->mask & RV_QP_MIN_RNR_TIMER) {
 		a.mask |= RV_QP_MIN_RNR_TIMER;
 		a.min_rnr_timer = rts->min_rnr_timer;
+	}
+	if (rts->mask & RV_QP_MAX_DEST_RD_ATOMIC) {
+		a.mask |= RV_QP_MAX_DEST_RD_ATOMIC;
+		a.max_dest_rd_atomic = rts->max_dest_rd_atomic;
 	}
 	rc = rv_qp_to_rtr(s->qp, &a);
 	if (rc < 0)
 		fail_msg("rv_qp_to_rtr: %d %s", rc, rv_error_last());
 	a = *rts;
-	a.mask &= ~(uint64_t)RV_QP_MIN_RNR_TIMER;
+	a.mask &= ~(uint64_t)(RV_QP_MIN_RNR_TIMER | RV_QP_MAX_DEST_RD_ATOMIC);
 	rc = rv_qp_to_rts(s->qp, &a);
 	if (rc == -EOPNOTSUPP || rc == -EINVAL)
 		conf_skip("moving a QP to RTS with attribute mask 0x%llx: %s", (unsigned long long)a.mask,

@@ -89,7 +89,8 @@ void conf_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 struct conf_pair *conf_pair_open(const struct conf_opts *opts);
 
 /* Connect x to y and y to x; rts (may be NULL) adds attributes to both
- * sides' RTR -> RTS step (for example a finite rnr_retry). */
+ * sides' RTR -> RTS step (for example a finite rnr_retry); its
+ * min_rnr_timer and max_dest_rd_atomic go to the INIT -> RTR step. */
 void conf_connect(struct conf_side *x, struct conf_side *y, const rv_qp_attr *rts);
 
 /* Hand a QP or CQ the case created over to the harness, which drops the
