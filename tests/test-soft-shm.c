@@ -7,6 +7,7 @@
  * is written. With RVERBS_SOFT_SHM=0 on one side the path is not agreed and the
  * same WRITEs still arrive (over TCP).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -38,15 +39,39 @@ static bool in_child;
 		}                                                                             \
 	} while (0)
 
-/* The INFO line of shm.c, as each side saw it. */
+/* The INFO line of shm.c, as each side saw it (written by a progress thread). */
 static char path_line[512];
+static pthread_mutex_t path_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void on_log(rv_log_level level, const char *msg, void *user)
 {
 	(void)level;
 	(void)user;
-	if (strstr(msg, "same-host path"))
+	if (strstr(msg, "same-host path")) {
+		pthread_mutex_lock(&path_lock);
 		snprintf(path_line, sizeof(path_line), "%s", msg);
+		pthread_mutex_unlock(&path_lock);
+	}
+}
+
+static bool path_says(const char *a, const char *b)
+{
+	bool r;
+
+	pthread_mutex_lock(&path_lock);
+	r = (!a || strstr(path_line, a)) && (!b || strstr(path_line, b));
+	pthread_mutex_unlock(&path_lock);
+	return r;
+}
+
+static bool path_empty(void)
+{
+	bool r;
+
+	pthread_mutex_lock(&path_lock);
+	r = !path_line[0];
+	pthread_mutex_unlock(&path_lock);
+	return r;
 }
 
 static int full_io(int fd, void *buf, size_t len, bool wr)
@@ -100,6 +125,8 @@ static void setup(struct side *s, int fd)
 	CHECK(full_io(fd, &tl, 4, false) == 0 && tl <= sizeof(theirs) && full_io(fd, theirs, tl, false) == 0);
 	CHECK(rv_endpoint_unpack(theirs, tl, &s->peer) == 0);
 	CHECK(rv_qp_connect(s->qp, &s->peer) == 0);
+	rv_sge r = {(uintptr_t)rv_mr_addr(s->mr) + BUF / 2 + 4096, 64, rv_mr_lkey(s->mr)};
+	CHECK(rv_qp_recv(s->qp, &r, 5) == 0);
 }
 
 static void teardown(struct side *s)
@@ -168,10 +195,21 @@ static void writer(struct side *s, int fd, bool expect_path)
 		off += sizes[k] + 64;
 	}
 	if (expect_path)
-		CHECK(strstr(path_line, "from us by reference") && strstr(path_line, "to us by reference"));
+		CHECK(path_says("from us by reference", "to us by reference"));
 	else
-		CHECK(!path_line[0] || strstr(path_line, "from us over TCP"));
-	CHECK(full_io(fd, &ok, 1, true) == 0);  /* go and check */
+		CHECK(path_empty() || path_says("from us over TCP", NULL));
+	/* A SEND after the WRITEs: when the child's receive completes, every
+	 * WRITE before it was placed (RC order), and its threads know it. */
+	{
+		uint64_t v = 1;
+		rv_sge g = {(uintptr_t)&v, 8, 0};
+		rv_send_wr wr = {.wr_id = 77, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
+				 .send_flags = RV_SEND_SIGNALED | RV_SEND_INLINE};
+		size_t np;
+		CHECK(rv_qp_post_send(s->qp, &wr, 1, &np) == 0);
+		rv_wc wc = wait_one(s);
+		CHECK(wc.wr_id == 77 && wc.status == RV_WC_SUCCESS);
+	}
 	CHECK(full_io(fd, &ok, 1, false) == 0); /* checked */
 	CHECK(ok == 1);
 	/* A range past the end of the MR: the target refuses before a byte moves. */
@@ -183,9 +221,10 @@ static void reader(struct side *s, int fd, bool by_ref)
 {
 	const uint8_t *buf = rv_mr_addr(s->mr);
 	uint64_t off = 0;
-	char ok = 1, go;
+	char ok = 1;
+	rv_wc wc = wait_one(s); /* the SEND that follows the WRITEs */
 
-	CHECK(full_io(fd, &go, 1, false) == 0);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_RECV && wc.wr_id == 5);
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		for (uint32_t i = 0; i < sizes[k]; i++)
 			if (buf[off + i] != pat(i, (uint32_t)k + 1)) {
