@@ -12,19 +12,30 @@
 #include <string.h>
 
 #include "driver.h"
+#include "qp_signal.h"
 #include "qp_state.h"
 #include "memory.h"
 
 static int qp_destroy(struct rv_object *obj)
 {
 	struct rv_qp *qp = (struct rv_qp *)obj;
-	return qp->drv->qp_destroy(qp);
+	int rc = qp->drv->qp_destroy(qp);
+
+	if (rc == 0)
+		rv_qp_signal_detach(qp);
+	return rc;
+}
+
+static void qp_release(struct rv_object *obj)
+{
+	rv_qp_signal_free((struct rv_qp *)obj);
 }
 
 static const struct rv_object_class qp_class = {
 	.type = RV_OBJ_QP,
 	.name = "QP",
 	.destroy = qp_destroy,
+	.release = qp_release,
 };
 
 #define QP_INIT_KNOWN (RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_RECV_CQ | \
@@ -198,6 +209,8 @@ static int qp_modify(rv_qp *qp, const rv_qp_attr *attr, const char *func)
 	if (rc == 0) {
 		if (attr->mask & RV_QP_STATE)
 			qp->state = attr->qp_state;
+		if ((attr->mask & RV_QP_STATE) && attr->qp_state == RV_QPS_RESET)
+			rv_qp_signal_reset(qp);
 		if (attr->mask & RV_QP_PORT)
 			qp->port_num = attr->port_num;
 	}

@@ -82,6 +82,7 @@ struct rv_cq {
 	struct rv_comp_channel *channel; /* or NULL; a dependency (strong) */
 	_Atomic uint32_t events_taken;   /* by rv_comp_channel_get_event */
 	_Atomic uint32_t events_acked;
+	struct rv_qp *sig_qps;           /* QPs sending here with a signalling policy (lib/qp_signal.c) */
 	uint32_t wait_mode;              /* rv_cq_wait_mode */
 	uint64_t spin_ns;
 };
@@ -106,6 +107,7 @@ struct rv_qp {
 	uint32_t init_psn; /* random 24-bit initial send PSN */
 	uint8_t port_num;  /* the port chosen at INIT (default 1) */
 	rv_qp_cap cap;     /* as read back from the driver after create */
+	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
 };
 
 struct rv_ah {

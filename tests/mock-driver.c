@@ -496,6 +496,10 @@ static int mock_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, siz
 	}
 	mock.n_post_send++;
 	mock.last_send = wrs[0];
+	for (size_t i = 0; i < k && mock.n_sent < MOCK_SENT_MAX; i++, mock.n_sent++) {
+		mock.sent_wr_id[mock.n_sent] = wrs[i].wr_id;
+		mock.sent_flags[mock.n_sent] = wrs[i].send_flags;
+	}
 	*n_posted = k;
 	if (mock.post_rc)
 		return mock.post_rc;

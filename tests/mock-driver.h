@@ -19,6 +19,7 @@
 
 #define MOCK_LOG_MAX 8192
 #define MOCK_WC_MAX 16
+#define MOCK_SENT_MAX 256
 
 /* One successful destroy (device: its release), in order. */
 struct mock_event {
@@ -55,6 +56,10 @@ struct mock_state {
 	int post_rc;            /* 0 or a negative errno for post_send/post_recv */
 	size_t post_limit;      /* post at most this many (SIZE_MAX: all) */
 	rv_send_wr last_send;
+	/* Every send WR posted since mock_reset (the first MOCK_SENT_MAX). */
+	uint64_t sent_wr_id[MOCK_SENT_MAX];
+	uint32_t sent_flags[MOCK_SENT_MAX];
+	size_t n_sent;
 	rv_recv_wr last_recv;
 	unsigned n_post_send, n_post_recv, n_poll;
 

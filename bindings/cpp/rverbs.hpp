@@ -591,6 +591,24 @@ public:
 	}
 
 	/** Post send WRs; returns how many were posted (all, or throws). */
+	/** Selective signalling as a QP policy (rv_qp_set_signal_every); 0 turns it off. */
+	void set_signal_every(uint32_t n)
+	{
+		detail::check(rv_qp_set_signal_every(p_, n), "rv_qp_set_signal_every");
+	}
+	void set_signal_every(uint32_t n, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_set_signal_every(p_, n), ec);
+	}
+	/** Send WRs posted and not yet known complete (rv_qp_send_outstanding). */
+	int send_outstanding() const
+	{
+		return detail::check(rv_qp_send_outstanding(p_), "rv_qp_send_outstanding");
+	}
+	int send_outstanding(std::error_code &ec) const noexcept
+	{
+		return detail::check(rv_qp_send_outstanding(p_), ec);
+	}
 	size_t post_send(span<const rv_send_wr> wrs)
 	{
 		size_t n = 0;

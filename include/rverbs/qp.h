@@ -306,6 +306,46 @@ RV_API int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep);
 RV_API int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer);
 
 /**
+ * Selective signalling as a policy of this QP: from now on rverbs chooses
+ * which send WRs are signalled, on every driver. A WR is signalled when the
+ * caller set RV_SEND_SIGNALED, when it is the @p n-th since the last
+ * signalled one, and when it is the last WR a rv_qp_post_send() call posts
+ * (so a completion always comes for what was posted). rverbs never lets
+ * unsignalled work fill the send queue: a post that would exceed
+ * max_send_wr outstanding WRs posts what fits, signals the last of those and
+ * returns -ENOMEM. The completions polled from the send CQ are accounted
+ * (rv_qp_send_outstanding()), including error completions, which the device
+ * generates for unsignalled WRs too.
+ *
+ * Set it before posting on the QP, with one thread posting and one thread
+ * polling the send CQ at a time; changing it while another thread posts is a
+ * caller race. On a CQ shared by sends and receives, give them distinct
+ * wr_ids if the count must be exact after an error (an error completion
+ * carries no reliable opcode). With the policy off the post path is the
+ * plain one, without any extra test.
+ * @param qp  the QP; it must have been created with sq_sig_all = 0
+ * @param n   signal at least every n-th WR, 1 .. max_send_wr; 0 turns the
+ *            policy off (only when nothing is outstanding)
+ * @retval 0            success
+ * @retval -EINVAL      @p n exceeds the send queue depth, or the QP signals
+ *                      every WR already (sq_sig_all = 1)
+ * @retval -EBUSY       turning the policy off while WRs are outstanding
+ * @retval -ENOMEM      out of memory
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_set_signal_every(rv_qp *qp, uint32_t n);
+
+/**
+ * How many send WRs of a QP with a signalling policy (rv_qp_set_signal_every())
+ * are posted and not yet known complete: a WR is known complete once the
+ * completion of a later signalled WR, or its own, has been polled.
+ * @return the count (0 .. max_send_wr), or a negative errno
+ * @retval -EINVAL      @p qp is not a QP, or it has no signalling policy
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_send_outstanding(rv_qp *qp);
+
+/**
  * Post send work requests. A WR whose payload fits max_inline_data is sent
  * inline unless it has RV_SEND_NO_INLINE.
  * @param qp         the QP

@@ -183,6 +183,27 @@ TEST_CASE(copy_is_a_reference_move_transfers)
 	CHECK(readopted);
 }
 
+TEST_CASE(signal_policy)
+{
+	context c = soft_context();
+	pd p = pd::create(c);
+	cq q = cq::create(c);
+	rv_qp_init_attr a{};
+	a.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_SQ_SIG_ALL;
+	a.send_cq = q.get();
+	a.sq_sig_all = 0;
+	qp x = qp::create(p, a);
+	std::error_code ec;
+	x.send_outstanding(ec);
+	CHECK(ec.value() == EINVAL);
+	x.set_signal_every(4);
+	CHECK(x.send_outstanding() == 0);
+	x.set_signal_every(x.cap().max_send_wr + 1, ec);
+	CHECK(ec.value() == EINVAL);
+	CHECK(last_error().find("max_send_wr") != std::string::npos);
+	x.set_signal_every(0);
+}
+
 TEST_CASE(close_cascades_and_use_after_close_reports_closed)
 {
 	context c = soft_context();

@@ -824,6 +824,20 @@ class QP(_Handle):
             peer = Endpoint.unpack(peer)
         check(lib.rv_qp_connect(self._ptr("rv_qp_connect"), peer._c), "rv_qp_connect")
 
+    def set_signal_every(self, n):
+        """Selective signalling as a policy of this QP (it needs sq_sig_all=False):
+        rverbs signals every n-th send WR, the last WR of each post_send, and
+        never lets unsignalled work fill the send queue; completions polled from
+        the send CQ are accounted (send_outstanding). 0 turns it off."""
+        check(lib.rv_qp_set_signal_every(self._ptr("rv_qp_set_signal_every"), n),
+              "rv_qp_set_signal_every")
+
+    @property
+    def send_outstanding(self):
+        """Send WRs posted and not yet known complete (needs a signalling policy)."""
+        return check(lib.rv_qp_send_outstanding(self._ptr("rv_qp_send_outstanding")),
+                     "rv_qp_send_outstanding")
+
     # -- data path --
 
     def post_send(self, wrs, n=None):

@@ -218,3 +218,24 @@ def test_lowlevel_unref_orders(device):
     assert lib.rv_context_unref(out_ctx[0]) == ffi.NULL
     assert lib.rv_pd_unref(out_pd[0]) == ffi.NULL
     assert lib.rv_mr_unref(out_mr[0]) == ffi.NULL
+
+
+def test_qp_signal_policy(context):
+    """Selective signalling: set on a QP with sq_sig_all off, its accounting
+    starts at 0, and the bad cases raise with the reason."""
+    pd = rverbs.PD(context)
+    cq = rverbs.CQ(context)
+    qp = rverbs.QP(pd, cq, sq_sig_all=False, max_send_wr=8, max_recv_wr=8)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        qp.send_outstanding
+    assert "no signalling policy" in str(e.value)
+    qp.set_signal_every(4)
+    assert qp.send_outstanding == 0
+    with pytest.raises(rverbs.RVerbsError) as e:
+        qp.set_signal_every(qp.cap["max_send_wr"] + 1)
+    assert e.value.errno == errno.EINVAL and "max_send_wr" in str(e.value)
+    qp.set_signal_every(0)
+    every = rverbs.QP(pd, cq, max_send_wr=8, max_recv_wr=8)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        every.set_signal_every(4)
+    assert "sq_sig_all" in str(e.value)

@@ -1,0 +1,25 @@
+/*
+ * Selective signalling as a QP policy (rv_qp_set_signal_every): the facade's
+ * send wrapper that chooses which WRs are signalled, and the accounting of
+ * completions, on every driver.
+ *
+ * Owns: struct rv_qp_signal (one per QP with a policy) and the list of such
+ * QPs on their send CQ. Never takes a lock on the data path; the policy is
+ * switched on and off under the graph lock.
+ */
+#ifndef RV_QP_SIGNAL_H
+#define RV_QP_SIGNAL_H
+
+#include "rverbs-private.h"
+
+/* A QP with a policy is being destroyed (graph lock held): leave its send
+ * CQ's list; the CQ polls without accounting once no such QP is left. */
+void rv_qp_signal_detach(struct rv_qp *qp);
+
+/* Free the policy state (at the handle's release). */
+void rv_qp_signal_free(struct rv_qp *qp);
+
+/* The QP went back to RESET: nothing is outstanding any more. */
+void rv_qp_signal_reset(struct rv_qp *qp);
+
+#endif
