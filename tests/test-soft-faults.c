@@ -555,10 +555,12 @@ struct remote {
 	rv_endpoint ep;
 };
 
-static void remote_start(struct remote *r, struct side *s, const char *addr, const char *netns, int n_recv)
+/* Fork the peer before this process opens a context, so that the child of a
+ * single-threaded process is what runs it (ThreadSanitizer refuses threads
+ * after a multi-threaded fork). */
+static void remote_fork(struct remote *r, const char *addr, const char *netns, int n_recv)
 {
 	int p2c[2], c2p[2];
-	char c;
 
 	assert_int_equal(pipe(p2c), 0);
 	assert_int_equal(pipe(c2p), 0);
@@ -588,6 +590,13 @@ static void remote_start(struct remote *r, struct side *s, const char *addr, con
 	close(c2p[1]);
 	r->rfd = c2p[0];
 	r->wfd = p2c[1];
+}
+
+/* Connect s to the forked peer. */
+static void remote_connect(struct remote *r, struct side *s)
+{
+	char c;
+
 	assert_true(recv_ep(r->rfd, &r->ep));
 	send_ep(r->wfd, s->qp, s->mr);
 	connect_to(s->qp, &r->ep);
@@ -643,8 +652,9 @@ static void test_faults__peer_killed_mid_transfer(void **state)
 	struct side a;
 
 	(void)state;
+	remote_fork(&r, NULL, NULL, 2);
 	side_open(&a, NULL);
-	remote_start(&r, &a, NULL, NULL, 2);
+	remote_connect(&r, &a);
 	for (uint32_t i = 0; i < BUF; i++)
 		a.buf[i] = (uint8_t)i;
 	/* Two SENDs the peer has receives for, WRITEs into its memory, then SENDs
@@ -674,8 +684,9 @@ static void test_faults__peer_stopped_is_retry_exceeded(void **state)
 	struct side a;
 
 	(void)state;
+	remote_fork(&r, NULL, NULL, 4);
 	side_open(&a, NULL);
-	remote_start(&r, &a, NULL, NULL, 4);
+	remote_connect(&r, &a);
 	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
 	drain(&a);
 	assert_int_equal(wc_of(&a, 1)->status, RV_WC_SUCCESS);
@@ -707,8 +718,9 @@ static void test_faults__receiver_not_ready_is_not_a_failure(void **state)
 	rv_wc wc;
 
 	(void)state;
+	remote_fork(&r, NULL, NULL, 0);
 	side_open(&a, NULL);
-	remote_start(&r, &a, NULL, NULL, 0);
+	remote_connect(&r, &a);
 	/* The peer never posts a receive (rnr_retry 7: wait forever) but lives:
 	 * well past the retry bound, the SEND has not failed. */
 	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
@@ -789,11 +801,12 @@ static void test_faults__link_down_between_namespaces(void **state)
 	close(fd);
 
 	memset(&a, 0, sizeof(a));
+	remote_fork(&r, ip_b, ns_b, 4);
 	a.ctx = open_ctx(ip_a);
 	side_open(&a, a.ctx);
 	a.own_ctx = true;
 	rv_context_unref(a.ctx);
-	remote_start(&r, &a, ip_b, ns_b, 4);
+	remote_connect(&r, &a);
 	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
 	drain(&a);
 	assert_int_equal(wc_of(&a, 1)->status, RV_WC_SUCCESS);
