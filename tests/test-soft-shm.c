@@ -1,7 +1,8 @@
 /*
  * soft0's same-host path (lib/drivers/soft/shm.c) between two processes:
  * the path is agreed in both directions (the INFO log says so), large RDMA
- * WRITEs from two SGEs land byte for byte, small ones still go through TCP,
+ * WRITEs and a SEND from two SGEs land byte for byte, small ones still go
+ * through TCP,
  * and the checks of the target are the same: a range past the MR completes
  * the WR that caused it with RV_WC_REM_ACCESS_ERR, and by reference nothing
  * is written. With RVERBS_SOFT_SHM=0 on one side the path is not agreed and the
@@ -25,6 +26,7 @@
 #include <rverbs/rverbs.h>
 
 #define BUF (2u << 20)
+#define SEND_LEN 100000u
 #define TIMEOUT_S 30
 
 static bool in_child;
@@ -125,7 +127,7 @@ static void setup(struct side *s, int fd)
 	CHECK(full_io(fd, &tl, 4, false) == 0 && tl <= sizeof(theirs) && full_io(fd, theirs, tl, false) == 0);
 	CHECK(rv_endpoint_unpack(theirs, tl, &s->peer) == 0);
 	CHECK(rv_qp_connect(s->qp, &s->peer) == 0);
-	rv_sge r = {(uintptr_t)rv_mr_addr(s->mr) + BUF / 2 + 4096, 64, rv_mr_lkey(s->mr)};
+	rv_sge r = {(uintptr_t)rv_mr_addr(s->mr) + BUF / 2 + 4096, 2 * SEND_LEN, rv_mr_lkey(s->mr)};
 	CHECK(rv_qp_recv(s->qp, &r, 5) == 0);
 }
 
@@ -160,13 +162,16 @@ static rv_wc wait_one(struct side *s)
 
 /* WRITE len bytes (from two SGEs: the first half of the MR's second MiB, then
  * the rest) to the peer at offset off with rkey; returns the status. */
-static uint32_t write_two_sges(struct side *s, uint64_t off, uint32_t len, uint32_t rkey, uint32_t seed)
+#define write_two_sges(s, off, len, rkey, seed) post_two_sges(s, RV_WR_RDMA_WRITE, off, len, rkey, seed)
+
+static uint32_t post_two_sges(struct side *s, uint32_t opcode, uint64_t off, uint32_t len, uint32_t rkey,
+			      uint32_t seed)
 {
 	uint8_t *src = (uint8_t *)rv_mr_addr(s->mr) + BUF / 2;
 	uint32_t a = len / 3;
 	rv_sge sge[2] = {{(uintptr_t)src, a, rv_mr_lkey(s->mr)},
 			 {(uintptr_t)src + a + 100, len - a, rv_mr_lkey(s->mr)}};
-	rv_send_wr wr = {.wr_id = seed, .sg_list = sge, .num_sge = 2, .opcode = RV_WR_RDMA_WRITE,
+	rv_send_wr wr = {.wr_id = seed, .sg_list = sge, .num_sge = 2, .opcode = opcode,
 			 .send_flags = RV_SEND_SIGNALED, .remote_addr = s->peer.mr_addr + off, .rkey = rkey};
 	size_t np;
 
@@ -198,18 +203,10 @@ static void writer(struct side *s, int fd, bool expect_path)
 		CHECK(path_says("from us by reference", "to us by reference"));
 	else
 		CHECK(path_empty() || path_says("from us over TCP", NULL));
-	/* A SEND after the WRITEs: when the child's receive completes, every
-	 * WRITE before it was placed (RC order), and its threads know it. */
-	{
-		uint64_t v = 1;
-		rv_sge g = {(uintptr_t)&v, 8, 0};
-		rv_send_wr wr = {.wr_id = 77, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
-				 .send_flags = RV_SEND_SIGNALED | RV_SEND_INLINE};
-		size_t np;
-		CHECK(rv_qp_post_send(s->qp, &wr, 1, &np) == 0);
-		rv_wc wc = wait_one(s);
-		CHECK(wc.wr_id == 77 && wc.status == RV_WC_SUCCESS);
-	}
+	/* A SEND after the WRITEs (by reference too when the path is on): when
+	 * the child's receive completes, every WRITE before it was placed (RC
+	 * order), and its threads know it. */
+	CHECK(post_two_sges(s, RV_WR_SEND, 0, SEND_LEN, 0, 7) == RV_WC_SUCCESS);
 	CHECK(full_io(fd, &ok, 1, false) == 0); /* checked */
 	CHECK(ok == 1);
 	/* A range past the end of the MR: the target refuses before a byte moves. */
@@ -223,8 +220,16 @@ static void reader(struct side *s, int fd, bool by_ref)
 	uint64_t off = 0;
 	char ok = 1;
 	rv_wc wc = wait_one(s); /* the SEND that follows the WRITEs */
+	const uint8_t *got = buf + BUF / 2 + 4096;
 
 	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_RECV && wc.wr_id == 5);
+	CHECK(wc.byte_len == SEND_LEN);
+	for (uint32_t i = 0; i < SEND_LEN; i++)
+		if (got[i] != pat(i, 7)) {
+			fprintf(stderr, "SEND: byte %u differs\n", i);
+			ok = 0;
+			break;
+		}
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		for (uint32_t i = 0; i < sizes[k]; i++)
 			if (buf[off + i] != pat(i, (uint32_t)k + 1)) {

@@ -271,3 +271,31 @@ enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_pd *pd, uint32_t 
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
+
+enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				uint64_t len, int pid, const struct iovec *src, uint32_t nsrc)
+{
+	struct iovec dst[SOFT_MAX_SGE];
+	enum soft_mem_err e = SOFT_MEM_OK;
+	uint64_t left = len;
+	uint32_t k = 0;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	for (uint32_t i = 0; i < n && left && k < SOFT_MAX_SGE; i++) {
+		uint64_t l = sge[i].length < left ? sge[i].length : left;
+		if (!l)
+			continue;
+		e = check(lookup(sc, sge[i].lkey), pd, RV_ACCESS_LOCAL_WRITE, sge[i].addr, sge[i].length);
+		if (e != SOFT_MEM_OK)
+			break;
+		dst[k].iov_base = (void *)(uintptr_t)sge[i].addr;
+		dst[k++].iov_len = (size_t)l;
+		left -= l;
+	}
+	if (e == SOFT_MEM_OK && left)
+		e = SOFT_MEM_BOUNDS;
+	if (e == SOFT_MEM_OK && len && process_vm_readv(pid, dst, k, src, nsrc, 0) != (ssize_t)len)
+		e = SOFT_MEM_PEER;
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
+}

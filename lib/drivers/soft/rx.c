@@ -121,6 +121,70 @@ static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	return e == SOFT_MEM_OK ? 0 : tagged_error(q, f, e);
 }
 
+/* A SEND by reference (shm.c): the whole message, pulled into the receive WR
+ * at the head of the queue, with the same checks and outcomes as rx_send. */
+static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct iovec iov[SOFT_MAX_SGE];
+	uint32_t n = f->payload_len / SOFT_SHM_REF_LEN;
+	uint64_t total = 0, cap = 0;
+	struct soft_rwqe *rw;
+	enum soft_mem_err e;
+	rv_wc wc;
+
+	if (!q->conn || !q->conn->shm_pull || f->payload_len % SOFT_SHM_REF_LEN || n > SOFT_MAX_SGE || !f->last)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->qn != RV_DDP_QN_SEND)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->msn != q->msn_rx[0])
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (q->rx_in_msg || f->mo != 0)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
+				       RV_WC_WR_FLUSH_ERR);
+	if (q->rq_head == q->rq_tail)
+		return 1; /* no receive WR yet: stall, as rx_send */
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t a;
+		uint32_t l;
+		memcpy(&a, f->payload + i * SOFT_SHM_REF_LEN, 8);
+		memcpy(&l, f->payload + i * SOFT_SHM_REF_LEN + 8, 4);
+		iov[i].iov_base = (void *)(uintptr_t)a;
+		iov[i].iov_len = l;
+		total += l;
+	}
+	rw = &q->rq[q->rq_head % q->rq_size];
+	for (uint32_t i = 0; i < rw->num_sge; i++)
+		cap += rw->sge[i].length;
+	q->rx_in_msg = true; /* an error below completes this receive WR */
+	q->rx_bytes = 0;
+	if (total > cap)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_TOO_LONG,
+				       RV_WC_LOC_LEN_ERR);
+	e = soft_sgl_pull(q->sc, q->qp->pd, rw->sge, rw->num_sge, total, (int)q->conn->shm_pid, iov, n);
+	if (e == SOFT_MEM_PEER)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
+				       RV_WC_WR_FLUSH_ERR);
+	if (e != SOFT_MEM_OK)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_LOCAL_CATA, RV_TERM_RDMAP_UNSPEC,
+				       RV_WC_LOC_PROT_ERR);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = rw->wr_id;
+	wc.status = RV_WC_SUCCESS;
+	wc.opcode = RV_WC_RECV;
+	wc.byte_len = (uint32_t)total;
+	wc.qp_num = q->qpn;
+	wc.src_qp = q->peer_qpn;
+	if (!soft_cq_push(q->qp->recv_cq, &wc))
+		q->cq_overflow = true;
+	q->rq_head++;
+	q->rx_in_msg = false;
+	q->msn_rx[0]++;
+	return 0;
+}
+
 static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	const struct rv_read_req *r = &f->rreq;
@@ -357,6 +421,8 @@ static int rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 		return rx_terminate(q, f);
 	case SOFT_OP_WRITE_REF:
 		return rx_write_ref(q, f);
+	case SOFT_OP_SEND_REF:
+		return rx_send_ref(q, f);
 	case SOFT_OP_SHM_CTL:
 		if (q->conn && soft_shm_ctl_got(q, q->conn, f->payload, f->payload_len))
 			return 0;

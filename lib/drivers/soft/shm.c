@@ -1,9 +1,9 @@
 /*
  * The same-host path of the software device: between two processes of one
- * host, an RDMA WRITE of SOFT_SHM_MIN bytes or more does not carry its
- * payload through TCP; the FPDU names the source memory and the target pulls
- * it with one process_vm_readv(2) straight into the registered memory, after
- * the same STag, PD, access and bounds checks as any WRITE. TCP still carries
+ * host, an RDMA WRITE or SEND of SOFT_SHM_MIN bytes or more does not carry
+ * its payload through TCP; the FPDU names the source memory and the target
+ * pulls it with one process_vm_readv(2) straight into the registered memory
+ * (rx.c), after the same checks as over TCP. TCP still carries
  * everything else (setup, SEND, READ, confirmations, TERMINATE), so ordering,
  * completion and error semantics are unchanged: a WRITE completes once the
  * peer confirmed it, i.e. after it pulled the data.
@@ -148,7 +148,7 @@ bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, 
 		c->shm_send_ctl = true;
 	}
 	c->shm_push = p[1] != 0;
-	rv_log(RV_LOG_INFO, "soft0: QP 0x%x: same-host path to QP 0x%x: WRITEs of %u bytes or more from us %s, "
+	rv_log(RV_LOG_INFO, "soft0: QP 0x%x: same-host path to QP 0x%x: WRITEs and SENDs of %u bytes or more from us %s, "
 	       "to us %s", q->qpn, q->peer_qpn, SOFT_SHM_MIN, c->shm_push ? "by reference" : "over TCP",
 	       c->shm_pull ? "by reference" : "over TCP");
 	return true;

@@ -359,6 +359,10 @@ struct iovec;
  * bytes from the iovecs of process pid into it with process_vm_readv. */
 enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
 				uint64_t addr, uint64_t len, int pid, const struct iovec *src, uint32_t n);
+/* Same host: the first len bytes of an SGE list (lkeys, LOCAL_WRITE), filled
+ * from the iovecs of process pid. */
+enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				uint64_t len, int pid, const struct iovec *src, uint32_t nsrc);
 /* Gather len bytes from offset off of an SGE list (lkeys, LOCAL access). */
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len);
@@ -417,6 +421,7 @@ bool soft_conn_flush(struct soft_conn *c);
 /* Private RDMAP opcodes, used only on a connection where both sides agreed
  * (never on the wire to anyone else): a control message and a tagged WRITE
  * whose payload names the source memory instead of carrying it. */
+#define SOFT_OP_SEND_REF 0xDu
 #define SOFT_OP_SHM_CTL 0xEu
 #define SOFT_OP_WRITE_REF 0xFu
 #define SOFT_SHM_EXT_LEN 32u   /* MPA private data after rv_soft_cpd */

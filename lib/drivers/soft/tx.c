@@ -165,8 +165,9 @@ static void emit_shm_ctl(struct soft_conn *c)
 		c->tx_len += (size_t)n;
 }
 
-/* A whole WRITE by reference (shm.c): the payload names the source segments,
- * the peer pulls them into the target. They were checked like any local read. */
+/* A whole WRITE or SEND by reference (shm.c): the payload names the source
+ * segments, the peer pulls them into the target or the receive WR. They were
+ * checked like any local read. */
 static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
 {
 	uint8_t pay[SOFT_MAX_SGE * SOFT_SHM_REF_LEN];
@@ -187,11 +188,17 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 		len += SOFT_SHM_REF_LEN;
 	}
 	memset(&f, 0, sizeof(f));
-	f.opcode = SOFT_OP_WRITE_REF;
-	f.tagged = true;
 	f.last = true;
-	f.stag = w->rkey;
-	f.to = w->remote_addr;
+	if (w->opcode == RV_WR_SEND) {
+		f.opcode = SOFT_OP_SEND_REF;
+		f.qn = RV_DDP_QN_SEND;
+		w->msn = f.msn = q->msn_tx[RV_DDP_QN_SEND]++;
+	} else {
+		f.opcode = SOFT_OP_WRITE_REF;
+		f.tagged = true;
+		f.stag = w->rkey;
+		f.to = w->remote_addr;
+	}
 	f.payload = pay;
 	f.payload_len = len;
 	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
@@ -209,8 +216,8 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	struct rv_fpdu f;
 	size_t off;
 
-	if (c->shm_push && w->opcode == RV_WR_RDMA_WRITE && !w->inl && q->tx_off == 0 &&
-	    w->length >= SOFT_SHM_MIN)
+	if (c->shm_push && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
+	    (w->opcode == RV_WR_RDMA_WRITE || (w->opcode == RV_WR_SEND && !(w->flags & RV_SEND_SOLICITED))))
 		return emit_write_ref(q, c, w);
 	if (chunk > SOFT_FPDU_PAYLOAD)
 		chunk = SOFT_FPDU_PAYLOAD;
