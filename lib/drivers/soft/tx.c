@@ -202,8 +202,8 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	f.payload = pay;
 	f.payload_len = len;
 	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
-	if (n > 0)
-		c->tx_len += (size_t)n;
+	if (n > 0) /* a data frame like any other for fault injection (fault.c) */
+		c->tx_len += soft_fault_tx(q, c, c->tx + c->tx_len, (size_t)n);
 	q->sq_tx++;
 	return true;
 }
