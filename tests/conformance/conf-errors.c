@@ -470,8 +470,9 @@ static void inject_or_skip(struct conf_pair *p, rv_soft_fault_kind kind)
 }
 
 /* Transport retry exceeded on a live peer: every frame lost, the QP's
- * timeout 10 (4.2 ms) and retry_cnt 1 run out; the first WR fails, the
- * next flushes, the QP goes to ERR, B's buffer is untouched. */
+ * timeout 10 (4.2 ms; soft0 waits at least 2 s) and retry_cnt 1 run out;
+ * the first WR fails, the next flushes, the QP goes to ERR, B's buffer is
+ * untouched. */
 static void transport_retry_exceeded_frames_lost(void)
 {
 	struct conf_opts o = {.no_connect = true};
