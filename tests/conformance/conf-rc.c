@@ -6,6 +6,7 @@
  * and that nothing outside the target range changed.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conf-harness.h"
@@ -368,6 +369,79 @@ static void rc_selective_signalling(void)
 	}
 }
 
+/* Selective signalling as a QP policy (rv_qp_set_signal_every): in a batch
+ * of 10 with n = 4, the 4th, the 8th and the last complete; every WR did its
+ * work; rv_qp_send_outstanding() counts down to 0 as they are polled. */
+static void rc_signal_every_policy(void)
+{
+	struct conf_opts o = {.sq_sig_selective = true};
+	struct conf_pair *p = conf_pair_open(&o);
+	rv_send_wr w[10];
+	rv_sge g[10];
+	int rc = rv_qp_set_signal_every(p->a.qp, 4);
+
+	if (rc == -EOPNOTSUPP)
+		conf_skip("rv_qp_set_signal_every: %s", rv_error_last());
+	assert_int_equal(rc, 0);
+	for (int i = 0; i < 10; i++) {
+		g[i] = conf_sge(&p->a.buf, (size_t)i * 100, 100);
+		w[i] = wr_of((uint64_t)i + 1, RV_WR_RDMA_WRITE, &g[i], 1, RV_SEND_NO_INLINE);
+		w[i].send_flags &= ~(uint32_t)RV_SEND_SIGNALED;
+		w[i].remote_addr = conf_addr(&p->b.buf, (size_t)i * 100);
+		w[i].rkey = rv_mr_rkey(p->b.buf.mr);
+	}
+	assert_int_equal(rv_qp_post_send(p->a.qp, w, 10, NULL), 0);
+	assert_true(rv_qp_send_outstanding(p->a.qp) > 0);
+	conf_expect(p->a.cq, 4, RV_WC_SUCCESS);
+	conf_expect(p->a.cq, 8, RV_WC_SUCCESS);
+	conf_expect(p->a.cq, 10, RV_WC_SUCCESS);
+	conf_expect_none(p->a.cq, 20);
+	assert_int_equal(rv_qp_send_outstanding(p->a.qp), 0);
+	assert_memory_equal(p->b.buf.p, p->a.buf.p, 1000);
+	conf_buf_check(&p->b.buf, 0, 1000);
+}
+
+/* The policy never lets unsignalled work overflow the send queue: a batch
+ * larger than the queue posts what fits, signals the last of it and
+ * returns -ENOMEM; polling brings the outstanding count back to 0. */
+static void rc_signal_every_policy_never_overflows_the_queue(void)
+{
+	struct conf_opts o = {.sq_sig_selective = true, .no_connect = true};
+	struct conf_pair *p = conf_pair_open(&o);
+	uint32_t depth = p->a.cap.max_send_wr;
+	rv_send_wr *w;
+	rv_endpoint ea, eb;
+	rv_sge g = conf_sge(&p->a.buf, 0, 8);
+	size_t posted = 0;
+	int rc = rv_qp_set_signal_every(p->a.qp, depth);
+
+	if (rc == -EOPNOTSUPP)
+		conf_skip("rv_qp_set_signal_every: %s", rv_error_last());
+	assert_int_equal(rc, 0);
+	w = calloc(depth + 5, sizeof(*w));
+	assert_non_null(w);
+	/* A connected, B not yet: nothing completes while A posts. */
+	assert_int_equal(rv_qp_endpoint(p->a.qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(p->b.qp, &eb), 0);
+	assert_int_equal(rv_qp_connect(p->a.qp, &eb), 0);
+	for (uint32_t i = 0; i < depth + 5; i++) {
+		w[i] = wr_of(i, RV_WR_RDMA_WRITE, &g, 1, RV_SEND_NO_INLINE);
+		w[i].send_flags &= ~(uint32_t)RV_SEND_SIGNALED;
+		w[i].remote_addr = conf_addr(&p->b.buf, 0);
+		w[i].rkey = rv_mr_rkey(p->b.buf.mr);
+	}
+	rc = rv_qp_post_send(p->a.qp, w, depth + 5, &posted);
+	free(w);
+	assert_int_equal(rc, -ENOMEM);
+	assert_int_equal(posted, depth);
+	assert_int_equal(rv_qp_send_outstanding(p->a.qp), (int)depth);
+	assert_int_equal(rv_qp_connect(p->b.qp, &ea), 0);
+	conf_expect(p->a.cq, depth - 1, RV_WC_SUCCESS); /* the last that fit, signalled */
+	conf_expect_none(p->a.cq, 20);
+	assert_int_equal(rv_qp_send_outstanding(p->a.qp), 0);
+	conf_buf_check(&p->b.buf, 0, 8);
+}
+
 static void rc_sends_complete_in_order(void)
 {
 	struct conf_pair *p = conf_pair_open(NULL);
@@ -411,5 +485,7 @@ const struct conf_case conf_rc_cases[] = {
 	{"RC zero-length SEND and RDMA WRITE", rc_zero_length_send_and_write},
 	{"RC SEND of 200000 bytes into one receive", rc_large_send},
 	{"RC selective signalling (sq_sig_all 0)", rc_selective_signalling},
+	{"RC signalling policy: every 4th and the last of a batch", rc_signal_every_policy},
+	{"RC signalling policy never overflows the send queue", rc_signal_every_policy_never_overflows_the_queue},
 	CONF_END,
 };
