@@ -407,7 +407,9 @@ RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 		ep.caps |= RV_EP_CAP_ATOMIC;
 	if (qp->ctx->dev->kind == RV_DEVICE_SOFT)
 		ep.caps |= RV_EP_CAP_SOFT;
-	else
+	/* soft0 offers immediate data with its atomics (RFC 7306, both negotiated
+	 * together; none with RV_SOFT_NO_EXT); hardware devices always have it. */
+	if (qp->ctx->dev->kind != RV_DEVICE_SOFT || dattr.atomic_cap != RV_ATOMIC_NONE)
 		ep.caps |= RV_EP_CAP_IMM;
 	*ret_ep = ep;
 	return 0;

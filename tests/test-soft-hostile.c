@@ -124,6 +124,8 @@ static bool handshake(const struct target *t, int fd)
 	c.port = FAKE_PORT;
 	c.src_qpn = FAKE_QPN;
 	c.dst_qpn = t->ep.qpn;
+	c.ird = c.ord = 16;
+	c.caps = RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC; /* so that RFC 7306 frames reach the checks */
 	rv_wire_cpd_encode(pd, sizeof(pd), &c);
 	n = rv_wire_mpa_encode(frame, sizeof(frame), &f);
 	send_all(fd, frame, (size_t)n);
@@ -313,6 +315,39 @@ static void attack(int kind, uint32_t *seed)
 		buf[0] = 0, buf[1] = 3, buf[2] = 0x41, buf[3] = 0x43;
 		n = 4;
 		break;
+	case 16: /* atomic beyond the end of the MR */
+		f.opcode = RV_RDMAP_ATOMIC_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1;
+		f.areq = (struct rv_atomic_req){.op = RV_ATOMIC_FETCH_ADD, .stag = rv_mr_rkey(t.mr), .to = base + 8192,
+						.swap_add = 1};
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 17: /* atomic with a guessed STag */
+		f.opcode = RV_RDMAP_ATOMIC_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1;
+		f.areq = (struct rv_atomic_req){.op = RV_ATOMIC_CMP_SWAP, .stag = rv_mr_rkey(t.mr) + 1, .to = base,
+						.swap_add = 1, .swap_add_mask = UINT64_MAX,
+						.compare_mask = UINT64_MAX};
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 18: /* misaligned atomic */
+		f.opcode = RV_RDMAP_ATOMIC_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1;
+		f.areq = (struct rv_atomic_req){.op = RV_ATOMIC_FETCH_ADD, .stag = rv_mr_rkey(t.mr), .to = base + 4,
+						.swap_add = 1};
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 19: /* masked (partitioned) atomic, which verbs never produce */
+		f.opcode = RV_RDMAP_ATOMIC_REQ, f.qn = RV_DDP_QN_READ, f.msn = 1;
+		f.areq = (struct rv_atomic_req){.op = RV_ATOMIC_FETCH_ADD, .stag = rv_mr_rkey(t.mr), .to = base,
+						.swap_add = 1, .swap_add_mask = 0xff00};
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 20: /* Immediate Data with the wrong MSN */
+		f.opcode = RV_RDMAP_IMM, f.qn = RV_DDP_QN_SEND, f.msn = 9, f.imm = 5;
+		n = frame(buf, sizeof(buf), &f);
+		break;
+	case 21: /* an Atomic Response nobody asked for */
+		f.opcode = RV_RDMAP_ATOMIC_RESP, f.qn = RV_DDP_QN_ATOMIC_RESP, f.msn = 1, f.aresp_id = 0;
+		n = frame(buf, sizeof(buf), &f);
+		break;
 	case 15: /* a valid in-bounds WRITE and a zero-length READ: harmless */
 		f.opcode = RV_RDMAP_WRITE, f.tagged = true, f.stag = rv_mr_rkey(t.mr), f.to = base + 128;
 		f.payload = pay, f.payload_len = 64;
@@ -367,7 +402,7 @@ static void test_soft_hostile__bad_frames_after_setup(void **state)
 	uint32_t seed = 99;
 
 	(void)state;
-	for (int kind = 0; kind <= 15; kind++)
+	for (int kind = 0; kind <= 21; kind++)
 		attack(kind, &seed);
 	for (int i = 0; i < 10; i++)
 		attack(0, &seed);
@@ -524,6 +559,52 @@ static void test_soft_hostile__reads_beyond_ird(void **state)
 	target_close(&t);
 }
 
+/* Immediate Data after a WRITE with every receive WR used up: the stream
+ * waits (receiver not ready), no error; a receive posted later completes it
+ * with the immediate. The earlier receive WR takes the first one. */
+static void test_soft_hostile__imm_without_a_receive(void **state)
+{
+	struct target t;
+	uint8_t buf[256];
+	struct rv_fpdu f;
+	rv_wc wc;
+	rv_sge g;
+	int fd, n = 0;
+
+	(void)state;
+	target_open(&t);
+	fd = raw_connect(&t);
+	assert_true(handshake(&t, fd));
+	for (uint32_t i = 0; i < 2; i++) {
+		memset(&f, 0, sizeof(f));
+		f.last = true, f.opcode = RV_RDMAP_IMM, f.qn = RV_DDP_QN_SEND, f.msn = 1 + i, f.imm = 100 + i;
+		n += frame(buf + n, sizeof(buf) - (size_t)n, &f);
+	}
+	send_all(fd, buf, (size_t)n);
+	for (int tries = 0; tries < 5000 && rv_cq_poll(t.cq, &wc, 1) == 0; tries++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, RV_WC_RECV_RDMA_WITH_IMM);
+	assert_int_equal(wc.imm_data, 100);
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)t.buf, .length = 8, .lkey = rv_mr_lkey(t.mr)};
+	assert_int_equal(rv_qp_recv(t.qp, &g, 2), 0);
+	for (int tries = 0; tries < 5000 && rv_cq_poll(t.cq, &wc, 1) == 0; tries++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.imm_data, 101);
+	assert_true(wc.wc_flags & RV_WC_WITH_IMM);
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RTS);
+	for (int i = 0; i < 8192; i++)
+		assert_int_equal(t.buf[i], 0xab);
+	close(fd);
+	target_close(&t);
+}
+
 static void test_soft_hostile__idle_connections_are_bounded(void **state)
 {
 	struct target t;
@@ -566,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_soft_hostile__mpa_negotiation),
 		cmocka_unit_test(test_soft_hostile__crc_off_stream),
 		cmocka_unit_test(test_soft_hostile__reads_beyond_ird),
+		cmocka_unit_test(test_soft_hostile__imm_without_a_receive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,66 @@ static void test_soft_wire__fpdu_without_crc(void **state)
 	assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, false), n);
 }
 
+/* RFC 7306 messages: layouts, round trips, wrong lengths and T bits refused. */
+static void test_soft_wire__rfc7306_frames(void **state)
+{
+	uint8_t buf[256];
+	struct rv_fpdu f, g;
+	int n;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_ATOMIC_REQ, f.last = true, f.qn = RV_DDP_QN_READ, f.msn = 7;
+	f.areq = (struct rv_atomic_req){.op = RV_ATOMIC_CMP_SWAP, .req_id = 0x01020304, .stag = 0xa1b2c3d4,
+					.to = 0x1122334455667788ull, .swap_add = 5, .swap_add_mask = UINT64_MAX,
+					.compare = 9, .compare_mask = UINT64_MAX};
+	n = rv_wire_fpdu_encode(buf, sizeof(buf), &f);
+	assert_int_equal(n, (int)rv_wire_fpdu_len(RV_DDP_UNTAGGED_HDR + RV_RDMAP_ATOMIC_REQ_LEN));
+	assert_int_equal(buf[3] & 0x0f, 0xa);            /* opcode */
+	assert_int_equal(buf[2 + 18 + 3], RV_ATOMIC_CMP_SWAP); /* atomic opcode, low 4 bits of the first word */
+	assert_int_equal(rv_wire_fpdu_decode(buf, (size_t)n, &g), n);
+	assert_int_equal(g.opcode, RV_RDMAP_ATOMIC_REQ);
+	assert_false(g.tagged);
+	assert_int_equal(g.qn, RV_DDP_QN_READ);
+	assert_int_equal(g.areq.req_id, 0x01020304);
+	assert_int_equal(g.areq.stag, 0xa1b2c3d4);
+	assert_int_equal(g.areq.to, 0x1122334455667788ull);
+	assert_int_equal(g.areq.swap_add, 5);
+	assert_int_equal(g.areq.compare, 9);
+	assert_int_equal(g.areq.compare_mask, UINT64_MAX);
+	/* Every prefix needs more bytes; a wrong length is malformed. */
+	for (int k = 0; k < n; k++)
+		assert_true(rv_wire_fpdu_decode(buf, (size_t)k, &g) == 0);
+	f.opcode = RV_RDMAP_READ_REQ; /* a 28-byte body with the atomic opcode patched in */
+	n = rv_wire_fpdu_encode(buf, sizeof(buf), &f);
+	buf[3] = (uint8_t)((buf[3] & 0xf0) | RV_RDMAP_ATOMIC_REQ);
+	rv_wire_fpdu_seal(buf);
+	assert_int_equal(rv_wire_fpdu_decode(buf, (size_t)n, &g), -EBADMSG);
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_ATOMIC_RESP, f.last = true, f.qn = RV_DDP_QN_ATOMIC_RESP, f.msn = 1;
+	f.aresp_id = 77, f.aresp_orig = 0xfedcba9876543210ull;
+	n = rv_wire_fpdu_encode(buf, sizeof(buf), &f);
+	assert_int_equal(n, (int)rv_wire_fpdu_len(RV_DDP_UNTAGGED_HDR + RV_RDMAP_ATOMIC_RESP_LEN));
+	assert_int_equal(rv_wire_fpdu_decode(buf, (size_t)n, &g), n);
+	assert_int_equal(g.aresp_id, 77);
+	assert_int_equal(g.aresp_orig, 0xfedcba9876543210ull);
+	assert_int_equal(g.qn, RV_DDP_QN_ATOMIC_RESP);
+
+	for (uint8_t op = RV_RDMAP_IMM; op <= RV_RDMAP_IMM_SE; op++) {
+		memset(&f, 0, sizeof(f));
+		f.opcode = op, f.last = true, f.qn = RV_DDP_QN_SEND, f.msn = 3, f.imm = 0xcafef00d;
+		n = rv_wire_fpdu_encode_crc(buf, sizeof(buf), &f, op == RV_RDMAP_IMM);
+		assert_int_equal(n, (int)rv_wire_fpdu_len(RV_DDP_UNTAGGED_HDR + RV_RDMAP_IMM_LEN));
+		assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, op == RV_RDMAP_IMM), n);
+		assert_int_equal(g.opcode, op);
+		assert_int_equal(g.imm, 0xcafef00d);
+		/* the T bit set on an untagged RFC 7306 message */
+		buf[2] |= 0x80;
+		assert_int_equal(rv_wire_fpdu_decode_crc(buf, (size_t)n, &g, false), -EBADMSG);
+	}
+}
+
 static void test_soft_wire__mpa_rejects_garbage(void **state)
 {
 	uint8_t buf[64];
@@ -457,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_soft_wire__mpa_rejects_garbage),
 		cmocka_unit_test(test_soft_wire__cpd_rev2_layout),
 		cmocka_unit_test(test_soft_wire__fpdu_without_crc),
+		cmocka_unit_test(test_soft_wire__rfc7306_frames),
 		cmocka_unit_test(test_soft_wire__fpdu_round_trip),
 		cmocka_unit_test(test_soft_wire__read_request_and_terminate),
 		cmocka_unit_test(test_soft_wire__fpdu_rejects_bad_headers),

@@ -29,8 +29,11 @@ C bits) must find FPDUs with no CRC field to check.
 
 tshark 4.0 implements RFC 5044 only and flags revision 2 with the expert
 note iwarp_mpa.rev.not_set1 ("Rev field is NOT set to one"); that note is
-expected here and not counted as a problem. tshark knows the RFC 7306 atomic
-opcodes (0xa, 0xb) but not Immediate Data (0x8, 0x9).
+expected here and not counted as a problem. The traffic includes RFC 7306
+messages: tshark 4.0 decodes Atomic Request/Response (0xa, 0xb: FetchAdd,
+CmpSwap, request id, STag, offset, data and masks) and must see both; it does
+not know Immediate Data (0x8, 0x9), which it lists as opcode "Unknown"
+without flagging the frame (the DDP header and CRC are still checked).
 
 Usage: wire-capture.py [--no-crc] WIRE_TRAFFIC, or wire-capture.py --decode FILE to
 check an existing capture (for example one with a byte flipped, which must
@@ -255,7 +258,8 @@ def check(tshark, pcap, tmp, crc):
         problems.append("CRC negotiated off, but tshark checked %d CRCs" % crc_good)
     if not crc and crc_zero != fpdus:
         problems.append("CRC off: %d FPDUs but %d zero CRC fields" % (fpdus, crc_zero))
-    for op in ("Send", "Write", "Read Request", "Read Response"):
+    # RFC 7306: tshark 4.0 names the atomics; Immediate Data (0x8) shows as "Unknown".
+    for op in ("Send", "Write", "Read Request", "Read Response", "Atomic Request", "Atomic Response"):
         if not any(k.startswith(op) for k in opcodes):
             problems.append("no %s decoded" % op)
     if problems:

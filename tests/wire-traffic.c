@@ -203,6 +203,49 @@ int main(void)
 		bytes += 3ull * n;
 	}
 
+	/* RFC 7306: a WRITE with immediate and a SEND with immediate (Immediate
+	 * Data messages, opcode 0x8), a fetch-and-add and a compare-and-swap
+	 * (Atomic Request 0xa / Response 0xb). */
+	{
+		uint64_t rid = id++, wid = id++, sid = id++, v = 5;
+		rv_send_wr w;
+		rv_sge g, r = sge(&b, 0, 64);
+
+		CHECK(rv_qp_recv(b.qp, &r, rid));
+		g = sge(&a, 0, 100);
+		memset(&w, 0, sizeof(w));
+		w.wr_id = wid, w.opcode = RV_WR_RDMA_WRITE_WITH_IMM, w.sg_list = &g, w.num_sge = 1;
+		w.send_flags = RV_SEND_SIGNALED, w.imm_data = 0x1234;
+		w.remote_addr = (uint64_t)(uintptr_t)b.buf + 1000, w.rkey = rv_mr_rkey(b.mr);
+		CHECK(rv_qp_post_send(a.qp, &w, 1, NULL));
+		poll_one(a.cq, wid);
+		poll_one(b.cq, rid);
+		rid = id++;
+		CHECK(rv_qp_recv(b.qp, &r, rid));
+		g = sge(&a, 0, 20);
+		w.wr_id = sid, w.opcode = RV_WR_SEND_WITH_IMM;
+		CHECK(rv_qp_post_send(a.qp, &w, 1, NULL));
+		poll_one(a.cq, sid);
+		poll_one(b.cq, rid);
+		memcpy(b.buf + 4096, &v, 8);
+		for (int k = 0; k < 2; k++) {
+			uint64_t aid = id++;
+			g = sge(&a, 8192, 8);
+			memset(&w, 0, sizeof(w));
+			w.wr_id = aid, w.sg_list = &g, w.num_sge = 1, w.send_flags = RV_SEND_SIGNALED;
+			w.opcode = k ? RV_WR_ATOMIC_CMP_AND_SWP : RV_WR_ATOMIC_FETCH_AND_ADD;
+			w.compare_add = k ? 6 : 1, w.swap = 99;
+			w.remote_addr = (uint64_t)(uintptr_t)b.buf + 4096, w.rkey = rv_mr_rkey(b.mr);
+			CHECK(rv_qp_post_send(a.qp, &w, 1, NULL));
+			poll_one(a.cq, aid);
+		}
+		memcpy(&v, b.buf + 4096, 8);
+		if (v != 99) {
+			fprintf(stderr, "wire-traffic: atomics left %llu, expected 99\n", (unsigned long long)v);
+			return 1;
+		}
+	}
+
 	side_close(&a);
 	side_close(&b);
 	printf("done sends=%u writes=%u reads=%u bytes=%llu\n", sends, writes, reads, bytes);

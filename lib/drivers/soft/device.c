@@ -66,7 +66,10 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	a->max_pd = SOFT_MAX_PD;
 	a->max_qp_rd_atom = SOFT_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = SOFT_MAX_RD_ATOM;
-	a->atomic_cap = RV_ATOMIC_NONE;
+	/* RFC 7306 atomics with __atomic builtins on the target word (atomic.c):
+	 * atomic with respect to the host CPUs too, unless the context does not
+	 * offer the extensions (RV_SOFT_NO_EXT). */
+	a->atomic_cap = ((struct soft_ctx *)ctx->drv_ctx)->caps & RV_SOFT_CAP_ATOMIC ? RV_ATOMIC_GLOB : RV_ATOMIC_NONE;
 	a->max_srq = 0;
 	a->max_srq_wr = 0;
 	a->max_srq_sge = 0;

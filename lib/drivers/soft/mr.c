@@ -181,6 +181,19 @@ enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_pd *pd, uint32_t
 	return e;
 }
 
+enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				 uint64_t addr, uint64_t len, void (*fn)(void *p, void *arg), void *arg)
+{
+	enum soft_mem_err e;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	e = check(lookup(sc, key), pd, access, addr, len);
+	if (e == SOFT_MEM_OK)
+		fn((void *)(uintptr_t)addr, arg);
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
+}
+
 enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
 				 uint64_t addr, const void *src, uint64_t len)
 {

@@ -54,6 +54,10 @@ static uint32_t wc_opcode(uint32_t wr_opcode)
 		return RV_WC_RDMA_WRITE;
 	case RV_WR_RDMA_READ:
 		return RV_WC_RDMA_READ;
+	case RV_WR_ATOMIC_CMP_AND_SWP:
+		return RV_WC_COMP_SWAP;
+	case RV_WR_ATOMIC_FETCH_AND_ADD:
+		return RV_WC_FETCH_ADD;
 	default:
 		return RV_WC_SEND;
 	}
@@ -90,7 +94,7 @@ void soft_sq_complete(struct soft_qp *q)
 {
 	while (q->sq_head != q->sq_tx) {
 		struct soft_swqe *w = &q->sq[q->sq_head % q->sq_size];
-		if (w->opcode == RV_WR_RDMA_READ ? !w->done : !before(q->sq_head, q->sq_confirmed))
+		if (soft_wr_has_response(w->opcode) ? !w->done : !before(q->sq_head, q->sq_confirmed))
 			break;
 		if (w->signaled)
 			send_wc(q, w, RV_WC_SUCCESS);
@@ -125,7 +129,7 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 		uint32_t s;
 
 		if (before(i, fail) &&
-		    (w->opcode == RV_WR_RDMA_READ ? w->done : before(i, q->sq_confirmed)))
+		    (soft_wr_has_response(w->opcode) ? w->done : before(i, q->sq_confirmed)))
 			s = RV_WC_SUCCESS;
 		else if (before(i, fail))
 			s = RV_WC_WR_FLUSH_ERR;
@@ -142,6 +146,7 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 	q->rq_head = q->rq_tail;
 	q->rx_in_msg = false;
 	q->rx_bytes = 0;
+	q->rx_imm_pending = false;
 	q->ord_head = q->ord_tail;
 	q->ird_head = q->ird_tail;
 	q->ord_user = q->ird_user = 0;
@@ -220,8 +225,10 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	}
 	for (uint32_t i = 0; i < q->rq_size; i++)
 		q->rq[i].sge = &q->rq_sge[(size_t)i * q->max_recv_sge];
-	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = 1;
-	q->msn_rx[0] = q->msn_rx[1] = 1;
+	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = q->msn_tx[3] = 1;
+	q->msn_rx[0] = q->msn_rx[1] = q->msn_rx_aresp = 1;
+	q->rx_imm_pending = false;
+	q->rx_write_acc = q->last_write_len = 0;
 	q->ord_max = SOFT_MAX_RD_ATOM;
 	q->qpn = next_qpn();
 	q->ud = attr->qp_type == RV_QPT_UD; /* ud.c moves its data */
@@ -274,8 +281,10 @@ static void reset_queues(struct soft_qp *q)
 	q->ord_user = q->ird_user = 0;
 	q->peer_ird = 0;
 	q->peer_caps = 0;
-	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = 1;
-	q->msn_rx[0] = q->msn_rx[1] = 1;
+	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = q->msn_tx[3] = 1;
+	q->msn_rx[0] = q->msn_rx[1] = q->msn_rx_aresp = 1;
+	q->rx_imm_pending = false;
+	q->rx_write_acc = q->last_write_len = 0;
 	q->need_rtr = q->term_pending = q->kick = false;
 	q->have_peer = q->active = q->conn_failed = false;
 }
@@ -409,12 +418,13 @@ static int check_send_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i
 		break;
 	case RV_WR_SEND_WITH_IMM:
 	case RV_WR_RDMA_WRITE_WITH_IMM:
-		return rv_err(EOPNOTSUPP, fn, "wrs[%zu]: immediate data is not supported by soft0 yet "
-			      "(RFC 7306 support comes later); carry the value in the payload", i);
 	case RV_WR_ATOMIC_CMP_AND_SWP:
-	case RV_WR_ATOMIC_FETCH_AND_ADD:
-		return rv_err(EOPNOTSUPP, fn, "wrs[%zu]: atomics are not supported by soft0 yet "
-			      "(its atomic_cap is RV_ATOMIC_NONE)", i);
+	case RV_WR_ATOMIC_FETCH_AND_ADD: {
+		int rc = soft_ext_check_wr(q, wr, i);
+		if (rc < 0)
+			return rc;
+		break;
+	}
 	default:
 		return rv_err(EOPNOTSUPP, fn, "wrs[%zu]: opcode %u is not supported by soft0", i, wr->opcode);
 	}
@@ -472,6 +482,9 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		w->length = (uint32_t)len;
 		w->remote_addr = wr->remote_addr;
 		w->rkey = wr->rkey;
+		w->imm = wr->imm_data;
+		w->compare_add = wr->compare_add;
+		w->swap = wr->swap;
 		w->done = false;
 		w->signaled = qp->sq_sig_all || (wr->send_flags & RV_SEND_SIGNALED);
 		w->msn = 0;

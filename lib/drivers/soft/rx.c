@@ -76,6 +76,12 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	enum soft_mem_err e;
 
+	/* The length of a WRITE message: the byte_len of a WRITE with immediate. */
+	q->rx_write_acc += f->payload_len;
+	if (f->last) {
+		q->last_write_len = q->rx_write_acc;
+		q->rx_write_acc = 0;
+	}
 	/* A zero-length WRITE touches no memory (RFC 6581 uses one as RTR). */
 	if (f->payload_len == 0)
 		return 0;
@@ -229,6 +235,7 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 	q->ird[q->ird_tail % SOFT_IRD_CAP].req = *r;
 	q->ird[q->ird_tail % SOFT_IRD_CAP].sent = 0;
 	q->ird[q->ird_tail % SOFT_IRD_CAP].counted = r->size != 0;
+	q->ird[q->ird_tail % SOFT_IRD_CAP].atomic = false;
 	q->ird_user += r->size != 0;
 	q->ird_tail++;
 	return 0;
@@ -250,7 +257,7 @@ static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 	if (q->ord_head == q->ord_tail)
 		return requester_error(q, f, q->sq_head, RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_INV_STAG);
 	o = &q->ord[q->ord_head % SOFT_ORD_CAP];
-	if (f->stag != o->sink_stag)
+	if (o->atomic || f->stag != o->sink_stag)
 		return requester_error(q, f, first_read(q), RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_INV_STAG);
 	if (f->to != o->sink_to + o->got || f->payload_len > o->len - o->got ||
 	    (f->last && o->got + f->payload_len != o->len))
@@ -313,6 +320,12 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_LOCAL_CATA, RV_TERM_RDMAP_UNSPEC,
 				       RV_WC_LOC_PROT_ERR);
 	q->rx_bytes += f->payload_len;
+	if (f->last && f->inv_stag == RV_SOFT_SEND_IMM_FOLLOWS && (q->peer_caps & RV_SOFT_CAP_IMM)) {
+		/* SEND with immediate (ext.c): the receive WR completes on the Immediate Data. */
+		q->rx_imm_pending = true;
+		q->msn_rx[0]++;
+		return 0;
+	}
 	if (f->last) {
 		rv_wc wc;
 		memset(&wc, 0, sizeof(wc));
@@ -333,8 +346,148 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 	return 0;
 }
 
+/* RFC 7306 Immediate Data: completes the SEND it follows, or a receive WR of
+ * its own after a WRITE. 0: placed; 1: no receive WR yet (stall); -1: failed. */
+static int rx_imm(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct soft_rwqe *rw;
+	rv_wc wc;
+
+	if (!(q->peer_caps & RV_SOFT_CAP_IMM))
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->qn != RV_DDP_QN_SEND)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->msn != q->msn_rx[0])
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (!f->last || f->mo != 0)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
+				       RV_WC_WR_FLUSH_ERR);
+	memset(&wc, 0, sizeof(wc));
+	if (q->rx_imm_pending) {
+		wc.opcode = RV_WC_RECV;
+		wc.byte_len = q->rx_bytes;
+	} else {
+		/* WRITE with immediate consumes a receive WR, as verbs require. */
+		if (q->rq_head == q->rq_tail)
+			return 1;
+		wc.opcode = RV_WC_RECV_RDMA_WITH_IMM;
+		wc.byte_len = q->last_write_len;
+	}
+	rw = &q->rq[q->rq_head % q->rq_size];
+	wc.wr_id = rw->wr_id;
+	wc.status = RV_WC_SUCCESS;
+	wc.imm_data = (uint32_t)f->imm;
+	wc.wc_flags = RV_WC_WITH_IMM;
+	wc.qp_num = q->qpn;
+	wc.src_qp = q->peer_qpn;
+	if (!soft_cq_push_se(q->qp->recv_cq, &wc, f->opcode == RV_RDMAP_IMM_SE))
+		q->cq_overflow = true;
+	q->rq_head++;
+	q->rx_in_msg = false;
+	q->rx_imm_pending = false;
+	q->rx_bytes = 0;
+	q->last_write_len = 0;
+	q->msn_rx[0]++;
+	return 0;
+}
+
+/* RFC 7306 Atomic Request: checked like a READ (key, PD, access, bounds,
+ * IRD), 8-byte aligned, executed at once (atomic.c) and answered in order with
+ * the READ responses (tx.c). */
+static int rx_atomic_req(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	const struct rv_atomic_req *a = &f->areq;
+	struct soft_ird *r;
+	enum soft_mem_err e;
+	uint64_t orig = 0;
+	bool cas = a->op == RV_ATOMIC_CMP_SWAP;
+
+	if (!(q->peer_caps & RV_SOFT_CAP_ATOMIC) || soft_qp_ird(q) == 0 ||
+	    (a->op != RV_ATOMIC_FETCH_ADD && !cas) ||
+	    (cas ? a->swap_add_mask != UINT64_MAX || a->compare_mask != UINT64_MAX : a->swap_add_mask != 0))
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->qn != RV_DDP_QN_READ)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (f->msn != q->msn_rx[1])
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
+				       RV_WC_WR_FLUSH_ERR);
+	if (!f->last || f->mo != 0)
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
+				       RV_WC_WR_FLUSH_ERR);
+	if (q->ird_tail - q->ird_head >= SOFT_IRD_CAP || q->ird_user >= soft_qp_ird(q))
+		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_NO_BUF,
+				       RV_WC_WR_FLUSH_ERR);
+	/* Misaligned: an invalid request (the requester sees RV_WC_REM_INV_REQ_ERR). */
+	if (a->to % 8)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
+				       RV_WC_WR_FLUSH_ERR);
+	if (!(q->access & RV_ACCESS_REMOTE_ATOMIC))
+		e = SOFT_MEM_ACCESS;
+	else
+		e = soft_atomic_exec(q->sc, q->qp->pd, a, &orig);
+	if (e != SOFT_MEM_OK) {
+		static const uint8_t code[] = {
+			[SOFT_MEM_NO_KEY] = RV_TERM_RDMAP_INV_STAG,
+			[SOFT_MEM_PD] = RV_TERM_RDMAP_STREAM,
+			[SOFT_MEM_ACCESS] = RV_TERM_RDMAP_ACCESS,
+			[SOFT_MEM_BOUNDS] = RV_TERM_RDMAP_BOUNDS,
+		};
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, code[e],
+				       RV_WC_WR_FLUSH_ERR);
+	}
+	q->msn_rx[1]++;
+	r = &q->ird[q->ird_tail % SOFT_IRD_CAP];
+	memset(r, 0, sizeof(*r));
+	r->atomic = true;
+	r->counted = true;
+	r->req_id = a->req_id;
+	r->orig = orig;
+	q->ird_user++;
+	q->ird_tail++;
+	return 0;
+}
+
+/* RFC 7306 Atomic Response: only for the oldest outstanding request, which
+ * must be this atomic; the original value goes into the WR's 8-byte SGE. */
+static int rx_atomic_resp(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct soft_ord *o = &q->ord[q->ord_head % SOFT_ORD_CAP];
+	struct soft_swqe *w;
+	uint64_t v = f->aresp_orig;
+
+	if (f->qn != RV_DDP_QN_ATOMIC_RESP || f->msn != q->msn_rx_aresp || q->ord_head == q->ord_tail ||
+	    !o->atomic || o->wqe != f->aresp_id)
+		return requester_error(q, f, q->ord_head != q->ord_tail ? first_read(q) : q->sq_head,
+				       RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_INV_STAG);
+	w = &q->sq[o->wqe % q->sq_size];
+	if (soft_sgl_write(q->sc, q->qp->pd, w->sge, w->num_sge, 0, &v, 8) != SOFT_MEM_OK) {
+		rv_log(RV_LOG_WARN, "soft0: QP 0x%x: an atomic's local buffer is no longer registered", q->qpn);
+		soft_qp_fail(q, o->wqe, RV_WC_LOC_PROT_ERR, RV_WC_WR_FLUSH_ERR, false);
+		soft_conn_detach(q, false);
+		return -1;
+	}
+	q->msn_rx_aresp++;
+	w->done = true;
+	q->ord_user--;
+	if (before(q->sq_confirmed, o->upto))
+		q->sq_confirmed = o->upto;
+	q->ord_head++;
+	soft_sq_complete(q);
+	return 0;
+}
+
 static uint32_t term_status(const struct rv_term *t)
 {
+	/* An atomic the responder cannot execute (misaligned, unsupported): an
+	 * invalid request, as on InfiniBand. */
+	if (t->layer == RV_TERM_RDMAP && t->etype == RV_TERM_RDMAP_REMOTE_OP && t->d && !t->ddp_tagged &&
+	    t->ddp_opcode == RV_RDMAP_ATOMIC_REQ)
+		return RV_WC_REM_INV_REQ_ERR;
 	if (t->layer == RV_TERM_RDMAP) {
 		if (t->etype == RV_TERM_RDMAP_REMOTE_PROT)
 			return RV_WC_REM_ACCESS_ERR;
@@ -366,14 +519,19 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 		for (i = q->sq_head; i != end; i++) {
 			const struct soft_swqe *w = &q->sq[i % q->sq_size];
 			if (t->ddp_tagged && (t->ddp_opcode == RV_RDMAP_WRITE || t->ddp_opcode == SOFT_OP_WRITE_REF)) {
-				if (w->opcode == RV_WR_RDMA_WRITE && w->rkey == t->ddp_stag &&
+				if ((w->opcode == RV_WR_RDMA_WRITE || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) &&
+				    w->rkey == t->ddp_stag &&
 				    t->ddp_to >= w->remote_addr && t->ddp_to - w->remote_addr <= w->length)
 					return i;
 			} else if (!t->ddp_tagged && t->ddp_qn == RV_DDP_QN_SEND) {
-				if (w->opcode == RV_WR_SEND && w->msn == t->ddp_msn)
+				/* SEND (with immediate: its SEND or its Immediate Data message),
+				 * WRITE with immediate: its Immediate Data message (ext.c). */
+				if (((w->opcode == RV_WR_SEND || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) &&
+				     w->msn == t->ddp_msn) ||
+				    (w->opcode == RV_WR_SEND_WITH_IMM && (w->msn == t->ddp_msn || w->msn + 1 == t->ddp_msn)))
 					return i;
 			} else if (!t->ddp_tagged && t->ddp_qn == RV_DDP_QN_READ) {
-				if (w->opcode == RV_WR_RDMA_READ && w->msn == t->ddp_msn)
+				if (soft_wr_has_response(w->opcode) && w->msn == t->ddp_msn)
 					return i;
 			}
 		}
@@ -381,7 +539,7 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 	/* Not named: the oldest WR the peer has not confirmed. */
 	for (i = q->sq_head; i != q->sq_tx; i++) {
 		const struct soft_swqe *w = &q->sq[i % q->sq_size];
-		if (w->opcode == RV_WR_RDMA_READ ? !w->done : !before(i, q->sq_confirmed))
+		if (soft_wr_has_response(w->opcode) ? !w->done : !before(i, q->sq_confirmed))
 			return i;
 	}
 	return i;
@@ -419,6 +577,13 @@ static int rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 		return rx_send(q, f);
 	case RV_RDMAP_TERMINATE:
 		return rx_terminate(q, f);
+	case RV_RDMAP_IMM:
+	case RV_RDMAP_IMM_SE:
+		return rx_imm(q, f);
+	case RV_RDMAP_ATOMIC_REQ:
+		return rx_atomic_req(q, f);
+	case RV_RDMAP_ATOMIC_RESP:
+		return rx_atomic_resp(q, f);
 	case SOFT_OP_WRITE_REF:
 		return rx_write_ref(q, f);
 	case SOFT_OP_SEND_REF:

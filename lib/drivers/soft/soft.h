@@ -47,7 +47,7 @@
 #define SOFT_MAX_AH (1u << 20)
 
 /* The RFC 7306 extensions this device implements (offered unless RV_SOFT_NO_EXT). */
-#define SOFT_CAPS 0u
+#define SOFT_CAPS (RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC)
 
 /* Payload bytes per FPDU (one page, matching active_mtu RV_MTU_4096). */
 #define SOFT_FPDU_PAYLOAD 4096u
@@ -200,8 +200,10 @@ struct soft_swqe {
 	uint32_t rkey;
 	uint32_t msn;     /* SEND: its QN 0 MSN; READ: its QN 1 MSN */
 	bool inl;         /* payload copied at post time into inline_data */
-	bool done;        /* READ: response complete */
+	bool done;        /* READ, atomic: response complete */
 	bool signaled;
+	uint32_t imm;     /* SEND/WRITE with immediate */
+	uint64_t compare_add, swap; /* atomics */
 	rv_sge *sge;      /* this slot's SGE array */
 	uint8_t *inline_data;
 };
@@ -218,7 +220,8 @@ struct soft_ord {
 	uint64_t sink_to;
 	uint32_t len;
 	uint32_t got;
-	bool user;     /* a user READ WR (else an internal zero-length confirm) */
+	bool user;     /* a user READ or atomic WR (else an internal zero-length confirm) */
+	bool atomic;   /* an atomic: answered by an Atomic Response with request id == wqe */
 	uint32_t wqe;  /* user: its SQ index */
 	uint32_t upto; /* completing it confirms every SQ WR before this index */
 };
@@ -227,7 +230,10 @@ struct soft_ord {
 struct soft_ird {
 	struct rv_read_req req;
 	uint32_t sent;
-	bool counted; /* counts against the IRD (nonzero length) */
+	bool counted; /* counts against the IRD (nonzero length, or an atomic) */
+	bool atomic;  /* an executed atomic: send an Atomic Response */
+	uint32_t req_id;
+	uint64_t orig;
 };
 
 #define SOFT_ORD_CAP SOFT_MAX_RD_ATOM
@@ -264,7 +270,7 @@ struct soft_qp {
 	uint32_t sq_confirmed; /* SENDs/WRITEs before this index reached the peer */
 	uint32_t sq_covered;   /* a READ sent after index sq_covered-1 will confirm up to here */
 	uint32_t tx_off;       /* bytes of sq[sq_tx] already framed */
-	uint32_t msn_tx[3];    /* next MSN per queue number */
+	uint32_t msn_tx[4];    /* next MSN per queue number (3: Atomic Responses) */
 	bool need_rtr;         /* active: send the zero-length READ that opens the stream */
 	bool term_pending;
 	uint8_t term[RV_FPDU_OVERHEAD + 8 + RV_DDP_UNTAGGED_HDR + RV_RDMAP_READ_REQ_LEN];
@@ -283,6 +289,10 @@ struct soft_qp {
 	bool rx_in_msg;     /* rq[rq_head] is being filled */
 	uint32_t rx_bytes;  /* bytes placed into it so far */
 	uint32_t msn_rx[2]; /* expected MSN on QN 0 and QN 1 */
+	uint32_t msn_rx_aresp; /* expected MSN of the next Atomic Response (QN 3) */
+	bool rx_imm_pending;   /* a SEND with immediate was placed; its Immediate Data completes it */
+	uint32_t rx_write_acc; /* bytes of the WRITE message being received */
+	uint32_t last_write_len; /* length of the last complete WRITE (byte_len of WRITE with immediate) */
 
 	struct soft_conn *conn;
 	int64_t rtr_at;     /* when the QP reached RTR (ms): the passive side's wait starts */
@@ -305,6 +315,25 @@ static inline uint32_t soft_qp_ird(const struct soft_qp *q)
 {
 	return q->attr.max_dest_rd_atomic < SOFT_MAX_RD_ATOM ? q->attr.max_dest_rd_atomic : SOFT_MAX_RD_ATOM;
 }
+
+/* Send WRs that wait for a response (READ, atomics) rather than a confirmation. */
+static inline bool soft_wr_has_response(uint32_t opcode)
+{
+	return opcode == RV_WR_RDMA_READ || opcode == RV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == RV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* ---- ext.c (RFC 7306 on the requester) ---- */
+/* Post-time check of an IMM/atomic WR: negotiated, well formed. */
+int soft_ext_check_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i);
+/* The peer did not negotiate what w needs: w fails (LOC_QP_OP_ERR), true. */
+bool soft_ext_refused(struct soft_qp *q, const struct soft_swqe *w);
+/* The Immediate Data message that ends a SEND/WRITE with immediate. */
+void soft_ext_emit_imm(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w);
+/* An Atomic Request for sq[sq_tx] (ORD room checked by the caller). */
+bool soft_ext_emit_atomic(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w);
+/* The Atomic Response for an executed request (responder). */
+void soft_ext_emit_atomic_resp(struct soft_qp *q, struct soft_conn *c, const struct soft_ird *r);
 
 /* ---- device.c ---- */
 int soft_probe(rv_driver_add_fn add, void *cookie);
@@ -363,12 +392,22 @@ enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_pd *pd, uint32_t 
  * from the iovecs of process pid. */
 enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t len, int pid, const struct iovec *src, uint32_t nsrc);
+/* Run fn on the host address of [addr, addr + len) under the MR lock, after
+ * the checks of soft_mem_check (for operations that are not copies: atomics). */
+enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+				 uint64_t addr, uint64_t len, void (*fn)(void *p, void *arg), void *arg);
 /* Gather len bytes from offset off of an SGE list (lkeys, LOCAL access). */
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len);
 /* Scatter len bytes to offset off of an SGE list (lkeys, LOCAL_WRITE). */
 enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				 uint64_t off, const void *src, uint64_t len);
+
+/* ---- atomic.c ---- */
+/* Execute an RFC 7306 atomic request on registered memory (key, PD, REMOTE_ATOMIC,
+ * bounds checked under the MR lock); *orig receives the value before. */
+enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_pd *pd, const struct rv_atomic_req *a,
+				   uint64_t *orig);
 
 /* ---- cq.c ---- */
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);

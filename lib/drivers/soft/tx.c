@@ -64,6 +64,7 @@ static void emit_read_req(struct soft_qp *q, struct soft_conn *c, const struct r
 	o->len = r->size;
 	o->got = 0;
 	o->user = user;
+	o->atomic = false;
 	o->wqe = wqe;
 	o->upto = user ? wqe : q->sq_tx;
 	q->ord_tail++;
@@ -222,8 +223,13 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	if (chunk > SOFT_FPDU_PAYLOAD)
 		chunk = SOFT_FPDU_PAYLOAD;
 	memset(&f, 0, sizeof(f));
-	if (w->opcode == RV_WR_SEND) {
+	if ((w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && q->tx_off == 0 &&
+	    soft_ext_refused(q, w))
+		return false;
+	if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM) {
 		f.opcode = (w->flags & RV_SEND_SOLICITED) ? RV_RDMAP_SEND_SE : RV_RDMAP_SEND;
+		if (w->opcode == RV_WR_SEND_WITH_IMM)
+			f.inv_stag = RV_SOFT_SEND_IMM_FOLLOWS; /* ext.c: its Immediate Data follows */
 		f.qn = RV_DDP_QN_SEND;
 		if (q->tx_off == 0)
 			w->msn = q->msn_tx[RV_DDP_QN_SEND];
@@ -247,8 +253,10 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
 	q->tx_off += chunk;
 	if (f.last) {
-		if (w->opcode == RV_WR_SEND)
+		if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM)
 			q->msn_tx[RV_DDP_QN_SEND]++;
+		if (w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM)
+			soft_ext_emit_imm(q, c, w);
 		q->tx_off = 0;
 		q->sq_tx++;
 	}
@@ -264,6 +272,13 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 	struct rv_fpdu f;
 	size_t off;
 
+	if (r->atomic) {
+		/* An executed atomic (rx.c): its response, in order with READ responses. */
+		soft_ext_emit_atomic_resp(q, c, r);
+		q->ird_user--;
+		q->ird_head++;
+		return true;
+	}
 	if (chunk > SOFT_FPDU_PAYLOAD)
 		chunk = SOFT_FPDU_PAYLOAD;
 	memset(&f, 0, sizeof(f));
@@ -294,7 +309,9 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 
 static bool fill(struct soft_qp *q, struct soft_conn *c)
 {
-	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + SOFT_FPDU_PAYLOAD;
+	/* Room for the largest FPDU and an Immediate Data message after it. */
+	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + SOFT_FPDU_PAYLOAD +
+			    rv_wire_fpdu_len(RV_DDP_UNTAGGED_HDR + RV_RDMAP_IMM_LEN);
 	bool any = false;
 
 	while (SOFT_TXBUF - c->tx_len >= need) {
@@ -355,6 +372,9 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 		}
 		if (w->opcode == RV_WR_RDMA_READ) {
 			if (!ord_user_room(q) || !emit_user_read(q, c, w))
+				break;
+		} else if (w->opcode == RV_WR_ATOMIC_CMP_AND_SWP || w->opcode == RV_WR_ATOMIC_FETCH_AND_ADD) {
+			if (!ord_user_room(q) || !soft_ext_emit_atomic(q, c, w))
 				break;
 		} else if (!emit_data(q, c, w)) {
 			break;

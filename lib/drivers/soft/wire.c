@@ -185,6 +185,30 @@ static bool opcode_tagged(uint8_t op)
 	return op == RV_RDMAP_WRITE || op == RV_RDMAP_READ_RESP;
 }
 
+static void areq_put(uint8_t *p, const struct rv_atomic_req *a)
+{
+	put32(p, a->op & 0xfu);
+	put32(p + 4, a->req_id);
+	put32(p + 8, a->stag);
+	put64(p + 12, a->to);
+	put64(p + 20, a->swap_add);
+	put64(p + 28, a->swap_add_mask);
+	put64(p + 36, a->compare);
+	put64(p + 44, a->compare_mask);
+}
+
+static void areq_get(const uint8_t *p, struct rv_atomic_req *a)
+{
+	a->op = get32(p) & 0xfu;
+	a->req_id = get32(p + 4);
+	a->stag = get32(p + 8);
+	a->to = get64(p + 12);
+	a->swap_add = get64(p + 20);
+	a->swap_add_mask = get64(p + 28);
+	a->compare = get64(p + 36);
+	a->compare_mask = get64(p + 44);
+}
+
 size_t rv_wire_fpdu_begin(uint8_t *buf, const struct rv_fpdu *f, size_t payload_len)
 {
 	size_t hlen = rv_wire_ddp_hdr_len(f->tagged);
@@ -265,6 +289,12 @@ int rv_wire_fpdu_encode_crc(void *buf, size_t cap, const struct rv_fpdu *f, bool
 
 	if (f->opcode == RV_RDMAP_READ_REQ)
 		plen = RV_RDMAP_READ_REQ_LEN;
+	else if (f->opcode == RV_RDMAP_ATOMIC_REQ)
+		plen = RV_RDMAP_ATOMIC_REQ_LEN;
+	else if (f->opcode == RV_RDMAP_ATOMIC_RESP)
+		plen = RV_RDMAP_ATOMIC_RESP_LEN;
+	else if (f->opcode == RV_RDMAP_IMM || f->opcode == RV_RDMAP_IMM_SE)
+		plen = RV_RDMAP_IMM_LEN;
 	else if (f->opcode == RV_RDMAP_TERMINATE)
 		plen = term_len(&f->term);
 	else
@@ -276,6 +306,13 @@ int rv_wire_fpdu_encode_crc(void *buf, size_t cap, const struct rv_fpdu *f, bool
 	off = rv_wire_fpdu_begin(p, f, plen);
 	if (f->opcode == RV_RDMAP_READ_REQ) {
 		rreq_put(p + off, &f->rreq);
+	} else if (f->opcode == RV_RDMAP_ATOMIC_REQ) {
+		areq_put(p + off, &f->areq);
+	} else if (f->opcode == RV_RDMAP_ATOMIC_RESP) {
+		put32(p + off, f->aresp_id);
+		put64(p + off + 4, f->aresp_orig);
+	} else if (f->opcode == RV_RDMAP_IMM || f->opcode == RV_RDMAP_IMM_SE) {
+		put64(p + off, f->imm);
 	} else if (f->opcode == RV_RDMAP_TERMINATE) {
 		const struct rv_term *t = &f->term;
 		uint16_t ctl = (uint16_t)((t->m ? TERM_M : 0) | (t->d ? TERM_D : 0) | (t->r ? TERM_R : 0));
@@ -392,7 +429,7 @@ int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bo
 	hlen = rv_wire_ddp_hdr_len(f.tagged);
 	if (ulpdu < hlen)
 		return -EMSGSIZE;
-	if (f.opcode <= RV_RDMAP_TERMINATE && opcode_tagged(f.opcode) != f.tagged)
+	if (f.opcode <= RV_RDMAP_ATOMIC_RESP && opcode_tagged(f.opcode) != f.tagged)
 		return -EBADMSG;
 	if (f.tagged) {
 		f.stag = get32(p + 4);
@@ -414,6 +451,19 @@ int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bo
 	} else if (f.opcode == RV_RDMAP_TERMINATE) {
 		if (term_decode(f.payload, f.payload_len, &f.term) < 0)
 			return -EBADMSG;
+	} else if (f.opcode == RV_RDMAP_ATOMIC_REQ) {
+		if (f.payload_len != RV_RDMAP_ATOMIC_REQ_LEN)
+			return -EBADMSG;
+		areq_get(f.payload, &f.areq);
+	} else if (f.opcode == RV_RDMAP_ATOMIC_RESP) {
+		if (f.payload_len != RV_RDMAP_ATOMIC_RESP_LEN)
+			return -EBADMSG;
+		f.aresp_id = get32(f.payload);
+		f.aresp_orig = get64(f.payload + 4);
+	} else if (f.opcode == RV_RDMAP_IMM || f.opcode == RV_RDMAP_IMM_SE) {
+		if (f.payload_len != RV_RDMAP_IMM_LEN)
+			return -EBADMSG;
+		f.imm = get64(f.payload);
 	}
 	*out = f;
 	return (int)total;

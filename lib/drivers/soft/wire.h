@@ -125,13 +125,37 @@ enum rv_rdmap_opcode {
 	RV_RDMAP_SEND_SE = 0x5,
 	RV_RDMAP_SEND_SE_INV = 0x6,
 	RV_RDMAP_TERMINATE = 0x7,
-	/* 0x8..0xb: RFC 7306 (immediate data, atomics), not produced yet. */
+	/* RFC 7306, used only when both sides offered them (RV_SOFT_CAP_*). */
+	RV_RDMAP_IMM = 0x8,         /* Immediate Data: 8 bytes, untagged QN 0 */
+	RV_RDMAP_IMM_SE = 0x9,      /* Immediate Data with Solicited Event */
+	RV_RDMAP_ATOMIC_REQ = 0xa,  /* Atomic Request: untagged QN 1 (shares the READ request MSNs) */
+	RV_RDMAP_ATOMIC_RESP = 0xb, /* Atomic Response: untagged QN 3 */
 };
 
 enum rv_ddp_qn {
 	RV_DDP_QN_SEND = 0,
 	RV_DDP_QN_READ = 1,
 	RV_DDP_QN_TERM = 2,
+	RV_DDP_QN_ATOMIC_RESP = 3,
+};
+
+/* RFC 7306 payloads (after the 18-byte untagged DDP/RDMAP header). */
+#define RV_RDMAP_IMM_LEN 8
+#define RV_RDMAP_ATOMIC_REQ_LEN 52  /* opcode, request id, STag, TO, 2 data/mask pairs */
+#define RV_RDMAP_ATOMIC_RESP_LEN 12 /* request id, original value */
+#define RV_ATOMIC_FETCH_ADD 0u
+#define RV_ATOMIC_CMP_SWAP 2u
+/* The RsvdULP field of a SEND whose Immediate Data message follows (rverbs'
+ * SEND with immediate: the receive WR completes on the Immediate Data). */
+#define RV_SOFT_SEND_IMM_FOLLOWS 0x1u
+
+struct rv_atomic_req {
+	uint32_t op;      /* RV_ATOMIC_FETCH_ADD or RV_ATOMIC_CMP_SWAP (low 4 bits) */
+	uint32_t req_id;
+	uint32_t stag;
+	uint64_t to;
+	uint64_t swap_add, swap_add_mask;
+	uint64_t compare, compare_mask;
 };
 
 #define RV_DDP_TAGGED_HDR 14   /* control(2) STag(4) TO(8) */
@@ -225,6 +249,10 @@ struct rv_fpdu {
 	uint8_t hdr_len;
 	struct rv_read_req rreq; /* READ_REQ */
 	struct rv_term term;     /* TERMINATE */
+	struct rv_atomic_req areq; /* ATOMIC_REQ */
+	uint32_t aresp_id;       /* ATOMIC_RESP: the request id */
+	uint64_t aresp_orig;     /* ATOMIC_RESP: the value before the operation */
+	uint64_t imm;            /* IMM, IMM_SE: the 8 bytes as a big-endian number */
 };
 
 /* The DDP+RDMAP header length (14 or 18). */
@@ -276,7 +304,8 @@ size_t rv_wire_fpdu_peek(const void *buf, size_t len);
  *   -EPROTO           DDP version not 1
  *   -EPROTONOSUPPORT  RDMAP version not 1
  *   -EBADMSG          a malformed header: T bit contradicting the opcode, a
- *                     READ request that is not 28 bytes, a bad TERMINATE
+ *                     READ request that is not 28 bytes, a bad TERMINATE, an
+ *                     RFC 7306 message of the wrong length (8, 52, 12)
  * f is filled (pointers into buf) only on success.
  */
 int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *f);
