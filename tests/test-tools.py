@@ -231,6 +231,10 @@ def case_perf_errors():
         # soft0 has RFC 7306 atomics (negotiated): the atomic test runs.
         p = run(["perf", "atomic", "bw", "--loopback", "-n", "10", "-d", "soft0"])
         check(p.returncode == 0, "atomics run on soft0: %s" % p.stderr)
+        # Without the extensions (RVERBS_SOFT_EXT=0) soft0 reports atomic_cap none.
+        p = run(["perf", "atomic", "bw", "--loopback", "-n", "10", "-d", "soft0"], env={"RVERBS_SOFT_EXT": "0"})
+        check(p.returncode != 0 and "not supported by this device" in p.stderr,
+              "atomics without RFC 7306 say: not supported by this device")
         check(p.stderr.count("not supported by this device") == 1, "said once, not by both processes")
 
 
