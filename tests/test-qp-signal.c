@@ -8,6 +8,9 @@
  * Every mock case ends with nothing live in the mock.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -600,6 +603,78 @@ static void test_qp_signal__soft0_automatic_inline(void **state)
 	soft_close(&s);
 }
 
+/* One thread posts, another polls the send CQ: the accounting is shared
+ * between them through atomics only (a ThreadSanitizer build checks it). */
+struct two_threads {
+	struct soft *s;
+	_Atomic bool posted_all;
+	_Atomic int errors;
+	int wcs;
+};
+
+#define TT_WRS 600
+
+static void *poller_main(void *arg)
+{
+	struct two_threads *t = arg;
+	int64_t end = now_ms() + 30000;
+
+	while (!atomic_load(&t->posted_all) || rv_qp_send_outstanding(t->s->qp) > 0) {
+		rv_wc wc[8];
+		int n = rv_cq_poll(t->s->cq, wc, 8);
+
+		if (n < 0 || now_ms() > end) {
+			atomic_fetch_add(&t->errors, 1);
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != RV_WC_SUCCESS)
+				atomic_fetch_add(&t->errors, 1);
+		t->wcs += n;
+	}
+	return NULL;
+}
+
+static void test_qp_signal__soft0_poster_and_poller_threads(void **state)
+{
+	struct soft s;
+	struct two_threads t = {.s = &s, .posted_all = false, .errors = 0, .wcs = 0};
+	rv_send_wr w[8];
+	rv_sge g[8];
+	pthread_t th;
+	size_t done = 0;
+	int64_t end;
+
+	(void)state;
+	soft_open(&s, 32);
+	assert_int_equal(rv_qp_set_signal_every(s.qp, 8), 0);
+	soft_wrs(&s, w, g, 8, 0, rv_mr_rkey(s.mr));
+	assert_int_equal(pthread_create(&th, NULL, poller_main, &t), 0);
+	end = now_ms() + 30000;
+	while (done < TT_WRS && now_ms() < end) {
+		size_t want = 1 + done % 8, posted = 0;
+		int rc;
+
+		if (want > TT_WRS - done)
+			want = TT_WRS - done;
+		rc = rv_qp_post_send(s.qp, w, want, &posted);
+
+		assert_true(rc == 0 || rc == -ENOMEM);
+		assert_true(rv_qp_send_outstanding(s.qp) <= 32);
+		done += posted;
+		if (rc == -ENOMEM)
+			sched_yield();
+	}
+	atomic_store(&t.posted_all, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(done, TT_WRS);
+	assert_int_equal(atomic_load(&t.errors), 0);
+	assert_int_equal(rv_qp_send_outstanding(s.qp), 0);
+	/* At least one completion per 8 WRs, at most one per WR. */
+	assert_true(t.wcs >= TT_WRS / 8 && t.wcs <= TT_WRS);
+	soft_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -616,6 +691,7 @@ int main(void)
 		cmocka_unit_test(test_qp_signal__soft0_tiny_send_queue),
 		cmocka_unit_test(test_qp_signal__soft0_error_flushes_unsignalled_work),
 		cmocka_unit_test(test_qp_signal__soft0_automatic_inline),
+		cmocka_unit_test(test_qp_signal__soft0_poster_and_poller_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
