@@ -313,7 +313,9 @@ RV_API int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer);
  * (so a completion always comes for what was posted). rverbs never lets
  * unsignalled work fill the send queue: a post that would exceed
  * max_send_wr outstanding WRs posts what fits, signals the last of those and
- * returns -ENOMEM. The completions polled from the send CQ are accounted
+ * returns -ENOMEM. (Should the driver refuse a WR in the middle of a post,
+ * the WRs before it may all be unsignalled; the next post's last WR covers
+ * them.) The completions polled from the send CQ are accounted
  * (rv_qp_send_outstanding()), including error completions, which the device
  * generates for unsignalled WRs too.
  *
