@@ -93,6 +93,26 @@ struct rv_driver {
 	 * qp NULL or of ctx). NULL: the device has none (-EOPNOTSUPP). */
 	int (*fault_inject)(struct rv_context *ctx, struct rv_qp *qp, uint32_t kind, uint32_t count,
 			    uint32_t delay_ms);
+	/* Shared receive queues (rv_srq_new). srq->pd is set; attr has defaults
+	 * applied and is validated against the device caps. Fill srq->max_wr,
+	 * max_sge (actual) and drv_srq. qp_create gets attr->srq (live, same PD)
+	 * with RV_QP_INIT_ATTR_SRQ; post_recv is never called on such a QP. */
+	int (*srq_create)(struct rv_srq *srq, const rv_srq_attr *attr);
+	int (*srq_destroy)(struct rv_srq *srq);
+	/* attr->mask is RV_SRQ_LIMIT and/or RV_SRQ_MAX_WR, checked. */
+	int (*srq_modify)(struct rv_srq *srq, const rv_srq_attr *attr);
+	int (*srq_query)(struct rv_srq *srq, rv_srq_attr *attr);
+	/* Data path: wrs non-NULL, n ≥ 1, n_posted non-NULL. */
+	int (*post_srq_recv)(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
+
+	/* Asynchronous events (rverbs/event.h). async_fd: the context's event
+	 * descriptor (non-blocking, readable while an event waits). get_async_event:
+	 * take one event without blocking (0, or -EAGAIN), called with the graph
+	 * lock held; fill type, port_num and the handle it names (borrowed, live:
+	 * a driver drops the queued events of a QP/CQ/SRQ when it destroys it and
+	 * never makes the facade's close wait for an event). Either may be NULL. */
+	int (*async_fd)(struct rv_context *ctx);
+	int (*get_async_event)(struct rv_context *ctx, rv_async_event *ev);
 
 	/* Escape hatch: the struct ibv_* behind a handle, or NULL. May be NULL. */
 	void *(*raw)(struct rv_object *obj);

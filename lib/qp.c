@@ -39,7 +39,17 @@ static const struct rv_object_class qp_class = {
 };
 
 #define QP_INIT_KNOWN (RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_RECV_CQ | \
-		       RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL)
+		       RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL | RV_QP_INIT_ATTR_SRQ)
+
+/* qp->post_recv of a QP that takes its receives from an SRQ. */
+static int post_recv_on_srq_qp(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	(void)wrs;
+	(void)n;
+	*n_posted = 0;
+	return rv_err(EINVAL, "rv_qp_post_recv", "QP #%" PRIu64 " takes its receives from SRQ #%" PRIu64
+		      "; post them with rv_srq_post_recv", qp->obj.id, qp->srq->obj.id);
+}
 
 static int qp_init_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_attr *a, const char *func)
 {
@@ -76,7 +86,18 @@ static int qp_init_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_a
 		a->cap.max_recv_sge = 1;
 		a->cap.max_inline_data = 0;
 	}
-	if (a->cap.max_send_wr == 0 && a->cap.max_recv_wr == 0)
+	if (attr->mask & RV_QP_INIT_ATTR_SRQ) {
+		rc = rv_obj_check(RV_COBJ(attr->srq), RV_OBJ_SRQ, func);
+		if (rc < 0)
+			return rc;
+		if (attr->srq->pd != pd)
+			return rv_err(EINVAL, func, "the SRQ #%" PRIu64 " belongs to another PD; a QP and its "
+				      "SRQ must share the PD", attr->srq->obj.id);
+		a->srq = attr->srq;
+		a->cap.max_recv_wr = 0; /* receives come from the SRQ */
+		a->cap.max_recv_sge = 0;
+	}
+	if (a->cap.max_send_wr == 0 && a->cap.max_recv_wr == 0 && !a->srq)
 		return rv_err(EINVAL, func, "cap.max_send_wr and cap.max_recv_wr are both 0");
 	return 0;
 }
@@ -101,11 +122,14 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	qp->obj.id = rv_ctx_next_id(pd->ctx);
 	qp->drv = pd->ctx->drv;
 	qp->post_send = qp->drv->post_send;
-	qp->post_recv = qp->drv->post_recv;
+	/* A QP on an SRQ refuses receives through its entry point: no test on
+	 * the data path of the others. */
+	qp->post_recv = a.srq ? post_recv_on_srq_qp : qp->drv->post_recv;
 	qp->ctx = pd->ctx;
 	qp->pd = pd;
 	qp->send_cq = a.send_cq;
 	qp->recv_cq = a.recv_cq;
+	qp->srq = a.srq;
 	qp->qp_type = a.qp_type;
 	qp->sq_sig_all = a.sq_sig_all;
 	qp->state = RV_QPS_RESET;
@@ -119,6 +143,8 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 		rc = rv_obj_add_dep(&qp->obj, &a.send_cq->obj);
 	if (rc == 0 && a.recv_cq != a.send_cq)
 		rc = rv_obj_add_dep(&qp->obj, &a.recv_cq->obj);
+	if (rc == 0 && a.srq)
+		rc = rv_obj_add_dep(&qp->obj, &a.srq->obj);
 	if (rc == 0) {
 		rv_error_clear();
 		rc = qp->drv->qp_create(qp, &a);

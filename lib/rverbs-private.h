@@ -108,6 +108,16 @@ struct rv_qp {
 	uint8_t port_num;  /* the port chosen at INIT (default 1) */
 	rv_qp_cap cap;     /* as read back from the driver after create */
 	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
+	struct rv_srq *srq; /* or NULL; a dependency (strong) */
+};
+
+struct rv_srq {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	struct rv_pd *pd;
+	void *drv_srq;
+	uint32_t max_wr;  /* as the driver made it */
+	uint32_t max_sge;
 };
 
 struct rv_ah {

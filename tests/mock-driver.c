@@ -21,6 +21,7 @@ struct fake {
 	unsigned n_destroyed;
 	struct fake *parents[4];
 	uint32_t qp_state;
+	uint32_t srq_limit;
 };
 
 static struct fake **fakes;
@@ -238,6 +239,9 @@ static int mock_query_device(struct rv_context *ctx, rv_device_attr *attr)
 	attr->max_cqe = 65536;
 	attr->max_mr = 1024;
 	attr->max_pd = 1024;
+	attr->max_srq = 1024;
+	attr->max_srq_wr = 4096;
+	attr->max_srq_sge = 16;
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->atomic_cap = RV_ATOMIC_HCA;
@@ -443,6 +447,10 @@ static int mock_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	f->parents[0] = qp->pd->drv_pd;
 	f->parents[1] = qp->send_cq->drv_cq;
 	f->parents[2] = qp->recv_cq->drv_cq;
+	if (attr->srq) {
+		expect_live(attr->srq, RV_OBJ_SRQ);
+		f->parents[3] = attr->srq->drv_srq;
+	}
 	f->qp_state = RV_QPS_RESET;
 	qp->qpn = mock.next_qpn++;
 	qp->cap = attr->cap;
@@ -523,6 +531,74 @@ static int mock_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, siz
 	return k < n ? -ENOMEM : 0;
 }
 
+static int mock_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(srq, RV_OBJ_SRQ);
+	expect_live(srq->pd, RV_OBJ_PD);
+	if (attr->max_wr == 0 || attr->max_sge == 0)
+		mock.contract_violations++;
+	if (inject_create(RV_OBJ_SRQ, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_SRQ, srq);
+	if (!f)
+		return -ENOMEM;
+	f->parents[0] = srq->pd->drv_pd;
+	f->srq_limit = attr->srq_limit;
+	srq->max_wr = attr->max_wr;
+	srq->max_sge = attr->max_sge;
+	srq->drv_srq = f;
+	return 0;
+}
+
+static int mock_srq_destroy(struct rv_srq *srq)
+{
+	expect_live(srq, RV_OBJ_SRQ);
+	return fake_destroy(srq->drv_srq, RV_OBJ_SRQ);
+}
+
+static int mock_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr)
+{
+	struct fake *f = srq->drv_srq;
+
+	expect_live(srq, RV_OBJ_SRQ);
+	if (attr->mask & RV_SRQ_MAX_WR)
+		srq->max_wr = attr->max_wr;
+	if (attr->mask & RV_SRQ_LIMIT)
+		f->srq_limit = attr->srq_limit;
+	return 0;
+}
+
+static int mock_srq_query(struct rv_srq *srq, rv_srq_attr *attr)
+{
+	struct fake *f = srq->drv_srq;
+
+	expect_live(srq, RV_OBJ_SRQ);
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = f->srq_limit;
+	return 0;
+}
+
+static int mock_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	size_t k = n < mock.post_limit ? n : mock.post_limit;
+
+	expect_live(srq, RV_OBJ_SRQ);
+	if (!wrs || n == 0 || !n_posted) {
+		mock.contract_violations++;
+		return -EINVAL;
+	}
+	mock.n_post_srq_recv++;
+	mock.last_recv = wrs[0];
+	*n_posted = k;
+	if (mock.post_rc)
+		return mock.post_rc;
+	return k < n ? -ENOMEM : 0;
+}
+
 const struct rv_driver mock_driver = {
 	.name = "mock",
 	.kind = RV_DEVICE_VERBS,
@@ -552,6 +628,11 @@ const struct rv_driver mock_driver = {
 	.qp_query = mock_qp_query,
 	.post_send = mock_post_send,
 	.post_recv = mock_post_recv,
+	.srq_create = mock_srq_create,
+	.srq_destroy = mock_srq_destroy,
+	.srq_modify = mock_srq_modify,
+	.srq_query = mock_srq_query,
+	.post_srq_recv = mock_post_srq_recv,
 	.raw = NULL,
 };
 

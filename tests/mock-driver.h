@@ -61,7 +61,7 @@ struct mock_state {
 	uint32_t sent_flags[MOCK_SENT_MAX];
 	size_t n_sent;
 	rv_recv_wr last_recv;
-	unsigned n_post_send, n_post_recv, n_poll;
+	unsigned n_post_send, n_post_recv, n_poll, n_post_srq_recv;
 
 	/* Modify/query. */
 	rv_qp_attr last_modify;

@@ -36,7 +36,7 @@
 
 static struct {
 	/* live objects */
-	int lists_out, ctx_out, pd_out, mr_out, cq_out, qp_out, ah_out;
+	int lists_out, ctx_out, pd_out, mr_out, cq_out, qp_out, ah_out, srq_out;
 	/* failure knobs */
 	int list_errno;
 	int port_state;
@@ -63,6 +63,18 @@ static struct {
 	struct ibv_qp_init_attr last_init;
 	struct ibv_send_wr last_send;
 	int n_send;
+	/* shared receive queues */
+	int srq_errno;         /* ibv_create_srq fails with it */
+	struct ibv_srq_init_attr last_srq_init;
+	struct ibv_srq_attr last_srq_modify;
+	int last_srq_modify_mask;
+	int n_srq_recv;        /* WRs posted through ibv_post_srq_recv */
+	uint64_t last_srq_wr_id;
+	/* asynchronous events: queued by a test, read by ibv_get_async_event */
+	struct ibv_async_event async[8];
+	int n_async, async_acked;
+	int resize_errno;      /* ibv_resize_cq fails with it */
+	int last_resize;
 } mock = { .port_state = IBV_PORT_ACTIVE, .next_qpn = 0x100 };
 
 static struct ibv_device mock_devs[MOCK_NDEV] = {
@@ -543,6 +555,120 @@ static int mock_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return mock.notify_rc;
 }
 
+/* Shared receive queues: created, modified, queried and posted to; the
+ * loopback data path does not consume from them. */
+struct mock_srq {
+	struct ibv_srq srq; /* first */
+	struct ibv_srq_attr attr;
+};
+
+static int mock_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct mock_srq *s = (struct mock_srq *)srq;
+
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge > (int)s->attr.max_sge) {
+			*bad = wr;
+			return EINVAL;
+		}
+		mock.n_srq_recv++;
+		mock.last_srq_wr_id = wr->wr_id;
+	}
+	return 0;
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+{
+	struct mock_srq *s;
+
+	if (mock.srq_errno) {
+		errno = mock.srq_errno;
+		return NULL;
+	}
+	mock.last_srq_init = *init;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->srq.context = pd->context;
+	s->srq.pd = pd;
+	s->srq.srq_context = init->srq_context;
+	/* Providers round up and say so. */
+	init->attr.max_wr = init->attr.max_wr < 16 ? 16 : init->attr.max_wr;
+	s->attr = init->attr;
+	mock.srq_out++;
+	return &s->srq;
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	struct mock_srq *s = (struct mock_srq *)srq;
+
+	mock.last_srq_modify = *attr;
+	mock.last_srq_modify_mask = mask;
+	if (mask & IBV_SRQ_MAX_WR)
+		return EINVAL; /* like most providers: no resize */
+	if (mask & IBV_SRQ_LIMIT)
+		s->attr.srq_limit = attr->srq_limit;
+	return 0;
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	*attr = ((struct mock_srq *)srq)->attr;
+	return 0;
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	free(srq);
+	mock.srq_out--;
+	return 0;
+}
+
+/* Asynchronous events: a test queues them in mock.async and makes the
+ * async_fd readable with mock_async_signal(). */
+static __attribute__((unused)) void mock_async_signal(struct ibv_context *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->async_fd, &one, sizeof(one)) < 0)
+		abort();
+}
+
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	uint64_t v;
+
+	if (mock.n_async == 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*event = mock.async[0];
+	memmove(&mock.async[0], &mock.async[1], sizeof(mock.async[0]) * (size_t)(mock.n_async - 1));
+	if (--mock.n_async == 0 && read(context->async_fd, &v, sizeof(v)) < 0)
+		abort();
+	return 0;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	(void)event;
+	mock.async_acked++;
+}
+
+int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	struct mock_cq *c = (struct mock_cq *)cq;
+
+	mock.last_resize = cqe;
+	if (mock.resize_errno)
+		return mock.resize_errno;
+	if (cqe < c->count)
+		return EINVAL;
+	cq->cqe = cqe;
+	return 0;
+}
+
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
 	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
@@ -628,6 +754,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->ops.post_recv = mock_post_recv;
 	c->ops.poll_cq = mock_poll_cq;
 	c->ops.req_notify_cq = mock_req_notify_cq;
+	c->ops.post_srq_recv = mock_post_srq_recv;
+	c->async_fd = eventfd(0, EFD_CLOEXEC);
 	c->num_comp_vectors = 2;
 	mock.ctx_out++;
 	return c;
@@ -635,6 +763,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 int ibv_close_device(struct ibv_context *context)
 {
+	close(context->async_fd);
 	free(context);
 	mock.ctx_out--;
 	return 0;

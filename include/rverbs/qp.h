@@ -46,7 +46,8 @@ enum rv_qp_init_attr_mask {
 	RV_QP_INIT_ATTR_SEND_CQ = 1u << 1,    /**< send_cq is set (required) */
 	RV_QP_INIT_ATTR_RECV_CQ = 1u << 2,    /**< recv_cq is set (default: send_cq) */
 	RV_QP_INIT_ATTR_CAP = 1u << 3,        /**< cap is set (default 128/128/1/1/0) */
-	RV_QP_INIT_ATTR_SQ_SIG_ALL = 1u << 4  /**< sq_sig_all is set (default 1) */
+	RV_QP_INIT_ATTR_SQ_SIG_ALL = 1u << 4, /**< sq_sig_all is set (default 1) */
+	RV_QP_INIT_ATTR_SRQ = 1u << 5         /**< srq is set: receives come from it (rverbs/srq.h) */
 };
 
 /** Options for rv_qp_new(). */
@@ -57,6 +58,8 @@ typedef struct rv_qp_init_attr {
 	rv_cq *send_cq;      /**< CQ for send completions */
 	rv_cq *recv_cq;      /**< CQ for receive completions */
 	rv_qp_cap cap;       /**< requested queue sizes */
+	rv_srq *srq;         /**< shared receive queue of the same PD (RV_QP_INIT_ATTR_SRQ); the
+	                          QP takes its receives from it and cap.max_recv_wr is ignored */
 } rv_qp_init_attr;
 
 /** Address vector of a connected QP's peer or of an address handle. */
@@ -187,7 +190,7 @@ typedef struct rv_recv_wr {
 
 /**
  * Create a queue pair in the RESET state. The QP holds references on its PD
- * and CQs. A random 24-bit initial send PSN is chosen.
+ * and CQs (and its SRQ, with RV_QP_INIT_ATTR_SRQ: closing the SRQ closes the QP). A random 24-bit initial send PSN is chosen.
  * @param pd      the protection domain
  * @param attr    options; RV_QP_INIT_ATTR_SEND_CQ is required
  * @param ret_qp  receives the QP
@@ -369,7 +372,8 @@ RV_API int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n
  * @param n          number of work requests
  * @param n_posted   receives how many were posted (may be NULL)
  * @retval 0            all posted
- * @retval -EINVAL      a NULL argument or an invalid WR
+ * @retval -EINVAL      a NULL argument or an invalid WR, or the QP takes its
+ *                      receives from an SRQ (post with rv_srq_post_recv())
  * @retval -ENOMEM      the receive queue is full
  * @retval -RV_ECLOSED  the QP is closed
  */

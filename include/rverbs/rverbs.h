@@ -20,6 +20,8 @@
 #include <rverbs/endpoint.h>
 #include <rverbs/qp.h>
 #include <rverbs/ah.h>
+#include <rverbs/srq.h>
+#include <rverbs/event.h>
 #include <rverbs/conn.h>
 #include <rverbs/soft.h>
 

@@ -259,6 +259,43 @@ static int poll_failed(struct rv_cq *cq, int got)
 	return -EOVERFLOW;
 }
 
+int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	struct ibv_recv_wr chain[RV_IBV_BATCH];
+	size_t done = 0;
+
+	while (done < n) {
+		struct ibv_recv_wr *bad = NULL;
+		size_t k, want = n - done < RV_IBV_BATCH ? n - done : RV_IBV_BATCH;
+		int rc;
+
+		for (k = 0; k < want; k++) {
+			rv_ibv_recv_wr_to_ibv(&wrs[done + k], &chain[k]);
+			if (k > 0)
+				chain[k - 1].next = &chain[k];
+		}
+		rc = ibv_post_srq_recv(srq->drv_srq, chain, &bad);
+		if (RV_UNLIKELY(rc != 0)) {
+			size_t i = bad_index(chain, bad, sizeof(chain[0]), k);
+			int err = rv_ibv_errno(rc);
+			char ebuf[128];
+
+			*n_posted = done + i;
+			rv_err(err, "rv_srq_post_recv", "ibv_post_srq_recv refused WR %zu (%u SGE): %s",
+			       done + i, wrs[done + i].num_sge, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+			if (err == ENOMEM)
+				rv_err_hint("the SRQ is full (max_wr %u): wait for receives to complete or "
+					    "create a larger SRQ", srq->max_wr);
+			else if (err == EINVAL)
+				rv_err_hint("check num_sge <= the SRQ's max_sge (%u)", srq->max_sge);
+			return -err;
+		}
+		done += k;
+	}
+	*n_posted = done;
+	return 0;
+}
+
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
 	/* rv_wc has ibv_wc's layout and size (translate.c proves it): the

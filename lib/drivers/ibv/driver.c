@@ -3,7 +3,8 @@
  * kernel software devices (rxe, siw) as the facade sees them.
  *
  * Owns: nothing but the table; each op lives in the file named after its
- * purpose (device.c, context.c, resources.c, qp.c, datapath.c, escape.c).
+ * purpose (device.c, context.c, resources.c, srq.c, qp.c, datapath.c, event.c,
+ * escape.c).
  */
 #include "ibv-driver.h"
 
@@ -46,6 +47,14 @@ const struct rv_driver rv_driver_ibv = {
 	.ah_create = rv_ibv_ah_create,
 	.ah_destroy = rv_ibv_ah_destroy,
 	.ah_attr_from_wc = rv_ibv_ah_attr_from_wc,
+	.srq_create = rv_ibv_srq_create,
+	.srq_destroy = rv_ibv_srq_destroy,
+	.srq_modify = rv_ibv_srq_modify,
+	.srq_query = rv_ibv_srq_query,
+	.post_srq_recv = rv_ibv_post_srq_recv,
+
+	.async_fd = rv_ibv_async_fd,
+	.get_async_event = rv_ibv_get_async_event,
 
 	.raw = rv_ibv_raw,
 };

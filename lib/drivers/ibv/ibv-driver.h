@@ -78,7 +78,19 @@ int rv_ibv_qp_query(struct rv_qp *qp, rv_qp_attr *attr);
 /* datapath.c */
 int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
+int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
+
+/* srq.c */
+int rv_ibv_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);
+int rv_ibv_srq_destroy(struct rv_srq *srq);
+int rv_ibv_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr);
+int rv_ibv_srq_query(struct rv_srq *srq, rv_srq_attr *attr);
+
+/* event.c */
+int rv_ibv_async_fd(struct rv_context *ctx);
+int rv_ibv_get_async_event(struct rv_context *ctx, rv_async_event *ev);
+void rv_ibv_async_event_from_ibv(const struct ibv_async_event *in, rv_async_event *out);
 
 /* escape.c */
 void *rv_ibv_raw(struct rv_object *obj);

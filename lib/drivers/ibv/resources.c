@@ -285,6 +285,8 @@ int rv_ibv_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	int err;
 
 	rv_ibv_qp_init_attr_to_ibv(attr, qp->send_cq->drv_cq, qp->recv_cq->drv_cq, qp, &init);
+	if (attr->srq)
+		init.srq = attr->srq->drv_srq;
 	errno = 0;
 	q = ibv_create_qp(qp->pd->drv_pd, &init);
 	if (q) {

@@ -377,6 +377,7 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 	c->qp = q;
 	q->conn = c;
 	c->state = CONN_UP;
+	soft_event_post(q->sc, RV_EVENT_COMM_EST, &q->qp->obj);
 	c->active = false;
 	c->may_send = false;
 	c->deadline = 0;
@@ -616,6 +617,7 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 	soft_shm_ext_got(c, true, f.pd, f.pd_len);
 	consume(c, (size_t)n);
 	c->state = CONN_UP;
+	soft_event_post(q->sc, RV_EVENT_COMM_EST, &q->qp->obj);
 	c->deadline = 0;
 	c->may_send = true;
 	c->crc = c->crc || (f.flags & RV_MPA_FLAG_CRC);

@@ -82,7 +82,7 @@ static void run_kicks(struct soft_ctx *sc)
 		struct soft_qp *q = sc->qps[i];
 
 		pthread_mutex_lock(&q->lock);
-		if (q->kick) {
+		if (q->kick || soft_srq_resumable(q)) {
 			q->kick = false;
 			if (q->conn && atomic_load(&q->state) == RV_QPS_ERR) {
 				/* A posting thread failed the QP: send its TERMINATE, then close. */
@@ -263,6 +263,7 @@ static void ctx_free(struct soft_ctx *sc)
 {
 	soft_ud_close(sc);
 	close_fds(sc);
+	soft_event_fini(sc);
 	soft_mr_table_fini(sc);
 	pthread_mutex_destroy(&sc->lock);
 	free(sc->qps);
@@ -328,6 +329,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		return rv_err(ENOMEM, fn, "out of memory for the soft0 context");
 	sc->ctx = ctx;
 	sc->lfd = sc->evfd = sc->epfd = -1;
+	sc->evq.fd = -1;
 	sc->timeout_ms = SOFT_CONNECT_TIMEOUT_MS;
 	sc->spin_us = env_long("RVERBS_SOFT_SPIN_US",
 			       sysconf(_SC_NPROCESSORS_ONLN) >= SOFT_SPIN_MIN_CPUS ? SOFT_SPIN_US : 0, 0, 1000000);
@@ -351,6 +353,10 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		pthread_mutex_destroy(&sc->lock);
 		free(sc);
 		return rv_err(ENOMEM, fn, "out of memory for the soft0 MR table");
+	}
+	if (soft_event_init(sc) < 0) {
+		ctx_free(sc);
+		return rv_err(EMFILE, fn, "cannot create soft0's event queue; check the open-files limit (ulimit -n)");
 	}
 
 	sc->family = parse_addr(attr->listen_addr, &ss, &sl, sc->gid);

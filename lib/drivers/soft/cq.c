@@ -100,6 +100,7 @@ int soft_cq_destroy(struct rv_cq *cq)
 				break;
 		pthread_mutex_unlock(&h->lock);
 	}
+	soft_event_forget(cq->ctx->drv_ctx, &cq->obj);
 	pthread_mutex_destroy(&c->lock);
 	free(c->ring);
 	free(c);
@@ -141,7 +142,8 @@ bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
 
 	pthread_mutex_lock(&c->lock);
 	if (c->tail - c->head > c->mask) {
-		atomic_store(&c->overflow, true);
+		if (!atomic_exchange(&c->overflow, true))
+			soft_event_post(cq->ctx->drv_ctx, RV_EVENT_CQ_ERR, &cq->obj);
 		ok = false;
 	} else {
 		c->ring[c->tail & c->mask] = *wc;

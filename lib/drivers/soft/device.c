@@ -70,9 +70,9 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	 * atomic with respect to the host CPUs too, unless the context does not
 	 * offer the extensions (RV_SOFT_NO_EXT). */
 	a->atomic_cap = ((struct soft_ctx *)ctx->drv_ctx)->caps & RV_SOFT_CAP_ATOMIC ? RV_ATOMIC_GLOB : RV_ATOMIC_NONE;
-	a->max_srq = 0;
-	a->max_srq_wr = 0;
-	a->max_srq_sge = 0;
+	a->max_srq = SOFT_MAX_SRQ;
+	a->max_srq_wr = SOFT_MAX_QP_WR;
+	a->max_srq_sge = SOFT_MAX_SGE;
 	a->max_mw = 0;
 	a->max_ah = SOFT_MAX_AH;
 	a->max_pkeys = 1;

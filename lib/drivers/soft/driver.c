@@ -36,5 +36,12 @@ const struct rv_driver rv_driver_soft = {
 	.ah_destroy = soft_ah_destroy,
 	.ah_attr_from_wc = NULL, /* the facade reads soft0's GRH area (IPv4 or IPv6 form) */
 	.fault_inject = soft_fault_inject,
+	.srq_create = soft_srq_create,
+	.srq_destroy = soft_srq_destroy,
+	.srq_modify = soft_srq_modify,
+	.srq_query = soft_srq_query,
+	.post_srq_recv = soft_post_srq_recv,
+	.async_fd = soft_async_fd,
+	.get_async_event = soft_get_async_event,
 	.raw = NULL,
 };

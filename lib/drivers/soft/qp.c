@@ -124,6 +124,7 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 	if (atomic_load(&q->state) == RV_QPS_ERR)
 		return;
 	set_state(q, RV_QPS_ERR);
+	soft_event_qp_error(q);
 	for (uint32_t i = q->sq_head; i != q->sq_tail; i++) {
 		struct soft_swqe *w = &q->sq[i % q->sq_size];
 		uint32_t s;
@@ -144,6 +145,10 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 		recv_wc(q, &q->rq[i % q->rq_size],
 			i == q->rq_head && q->rx_in_msg ? rq_status : RV_WC_WR_FLUSH_ERR);
 	q->rq_head = q->rq_tail;
+	if (q->srq_have) {
+		recv_wc(q, &q->srq_wqe, q->rx_in_msg ? rq_status : RV_WC_WR_FLUSH_ERR);
+		q->srq_have = false;
+	}
 	q->rx_in_msg = false;
 	q->rx_bytes = 0;
 	q->rx_imm_pending = false;
@@ -172,6 +177,7 @@ static void qp_free(struct soft_qp *q)
 	free(q->sq_inline);
 	free(q->rq);
 	free(q->rq_sge);
+	free(q->srq_wqe.sge);
 	free(q);
 }
 
@@ -202,6 +208,14 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 		return rv_err(ENOMEM, fn, "out of memory for the QP");
 	q->qp = qp;
 	q->sc = sc;
+	if (attr->srq) {
+		q->srq = attr->srq->drv_srq;
+		q->srq_wqe.sge = calloc(q->srq->max_sge, sizeof(rv_sge));
+		if (!q->srq_wqe.sge) {
+			free(q);
+			return rv_err(ENOMEM, fn, "out of memory for the QP");
+		}
+	}
 	q->sq_size = cap->max_send_wr ? cap->max_send_wr : 1;
 	q->rq_size = cap->max_recv_wr ? cap->max_recv_wr : 1;
 	q->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
@@ -264,6 +278,7 @@ int soft_qp_destroy(struct rv_qp *qp)
 	soft_conn_detach(q, true);
 	pthread_mutex_unlock(&q->lock);
 	pthread_mutex_unlock(&sc->lock);
+	soft_event_forget(sc, &qp->obj);
 	pthread_mutex_destroy(&q->lock);
 	qp_free(q);
 	qp->drv_qp = NULL;
@@ -275,6 +290,7 @@ static void reset_queues(struct soft_qp *q)
 	q->sq_head = q->sq_tx = q->sq_tail = q->sq_confirmed = q->sq_covered = 0;
 	q->tx_off = 0;
 	q->rq_head = q->rq_tail = 0;
+	q->srq_have = false; /* to RESET: a WR being filled is discarded, as verbs does */
 	q->rx_in_msg = false;
 	q->rx_bytes = 0;
 	q->ord_head = q->ord_tail = q->ird_head = q->ird_tail = 0;
@@ -379,7 +395,9 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 			soft_tx_push(q);
 		break;
 	case RV_QPS_ERR:
+		q->err_by_user = true;
 		soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, false);
+		q->err_by_user = false;
 		soft_conn_detach(q, true);
 		break;
 	default:

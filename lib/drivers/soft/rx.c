@@ -300,7 +300,7 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
 				       RV_WC_WR_FLUSH_ERR);
 	if (!q->rx_in_msg) {
-		if (q->rq_head == q->rq_tail)
+		if (!soft_rq_peek(q))
 			return 1;
 		q->rx_in_msg = true;
 		q->rx_bytes = 0;
@@ -308,7 +308,7 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 	if (f->mo != q->rx_bytes)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
 				       RV_WC_WR_FLUSH_ERR);
-	rw = &q->rq[q->rq_head % q->rq_size];
+	rw = soft_rq_peek(q);
 	for (uint32_t i = 0; i < rw->num_sge; i++)
 		cap += rw->sge[i].length;
 	if ((uint64_t)f->mo + f->payload_len > cap)
@@ -338,7 +338,7 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 		if (!soft_cq_push_se(q->qp->recv_cq, &wc,
 				     f->opcode == RV_RDMAP_SEND_SE || f->opcode == RV_RDMAP_SEND_SE_INV))
 			q->cq_overflow = true;
-		q->rq_head++;
+		soft_rq_consume(q);
 		q->rx_in_msg = false;
 		q->rx_bytes = 0;
 		q->msn_rx[0]++;

@@ -38,6 +38,7 @@
 #define SOFT_MAX_CQE (1u << 20)
 #define SOFT_MAX_MR (1u << 20)
 #define SOFT_MAX_PD 65536u
+#define SOFT_MAX_SRQ 65536u
 #define SOFT_MAX_RD_ATOM 16u
 #define SOFT_MAX_INLINE 1024u
 #define SOFT_MIN_INLINE 64u
@@ -92,6 +93,34 @@ struct soft_device {
 	char name[16];
 };
 
+/* One queued asynchronous event (event.c). */
+struct soft_event {
+	uint32_t type;          /* rv_async_event_type */
+	struct rv_object *obj;  /* the QP/CQ/SRQ handle, or NULL for a port event */
+};
+
+/* The context's asynchronous event queue (event.c). */
+struct soft_evq {
+	pthread_mutex_t lock;   /* a leaf lock */
+	int fd;                 /* eventfd: 1 while n > 0 */
+	struct soft_event *ev;  /* FIFO, oldest first */
+	uint32_t n, cap;
+};
+
+/* A shared receive queue (srq.c). */
+struct soft_srq {
+	struct rv_srq *srq;
+	struct soft_ctx *sc;
+	pthread_mutex_t lock;    /* the ring and the limit; shared by its QPs */
+	struct soft_rwqe *rq;
+	rv_sge *sge;
+	uint32_t size, max_sge;
+	uint32_t head, tail;     /* free-running; index = counter % size */
+	uint32_t limit;          /* armed limit, 0 = disarmed */
+	_Atomic uint32_t gen;    /* bumped by every post: stalled QPs resume when it moves */
+	_Atomic bool starving;   /* a QP found it empty: the next post kicks the progress thread */
+};
+
 struct soft_mr {
 	struct soft_mr *next; /* hash chain */
 	uint32_t key;         /* lkey == rkey == STag */
@@ -141,6 +170,7 @@ struct soft_ctx {
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	struct soft_ud *ud;  /* the UDP side (ud.c); NULL on the wildcard address */
 	struct soft_fault fault; /* for every QP of the context */
+	struct soft_evq evq; /* asynchronous events (event.c) */
 };
 
 enum soft_conn_state {
@@ -307,6 +337,12 @@ struct soft_qp {
 	int64_t progress_at; /* retry.c: the peer last showed progress (ms) */
 	int64_t rnr_beat_at; /* retry.c: the last keepalive sent while rx was stalled (ms) */
 	bool retry_watch;    /* retry.c: send work is outstanding and the clock runs */
+	/* Shared receive queue (srq.c): receives come from it instead of rq. */
+	struct soft_srq *srq;
+	struct soft_rwqe srq_wqe; /* the WR taken for the message being received */
+	bool srq_have;            /* srq_wqe holds a WR */
+	uint32_t srq_gen_seen;    /* srq->gen when a SEND found the SRQ empty */
+	bool err_by_user;         /* the ERR being entered is rv_qp_modify's: no QP_FATAL */
 };
 
 /* The IRD a QP advertises in the MPA exchange and enforces: its
@@ -557,5 +593,31 @@ void soft_retry_timers(struct soft_ctx *sc, int64_t now);
 /* ---- rx.c ---- */
 /* Process the FPDUs in c->rx (progress thread, sc->lock and q->lock held). */
 void soft_rx_process(struct soft_qp *q, struct soft_conn *c);
+
+/* ---- srq.c ---- */
+int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);
+int soft_srq_destroy(struct rv_srq *srq);
+int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr);
+int soft_srq_query(struct rv_srq *srq, rv_srq_attr *attr);
+int soft_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
+/* The receive WR the next/current SEND lands in (its QP's rq head or a WR
+ * taken from its SRQ), or NULL when there is none yet (q->lock held). */
+struct soft_rwqe *soft_rq_peek(struct soft_qp *q);
+/* The message in soft_rq_peek()'s WR completed: move past it. */
+void soft_rq_consume(struct soft_qp *q);
+/* q stalled on an empty SRQ that has been posted to since (progress thread). */
+bool soft_srq_resumable(const struct soft_qp *q);
+
+/* ---- event.c ---- */
+int soft_event_init(struct soft_ctx *sc);
+void soft_event_fini(struct soft_ctx *sc);
+/* Queue an asynchronous event about obj (a QP, CQ or SRQ handle; NULL: port 1). */
+void soft_event_post(struct soft_ctx *sc, uint32_t type, struct rv_object *obj);
+/* q entered ERR (soft_qp_fail): QP_FATAL unless the user asked, LAST_WQE_REACHED with an SRQ. */
+void soft_event_qp_error(struct soft_qp *q);
+/* Drop the queued events about obj (before it is destroyed). */
+void soft_event_forget(struct soft_ctx *sc, const struct rv_object *obj);
+int soft_async_fd(struct rv_context *ctx);
+int soft_get_async_event(struct rv_context *ctx, rv_async_event *ev);
 
 #endif

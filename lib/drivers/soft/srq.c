@@ -1,0 +1,185 @@
+/*
+ * Shared receive queues of the software device, and the one place where the
+ * receive path (rx.c) gets the receive WR a SEND lands in: from the QP's own
+ * receive queue, or from its SRQ.
+ *
+ * An SRQ is a ring of receive WRs under its own lock (s->lock), shared by
+ * every QP using it: that lock is the inherent cost of sharing. A QP takes
+ * the head WR when a message starts and keeps a private copy (q->srq_wqe)
+ * until the message's last FPDU, so the ring is touched once per message.
+ * Lock order: q->lock, then s->lock, then the event queue's lock.
+ *
+ * A QP whose SEND found the SRQ empty stalls its stream, like one with an
+ * empty receive queue; it notes the SRQ's post generation, and a post bumps
+ * the generation and kicks the progress thread, which resumes every stalled
+ * QP whose SRQ moved (context.c, run_kicks).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "soft.h"
+
+int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
+{
+	struct soft_srq *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return rv_err(ENOMEM, "rv_srq_new", "out of memory for the SRQ");
+	s->size = attr->max_wr;
+	s->max_sge = attr->max_sge;
+	s->limit = attr->srq_limit;
+	s->sc = srq->ctx->drv_ctx;
+	s->srq = srq;
+	s->rq = calloc(s->size, sizeof(*s->rq));
+	s->sge = calloc((size_t)s->size * s->max_sge, sizeof(*s->sge));
+	if (!s->rq || !s->sge || pthread_mutex_init(&s->lock, NULL) != 0) {
+		free(s->rq);
+		free(s->sge);
+		free(s);
+		return rv_err(ENOMEM, "rv_srq_new", "out of memory for an SRQ of %u WRs of %u SGEs",
+			      attr->max_wr, attr->max_sge);
+	}
+	for (uint32_t i = 0; i < s->size; i++)
+		s->rq[i].sge = &s->sge[(size_t)i * s->max_sge];
+	srq->max_wr = s->size;
+	srq->max_sge = s->max_sge;
+	srq->drv_srq = s;
+	return 0;
+}
+
+/* Its QPs are gone (the facade closed them first): nothing can reach it. */
+int soft_srq_destroy(struct rv_srq *srq)
+{
+	struct soft_srq *s = srq->drv_srq;
+
+	soft_event_forget(s->sc, &srq->obj);
+	pthread_mutex_destroy(&s->lock);
+	free(s->rq);
+	free(s->sge);
+	free(s);
+	srq->drv_srq = NULL;
+	return 0;
+}
+
+int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr)
+{
+	struct soft_srq *s = srq->drv_srq;
+
+	if (attr->mask & RV_SRQ_MAX_WR)
+		return rv_err(EOPNOTSUPP, "rv_srq_modify", "soft0 cannot resize an SRQ "
+			      "(its device caps have no SRQ resize); create a larger one");
+	pthread_mutex_lock(&s->lock);
+	s->limit = attr->srq_limit;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int soft_srq_query(struct rv_srq *srq, rv_srq_attr *attr)
+{
+	struct soft_srq *s = srq->drv_srq;
+
+	pthread_mutex_lock(&s->lock);
+	attr->max_wr = s->size;
+	attr->max_sge = s->max_sge;
+	attr->srq_limit = s->limit;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int soft_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	static const char *const fn = "rv_srq_post_recv";
+	struct soft_srq *s = srq->drv_srq;
+	size_t i = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (; i < n; i++) {
+		const rv_recv_wr *wr = &wrs[i];
+		struct soft_rwqe *w;
+
+		if (wr->num_sge > s->max_sge) {
+			rc = rv_err(EINVAL, fn, "wrs[%zu] has %u SGEs; the SRQ's max_sge is %u", i,
+				    wr->num_sge, s->max_sge);
+			break;
+		}
+		if (wr->num_sge && !wr->sg_list) {
+			rc = rv_err(EINVAL, fn, "wrs[%zu] has num_sge %u but sg_list is NULL", i, wr->num_sge);
+			break;
+		}
+		if (s->tail - s->head >= s->size) {
+			rc = rv_err(ENOMEM, fn, "the SRQ is full (%u WRs); create it with a larger max_wr",
+				    s->size);
+			break;
+		}
+		w = &s->rq[s->tail % s->size];
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(rv_sge));
+		s->tail++;
+	}
+	if (i > 0)
+		atomic_fetch_add(&s->gen, 1);
+	pthread_mutex_unlock(&s->lock);
+	/* Rare path: a QP's SEND waits for exactly this. */
+	if (i > 0 && atomic_exchange(&s->starving, false))
+		soft_kick(s->sc);
+	*n_posted = i;
+	return rc;
+}
+
+/* Take the SRQ's head WR into q's private slot (q->lock held). */
+static bool srq_take(struct soft_qp *q)
+{
+	struct soft_srq *s = q->srq;
+	const struct soft_rwqe *w;
+	bool limit_hit = false;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->head == s->tail) {
+		q->srq_gen_seen = atomic_load(&s->gen);
+		atomic_store(&s->starving, true);
+		pthread_mutex_unlock(&s->lock);
+		return false;
+	}
+	w = &s->rq[s->head % s->size];
+	q->srq_wqe.wr_id = w->wr_id;
+	q->srq_wqe.num_sge = w->num_sge;
+	memcpy(q->srq_wqe.sge, w->sge, w->num_sge * sizeof(rv_sge));
+	s->head++;
+	/* ibv_modify_srq(3): the event fires when fewer than srq_limit WRs
+	 * remain, then the limit disarms until armed again. */
+	if (s->limit && s->tail - s->head < s->limit) {
+		s->limit = 0;
+		limit_hit = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (limit_hit)
+		soft_event_post(q->sc, RV_EVENT_SRQ_LIMIT_REACHED, &s->srq->obj);
+	q->srq_have = true;
+	return true;
+}
+
+struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
+{
+	if (!q->srq)
+		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head % q->rq_size] : NULL;
+	if (!q->srq_have && !srq_take(q))
+		return NULL;
+	return &q->srq_wqe;
+}
+
+void soft_rq_consume(struct soft_qp *q)
+{
+	if (q->srq)
+		q->srq_have = false;
+	else
+		q->rq_head++;
+}
+
+bool soft_srq_resumable(const struct soft_qp *q)
+{
+	return q->srq && q->conn && q->conn->rx_stalled && atomic_load(&q->srq->gen) != q->srq_gen_seen;
+}

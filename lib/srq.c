@@ -1,0 +1,199 @@
+/*
+ * Shared receive queues: creation against the device caps, the limit, and
+ * posting. The SRQ depends on its PD; QPs created with it depend on it
+ * (lib/qp.c adds that edge), so closing an SRQ closes its QPs first.
+ *
+ * rv_srq_post_recv is data path: one inline load of the handle state, then
+ * the driver; no lock, no atomic here.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static int srq_destroy(struct rv_object *obj)
+{
+	struct rv_srq *srq = (struct rv_srq *)obj;
+	return srq->ctx->drv->srq_destroy(srq);
+}
+
+static const struct rv_object_class srq_class = {
+	.type = RV_OBJ_SRQ,
+	.name = "SRQ",
+	.destroy = srq_destroy,
+};
+
+#define SRQ_INIT_KNOWN (RV_SRQ_INIT_ATTR_MAX_WR | RV_SRQ_INIT_ATTR_MAX_SGE | RV_SRQ_INIT_ATTR_LIMIT)
+
+static int srq_defaults(struct rv_pd *pd, const rv_srq_attr *attr, rv_srq_attr *a, const char *func)
+{
+	rv_device_attr dev = {0};
+	int rc;
+
+	if (attr && (attr->mask & ~(uint64_t)SRQ_INIT_KNOWN))
+		return rv_err(EINVAL, func, "unknown bit 0x%" PRIx64 " in rv_srq_attr.mask",
+			      attr->mask & ~(uint64_t)SRQ_INIT_KNOWN);
+	memset(a, 0, sizeof(*a));
+	a->mask = attr ? attr->mask : 0;
+	a->max_wr = attr && (attr->mask & RV_SRQ_INIT_ATTR_MAX_WR) ? attr->max_wr : 128;
+	a->max_sge = attr && (attr->mask & RV_SRQ_INIT_ATTR_MAX_SGE) ? attr->max_sge : 1;
+	a->srq_limit = attr && (attr->mask & RV_SRQ_INIT_ATTR_LIMIT) ? attr->srq_limit : 0;
+	if (a->max_wr == 0 || a->max_sge == 0)
+		return rv_err(EINVAL, func, "max_wr %u / max_sge %u: both must be at least 1", a->max_wr,
+			      a->max_sge);
+	if (!pd->ctx->drv->srq_create)
+		return rv_err(EOPNOTSUPP, func, "the %s driver has no shared receive queues",
+			      pd->ctx->drv->name);
+	rv_error_clear();
+	rc = pd->ctx->drv->query_device(pd->ctx, &dev);
+	if (rc < 0)
+		return rv_err_from_driver(rc, func, "querying the device's SRQ limits");
+	if (dev.max_srq == 0)
+		return rv_err(EOPNOTSUPP, func, "device %s has no shared receive queues (max_srq is 0); "
+			      "post receives on each QP instead", pd->ctx->dev->name);
+	if (a->max_wr > dev.max_srq_wr || a->max_sge > dev.max_srq_sge)
+		return rv_err(EINVAL, func, "max_wr %u / max_sge %u exceed device %s's max_srq_wr %u / "
+			      "max_srq_sge %u", a->max_wr, a->max_sge, pd->ctx->dev->name, dev.max_srq_wr,
+			      dev.max_srq_sge);
+	if (a->srq_limit >= a->max_wr)
+		return rv_err(EINVAL, func, "srq_limit %u must be below max_wr %u", a->srq_limit, a->max_wr);
+	return 0;
+}
+
+RV_EXPORT int rv_srq_new(rv_pd *pd, const rv_srq_attr *attr, rv_srq **ret_srq)
+{
+	rv_srq_attr a;
+	struct rv_srq *srq;
+	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_srq)
+		return rv_err(EINVAL, __func__, "ret_srq is NULL");
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return rv_err(ENOMEM, __func__, "out of memory");
+	rv_obj_init(&srq->obj, &srq_class, pd->ctx);
+	srq->obj.id = rv_ctx_next_id(pd->ctx);
+	srq->ctx = pd->ctx;
+	srq->pd = pd;
+
+	rv_graph_lock(&pd->obj);
+	rc = srq_defaults(pd, attr, &a, __func__);
+	if (rc == 0) {
+		rc = rv_obj_add_dep(&srq->obj, &pd->obj);
+		if (rc == 0) {
+			rv_error_clear();
+			rc = pd->ctx->drv->srq_create(srq, &a);
+			rc = rv_err_from_driver(rc, __func__, "creating the SRQ");
+		} else {
+			rc = rv_err(ENOMEM, __func__, "out of memory");
+		}
+	}
+	if (rc < 0)
+		rv_obj_abort(&srq->obj);
+	rv_graph_unlock(&pd->obj);
+	if (rc == 0)
+		*ret_srq = srq;
+	return rc;
+}
+
+RV_EXPORT rv_srq *rv_srq_ref(rv_srq *srq)
+{
+	if (srq && rv_obj_check_any(RV_COBJ(srq), RV_OBJ_SRQ, __func__) == 0)
+		rv_obj_ref(&srq->obj);
+	return srq;
+}
+
+RV_EXPORT rv_srq *rv_srq_unref(rv_srq *srq)
+{
+	if (srq && rv_obj_check_any(RV_COBJ(srq), RV_OBJ_SRQ, __func__) == 0)
+		rv_obj_unref(&srq->obj);
+	return NULL;
+}
+
+RV_EXPORT int rv_srq_close(rv_srq *srq)
+{
+	int rc = rv_obj_check_any(RV_COBJ(srq), RV_OBJ_SRQ, __func__);
+
+	if (rc < 0)
+		return rc;
+	rv_error_clear();
+	rc = rv_obj_close(&srq->obj, "closed by rv_srq_close");
+	return rv_err_from_driver(rc, __func__, "destroying the SRQ or one of its QPs");
+}
+
+RV_EXPORT int rv_srq_post_recv(rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	size_t posted = 0;
+	int rc;
+
+	if (RV_UNLIKELY(!srq || srq->obj.magic != rv_obj_magic(RV_OBJ_SRQ) || srq->obj.state != RV_OBJ_LIVE))
+		return rv_obj_check(RV_COBJ(srq), RV_OBJ_SRQ, __func__);
+	if (RV_UNLIKELY(!wrs || n == 0)) {
+		if (n_posted)
+			*n_posted = 0;
+		return rv_err(EINVAL, __func__, wrs ? "n is 0" : "wrs is NULL");
+	}
+	rc = srq->ctx->drv->post_srq_recv(srq, wrs, n, &posted);
+	if (n_posted)
+		*n_posted = posted;
+	return rc;
+}
+
+RV_EXPORT int rv_srq_modify(rv_srq *srq, const rv_srq_attr *attr)
+{
+	const uint64_t known = RV_SRQ_MAX_WR | RV_SRQ_LIMIT;
+	int rc = rv_obj_check(RV_COBJ(srq), RV_OBJ_SRQ, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!attr)
+		return rv_err(EINVAL, __func__, "attr is NULL");
+	if (attr->mask & ~known)
+		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_srq_attr.mask",
+			      attr->mask & ~known);
+	if (!attr->mask)
+		return rv_err(EINVAL, __func__, "attr->mask is 0: set RV_SRQ_LIMIT (arm the limit) "
+			      "or RV_SRQ_MAX_WR (resize)");
+	if ((attr->mask & RV_SRQ_MAX_WR) && attr->max_wr == 0)
+		return rv_err(EINVAL, __func__, "max_wr is 0");
+	if ((attr->mask & RV_SRQ_LIMIT) &&
+	    attr->srq_limit >= ((attr->mask & RV_SRQ_MAX_WR) ? attr->max_wr : srq->max_wr))
+		return rv_err(EINVAL, __func__, "srq_limit %u must be below the SRQ's max_wr %u",
+			      attr->srq_limit, (attr->mask & RV_SRQ_MAX_WR) ? attr->max_wr : srq->max_wr);
+	rv_graph_lock(&srq->obj);
+	rv_error_clear();
+	rc = srq->ctx->drv->srq_modify(srq, attr);
+	rc = rv_err_from_driver(rc, __func__, "modifying the SRQ");
+	rv_graph_unlock(&srq->obj);
+	return rc;
+}
+
+RV_EXPORT int rv_srq_query(rv_srq *srq, rv_srq_attr *ret_attr)
+{
+	rv_srq_attr a;
+	int rc = rv_obj_check(RV_COBJ(srq), RV_OBJ_SRQ, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_attr)
+		return rv_err(EINVAL, __func__, "ret_attr is NULL");
+	memset(&a, 0, sizeof(a));
+	rv_error_clear();
+	rc = srq->ctx->drv->srq_query(srq, &a);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the SRQ");
+	a.mask = 0;
+	*ret_attr = a;
+	return 0;
+}
+
+RV_EXPORT rv_pd *rv_srq_pd(const rv_srq *srq)
+{
+	if (rv_obj_check(RV_COBJ(srq), RV_OBJ_SRQ, __func__) < 0)
+		return NULL;
+	return srq->pd;
+}
