@@ -115,6 +115,25 @@ RV_EXPORT rv_cq *rv_cq_unref(rv_cq *cq)
 	return NULL;
 }
 
+RV_EXPORT int rv_cq_resize(rv_cq *cq, uint32_t cqe)
+{
+	int rc = rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (cqe == 0)
+		return rv_err(EINVAL, __func__, "cqe is 0; a CQ needs at least one entry");
+	if (!cq->ctx->drv->cq_resize)
+		return rv_err(EOPNOTSUPP, __func__, "device %s cannot resize CQs; create a new one",
+			      cq->ctx->dev->name);
+	rv_graph_lock(&cq->obj);
+	rv_error_clear();
+	rc = cq->ctx->drv->cq_resize(cq, cqe);
+	rc = rv_err_from_driver(rc, __func__, "resizing the CQ");
+	rv_graph_unlock(&cq->obj);
+	return rc;
+}
+
 RV_EXPORT int rv_cq_close(rv_cq *cq)
 {
 	int rc = rv_obj_check_any(RV_COBJ(cq), RV_OBJ_CQ, __func__);

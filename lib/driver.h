@@ -47,6 +47,9 @@ struct rv_driver {
 	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. */
 	int (*cq_create)(struct rv_cq *cq, const rv_cq_attr *attr);
 	int (*cq_destroy)(struct rv_cq *cq);
+	/* cqe ≥ 1; keep every completion in the CQ, in order, or refuse (a size
+	 * below the entries it holds: -EINVAL). Update cq->cqe. May be NULL. */
+	int (*cq_resize)(struct rv_cq *cq, uint32_t cqe);
 	/* Data path: max ≥ 1, wc non-NULL. */
 	int (*cq_poll)(struct rv_cq *cq, rv_wc *wc, int max);
 

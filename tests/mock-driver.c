@@ -351,6 +351,15 @@ static int mock_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 	return 0;
 }
 
+static int mock_cq_resize(struct rv_cq *cq, uint32_t cqe)
+{
+	expect_live(cq, RV_OBJ_CQ);
+	if (cqe == 0)
+		mock.contract_violations++;
+	cq->cqe = cqe;
+	return 0;
+}
+
 static int mock_cq_destroy(struct rv_cq *cq)
 {
 	expect_live(cq, RV_OBJ_CQ);
@@ -617,6 +626,7 @@ const struct rv_driver mock_driver = {
 	.cq_create = mock_cq_create,
 	.cq_destroy = mock_cq_destroy,
 	.cq_poll = mock_cq_poll,
+	.cq_resize = mock_cq_resize,
 	.comp_channel_create = mock_comp_channel_create,
 	.comp_channel_destroy = mock_comp_channel_destroy,
 	.cq_req_notify = mock_cq_req_notify,

@@ -11,6 +11,7 @@
  * cascade close with nothing left behind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,6 +49,7 @@ static int teardown(void **state)
 	(void)state;
 	assert_int_equal(mock.qp_out, 0);
 	assert_int_equal(mock.ah_out, 0);
+	assert_int_equal(mock.srq_out, 0);
 	assert_int_equal(mock.cq_out, 0);
 	assert_int_equal(mock.mr_out, 0);
 	assert_int_equal(mock.pd_out, 0);
@@ -783,6 +785,179 @@ static void test_ibv_driver__escape_hatch_is_null_for_the_software_device(void *
 	rv_device_unref(dev);
 }
 
+static void test_ibv_driver__srq_through_libibverbs(void **state)
+{
+	rv_srq_attr sa = { .mask = RV_SRQ_INIT_ATTR_MAX_WR | RV_SRQ_INIT_ATTR_MAX_SGE | RV_SRQ_INIT_ATTR_LIMIT,
+			   .max_wr = 10, .max_sge = 2, .srq_limit = 3 };
+	rv_recv_wr wrs[20];
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_srq *srq;
+	rv_qp *qp;
+	size_t posted = 0;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_int_equal(rv_srq_new(pd, &sa, &srq), 0);
+	assert_int_equal(mock.srq_out, 1);
+	assert_ptr_equal(mock.last_srq_init.srq_context, srq);
+	assert_int_equal(mock.last_srq_init.attr.max_wr, 10);
+	assert_int_equal(mock.last_srq_init.attr.max_sge, 2);
+	assert_int_equal(mock.last_srq_init.attr.srq_limit, 3);
+	/* What the provider gave, read back. */
+	assert_int_equal(rv_srq_query(srq, &sa), 0);
+	assert_int_equal(sa.max_wr, 16);
+	assert_int_equal(sa.srq_limit, 3);
+
+	/* The QP is created on the SRQ. */
+	{
+		rv_qp_init_attr qa = { .mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_SRQ, .send_cq = cq,
+				       .srq = srq };
+		assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
+		assert_non_null(mock.last_init.srq);
+		assert_ptr_equal(mock.last_init.srq->srq_context, srq);
+		assert_int_equal(mock.last_init.cap.max_recv_wr, 0);
+	}
+	/* Posting in batches larger than the driver's chain. */
+	for (int i = 0; i < 20; i++)
+		wrs[i] = (rv_recv_wr){ .wr_id = (uint64_t)i + 100, .sg_list = NULL, .num_sge = 0, .reserved = 0 };
+	assert_int_equal(rv_srq_post_recv(srq, wrs, 20, &posted), 0);
+	assert_int_equal(posted, 20);
+	assert_int_equal(mock.n_srq_recv, 20);
+	assert_int_equal(mock.last_srq_wr_id, 119);
+	wrs[3].num_sge = 3;
+	wrs[3].sg_list = (const rv_sge *)wrs;
+	assert_int_equal(rv_srq_post_recv(srq, wrs, 5, &posted), -EINVAL);
+	assert_int_equal(posted, 3);
+	assert_msg("ibv_post_srq_recv refused WR 3");
+
+	/* Arming the limit: IBV_SRQ_LIMIT; a resize the provider refuses is named. */
+	sa = (rv_srq_attr){ .mask = RV_SRQ_LIMIT, .srq_limit = 5 };
+	assert_int_equal(rv_srq_modify(srq, &sa), 0);
+	assert_int_equal(mock.last_srq_modify_mask, IBV_SRQ_LIMIT);
+	assert_int_equal(mock.last_srq_modify.srq_limit, 5);
+	sa = (rv_srq_attr){ .mask = RV_SRQ_MAX_WR, .max_wr = 64 };
+	assert_int_equal(rv_srq_modify(srq, &sa), -EINVAL);
+	assert_msg("ibv_modify_srq");
+	assert_msg("SRQ_RESIZE");
+
+	/* Closing the SRQ closes the QP first, then ibv_destroy_srq. */
+	assert_int_equal(rv_srq_close(srq), 0);
+	assert_int_equal(mock.srq_out, 0);
+	assert_int_equal(mock.qp_out, 0);
+	assert_int_equal(rv_qp_state_of(qp), -RV_ECLOSED);
+	mock.srq_errno = ENOMEM;
+	assert_int_equal(rv_srq_new(pd, NULL, &srq), -ENOMEM);
+	assert_msg("ibv_create_srq");
+	close_mock(dev, ctx);
+	rv_qp_unref(qp);
+	rv_srq_unref(srq);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+}
+
+static void test_ibv_driver__async_events_are_translated_and_acked_at_once(void **state)
+{
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_srq *srq;
+	rv_qp *qp;
+	rv_async_event ev;
+	int fd;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_int_equal(rv_srq_new(pd, NULL, &srq), 0);
+	{
+		rv_qp_init_attr qa = { .mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_SRQ, .send_cq = cq,
+				       .srq = srq };
+		assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
+	}
+	fd = rv_context_async_fd(ctx);
+	assert_int_equal(fd, rv_context_ibv(ctx)->async_fd);
+	assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	assert_int_equal(rv_context_get_async_event(ctx, &ev, 0), -EAGAIN);
+	assert_int_equal(rv_context_get_async_event(ctx, &ev, 10), -ETIMEDOUT);
+
+	mock.async[0] = (struct ibv_async_event){ .element.qp = rv_qp_ibv(qp), .event_type = IBV_EVENT_QP_FATAL };
+	mock.async[1] = (struct ibv_async_event){ .element.cq = rv_cq_ibv(cq), .event_type = IBV_EVENT_CQ_ERR };
+	mock.async[2] = (struct ibv_async_event){ .element.srq = mock.last_init.srq,
+						  .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+	mock.async[3] = (struct ibv_async_event){ .element.port_num = 1, .event_type = IBV_EVENT_PORT_ERR };
+	mock.async[4] = (struct ibv_async_event){ .element.qp = rv_qp_ibv(qp),
+						  .event_type = IBV_EVENT_QP_LAST_WQE_REACHED };
+	mock.n_async = 5;
+	mock_async_signal(rv_context_ibv(ctx));
+
+	assert_int_equal(rv_context_get_async_event(ctx, &ev, -1), 0);
+	assert_int_equal(ev.type, RV_EVENT_QP_FATAL);
+	assert_ptr_equal(ev.qp, qp);
+	assert_null(ev.cq);
+	/* Acked to libibverbs at once, so ibv_destroy_qp never waits for us. */
+	assert_int_equal(mock.async_acked, 1);
+	/* The event's reference keeps the handle valid after its close. */
+	assert_int_equal(rv_qp_close(qp), 0);
+	assert_int_equal(rv_qp_state_of(ev.qp), -RV_ECLOSED);
+	rv_async_event_ack(&ev);
+	assert_null(ev.qp);
+
+	assert_int_equal(rv_context_get_async_event(ctx, &ev, 1000), 0);
+	assert_int_equal(ev.type, RV_EVENT_CQ_ERR);
+	assert_ptr_equal(ev.cq, cq);
+	rv_async_event_ack(&ev);
+	assert_int_equal(rv_context_get_async_event(ctx, &ev, 0), 0);
+	assert_int_equal(ev.type, RV_EVENT_SRQ_LIMIT_REACHED);
+	assert_ptr_equal(ev.srq, srq);
+	rv_async_event_ack(&ev);
+	assert_int_equal(rv_context_get_async_event(ctx, &ev, 0), 0);
+	assert_int_equal(ev.type, RV_EVENT_PORT_ERR);
+	assert_int_equal(ev.port_num, 1);
+	assert_null(ev.qp);
+	assert_null(ev.cq);
+	assert_null(ev.srq);
+	rv_async_event_ack(&ev);
+	/* About a QP closed meanwhile: discarded, never handed out. */
+	assert_int_equal(rv_context_get_async_event(ctx, &ev, 0), -EAGAIN);
+	assert_int_equal(mock.async_acked, 5);
+
+	close_mock(dev, ctx);
+	rv_qp_unref(qp);
+	rv_srq_unref(srq);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+}
+
+static void test_ibv_driver__cq_resize(void **state)
+{
+	rv_device *dev;
+	rv_context *ctx;
+	rv_cq *cq;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_int_equal(rv_cq_resize(cq, 1000), 0);
+	assert_int_equal(mock.last_resize, 1000);
+	assert_int_equal(rv_cq_size(cq), 1001); /* what the provider gave */
+	assert_int_equal(rv_cq_resize(cq, 5000), -EINVAL);
+	assert_msg("ibv_resize_cq(5000)");
+	assert_msg("max_cqe 4096");
+	mock.resize_errno = EOPNOTSUPP;
+	assert_int_equal(rv_cq_resize(cq, 10), -EOPNOTSUPP);
+	assert_msg("cannot resize");
+	assert_int_equal(rv_cq_size(cq), 1001);
+	rv_cq_unref(cq);
+	close_mock(dev, ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -803,6 +978,9 @@ int main(void)
 	T(test_ibv_driver__refused_destroy_keeps_the_qp_and_the_close_retries),
 		T(test_ibv_driver__unref_of_everything_frees_every_verbs_object),
 		T(test_ibv_driver__escape_hatch_is_null_for_the_software_device),
+		T(test_ibv_driver__srq_through_libibverbs),
+		T(test_ibv_driver__async_events_are_translated_and_acked_at_once),
+		T(test_ibv_driver__cq_resize),
 #undef T
 	};
 

@@ -663,9 +663,20 @@ int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	mock.last_resize = cqe;
 	if (mock.resize_errno)
 		return mock.resize_errno;
-	if (cqe < c->count)
+	struct ibv_wc *q;
+
+	if (cqe < c->count || cqe > 4096)
 		return EINVAL;
-	cq->cqe = cqe;
+	q = calloc((size_t)cqe + 1, sizeof(*q));
+	if (!q)
+		return ENOMEM;
+	for (int i = 0; i < c->count; i++)
+		q[i] = c->q[(c->head + i) % c->size];
+	free(c->q);
+	c->q = q;
+	c->head = 0;
+	c->size = cqe + 1; /* one more than asked, as the provider may round up */
+	cq->cqe = c->size;
 	return 0;
 }
 
@@ -782,6 +793,9 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_cq = 10;
 	a->max_cqe = 4096;
 	a->max_pd = 10;
+	a->max_srq = 10;
+	a->max_srq_wr = 1024;
+	a->max_srq_sge = MOCK_SGE;
 	a->max_qp_rd_atom = 16;
 	a->max_qp_init_rd_atom = 16;
 	a->atomic_cap = IBV_ATOMIC_HCA;

@@ -513,6 +513,57 @@ static void test_events__handles_stay_valid_until_the_ack_and_close_never_waits(
 	rv_async_event_ack(NULL);
 }
 
+static void test_cq__resize_keeps_entries_and_refuses_below_them(void **state)
+{
+	struct pair p;
+	rv_wc wc[16];
+
+	(void)state;
+	pair_open(&p, 4, 16);
+	for (uint64_t k = 0; k < 12; k++) {
+		rv_sge g = mr_sge(p.mr[1], k * 64, 64);
+		assert_int_equal(rv_qp_recv(p.qp[1], &g, k), 0);
+	}
+	/* Three completions wait in a CQ of 4. */
+	for (uint64_t k = 0; k < 3; k++) {
+		rv_sge g = mr_sge(p.mr[0], k * 64, 8);
+		assert_int_equal(rv_qp_send(p.qp[0], &g, k), 0);
+	}
+	assert_int_equal(poll_n(p.cq[0], wc, 3), 3);
+	/* Below the entries it holds: refused, nothing lost. */
+	assert_int_equal(rv_cq_resize(p.cq[1], 2), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "holds"));
+	assert_int_equal(rv_cq_size(p.cq[1]), 4);
+	assert_int_equal(rv_cq_resize(p.cq[1], 0), -EINVAL);
+	assert_int_equal(rv_cq_resize(p.cq[1], 1u << 30), -EINVAL);
+	/* Grown: the three are still there, in order, and eight more fit. */
+	assert_int_equal(rv_cq_resize(p.cq[1], 16), 0);
+	assert_int_equal(rv_cq_size(p.cq[1]), 16);
+	for (uint64_t k = 3; k < 11; k++) {
+		rv_sge g = mr_sge(p.mr[0], k * 64, 8);
+		assert_int_equal(rv_qp_send(p.qp[0], &g, k), 0);
+	}
+	assert_int_equal(poll_n(p.cq[0], wc, 8), 8);
+	assert_int_equal(poll_n(p.cq[1], wc, 11), 11);
+	for (uint64_t k = 0; k < 11; k++) {
+		assert_int_equal(wc[k].status, RV_WC_SUCCESS);
+		assert_int_equal(wc[k].wr_id, k);
+	}
+	/* Shrunk to exactly what it may hold: still no overflow. */
+	assert_int_equal(rv_cq_resize(p.cq[1], 1), 0);
+	assert_int_equal(rv_cq_size(p.cq[1]), 1);
+	{
+		rv_sge g = mr_sge(p.mr[0], 0, 8);
+		assert_int_equal(rv_qp_send(p.qp[0], &g, 99), 0);
+	}
+	assert_int_equal(poll_n(p.cq[1], wc, 1), 1);
+	assert_int_equal(wc[0].wr_id, 11);
+	assert_int_equal(rv_qp_state_of(p.qp[1]), RV_QPS_RTS);
+	assert_int_equal(rv_cq_close(p.cq[1]), 0);
+	assert_int_equal(rv_cq_resize(p.cq[1], 8), -RV_ECLOSED);
+	pair_close(&p);
+}
+
 static void test_events__argument_checks(void **state)
 {
 	rv_context *ctx = open_ctx();
@@ -544,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_events__qp_fatal_after_a_remote_access_error),
 		cmocka_unit_test(test_events__cq_overflow_is_an_error_never_silent_loss),
 		cmocka_unit_test(test_events__handles_stay_valid_until_the_ack_and_close_never_waits),
+		cmocka_unit_test(test_cq__resize_keeps_entries_and_refuses_below_them),
 		cmocka_unit_test(test_events__argument_checks),
 	};
 

@@ -132,6 +132,23 @@ RV_API int rv_cq_close(rv_cq *cq);
  */
 RV_API int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max);
 
+/**
+ * Resize the CQ to at least @p cqe entries (as ibv_resize_cq). Completions
+ * already in the CQ are kept, in order. The CQ must stay large enough for
+ * every WR its QPs can complete at once, or it overflows (rv_cq_poll()).
+ * Do not call it while another thread polls the CQ (like libibverbs).
+ * @param cq   the CQ
+ * @param cqe  the new minimum number of entries (≥ 1)
+ * @retval 0            success; rv_cq_size() gives the new size
+ * @retval -EINVAL      @p cq is not a CQ, @p cqe is 0 or above the device's
+ *                      max_cqe, or below the number of completions the CQ
+ *                      holds now (poll them first)
+ * @retval -EOPNOTSUPP  the device cannot resize CQs
+ * @retval -RV_ECLOSED  the CQ is closed
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_cq_resize(rv_cq *cq, uint32_t cqe);
+
 /** The number of entries the CQ actually has (≥ requested); 0 for an invalid handle. */
 RV_API uint32_t rv_cq_size(const rv_cq *cq);
 

@@ -31,6 +31,7 @@ const struct rv_driver rv_driver_ibv = {
 	.cq_create = rv_ibv_cq_create,
 	.cq_destroy = rv_ibv_cq_destroy,
 	.cq_poll = rv_ibv_cq_poll,
+	.cq_resize = rv_ibv_cq_resize,
 	.comp_channel_create = rv_ibv_comp_channel_create,
 	.comp_channel_destroy = rv_ibv_comp_channel_destroy,
 	.cq_req_notify = rv_ibv_cq_req_notify,

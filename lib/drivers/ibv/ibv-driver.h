@@ -59,6 +59,7 @@ int rv_ibv_mr_reg(struct rv_mr *mr);
 int rv_ibv_mr_dereg(struct rv_mr *mr);
 int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int rv_ibv_cq_destroy(struct rv_cq *cq);
+int rv_ibv_cq_resize(struct rv_cq *cq, uint32_t cqe);
 int rv_ibv_comp_channel_create(struct rv_comp_channel *ch);
 int rv_ibv_comp_channel_destroy(struct rv_comp_channel *ch);
 int rv_ibv_cq_req_notify(struct rv_cq *cq, bool solicited_only);

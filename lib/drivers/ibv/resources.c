@@ -186,6 +186,36 @@ int rv_ibv_cq_destroy(struct rv_cq *cq)
 
 /* ---- completion channels ---------------------------------------------- */
 
+int rv_ibv_cq_resize(struct rv_cq *cq, uint32_t cqe)
+{
+	struct ibv_cq *c = cq->drv_cq;
+	char ebuf[128];
+	int rc, err;
+
+	if (cqe > INT32_MAX)
+		return rv_err(EINVAL, "rv_cq_resize", "cqe %u does not fit libibverbs' int", cqe);
+	rc = ibv_resize_cq(c, (int)cqe);
+	if (rc == 0) {
+		/* The provider may round up; cq->cqe is what it got. */
+		cq->cqe = c->cqe > 0 ? (uint32_t)c->cqe : cqe;
+		return 0;
+	}
+	err = rv_ibv_errno(rc);
+	rv_err(err, "rv_cq_resize", "ibv_resize_cq(%u) on %s failed: %s", cqe, cq->ctx->dev->name,
+	       rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == EINVAL) {
+		struct ibv_device_attr dattr;
+
+		if (ibv_query_device(c->context, &dattr) == 0 && cqe > (uint32_t)dattr.max_cqe)
+			rv_err_hint("the device allows max_cqe %d", dattr.max_cqe);
+		else
+			rv_err_hint("the CQ may hold more completions than %u: poll them first", cqe);
+	} else if (err == EOPNOTSUPP || err == ENOSYS) {
+		rv_err_hint("the device cannot resize CQs; create a new one");
+	}
+	return -err;
+}
+
 int rv_ibv_comp_channel_create(struct rv_comp_channel *ch)
 {
 	struct ibv_comp_channel *cc;

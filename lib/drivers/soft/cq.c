@@ -7,6 +7,9 @@
  * ring is empty; otherwise it takes the (uncontended, futex-free when free)
  * mutex to copy entries out. Never blocks beyond that mutex.
  *
+ * rv_cq_resize swaps the ring under cq->lock, which every push and every
+ * non-empty poll take; the lock-free empty check reads only `avail`.
+ *
  * Completion channels: an eventfd (semaphore mode, non-blocking) per channel
  * and a FIFO of the CQs that fired. An armed CQ (rv_cq_req_notify) fires at
  * most once: the pusher that clears `armed` (atomic exchange) queues the CQ
@@ -105,6 +108,40 @@ int soft_cq_destroy(struct rv_cq *cq)
 	free(c->ring);
 	free(c);
 	cq->drv_cq = NULL;
+	return 0;
+}
+
+/* Under c->lock: a new ring, the entries moved in order; refused below them. */
+int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
+{
+	struct soft_cq *c = cq->drv_cq;
+	uint32_t n = 1, held;
+	rv_wc *ring;
+
+	if (cqe > SOFT_MAX_CQE)
+		return rv_err(EINVAL, "rv_cq_resize", "cqe %u exceeds soft0's max_cqe %u", cqe, SOFT_MAX_CQE);
+	while (n < cqe)
+		n <<= 1;
+	ring = calloc(n, sizeof(*ring));
+	if (!ring)
+		return rv_err(ENOMEM, "rv_cq_resize", "out of memory for %u CQ entries", n);
+	pthread_mutex_lock(&c->lock);
+	held = c->tail - c->head;
+	if (held > cqe) {
+		pthread_mutex_unlock(&c->lock);
+		free(ring);
+		return rv_err(EINVAL, "rv_cq_resize", "the CQ holds %u completions, more than the %u "
+			      "entries asked for; poll them first or choose a larger size", held, cqe);
+	}
+	for (uint32_t i = 0; i < held; i++)
+		ring[i] = c->ring[(c->head + i) & c->mask];
+	free(c->ring);
+	c->ring = ring;
+	c->mask = n - 1;
+	c->head = 0;
+	c->tail = held;
+	cq->cqe = n;
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 

@@ -21,6 +21,7 @@ const struct rv_driver rv_driver_soft = {
 	.cq_create = soft_cq_create,
 	.cq_destroy = soft_cq_destroy,
 	.cq_poll = soft_cq_poll,
+	.cq_resize = soft_cq_resize,
 	.comp_channel_create = soft_comp_channel_create,
 	.comp_channel_destroy = soft_comp_channel_destroy,
 	.cq_req_notify = soft_cq_req_notify,

@@ -449,6 +449,7 @@ enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_pd *pd, const 
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int soft_cq_destroy(struct rv_cq *cq);
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
+int soft_cq_resize(struct rv_cq *cq, uint32_t cqe);
 /* false when the CQ is full: the completion is lost and the CQ reports -EOVERFLOW. */
 bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
 /* As soft_cq_push; solicited: a receive completion of a SEND with SE. */
