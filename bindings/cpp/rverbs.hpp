@@ -29,6 +29,7 @@
 #include <rverbs/conn.h>
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -154,6 +155,7 @@ RVERBS_HPP_TRAITS(rv_mr, mr)
 RVERBS_HPP_TRAITS(rv_cq, cq)
 RVERBS_HPP_TRAITS(rv_qp, qp)
 RVERBS_HPP_TRAITS(rv_ah, ah)
+RVERBS_HPP_TRAITS(rv_srq, srq)
 RVERBS_HPP_TRAITS(rv_listener, listener)
 RVERBS_HPP_TRAITS(rv_conn, conn)
 RVERBS_HPP_TRAITS(rv_pool, pool)
@@ -493,10 +495,106 @@ public:
 		return n < 0 ? 0 : static_cast<size_t>(n);
 	}
 	uint32_t size() const noexcept { return rv_cq_size(p_); }
+	/** Resize to at least @p cqe entries, keeping the completions (rv_cq_resize). */
+	void resize(uint32_t cqe) { detail::check(rv_cq_resize(p_, cqe), "rv_cq_resize"); }
+	void resize(uint32_t cqe, std::error_code &ec) noexcept { detail::check(rv_cq_resize(p_, cqe), ec); }
 
 private:
 	static int clamp(size_t n) noexcept { return n > 0x7fffffff ? 0x7fffffff : static_cast<int>(n); }
 };
+
+/** A shared receive queue (rverbs/srq.h); closing it closes the QPs using it. */
+class srq : public handle<rv_srq> {
+public:
+	using handle::handle;
+	srq() noexcept = default;
+	srq(handle<rv_srq> h) noexcept : handle(std::move(h)) {}
+
+	static srq create(const pd &pd, const rv_srq_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(srq, rv_srq, rv_srq_new, pd.get(), attr)
+	static srq create(const pd &pd, const rv_srq_attr *attr, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(srq, rv_srq, rv_srq_new, pd.get(), attr)
+
+	pd get_pd() const noexcept { return pd::borrow(rv_srq_pd(p_)); }
+	size_t post_recv(span<const rv_recv_wr> wrs)
+	{
+		size_t n = 0;
+		detail::check(rv_srq_post_recv(p_, wrs.data(), wrs.size(), &n), "rv_srq_post_recv");
+		return n;
+	}
+	size_t post_recv(span<const rv_recv_wr> wrs, std::error_code &ec) noexcept
+	{
+		size_t n = 0;
+		detail::check(rv_srq_post_recv(p_, wrs.data(), wrs.size(), &n), ec);
+		return n;
+	}
+	/** Arm the limit: RV_EVENT_SRQ_LIMIT_REACHED once fewer than @p limit WRs remain. */
+	void arm_limit(uint32_t limit)
+	{
+		rv_srq_attr a{};
+		a.mask = RV_SRQ_LIMIT;
+		a.srq_limit = limit;
+		detail::check(rv_srq_modify(p_, &a), "rv_srq_modify");
+	}
+	void modify(const rv_srq_attr &a) { detail::check(rv_srq_modify(p_, &a), "rv_srq_modify"); }
+	void modify(const rv_srq_attr &a, std::error_code &ec) noexcept { detail::check(rv_srq_modify(p_, &a), ec); }
+	rv_srq_attr query() const
+	{
+		rv_srq_attr a{};
+		detail::check(rv_srq_query(p_, &a), "rv_srq_query");
+		return a;
+	}
+};
+
+/** An asynchronous event (rverbs/event.h) that acknowledges itself when destroyed. */
+class async_event {
+public:
+	async_event() noexcept = default;
+	async_event(const async_event &) = delete;
+	async_event &operator=(const async_event &) = delete;
+	async_event(async_event &&o) noexcept : ev_(o.ev_) { o.ev_ = rv_async_event{}; }
+	async_event &operator=(async_event &&o) noexcept
+	{
+		if (this != &o) {
+			rv_async_event_ack(&ev_);
+			ev_ = o.ev_;
+			o.ev_ = rv_async_event{};
+		}
+		return *this;
+	}
+	~async_event() { rv_async_event_ack(&ev_); }
+
+	/** An rv_async_event_type. */
+	uint32_t type() const noexcept { return ev_.type; }
+	const char *type_str() const noexcept { return rv_async_event_str(ev_.type); }
+	uint32_t port_num() const noexcept { return ev_.port_num; }
+	/** The handles the event names (borrowed from the event; NULL when none). */
+	rv_qp *qp() const noexcept { return ev_.qp; }
+	rv_cq *cq() const noexcept { return ev_.cq; }
+	rv_srq *srq() const noexcept { return ev_.srq; }
+	/** Release the references now (also done by the destructor). */
+	void ack() noexcept { rv_async_event_ack(&ev_); }
+	rv_async_event *c_event() noexcept { return &ev_; }
+
+private:
+	rv_async_event ev_{};
+};
+
+/** The context's asynchronous event descriptor (for epoll), or a negative errno. */
+inline int async_fd(const context &ctx) noexcept { return rv_context_async_fd(ctx.get()); }
+
+/** Take one asynchronous event, waiting up to @p timeout_ms (negative: forever).
+ *  Returns false when none came (EAGAIN, ETIMEDOUT); throws on other errors. */
+inline bool get_async_event(const context &ctx, async_event &out, int timeout_ms)
+{
+	async_event ev;
+	int rc = rv_context_get_async_event(ctx.get(), ev.c_event(), timeout_ms);
+	if (rc == -EAGAIN || rc == -ETIMEDOUT)
+		return false;
+	detail::check(rc, "rv_context_get_async_event");
+	out = std::move(ev);
+	return true;
+}
 
 /** Point a work request at a scatter/gather list (the list must outlive the post). */
 inline void set_sg_list(rv_send_wr &wr, span<const rv_sge> sg) noexcept

@@ -334,6 +334,49 @@ TEST_CASE(ud_send_and_reply_through_address_handles)
 	CHECK(std::memcmp(reply.query().dgid, eb.gid, 16) == 0);
 	p.close(); // closes the QPs and both address handles
 	CHECK(rv_ah_query(reply.get(), &av) == -RV_ECLOSED);
+TEST_CASE(srq_limit_event_and_cq_resize)
+{
+	context rctx = soft_context(), sctx = soft_context();
+	pd rpd = pd::create(rctx), spd = pd::create(sctx);
+	cq rcq = cq::create(rctx), scq = cq::create(sctx);
+	rv_srq_attr sa{};
+	sa.mask = RV_SRQ_INIT_ATTR_MAX_WR;
+	sa.max_wr = 8;
+	srq s = srq::create(rpd, &sa);
+	rv_qp_init_attr qa{};
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_SRQ;
+	qa.send_cq = rcq.get();
+	qa.srq = s.get();
+	qp rq = qp::create(rpd, qa), sq = qp::create(spd, scq);
+	mr rmr = mr::alloc(rpd, 4096, RV_ACCESS_LOCAL_WRITE), smr = mr::alloc(spd, 4096, RV_ACCESS_LOCAL_WRITE);
+	rv_endpoint er = rq.endpoint(), es = sq.endpoint();
+	std::thread t([&] { rq.connect(es); });
+	sq.connect(er);
+	t.join();
+	rv_sge g[2] = {rmr.sge(0, 64), rmr.sge(64, 64)};
+	rv_recv_wr w[2]{};
+	for (int i = 0; i < 2; i++) {
+		w[i].wr_id = 10 + i;
+		set_sg_list(w[i], span<const rv_sge>(&g[i], 1));
+	}
+	CHECK(s.post_recv(span<const rv_recv_wr>(w, 2)) == 2);
+	s.arm_limit(2);
+	sq.send(smr.sge(0, 8), 1);
+	CHECK(wait_one(rcq).wr_id == 10);
+	async_event ev;
+	bool got = false;
+	for (int i = 0; i < 50 && !got; i++)
+		if (get_async_event(rctx, ev, 200) && ev.type() == RV_EVENT_SRQ_LIMIT_REACHED)
+			got = true;
+	CHECK(got && ev.srq() == s.get());
+	CHECK(std::string(ev.type_str()) == "SRQ_LIMIT_REACHED");
+	CHECK(s.query().srq_limit == 0);
+	CHECK(async_fd(rctx) >= 0);
+	rcq.resize(1024);
+	CHECK(rcq.size() >= 1024);
+	std::error_code ec;
+	rcq.resize(0, ec);
+	CHECK(ec == std::errc::invalid_argument);
 }
 
 TEST_CASE(rc_write_and_read)

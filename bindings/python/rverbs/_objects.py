@@ -737,16 +737,19 @@ class QP(_Handle):
     """A queue pair (pyverbs' QP), created in RESET.
 
     QP(pd, send_cq, recv_cq=None, qp_type=RV_QPT_RC, max_send_wr=..., max_recv_wr=...,
-    max_send_sge=..., max_recv_sge=..., max_inline_data=..., sq_sig_all=None)
+    max_send_sge=..., max_recv_sge=..., max_inline_data=..., sq_sig_all=None, srq=None)
     """
 
     _kind = "QP"
     _prefix = "qp"
 
-    def __init__(self, pd, send_cq, recv_cq=None, qp_type=None, sq_sig_all=None, **cap):
+    def __init__(self, pd, send_cq, recv_cq=None, qp_type=None, sq_sig_all=None, srq=None, **cap):
         super().__init__()
         attr = ffi.new("rv_qp_init_attr *")
         attr.mask = lib.RV_QP_INIT_ATTR_SEND_CQ
+        if srq is not None:  # rverbs/_srq.py: receives come from the SRQ
+            attr.mask |= lib.RV_QP_INIT_ATTR_SRQ
+            attr.srq = srq._ptr("rv_qp_new")
         attr.send_cq = send_cq._ptr("rv_qp_new")
         if recv_cq is not None:
             attr.mask |= lib.RV_QP_INIT_ATTR_RECV_CQ
@@ -777,6 +780,9 @@ class QP(_Handle):
         send_cq._children.add(self)
         if recv_cq is not None:
             recv_cq._children.add(self)
+        self.srq = srq
+        if srq is not None:
+            srq._children.add(self)
         self._n_posted = ffi.new("size_t *")
 
     @property
