@@ -150,7 +150,7 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	if (q->rx_in_msg || f->mo != 0)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
 				       RV_WC_WR_FLUSH_ERR);
-	if (q->rq_head == q->rq_tail)
+	if (!soft_rq_peek(q))
 		return 1; /* no receive WR yet: stall, as rx_send */
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t a;
@@ -161,7 +161,7 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 		iov[i].iov_len = l;
 		total += l;
 	}
-	rw = &q->rq[q->rq_head % q->rq_size];
+	rw = soft_rq_peek(q);
 	for (uint32_t i = 0; i < rw->num_sge; i++)
 		cap += rw->sge[i].length;
 	q->rx_in_msg = true; /* an error below completes this receive WR */
@@ -185,7 +185,7 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	wc.src_qp = q->peer_qpn;
 	if (!soft_cq_push(q->qp->recv_cq, &wc))
 		q->cq_overflow = true;
-	q->rq_head++;
+	soft_rq_consume(q);
 	q->rx_in_msg = false;
 	q->msn_rx[0]++;
 	return 0;
@@ -371,12 +371,12 @@ static int rx_imm(struct soft_qp *q, const struct rv_fpdu *f)
 		wc.byte_len = q->rx_bytes;
 	} else {
 		/* WRITE with immediate consumes a receive WR, as verbs require. */
-		if (q->rq_head == q->rq_tail)
+		if (!soft_rq_peek(q))
 			return 1;
 		wc.opcode = RV_WC_RECV_RDMA_WITH_IMM;
 		wc.byte_len = q->last_write_len;
 	}
-	rw = &q->rq[q->rq_head % q->rq_size];
+	rw = soft_rq_peek(q);
 	wc.wr_id = rw->wr_id;
 	wc.status = RV_WC_SUCCESS;
 	wc.imm_data = (uint32_t)f->imm;
@@ -385,7 +385,7 @@ static int rx_imm(struct soft_qp *q, const struct rv_fpdu *f)
 	wc.src_qp = q->peer_qpn;
 	if (!soft_cq_push_se(q->qp->recv_cq, &wc, f->opcode == RV_RDMAP_IMM_SE))
 		q->cq_overflow = true;
-	q->rq_head++;
+	soft_rq_consume(q);
 	q->rx_in_msg = false;
 	q->rx_imm_pending = false;
 	q->rx_bytes = 0;
