@@ -19,6 +19,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1002,6 +1003,20 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	for (int i = 0; i < MOCK_MAX_QP; i++)
 		if (mock_qps[i] == (struct mock_qp *)qp)
 			mock_qps[i] = NULL;
+	/* As the kernel does: unread events about the QP go with it. */
+	for (int i = 0; i < mock.n_async;) {
+		enum ibv_event_type t = mock.async[i].event_type;
+		bool about_qp = (t >= IBV_EVENT_QP_FATAL && t <= IBV_EVENT_PATH_MIG_ERR) ||
+				t == IBV_EVENT_QP_LAST_WQE_REACHED;
+
+		if (about_qp && mock.async[i].element.qp == qp) {
+			memmove(&mock.async[i], &mock.async[i + 1],
+				sizeof(mock.async[0]) * (size_t)(mock.n_async - i - 1));
+			mock.n_async--;
+		} else {
+			i++;
+		}
+	}
 	free(qp);
 	mock.qp_out--;
 	return 0;
