@@ -409,10 +409,9 @@ static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce
 		count(u, SOFT_UD_DROP_PKEY);
 	} else if (h->qkey != q->attr.qkey) {
 		count(u, SOFT_UD_DROP_QKEY);
-	} else if (q->rq_head == q->rq_tail) {
+	} else if (!(w = soft_rq_peek(q))) { /* its receive queue or its SRQ */
 		count(u, SOFT_UD_DROP_NO_RECV);
 	} else {
-		w = &q->rq[q->rq_head % q->rq_size];
 		for (uint32_t k = 0; k < w->num_sge; k++)
 			cap += w->sge[k].length;
 		memset(&wc, 0, sizeof(wc));
@@ -445,7 +444,7 @@ static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce
 				wc.pkey_index = 0;
 			}
 		}
-		q->rq_head++;
+		soft_rq_consume(q);
 		if (!soft_cq_push_se(q->qp->recv_cq, &wc, h->solicited))
 			q->cq_overflow = true;
 		count(u, wc.status == RV_WC_SUCCESS ? SOFT_UD_RX : SOFT_UD_RX_ERR);
