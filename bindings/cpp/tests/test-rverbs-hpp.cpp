@@ -334,6 +334,8 @@ TEST_CASE(ud_send_and_reply_through_address_handles)
 	CHECK(std::memcmp(reply.query().dgid, eb.gid, 16) == 0);
 	p.close(); // closes the QPs and both address handles
 	CHECK(rv_ah_query(reply.get(), &av) == -RV_ECLOSED);
+}
+
 TEST_CASE(srq_limit_event_and_cq_resize)
 {
 	context rctx = soft_context(), sctx = soft_context();
