@@ -267,6 +267,57 @@ static void test_srq__stalled_qps_resume_when_the_srq_is_posted_to(void **state)
 	rig_close(&r);
 }
 
+static void test_srq__immediate_data_takes_its_receive_from_the_srq(void **state)
+{
+	rv_wc wc[2];
+	rv_sge g;
+	rv_send_wr wr;
+	struct rig r;
+	size_t posted;
+
+	(void)state;
+	rig_open(&r, 16, 0);
+	srq_post(&r, 0, 2);
+	memcpy(r.sbuf, "immediate", 10);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)r.sbuf, .length = 10, .lkey = rv_mr_lkey(r.smr)};
+	/* WRITE with immediate into slot 5, then SEND with immediate. */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = 0x1234;
+	wr.remote_addr = (uint64_t)(uintptr_t)(r.rbuf + 5 * SLOT);
+	wr.rkey = rv_mr_rkey(r.rmr);
+	if (rv_qp_post_send(r.sqp[0], &wr, 1, &posted) == -EOPNOTSUPP) {
+		rig_close(&r);
+		skip(); /* soft0 built without RFC 7306 */
+	}
+	wr.wr_id = 2;
+	wr.opcode = RV_WR_SEND_WITH_IMM;
+	wr.imm_data = 0x5678;
+	assert_int_equal(rv_qp_post_send(r.sqp[1], &wr, 1, &posted), 0);
+	assert_int_equal(poll_n(r.rcq, wc, 2), 2);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(wc[k].status, RV_WC_SUCCESS);
+		assert_true(wc[k].wc_flags & RV_WC_WITH_IMM);
+		if (wc[k].opcode == RV_WC_RECV_RDMA_WITH_IMM) {
+			assert_int_equal(wc[k].imm_data, 0x1234);
+			assert_int_equal(wc[k].qp_num, rv_qp_num(r.rqp[0]));
+		} else {
+			assert_int_equal(wc[k].opcode, RV_WC_RECV);
+			assert_int_equal(wc[k].imm_data, 0x5678);
+			assert_int_equal(wc[k].byte_len, 10);
+			assert_int_equal(wc[k].qp_num, rv_qp_num(r.rqp[1]));
+			assert_memory_equal(r.rbuf + wc[k].wr_id * SLOT, "immediate", 10);
+		}
+		assert_true(wc[k].wr_id < 2);
+	}
+	assert_int_not_equal(wc[0].wr_id, wc[1].wr_id);
+	assert_memory_equal(r.rbuf + 5 * SLOT, "immediate", 10);
+	rig_close(&r);
+}
+
 static void test_srq__limit_event_through_epoll_on_the_async_fd(void **state)
 {
 	rv_srq_attr arm = {.mask = RV_SRQ_LIMIT, .srq_limit = 4}, q;
@@ -589,6 +640,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_srq__shared_by_three_rc_qps),
 		cmocka_unit_test(test_srq__stalled_qps_resume_when_the_srq_is_posted_to),
+		cmocka_unit_test(test_srq__immediate_data_takes_its_receive_from_the_srq),
 		cmocka_unit_test(test_srq__limit_event_through_epoll_on_the_async_fd),
 		cmocka_unit_test(test_srq__last_wqe_reached_when_a_qp_with_an_srq_goes_to_error),
 		cmocka_unit_test(test_srq__closing_the_srq_closes_its_qps),
