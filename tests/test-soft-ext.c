@@ -599,6 +599,57 @@ static void test_soft_ext__atomic_contention(void **state)
 	side_close(&b);
 }
 
+/* Finite rnr_retry: a SEND that finds no receive WR completes with RNR retry
+ * exceeded (the next one flushes, the QP is in ERR) for rnr_retry 0..6; with
+ * 7 it waits and succeeds once a receive is posted late. */
+static void test_soft_ext__rnr_retry(void **state)
+{
+	(void)state;
+	for (int retry = 0; retry <= 7; retry++) {
+		struct side a, b;
+		struct conn_opts oa = DEFAULTS, ob = DEFAULTS;
+		rv_sge g;
+		rv_wc wc;
+
+		side_open(&a, 0, RV_ACCESS_ALL_REMOTE);
+		side_open(&b, 0, RV_ACCESS_ALL_REMOTE);
+		oa.rnr_retry = retry;
+		ob.min_rnr_timer = retry % 2 ? 1 : 14; /* 10 µs or 1.28 ms per retry */
+		connect_pair(&a, &oa, &b, &ob);
+		g = sge(&a, 0, 100);
+		assert_int_equal(rv_qp_send(a.qp, &g, 1), 0);
+		assert_int_equal(rv_qp_send(a.qp, &g, 2), 0);
+		if (retry < 7) {
+			wc = poll_one_within(a.cq, 10000);
+			assert_int_equal(wc.wr_id, 1);
+			assert_int_equal(wc.status, RV_WC_RNR_RETRY_EXC_ERR);
+			wc = poll_one_within(a.cq, 10000);
+			assert_int_equal(wc.wr_id, 2);
+			assert_int_equal(wc.status, RV_WC_WR_FLUSH_ERR);
+			assert_int_equal(rv_qp_state_of(a.qp), RV_QPS_ERR);
+		} else {
+			int64_t end = now_ms() + 700; /* several notices and timer ticks */
+			while (now_ms() < end)
+				assert_int_equal(rv_cq_poll(a.cq, &wc, 1), 0);
+			rv_sge r = sge(&b, 4096, 200);
+			assert_int_equal(rv_qp_recv(b.qp, &r, 10), 0);
+			r = sge(&b, 8192, 200);
+			assert_int_equal(rv_qp_recv(b.qp, &r, 11), 0);
+			for (int k = 1; k <= 2; k++) {
+				wc = poll_one(a.cq);
+				assert_int_equal(wc.wr_id, (uint64_t)k);
+				assert_int_equal(wc.status, RV_WC_SUCCESS);
+			}
+			wc = poll_one(b.cq);
+			assert_int_equal(wc.wr_id, 10);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(rv_qp_state_of(a.qp), RV_QPS_RTS);
+		}
+		side_close(&a);
+		side_close(&b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -611,6 +662,7 @@ int main(void)
 		cmocka_unit_test(test_soft_ext__atomic_without_access),
 		cmocka_unit_test(test_soft_ext__not_negotiated),
 		cmocka_unit_test(test_soft_ext__atomic_contention),
+		cmocka_unit_test(test_soft_ext__rnr_retry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

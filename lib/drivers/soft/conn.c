@@ -363,6 +363,8 @@ static void qp_negotiated(struct soft_qp *q, const struct rv_soft_cpd *peer)
 {
 	q->peer_ird = peer->ird;
 	q->peer_caps = peer->caps & q->sc->caps;
+	q->peer_min_rnr_timer = peer->min_rnr_timer & 31u;
+	q->rnr_since = 0;
 	q->ord_user = q->ird_user = 0;
 }
 

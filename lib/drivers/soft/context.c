@@ -212,7 +212,7 @@ static void soft_context_options(struct soft_ctx *sc, const rv_context_attr *att
 	if ((e = getenv("RVERBS_SOFT_EXT")) && strcmp(e, "0") == 0)
 		f |= RV_SOFT_NO_EXT;
 	sc->crc_required = !(f & RV_SOFT_CRC_OPTIONAL);
-	sc->caps = (f & RV_SOFT_NO_EXT) ? 0 : SOFT_CAPS;
+	sc->caps = (f & RV_SOFT_NO_EXT) ? RV_SOFT_CAP_RNR : SOFT_CAPS; /* RNR is not RFC 7306 */
 }
 
 static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len, uint8_t gid[16])

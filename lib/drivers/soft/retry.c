@@ -23,6 +23,18 @@
  * while it is stalled it sends a zero-length RDMA WRITE (STag 0; RFC 6581
  * uses the same no-op message) every SOFT_RNR_BEAT_MS to show that it lives.
  *
+ * Finite rnr_retry (RV_SOFT_CAP_RNR, both sides offered it): iWARP has no RNR
+ * NAK, so the stalled receiver's keepalive says it: its TO carries
+ * SOFT_RNR_NOTICE and the MSN of the SEND that waits. The sender starts a
+ * clock at the first notice for that SEND; when the SEND is still
+ * unconfirmed after rnr_retry × the receiver's min_rnr_timer (the IB timer
+ * table; rnr_retry 7 = forever), it completes with RV_WC_RNR_RETRY_EXC_ERR,
+ * the rest flushes, its QP goes to ERR and the connection closes (the SEND
+ * sits in the TCP stream and cannot be withdrawn, so the receiver's QP then
+ * sees the end of the stream, unlike an InfiniBand responder that stays in
+ * RTS). The clock is checked on the 100 ms timer tick, so the wait is at
+ * least the budget and at most a few ticks more.
+ *
  * A connection reset or EOF needs no timer: conn.c completes the work at once
  * (TCP has already said the peer is gone).
  *
@@ -48,6 +60,54 @@ static int64_t bound_ms(const struct soft_qp *q)
 	return ms < SOFT_RETRY_MIN_MS ? SOFT_RETRY_MIN_MS : ms;
 }
 
+/* IB min_rnr_timer codes in units of 10 µs (code 0 = 655.36 ms). */
+static const uint32_t rnr_timer_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+	256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+
+void soft_retry_rnr_notice(struct soft_qp *q, uint32_t msn)
+{
+	for (uint32_t i = q->sq_head; i != q->sq_tx; i++) {
+		const struct soft_swqe *w = &q->sq[i % q->sq_size];
+		if ((w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM ||
+		     w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && w->msn == msn) {
+			if (!q->rnr_since || q->rnr_wqe != i) {
+				q->rnr_since = soft_now_ms();
+				q->rnr_wqe = i;
+			}
+			return;
+		}
+	}
+}
+
+/* The peer's notice for a SEND still unconfirmed past rnr_retry × its timer. */
+static void rnr_check(struct soft_qp *q, int64_t now)
+{
+	uint32_t retry = q->attr.rnr_retry & 7u;
+	int64_t budget;
+
+	if (!q->rnr_since)
+		return;
+	/* Placed since (a confirmation covers it) or completed: the stall ended. */
+	if ((int32_t)(q->rnr_wqe - q->sq_confirmed) < 0 || (int32_t)(q->rnr_wqe - q->sq_head) < 0) {
+		q->rnr_since = 0;
+		return;
+	}
+	if (retry == 7)
+		return;
+	budget = ((int64_t)retry * rnr_timer_10us[q->peer_min_rnr_timer & 31u] + 99) / 100;
+	if (now - q->rnr_since < budget)
+		return;
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: QP 0x%x had no receive WR for a SEND for %lld ms (rnr_retry %u, "
+	       "min_rnr_timer %u): RNR retry exceeded; the SEND completes with RV_WC_RNR_RETRY_EXC_ERR and "
+	       "the QP is in the error state", q->qpn, q->peer_qpn, (long long)(now - q->rnr_since), retry,
+	       q->peer_min_rnr_timer);
+	q->rnr_since = 0;
+	q->retry_watch = false;
+	soft_qp_fail(q, q->rnr_wqe, RV_WC_RNR_RETRY_EXC_ERR, RV_WC_WR_FLUSH_ERR, false);
+	soft_conn_detach(q, false);
+}
+
 /* A zero-length WRITE between two messages: "alive, receiver not ready". */
 static void rnr_beat(struct soft_qp *q, struct soft_conn *c, int64_t now)
 {
@@ -62,6 +122,8 @@ static void rnr_beat(struct soft_qp *q, struct soft_conn *c, int64_t now)
 	f.opcode = RV_RDMAP_WRITE;
 	f.tagged = true;
 	f.last = true;
+	if (q->peer_caps & RV_SOFT_CAP_RNR)
+		f.to = SOFT_RNR_NOTICE | q->msn_rx[0]; /* the SEND at the head waits */
 	c->tx_len = c->tx_off = 0;
 	n = rv_wire_fpdu_encode_crc(c->tx, SOFT_TXBUF, &f, c->crc);
 	if (n > 0)
@@ -86,6 +148,11 @@ void soft_retry_timers(struct soft_ctx *sc, int64_t now)
 		}
 		if (c->rx_stalled)
 			rnr_beat(q, c, now);
+		rnr_check(q, now);
+		if (q->conn != c) {
+			pthread_mutex_unlock(&q->lock);
+			continue;
+		}
 		bound = bound_ms(q);
 		if (q->conn != c || q->sq_head == q->sq_tail || bound == 0) {
 			q->retry_watch = false;

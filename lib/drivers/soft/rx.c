@@ -82,9 +82,14 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 		q->last_write_len = q->rx_write_acc;
 		q->rx_write_acc = 0;
 	}
-	/* A zero-length WRITE touches no memory (RFC 6581 uses one as RTR). */
-	if (f->payload_len == 0)
+	/* A zero-length WRITE touches no memory (RFC 6581 uses one as RTR); with
+	 * STag 0 and the RNR tag it is the peer's receiver-not-ready notice. */
+	if (f->payload_len == 0) {
+		if (f->stag == 0 && (f->to & SOFT_RNR_NOTICE_MASK) == SOFT_RNR_NOTICE &&
+		    (q->peer_caps & RV_SOFT_CAP_RNR))
+			soft_retry_rnr_notice(q, (uint32_t)f->to);
 		return 0;
+	}
 	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
 				       RV_WC_WR_FLUSH_ERR);

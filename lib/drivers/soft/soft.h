@@ -48,7 +48,11 @@
 #define SOFT_MAX_AH (1u << 20)
 
 /* The RFC 7306 extensions this device implements (offered unless RV_SOFT_NO_EXT). */
-#define SOFT_CAPS (RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC)
+#define SOFT_CAPS (RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC | RV_SOFT_CAP_RNR)
+/* A zero-length WRITE with STag 0 whose TO carries this tag and an MSN: "the
+ * SEND with that MSN found no receive WR" (retry.c, with RV_SOFT_CAP_RNR). */
+#define SOFT_RNR_NOTICE (UINT64_C(0x524e52) << 40) /* "RNR" */
+#define SOFT_RNR_NOTICE_MASK (UINT64_C(0xffffff) << 40)
 
 /* Payload bytes per FPDU (one page, matching active_mtu RV_MTU_4096). */
 #define SOFT_FPDU_PAYLOAD 4096u
@@ -343,6 +347,9 @@ struct soft_qp {
 	bool srq_have;            /* srq_wqe holds a WR */
 	uint32_t srq_gen_seen;    /* srq->gen when a SEND found the SRQ empty */
 	bool err_by_user;         /* the ERR being entered is rv_qp_modify's: no QP_FATAL */
+	uint8_t peer_min_rnr_timer; /* the peer's min_rnr_timer code (MPA exchange) */
+	int64_t rnr_since;   /* retry.c: the peer first reported sq[rnr_wqe] not ready (ms); 0: none */
+	uint32_t rnr_wqe;    /* retry.c: the SEND the peer reports as waiting for a receive WR */
 };
 
 /* The IRD a QP advertises in the MPA exchange and enforces: its
@@ -590,6 +597,9 @@ static inline void soft_retry_progress(struct soft_qp *q)
 /* Fail QPs whose outstanding work saw no progress within the bound their
  * timeout/retry_cnt imply; keep RNR-stalled streams alive (progress thread). */
 void soft_retry_timers(struct soft_ctx *sc, int64_t now);
+
+/* retry.c: the peer says the SEND with this MSN waits for a receive WR. */
+void soft_retry_rnr_notice(struct soft_qp *q, uint32_t msn);
 
 /* ---- rx.c ---- */
 /* Process the FPDUs in c->rx (progress thread, sc->lock and q->lock held). */

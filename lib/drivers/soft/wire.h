@@ -94,6 +94,7 @@ enum rv_soft_rtr {
 enum rv_soft_caps {
 	RV_SOFT_CAP_IMM = 1u << 0,    /* RFC 7306 immediate data */
 	RV_SOFT_CAP_ATOMIC = 1u << 1, /* RFC 7306 atomics */
+	RV_SOFT_CAP_RNR = 1u << 2,    /* receiver-not-ready notices (retry.c): finite rnr_retry */
 };
 
 struct rv_soft_cpd {
