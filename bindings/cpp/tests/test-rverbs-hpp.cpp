@@ -411,6 +411,17 @@ TEST_CASE(soft_fault_reset_completes_work)
 	std::error_code ec;
 	soft_fault_inject(a->ctx, RV_SOFT_FAULT_DROP, 0, 0, nullptr, ec);
 	CHECK(ec.value() == EINVAL);
+	// A round trip first: the connection is up and its setup frames are
+	// gone, so the reset hits this case's SEND and not the connection setup
+	// (which would flush the SEND instead).
+	rv_sge rsge = b->mr_.sge(0, 4096);
+	rv_recv_wr rwr{};
+	rwr.wr_id = 4;
+	set_sg_list(rwr, span<const rv_sge>(&rsge, 1));
+	CHECK(b->qp_.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	a->qp_.send(a->mr_.sge(0, 8), 3);
+	CHECK(wait_one(a->cq_).status == RV_WC_SUCCESS);
+	CHECK(wait_one(b->cq_).status == RV_WC_SUCCESS);
 	soft_fault_inject(a->ctx, RV_SOFT_FAULT_RESET, 1, 0, &a->qp_);
 	a->qp_.send(a->mr_.sge(0, 8), 5);
 	rv_wc wc = wait_one(a->cq_);

@@ -34,6 +34,13 @@ def test_delay_keeps_traffic_correct(rc_pair):
 @needs_fault
 def test_reset_completes_work_with_retry_exceeded(rc_pair):
     a, b = rc_pair
+    # A round trip first: the connection is up and its setup frames are gone,
+    # so the reset hits this SEND, not the connection setup (which would
+    # flush the SEND instead).
+    b.qp.recv(b.mr.sge(0, 4096), wr_id=6)
+    a.qp.send(a.mr.sge(0, 16), wr_id=0)
+    assert wait_one(a.cq, "SEND").status == rverbs.RV_WC_SUCCESS
+    assert wait_one(b.cq, "RECV").status == rverbs.RV_WC_SUCCESS
     b.qp.recv(b.mr.sge(0, 4096), wr_id=7)
     a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_RESET)
     a.qp.send(a.mr.sge(0, 16), wr_id=1)
