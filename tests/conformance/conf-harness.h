@@ -130,5 +130,6 @@ extern const struct conf_case conf_rc_cases[];
 extern const struct conf_case conf_errors_cases[];
 extern const struct conf_case conf_ud_cases[];
 extern const struct conf_case conf_atomics_cases[];
+extern const struct conf_case conf_srq_cases[];
 
 #endif
