@@ -293,7 +293,7 @@ static void flush_after_the_qp_goes_to_error(void)
 
 /* RNR: a SEND to a QP with no receive posted, with rnr_retry 0, fails with
  * RNR retry exceeded. A device that waits forever whatever rnr_retry says
- * skips (soft0 before finite rnr_retry: lib/drivers/soft/README.md). */
+ * skips. */
 static void rnr_retry_exceeded(void)
 {
 	struct conf_opts o = {.no_connect = true};
@@ -318,7 +318,7 @@ static void rnr_retry_exceeded(void)
 	}
 	if (n == 0)
 		conf_skip("a SEND to a QP without receives still waits after 3 s with rnr_retry 0: the device retries "
-			  "forever whatever rnr_retry says (soft0: finite rnr_retry is not implemented yet)");
+			  "forever whatever rnr_retry says");
 	assert_int_equal(n, 1);
 	assert_int_equal(wc.wr_id, 1);
 	assert_int_equal(wc.status, RV_WC_RNR_RETRY_EXC_ERR);
