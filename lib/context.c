@@ -193,6 +193,54 @@ RV_EXPORT int rv_context_query_gid(rv_context *ctx, uint8_t port_num, int index,
 	return 0;
 }
 
+RV_EXPORT int rv_context_query_gid_entry(rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *ret)
+{
+	rv_gid_entry e;
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret)
+		return rv_err(EINVAL, __func__, "ret is NULL");
+	if (port_num == 0 || index > INT32_MAX)
+		return rv_err(EINVAL, __func__, "port %u index %" PRIu32 ": ports start at 1, indexes at 0",
+			      port_num, index);
+	if (!ctx->drv->query_gid_entry)
+		return rv_err(EOPNOTSUPP, __func__, "device %s cannot report GID types; use "
+			      "rv_context_query_gid()", ctx->dev->name);
+	memset(&e, 0, sizeof(e));
+	rv_error_clear();
+	rc = ctx->drv->query_gid_entry(ctx, port_num, index, &e);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the GID table");
+	e.port_num = port_num;
+	e.gid_index = index;
+	memset(e.reserved, 0, sizeof(e.reserved));
+	*ret = e;
+	return 0;
+}
+
+RV_EXPORT int rv_context_query_pkey(rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *ret_pkey)
+{
+	uint16_t pkey = 0;
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_pkey)
+		return rv_err(EINVAL, __func__, "ret_pkey is NULL");
+	if (port_num == 0)
+		return rv_err(EINVAL, __func__, "port numbers start at 1");
+	if (!ctx->drv->query_pkey)
+		return rv_err(EOPNOTSUPP, __func__, "device %s has no P_Key query", ctx->dev->name);
+	rv_error_clear();
+	rc = ctx->drv->query_pkey(ctx, port_num, index, &pkey);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the P_Key table");
+	*ret_pkey = pkey;
+	return 0;
+}
+
 struct dump_state {
 	FILE *f;
 };

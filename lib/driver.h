@@ -36,6 +36,10 @@ struct rv_driver {
 	int (*query_device)(struct rv_context *ctx, rv_device_attr *attr);
 	int (*query_port)(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
 	int (*query_gid)(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
+	/* Fill gid, gid_type and ndev_ifindex (the facade sets the rest). May be NULL (-EOPNOTSUPP). */
+	int (*query_gid_entry)(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e);
+	/* The P_Key in host byte order. May be NULL (-EOPNOTSUPP). */
+	int (*query_pkey)(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey);
 
 	int (*pd_alloc)(struct rv_pd *pd);
 	int (*pd_dealloc)(struct rv_pd *pd);

@@ -573,6 +573,8 @@ static void test_handles__every_call_on_a_closed_context_returns_eclosed(void **
 	assert_closed_rc(rv_context_query_device(t.ctx, &da), "rv_context_query_device");
 	assert_closed_rc(rv_context_query_port(t.ctx, 1, &pa), "rv_context_query_port");
 	assert_closed_rc(rv_context_query_gid(t.ctx, 1, 0, gid), "rv_context_query_gid");
+	assert_closed_rc(rv_context_query_gid_entry(t.ctx, 1, 0, &(rv_gid_entry){0}), "rv_context_query_gid_entry");
+	assert_closed_rc(rv_context_query_pkey(t.ctx, 1, 0, &(uint16_t){0}), "rv_context_query_pkey");
 	assert_null(rv_context_device(t.ctx));
 	assert_msg_contains("is closed");
 	assert_ptr_equal(pd, SENTINEL);
@@ -1516,6 +1518,8 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_int_equal(rv_context_query_device(NULL, &da), -EINVAL);
 	assert_int_equal(rv_context_query_port(NULL, 1, &pa), -EINVAL);
 	assert_int_equal(rv_context_query_gid(NULL, 1, 0, gid), -EINVAL);
+	assert_int_equal(rv_context_query_gid_entry(NULL, 1, 0, &(rv_gid_entry){0}), -EINVAL);
+	assert_int_equal(rv_context_query_pkey(NULL, 1, 0, &(uint16_t){0}), -EINVAL);
 	assert_int_equal(rv_context_dump(NULL, (char **)&out), -EINVAL);
 	assert_int_equal(rv_pd_new(NULL, NULL, (rv_pd **)&out), -EINVAL);
 	assert_msg_contains("the context handle is NULL");
@@ -1575,6 +1579,13 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_int_equal(rv_context_query_device(t.ctx, NULL), -EINVAL);
 	assert_int_equal(rv_context_query_port(t.ctx, 1, NULL), -EINVAL);
 	assert_int_equal(rv_context_query_gid(t.ctx, 1, 0, NULL), -EINVAL);
+	assert_int_equal(rv_context_query_gid_entry(t.ctx, 1, 0, NULL), -EINVAL);
+	assert_int_equal(rv_context_query_pkey(t.ctx, 1, 0, NULL), -EINVAL);
+	/* The mock driver has neither query: a clear EOPNOTSUPP. */
+	assert_int_equal(rv_context_query_gid_entry(t.ctx, 1, 0, &(rv_gid_entry){0}), -EOPNOTSUPP);
+	assert_msg_contains("cannot report GID types");
+	assert_int_equal(rv_context_query_pkey(t.ctx, 1, 0, &(uint16_t){0}), -EOPNOTSUPP);
+	assert_msg_contains("no P_Key query");
 	assert_int_equal(rv_context_dump(t.ctx, NULL), -EINVAL);
 	assert_int_equal(rv_pd_new(t.ctx, NULL, NULL), -EINVAL);
 	assert_int_equal(rv_cq_new(t.ctx, NULL, NULL), -EINVAL);

@@ -191,6 +191,8 @@ static void test_ibv_driver__queries(void **state)
 	rv_device_attr da = { .mask = RV_DEVICE_ATTR_ALL };
 	rv_port_attr pa = { .mask = RV_PORT_ATTR_ALL };
 	uint8_t gid[16];
+	rv_gid_entry ge;
+	uint16_t pkey;
 
 	(void)state;
 	open_mock(&dev, &ctx);
@@ -221,6 +223,30 @@ static void test_ibv_driver__queries(void **state)
 	assert_int_equal(rv_context_query_gid(ctx, 1, 5, gid), -EINVAL);
 	assert_msg("index 5");
 	assert_msg("GID table of port 1 has 2 entries");
+
+	/* Typed entries through ibv_query_gid_ex. */
+	assert_int_equal(rv_context_query_gid_entry(ctx, 1, 0, &ge), 0);
+	assert_int_equal(ge.gid_type, RV_GID_TYPE_ROCE_V1);
+	assert_int_equal(ge.ndev_ifindex, 7);
+	assert_int_equal(ge.gid[0], 0xfe);
+	assert_int_equal(rv_context_query_gid_entry(ctx, 1, 1, &ge), 0);
+	assert_int_equal(ge.gid_type, RV_GID_TYPE_ROCE_V2);
+	assert_int_equal(ge.gid_index, 1);
+	assert_int_equal(ge.port_num, 1);
+	assert_int_equal(ge.gid[15], 0x56);
+	assert_int_equal(rv_context_query_gid_entry(ctx, 1, 5, &ge), -EINVAL);
+	assert_msg("index 5");
+	assert_msg("GID table of port 1 has 2 entries");
+	assert_int_equal(rv_context_query_gid_entry(ctx, 3, 0, &ge), -EINVAL);
+	assert_msg("no such port");
+
+	/* P_Key: network order from libibverbs, host order out. */
+	assert_int_equal(rv_context_query_pkey(ctx, 1, 0, &pkey), 0);
+	assert_int_equal(pkey, 0x8001);
+	assert_int_equal(rv_context_query_pkey(ctx, 1, 1, &pkey), -EINVAL);
+	assert_msg("P_Key table of port 1 has 1 entries");
+	assert_int_equal(rv_context_query_pkey(ctx, 2, 0, &pkey), -EINVAL);
+	assert_msg("no such port");
 
 	close_mock(dev, ctx);
 }

@@ -835,6 +835,32 @@ int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, unio
 	return 0;
 }
 
+/* Entry 0 is RoCE v1 on ifindex 7, entry 1 RoCE v2 on ifindex 7. */
+int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
+		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+	(void)flags;
+	if (entry_size < sizeof(*entry))
+		return EINVAL;
+	if (ibv_query_gid(context, (uint8_t)port_num, (int)gid_index, &entry->gid) != 0)
+		return port_num == 1 ? ENODATA : EINVAL;
+	entry->gid_index = gid_index;
+	entry->port_num = port_num;
+	entry->gid_type = gid_index == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = 7;
+	return 0;
+}
+
+/* One entry, 0x8001, in network order as libibverbs returns it. */
+int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
+{
+	(void)context;
+	if (port_num != 1 || index != 0)
+		return -1;
+	*pkey = htobe16(0x8001);
+	return 0;
+}
+
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	struct ibv_pd *pd;

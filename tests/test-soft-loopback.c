@@ -5,6 +5,7 @@
  * access errors with TERMINATE, peer death). Each test closes everything.
  */
 #include <errno.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -136,6 +137,8 @@ static void test_soft__device_and_port(void **state)
 	rv_context *ctx = open_ctx();
 	rv_port_attr pa;
 	rv_device_attr da;
+	rv_gid_entry ge;
+	uint16_t pkey;
 	uint8_t gid[16], want[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
 
 	(void)state;
@@ -150,6 +153,31 @@ static void test_soft__device_and_port(void **state)
 	assert_int_equal(rv_context_query_gid(ctx, 1, 0, gid), 0);
 	assert_memory_equal(gid, want, 16);
 	assert_true(rv_context_query_gid(ctx, 1, 1, gid) < 0);
+	/* The typed entry: RoCE v2, on the loopback interface that owns 127.0.0.1. */
+	memset(&ge, 0xaa, sizeof(ge));
+	assert_int_equal(rv_context_query_gid_entry(ctx, 1, 0, &ge), 0);
+	assert_memory_equal(ge.gid, want, 16);
+	assert_int_equal(ge.gid_type, RV_GID_TYPE_ROCE_V2);
+	assert_int_equal(ge.port_num, 1);
+	assert_int_equal(ge.gid_index, 0);
+	assert_int_equal(ge.ndev_ifindex, if_nametoindex("lo"));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(ge.reserved[i], 0);
+	assert_int_equal(rv_context_query_gid_entry(ctx, 1, 1, &ge), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "one GID (index 0)"));
+	assert_int_equal(rv_context_query_gid_entry(ctx, 2, 0, &ge), -EINVAL);
+	assert_int_equal(rv_context_query_gid_entry(ctx, 0, 0, &ge), -EINVAL);
+	assert_int_equal(rv_context_query_gid_entry(ctx, 1, 0, NULL), -EINVAL);
+	/* The one P_Key: the default full-membership 0xffff. */
+	assert_int_equal(rv_context_query_pkey(ctx, 1, 0, &pkey), 0);
+	assert_int_equal(pkey, 0xffff);
+	pkey = 0x1234;
+	assert_int_equal(rv_context_query_pkey(ctx, 1, 1, &pkey), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "P_Key index 1 does not exist"));
+	assert_int_equal(pkey, 0x1234);
+	assert_int_equal(rv_context_query_pkey(ctx, 2, 0, &pkey), -EINVAL);
+	assert_int_equal(rv_context_query_pkey(ctx, 0, 0, &pkey), -EINVAL);
+	assert_int_equal(rv_context_query_pkey(ctx, 1, 0, NULL), -EINVAL);
 	memset(&da, 0, sizeof(da));
 	da.mask = RV_DEVICE_ATTR_ALL;
 	assert_int_equal(rv_context_query_device(ctx, &da), 0);
@@ -614,6 +642,14 @@ static void test_soft__ipv6_and_bad_listen_addr(void **state)
 	want[15] = 1;
 	assert_int_equal(rv_context_query_gid(c6, 1, 0, gid), 0);
 	assert_memory_equal(gid, want, 16);
+	{
+		rv_gid_entry ge;
+
+		assert_int_equal(rv_context_query_gid_entry(c6, 1, 0, &ge), 0);
+		assert_memory_equal(ge.gid, want, 16);
+		assert_int_equal(ge.gid_type, RV_GID_TYPE_ROCE_V2);
+		assert_int_equal(ge.ndev_ifindex, if_nametoindex("lo"));
+	}
 	side_open(&a, c6, RV_ACCESS_ALL_REMOTE);
 	side_open(&b, c6, RV_ACCESS_ALL_REMOTE);
 	connect_pair(&a, &b);

@@ -151,11 +151,18 @@ static void port_out(struct json *j, rv_context *ctx, const char *name, uint8_t 
 	for (uint32_t i = 0; i < pa.gid_tbl_len; i++) {
 		uint8_t gid[16];
 		char text[48], type[32];
+		rv_gid_entry ge;
 
 		if (rv_context_query_gid(ctx, p, (int)i, gid) < 0 || (gid_is_zero(gid) && !verbose))
 			continue;
 		format_gid(gid, text, sizeof(text));
 		gid_type(name, p, (int)i, gid, type, sizeof(type));
+		/* The device's own word on the type, when it gives one. */
+		if (rv_context_query_gid_entry(ctx, p, i, &ge) == 0 && ge.gid_type <= RV_GID_TYPE_ROCE_V2) {
+			static const char *const names[] = {"IB/RoCE v1", "RoCE v1", "RoCE v2"};
+
+			snprintf(type, sizeof(type), "%s", names[ge.gid_type]);
+		}
 		if (j) {
 			json_object_begin(j, NULL);
 			json_uint(j, "index", i);

@@ -361,6 +361,21 @@ public:
 		detail::check(rv_context_query_gid(p_, port_num, index, gid.data()), ec);
 		return gid;
 	}
+	/** One GID table entry with its type (rv_context_query_gid_entry). */
+	rv_gid_entry query_gid_entry(uint8_t port_num = 1, uint32_t index = 0) const
+	{
+		rv_gid_entry e{};
+		detail::check(rv_context_query_gid_entry(p_, port_num, index, &e),
+			      "rv_context_query_gid_entry");
+		return e;
+	}
+	/** One P_Key, host byte order (rv_context_query_pkey). */
+	uint16_t query_pkey(uint8_t port_num = 1, uint16_t index = 0) const
+	{
+		uint16_t pkey = 0;
+		detail::check(rv_context_query_pkey(p_, port_num, index, &pkey), "rv_context_query_pkey");
+		return pkey;
+	}
 	/** The live ownership tree (rv_context_dump). */
 	std::string dump() const
 	{

@@ -215,6 +215,54 @@ RV_API int rv_context_query_port(rv_context *ctx, uint8_t port_num, rv_port_attr
  */
 RV_API int rv_context_query_gid(rv_context *ctx, uint8_t port_num, int index, uint8_t ret_gid[16]);
 
+/** The type of a GID table entry; the values are libibverbs' IBV_GID_TYPE_*. */
+typedef enum rv_gid_type {
+	RV_GID_TYPE_IB = 0,      /**< InfiniBand (also RoCE v1 on devices that do not tell them apart) */
+	RV_GID_TYPE_ROCE_V1 = 1, /**< RoCE v1: GRH over Ethernet (EtherType 0x8915) */
+	RV_GID_TYPE_ROCE_V2 = 2, /**< RoCE v2: IP/UDP encapsulation (UDP port 4791) */
+} rv_gid_type;
+
+/** One GID table entry with its type (rv_context_query_gid_entry()). */
+typedef struct rv_gid_entry {
+	uint8_t gid[16];       /**< the GID, network order (IPv4-mapped for an IPv4 address) */
+	uint32_t gid_index;    /**< its index in the port's GID table */
+	uint32_t port_num;     /**< its port, from 1 */
+	uint32_t gid_type;     /**< an rv_gid_type */
+	uint32_t ndev_ifindex; /**< the network interface it belongs to, 0 if none or unknown */
+	uint32_t reserved[4];  /**< zero; room for later fields */
+} rv_gid_entry;
+
+/**
+ * Read one GID table entry with its type and network interface.
+ * On the software device the port has one entry: the listen address,
+ * type RV_GID_TYPE_ROCE_V2 (its UD traffic is framed as RoCE v2), and the
+ * index of the interface that owns the address (0 for a wildcard address).
+ * @param ctx       the context
+ * @param port_num  port number, from 1
+ * @param index     GID index, from 0
+ * @param ret       receives the entry (reserved fields zeroed)
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument, no such port or index, or an empty entry
+ * @retval -EOPNOTSUPP  the device cannot tell GID types
+ * @retval -RV_ECLOSED  the context is closed
+ */
+RV_API int rv_context_query_gid_entry(rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *ret);
+
+/**
+ * Read one P_Key table entry.
+ * The software device has one entry, index 0, the default full-membership
+ * P_Key 0xffff.
+ * @param ctx       the context
+ * @param port_num  port number, from 1
+ * @param index     P_Key index, from 0 (below rv_port_attr.pkey_tbl_len)
+ * @param ret_pkey  receives the P_Key in host byte order
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument, no such port or index
+ * @retval -EOPNOTSUPP  the device has no P_Key query
+ * @retval -RV_ECLOSED  the context is closed
+ */
+RV_API int rv_context_query_pkey(rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *ret_pkey);
+
 /**
  * Describe the live ownership tree of the context: one line per handle with
  * its type, id, reference count and state, indented under what it depends on.

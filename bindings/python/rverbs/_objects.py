@@ -254,6 +254,21 @@ class Context(_Handle):
               "rv_context_query_gid")
         return bytes(ffi.buffer(gid))
 
+    def query_gid_entry(self, port_num=1, index=0):
+        """One GID table entry with its type as a dict (rv_gid_entry's fields;
+        gid_type is an RV_GID_TYPE_* value)."""
+        entry = ffi.new("rv_gid_entry *")
+        check(lib.rv_context_query_gid_entry(self._ptr("rv_context_query_gid_entry"), port_num,
+                                             index, entry), "rv_context_query_gid_entry")
+        return _struct_dict(entry)
+
+    def query_pkey(self, port_num=1, index=0):
+        """One P_Key table entry, host byte order."""
+        pkey = ffi.new("uint16_t *")
+        check(lib.rv_context_query_pkey(self._ptr("rv_context_query_pkey"), port_num, index, pkey),
+              "rv_context_query_pkey")
+        return pkey[0]
+
     def dump(self):
         """The live ownership tree of the context, as text (rv_context_dump)."""
         out = ffi.new("char **")

@@ -29,6 +29,19 @@ def test_device_and_context_basics(device):
         assert attr["max_qp"] > 0
         port = ctx.query_port(1)
         assert port["active_mtu"] in range(1, 6)
+        try:
+            entry = ctx.query_gid_entry(1, 0)
+        except rverbs.RVerbsError as e:
+            # The test-only mock device has no typed GID query: a clear EOPNOTSUPP.
+            assert e.errno == errno.EOPNOTSUPP and "GID types" in str(e)
+        else:
+            assert entry["gid"] == ctx.query_gid(1, 0)
+            assert entry["gid_type"] in (rverbs.RV_GID_TYPE_IB, rverbs.RV_GID_TYPE_ROCE_V1,
+                                         rverbs.RV_GID_TYPE_ROCE_V2)
+            assert entry["port_num"] == 1 and entry["gid_index"] == 0
+            if device.name == "soft0":
+                assert entry["gid_type"] == rverbs.RV_GID_TYPE_ROCE_V2
+                assert ctx.query_pkey(1, 0) == 0xffff
         assert "context" in ctx.dump()
     assert ctx.closed
 

@@ -1,11 +1,12 @@
 /*
- * Device contexts of libibverbs devices: open, close, and the device, port
- * and GID queries.
+ * Device contexts of libibverbs devices: open, close, and the device, port,
+ * GID (ibv_query_gid_ex, rdma-core >= 32, for the type) and P_Key queries.
  *
  * Owns: the struct ibv_context behind each rv_context (stored as drv_ctx).
  * Never touches the ownership graph; the facade closes every dependent
  * before context_close().
  */
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -159,4 +160,84 @@ int rv_ibv_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_
 			    "port's network interface; this one is empty (see `rdma link` and "
 			    "`ip addr`)");
 	return -err;
+}
+
+_Static_assert((int)RV_GID_TYPE_IB == (int)IBV_GID_TYPE_IB &&
+	       (int)RV_GID_TYPE_ROCE_V1 == (int)IBV_GID_TYPE_ROCE_V1 &&
+	       (int)RV_GID_TYPE_ROCE_V2 == (int)IBV_GID_TYPE_ROCE_V2, "rv_gid_type mirrors ibv_gid_type");
+
+int rv_ibv_query_gid_entry(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e)
+{
+	struct ibv_context *c = rv_ibv_ctx(ctx);
+	struct ibv_gid_entry ge;
+	struct ibv_port_attr pattr;
+	char ebuf[128];
+	int rc;
+
+	memset(&ge, 0, sizeof(ge));
+	rc = ibv_query_gid_ex(c, port_num, index, &ge, 0);
+	if (rc == 0) {
+		memcpy(e->gid, ge.gid.raw, sizeof(e->gid));
+		e->gid_type = ge.gid_type;
+		e->ndev_ifindex = ge.ndev_ifindex;
+		return 0;
+	}
+	/* ibv_query_gid_ex() returns a positive errno; ENODATA: the entry is empty. */
+	rc = rv_ibv_errno(rc);
+	if (ibv_query_port(c, port_num, &pattr) != 0) {
+		rv_err(EINVAL, "rv_context_query_gid_entry", "ibv_query_gid_ex(%s, port %u, index %u) "
+		       "failed: no such port", ctx->dev->name, port_num, index);
+		rv_err_hint("ports are numbered from 1; %s has %u", ctx->dev->name, port_count(c));
+		return -EINVAL;
+	}
+	if (index >= (uint32_t)pattr.gid_tbl_len) {
+		rv_err(EINVAL, "rv_context_query_gid_entry", "ibv_query_gid_ex(%s, port %u, index %u) "
+		       "failed: no such index", ctx->dev->name, port_num, index);
+		rv_err_hint("the GID table of port %u has %d entries", port_num, pattr.gid_tbl_len);
+		return -EINVAL;
+	}
+	if (rc == ENODATA) {
+		rv_err(EINVAL, "rv_context_query_gid_entry", "GID %u of %s port %u is empty", index,
+		       ctx->dev->name, port_num);
+		rv_err_hint("on RoCE a GID entry exists only for an IP address configured on the "
+			    "port's network interface (see `rdma link` and `ip addr`)");
+		return -EINVAL;
+	}
+	rv_err(rc, "rv_context_query_gid_entry", "ibv_query_gid_ex(%s, port %u, index %u) failed: %s",
+	       ctx->dev->name, port_num, index, rv_ibv_strerror(rc, ebuf, sizeof(ebuf)));
+	if (rc == EOPNOTSUPP || rc == ENOSYS)
+		rv_err_hint("the kernel or rdma-core is too old for GID types; "
+			    "rv_context_query_gid() still reads the GID");
+	return -rc;
+}
+
+int rv_ibv_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey)
+{
+	struct ibv_context *c = rv_ibv_ctx(ctx);
+	struct ibv_port_attr pattr;
+	__be16 p = 0;
+	char ebuf[128];
+	int rc, err;
+
+	errno = 0;
+	rc = ibv_query_pkey(c, port_num, index, &p);
+	if (rc == 0) {
+		*pkey = be16toh(p); /* libibverbs gives it in network order */
+		return 0;
+	}
+	err = rv_ibv_errno(rc);
+	if (ibv_query_port(c, port_num, &pattr) != 0) {
+		rv_err(EINVAL, "rv_context_query_pkey", "ibv_query_pkey(%s, port %u, index %u) failed: "
+		       "no such port", ctx->dev->name, port_num, index);
+		rv_err_hint("ports are numbered from 1; %s has %u", ctx->dev->name, port_count(c));
+		return -EINVAL;
+	}
+	if (index >= pattr.pkey_tbl_len) {
+		rv_err(EINVAL, "rv_context_query_pkey", "ibv_query_pkey(%s, port %u, index %u) failed: "
+		       "no such index", ctx->dev->name, port_num, index);
+		rv_err_hint("the P_Key table of port %u has %u entries", port_num, pattr.pkey_tbl_len);
+		return -EINVAL;
+	}
+	return rv_err(err, "rv_context_query_pkey", "ibv_query_pkey(%s, port %u, index %u) failed: %s",
+		      ctx->dev->name, port_num, index, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
 }

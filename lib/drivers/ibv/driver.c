@@ -21,6 +21,8 @@ const struct rv_driver rv_driver_ibv = {
 	.query_device = rv_ibv_query_device,
 	.query_port = rv_ibv_query_port,
 	.query_gid = rv_ibv_query_gid,
+	.query_gid_entry = rv_ibv_query_gid_entry,
+	.query_pkey = rv_ibv_query_pkey,
 
 	.pd_alloc = rv_ibv_pd_alloc,
 	.pd_dealloc = rv_ibv_pd_dealloc,

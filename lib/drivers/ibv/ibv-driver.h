@@ -51,6 +51,8 @@ int rv_ibv_context_close(struct rv_context *ctx);
 int rv_ibv_query_device(struct rv_context *ctx, rv_device_attr *attr);
 int rv_ibv_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
 int rv_ibv_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
+int rv_ibv_query_gid_entry(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e);
+int rv_ibv_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey);
 
 /* resources.c */
 int rv_ibv_pd_alloc(struct rv_pd *pd);

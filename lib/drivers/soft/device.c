@@ -4,9 +4,15 @@
  * Owns: the soft_device object and the capability numbers. The port is the
  * context's TCP listener: state ACTIVE, link layer Ethernet, GID the listen
  * address (IPv4-mapped for IPv4), LID the listen port. active_mtu is
- * RV_MTU_4096, the payload of one FPDU (SOFT_FPDU_PAYLOAD). Never blocks.
+ * RV_MTU_4096, the payload of one FPDU (SOFT_FPDU_PAYLOAD). The one GID
+ * entry is typed RoCE v2 (UD goes out as RoCE v2 framing over UDP, roce.c)
+ * and names the interface that owns the listen address (getifaddrs; 0 for
+ * the wildcard address). The one P_Key is the default 0xffff. Never blocks.
  */
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,5 +118,59 @@ int soft_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t 
 			      "port %u GID index %d does not exist; soft0 has port 1 with one GID (index 0)",
 			      port_num, index);
 	memcpy(gid, sc->gid, 16);
+	return 0;
+}
+
+/* The index of the interface that owns the listen address, 0 if none does. */
+static uint32_t listen_ifindex(const struct soft_ctx *sc)
+{
+	struct ifaddrs *ifs, *i;
+	uint32_t found = 0;
+
+	if (getifaddrs(&ifs) != 0)
+		return 0;
+	for (i = ifs; i && !found; i = i->ifa_next) {
+		const void *a = NULL;
+		size_t len = 0, off = 0;
+
+		if (!i->ifa_addr)
+			continue;
+		if (sc->family == AF_INET && i->ifa_addr->sa_family == AF_INET) {
+			a = &((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr;
+			len = 4;
+			off = 12;
+		} else if (sc->family == AF_INET6 && i->ifa_addr->sa_family == AF_INET6) {
+			a = &((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr;
+			len = 16;
+		}
+		if (a && memcmp(a, sc->gid + off, len) == 0)
+			found = if_nametoindex(i->ifa_name);
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+int soft_query_gid_entry(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e)
+{
+	struct soft_ctx *sc = ctx->drv_ctx;
+
+	if (port_num != 1 || index != 0)
+		return rv_err(EINVAL, "rv_context_query_gid_entry",
+			      "port %u GID index %u does not exist; soft0 has port 1 with one GID (index 0)",
+			      port_num, index);
+	memcpy(e->gid, sc->gid, 16);
+	e->gid_type = RV_GID_TYPE_ROCE_V2;
+	e->ndev_ifindex = listen_ifindex(sc);
+	return 0;
+}
+
+int soft_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey)
+{
+	(void)ctx;
+	if (port_num != 1 || index != 0)
+		return rv_err(EINVAL, "rv_context_query_pkey",
+			      "port %u P_Key index %u does not exist; soft0 has port 1 with one P_Key "
+			      "(index 0, the default 0xffff)", port_num, index);
+	*pkey = 0xffff;
 	return 0;
 }

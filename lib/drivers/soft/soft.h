@@ -385,6 +385,8 @@ bool soft_device_active(void *drv_dev);
 int soft_query_device(struct rv_context *ctx, rv_device_attr *attr);
 int soft_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
 int soft_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
+int soft_query_gid_entry(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e);
+int soft_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey);
 
 /* ---- context.c ---- */
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
