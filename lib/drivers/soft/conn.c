@@ -254,7 +254,7 @@ static void fill_cpd(const struct soft_qp *q, struct rv_soft_cpd *p, uint32_t re
 	memset(p, 0, sizeof(*p));
 	p->ird = (uint16_t)soft_qp_ird(q);
 	p->ord = (uint16_t)(q->ord_max < SOFT_MAX_RD_ATOM ? q->ord_max : SOFT_MAX_RD_ATOM);
-	p->caps = q->sc->caps;
+	p->caps = q->sc->caps | (q->uc ? RV_SOFT_CAP_UC : 0);
 	p->min_rnr_timer = q->attr.min_rnr_timer;
 	p->rnr_retry = q->attr.rnr_retry;
 	memcpy(p->gid, q->sc->gid, 16);
@@ -336,6 +336,8 @@ static const char *reject_reason(uint32_t reason)
 		[RV_SOFT_REJECT_RTR] = "no RTR message type in common (RFC 6581: soft0 accepts a zero-length "
 				       "READ or WRITE)",
 		[RV_SOFT_REJECT_AUTH] = "authentication failed",
+		[RV_SOFT_REJECT_QP_TYPE] = "the peer QP is of another type (an RC QP connects only to an RC QP, "
+					   "a UC QP only to a UC QP)",
 	};
 	return reason < sizeof(why) / sizeof(why[0]) && why[reason] ? why[reason] : why[0];
 }
@@ -362,7 +364,7 @@ static void reject(struct soft_conn *c, uint32_t reason)
 static void qp_negotiated(struct soft_qp *q, const struct rv_soft_cpd *peer)
 {
 	q->peer_ird = peer->ird;
-	q->peer_caps = peer->caps & q->sc->caps;
+	q->peer_caps = peer->caps & q->sc->caps & ~(uint32_t)RV_SOFT_CAP_UC;
 	q->peer_min_rnr_timer = peer->min_rnr_timer & 31u;
 	q->rnr_since = 0;
 	q->ord_user = q->ird_user = 0;
@@ -372,6 +374,12 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 {
 	struct rv_soft_cpd p;
 
+	if (!(c->req.caps & RV_SOFT_CAP_UC) != !q->uc) {
+		/* The expected peer, of the other type: both sides fail. */
+		reject(c, RV_SOFT_REJECT_QP_TYPE);
+		qp_conn_failed(q, reject_reason(RV_SOFT_REJECT_QP_TYPE));
+		return;
+	}
 	if ((c->req.rtr & RV_SOFT_RTR_P2P) && !(c->req.rtr & (RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE))) {
 		reject(c, RV_SOFT_REJECT_RTR);
 		return;
@@ -607,6 +615,10 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 	}
 	if (p.src_qpn != q->peer_qpn || p.dst_qpn != q->qpn) {
 		qp_conn_failed(q, "the MPA reply names other QPs");
+		return;
+	}
+	if (!(p.caps & RV_SOFT_CAP_UC) != !q->uc) {
+		qp_conn_failed(q, reject_reason(RV_SOFT_REJECT_QP_TYPE));
 		return;
 	}
 	if (!(p.rtr & RV_SOFT_RTR_P2P) || (p.rtr & RV_SOFT_RTR_SEND) ||

@@ -189,8 +189,8 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	struct soft_qp *q;
 	int rc;
 
-	if (attr->qp_type != RV_QPT_RC && attr->qp_type != RV_QPT_UD)
-		return rv_err(EOPNOTSUPP, fn, "soft0 supports RC and UD QPs (UC comes later)");
+	if (attr->qp_type != RV_QPT_RC && attr->qp_type != RV_QPT_UC && attr->qp_type != RV_QPT_UD)
+		return rv_err(EOPNOTSUPP, fn, "soft0 supports RC, UC and UD QPs (qp_type %u)", attr->qp_type);
 	if (attr->qp_type == RV_QPT_UD && !sc->ud)
 		return rv_err(EOPNOTSUPP, fn, "this soft0 context has no UDP side for UD QPs: it listens on "
 			      "the wildcard address; open it on a specific address (rv_context_attr.listen_addr)");
@@ -246,6 +246,7 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->ord_max = SOFT_MAX_RD_ATOM;
 	q->qpn = next_qpn();
 	q->ud = attr->qp_type == RV_QPT_UD; /* ud.c moves its data */
+	q->uc = attr->qp_type == RV_QPT_UC; /* rx.c/tx.c: no confirmation, drops instead of TERMINATE */
 	atomic_store(&q->state, RV_QPS_RESET);
 
 	pthread_mutex_lock(&sc->lock);
@@ -302,6 +303,7 @@ static void reset_queues(struct soft_qp *q)
 	q->rx_imm_pending = false;
 	q->rx_write_acc = q->last_write_len = 0;
 	q->need_rtr = q->term_pending = q->kick = false;
+	q->uc_drop_send = q->uc_drop_write = q->uc_write_dropped = q->uc_drop_imm = false;
 	q->have_peer = q->active = q->conn_failed = false;
 }
 
@@ -429,6 +431,11 @@ static int check_send_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i
 {
 	static const char *const fn = "rv_qp_post_send";
 
+	/* UC has no responses (IBA §9.4: READ and atomics are RC/RD only). */
+	if (q->uc && soft_wr_has_response(wr->opcode))
+		return rv_err(EINVAL, fn, "wrs[%zu]: %s is not allowed on a UC QP (UC carries SEND and RDMA "
+			      "WRITE only); use an RC QP", i,
+			      wr->opcode == RV_WR_RDMA_READ ? "RDMA READ" : "an atomic operation");
 	switch (wr->opcode) {
 	case RV_WR_SEND:
 	case RV_WR_RDMA_WRITE:
@@ -586,4 +593,16 @@ out:
 	pthread_mutex_unlock(&q->lock);
 	*n_posted = i;
 	return rc;
+}
+
+int soft_uc_counters(rv_qp *qp, uint64_t out[SOFT_UC_NCOUNTERS])
+{
+	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+
+	if (!q || !q->uc)
+		return -EINVAL;
+	pthread_mutex_lock(&q->lock);
+	memcpy(out, q->uc_count, sizeof(q->uc_count));
+	pthread_mutex_unlock(&q->lock);
+	return 0;
 }

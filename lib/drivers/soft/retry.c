@@ -154,7 +154,8 @@ void soft_retry_timers(struct soft_ctx *sc, int64_t now)
 			continue;
 		}
 		bound = bound_ms(q);
-		if (q->conn != c || q->sq_head == q->sq_tail || bound == 0) {
+		/* UC: no transport retry (nothing is acknowledged). */
+		if (q->conn != c || q->sq_head == q->sq_tail || bound == 0 || q->uc) {
 			q->retry_watch = false;
 		} else if (!q->retry_watch) {
 			/* Work appeared: the clock starts now at the latest. */

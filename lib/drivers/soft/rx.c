@@ -15,6 +15,16 @@
  * is how the device behaves with rnr_retry 7 (infinite), the connection
  * helper's default.
  *
+ * UC (as an InfiniBand UC responder, which has no response channel to NAK
+ * on): a SEND (or WRITE with immediate) that finds no receive WR, and a WRITE
+ * with a bad key, out of bounds or without access, are dropped silently
+ * (counted in q->uc_count, memory untouched), with the rest of their message;
+ * the QP stays in RTS and no TERMINATE is sent. A SEND longer than its receive
+ * WR completes that WR with RV_WC_LOC_LEN_ERR and the rest of it is dropped.
+ * What breaks the stream itself (CRC, framing, MSN/MO out of order, an opcode
+ * UC never sends) still sends a TERMINATE and moves the QP to ERR: TCP cannot
+ * resynchronise past a bad frame.
+ *
  * Runs in the progress thread with sc->lock and q->lock held. Never blocks.
  */
 #include <errno.h>
@@ -72,6 +82,17 @@ static int tagged_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_me
 	}
 }
 
+/* UC: this WRITE FPDU (and the rest of its message) goes nowhere. */
+static int uc_write_drop(struct soft_qp *q, const struct rv_fpdu *f, bool count)
+{
+	if (count)
+		q->uc_count[SOFT_UC_DROP_WRITE]++;
+	q->uc_drop_write = !f->last;
+	if (f->last)
+		q->uc_write_dropped = true; /* a following Immediate Data belongs to it */
+	return 0;
+}
+
 static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	enum soft_mem_err e;
@@ -84,18 +105,27 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 	}
 	/* A zero-length WRITE touches no memory (RFC 6581 uses one as RTR); with
 	 * STag 0 and the RNR tag it is the peer's receiver-not-ready notice. */
+	if (q->uc && q->uc_drop_write)
+		return uc_write_drop(q, f, false);
 	if (f->payload_len == 0) {
+		if (f->last)
+			q->uc_write_dropped = false;
 		if (f->stag == 0 && (f->to & SOFT_RNR_NOTICE_MASK) == SOFT_RNR_NOTICE &&
 		    (q->peer_caps & RV_SOFT_CAP_RNR))
 			soft_retry_rnr_notice(q, (uint32_t)f->to);
 		return 0;
 	}
 	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
-		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
-				       RV_WC_WR_FLUSH_ERR);
+		return q->uc ? uc_write_drop(q, f, true)
+			     : responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
+					       RV_WC_WR_FLUSH_ERR);
 	e = soft_mem_write(q->sc, q->qp->pd, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, f->payload,
 			   f->payload_len);
-	return e == SOFT_MEM_OK ? 0 : tagged_error(q, f, e);
+	if (e != SOFT_MEM_OK)
+		return q->uc ? uc_write_drop(q, f, true) : tagged_error(q, f, e);
+	if (f->last)
+		q->uc_write_dropped = false;
+	return 0;
 }
 
 /* A WRITE by reference (shm.c): pull the named source segments of the peer's
@@ -213,7 +243,7 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 	/* A QP that accepts no READs (IRD 0) treats one as an unexpected opcode;
 	 * beyond the IRD it advertised, no buffer (RFC 6581). A zero-length READ
 	 * (RTR, confirmation) touches no memory and is always answered. */
-	if (r->size && soft_qp_ird(q) == 0)
+	if (r->size && (soft_qp_ird(q) == 0 || q->uc))
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
 				       RV_WC_WR_FLUSH_ERR);
 	if (q->ird_tail - q->ird_head >= SOFT_IRD_CAP || (r->size && q->ird_user >= soft_qp_ird(q)))
@@ -292,6 +322,38 @@ static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 	return 0;
 }
 
+/* UC: the rest of a SEND message that is being dropped. */
+static int uc_send_drop(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	q->uc_drop_send = !f->last;
+	if (f->last) {
+		q->msn_rx[0]++;
+		/* Its Immediate Data message (ext.c) is dropped too. */
+		q->uc_drop_imm = f->inv_stag == RV_SOFT_SEND_IMM_FOLLOWS && (q->peer_caps & RV_SOFT_CAP_IMM);
+	}
+	return 0;
+}
+
+/* UC: a receive WR fails (the QP stays up) and its message is dropped. */
+static int uc_recv_fail(struct soft_qp *q, struct soft_rwqe *rw, const struct rv_fpdu *f, uint32_t status)
+{
+	rv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = rw->wr_id;
+	wc.status = status;
+	wc.opcode = RV_WC_RECV;
+	wc.qp_num = q->qpn;
+	wc.src_qp = q->peer_qpn;
+	if (!soft_cq_push(q->qp->recv_cq, &wc))
+		q->cq_overflow = true;
+	soft_rq_consume(q);
+	q->rx_in_msg = false;
+	q->rx_bytes = 0;
+	q->uc_count[SOFT_UC_RX_TOO_LONG]++;
+	return uc_send_drop(q, f);
+}
+
 /* 0: placed; 1: no receive WR yet (stall); -1: the QP failed. */
 static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 {
@@ -304,7 +366,13 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 	if (f->msn != q->msn_rx[0])
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
 				       RV_WC_WR_FLUSH_ERR);
+	if (q->uc && q->uc_drop_send)
+		return uc_send_drop(q, f);
 	if (!q->rx_in_msg) {
+		if (q->uc && !soft_rq_peek(q)) {
+			q->uc_count[SOFT_UC_DROP_NO_RECV]++; /* UC: no RNR, the SEND is lost */
+			return uc_send_drop(q, f);
+		}
 		if (!soft_rq_peek(q))
 			return 1;
 		q->rx_in_msg = true;
@@ -316,6 +384,8 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 	rw = soft_rq_peek(q);
 	for (uint32_t i = 0; i < rw->num_sge; i++)
 		cap += rw->sge[i].length;
+	if ((uint64_t)f->mo + f->payload_len > cap && q->uc)
+		return uc_recv_fail(q, rw, f, RV_WC_LOC_LEN_ERR);
 	if ((uint64_t)f->mo + f->payload_len > cap)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_TOO_LONG,
 				       RV_WC_LOC_LEN_ERR);
@@ -371,6 +441,16 @@ static int rx_imm(struct soft_qp *q, const struct rv_fpdu *f)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
 				       RV_WC_WR_FLUSH_ERR);
 	memset(&wc, 0, sizeof(wc));
+	if (q->uc && !q->rx_imm_pending &&
+	    (q->uc_drop_imm || q->uc_write_dropped || !soft_rq_peek(q))) {
+		/* UC: the SEND or WRITE it ends was dropped, or no receive WR. */
+		if (!q->uc_drop_imm && !q->uc_write_dropped)
+			q->uc_count[SOFT_UC_DROP_NO_RECV]++;
+		q->uc_drop_imm = q->uc_write_dropped = false;
+		q->last_write_len = 0;
+		q->msn_rx[0]++;
+		return 0;
+	}
 	if (q->rx_imm_pending) {
 		wc.opcode = RV_WC_RECV;
 		wc.byte_len = q->rx_bytes;
@@ -410,7 +490,7 @@ static int rx_atomic_req(struct soft_qp *q, const struct rv_fpdu *f)
 	uint64_t orig = 0;
 	bool cas = a->op == RV_ATOMIC_CMP_SWAP;
 
-	if (!(q->peer_caps & RV_SOFT_CAP_ATOMIC) || soft_qp_ird(q) == 0 ||
+	if (!(q->peer_caps & RV_SOFT_CAP_ATOMIC) || soft_qp_ird(q) == 0 || q->uc ||
 	    (a->op != RV_ATOMIC_FETCH_ADD && !cas) ||
 	    (cas ? a->swap_add_mask != UINT64_MAX || a->compare_mask != UINT64_MAX : a->swap_add_mask != 0))
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,

@@ -350,7 +350,24 @@ struct soft_qp {
 	uint8_t peer_min_rnr_timer; /* the peer's min_rnr_timer code (MPA exchange) */
 	int64_t rnr_since;   /* retry.c: the peer first reported sq[rnr_wqe] not ready (ms); 0: none */
 	uint32_t rnr_wqe;    /* retry.c: the SEND the peer reports as waiting for a receive WR */
+	/* UC (rx.c, tx.c): no confirmation, no retry; bad incoming messages are dropped. */
+	bool uc;               /* an unreliable connected QP */
+	bool uc_drop_send;     /* dropping the rest of the SEND message being received */
+	bool uc_drop_write;    /* dropping the rest of the WRITE message being received */
+	bool uc_write_dropped; /* the last WRITE was dropped: its Immediate Data goes too */
+	bool uc_drop_imm;      /* the SEND being dropped had an Immediate Data message */
+	uint64_t uc_count[3];  /* soft_uc_counter */
 };
+
+/* What a UC QP's receive side dropped or failed without a TERMINATE (soft_uc_counters). */
+enum soft_uc_counter {
+	SOFT_UC_DROP_NO_RECV,  /* SEND / WRITE with immediate with no receive WR */
+	SOFT_UC_DROP_WRITE,    /* WRITE with a bad key, out of bounds or without access */
+	SOFT_UC_RX_TOO_LONG,   /* SEND longer than its receive WR (completed LOC_LEN_ERR) */
+	SOFT_UC_NCOUNTERS
+};
+/* The counters of a UC QP (tests); -EINVAL for another QP type. */
+int soft_uc_counters(rv_qp *qp, uint64_t out[SOFT_UC_NCOUNTERS]);
 
 /* The IRD a QP advertises in the MPA exchange and enforces: its
  * max_dest_rd_atomic, within the device limit. */

@@ -16,7 +16,8 @@
  * the responder handles its stream in order, so the READ's response proves
  * every earlier message was placed. One is sent when the send queue drains
  * (not at once for a tail of unsignalled WRs: confirm_now) or after
- * SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well.
+ * SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well. A UC QP
+ * asks for none: its SEND/WRITE completes once its last FPDU is in the stream.
  *
  * Order on the wire at message boundaries: a pending TERMINATE first, then READ
  * responses, then the initiator's opening READ, then the send queue.
@@ -217,7 +218,7 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	struct rv_fpdu f;
 	size_t off;
 
-	if (c->shm_push && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
+	if (c->shm_push && !q->uc && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
 	    (w->opcode == RV_WR_RDMA_WRITE || (w->opcode == RV_WR_SEND && !(w->flags & RV_SEND_SOLICITED))))
 		return emit_write_ref(q, c, w);
 	if (chunk > SOFT_FPDU_PAYLOAD)
@@ -259,6 +260,10 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 			soft_ext_emit_imm(q, c, w);
 		q->tx_off = 0;
 		q->sq_tx++;
+		/* UC: done once its last frame is handed to the stream; nothing
+		 * will confirm it (the peer drops what it cannot place). */
+		if (q->uc)
+			q->sq_confirmed = q->sq_covered = q->sq_tx;
 	}
 	return true;
 }
@@ -353,7 +358,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 		if (st != RV_QPS_RTS)
 			break;
 		if (q->sq_tx == q->sq_tail) {
-			if (q->sq_tx != q->sq_covered && ord_room(q) && confirm_now(q)) {
+			if (!q->uc && q->sq_tx != q->sq_covered && ord_room(q) && confirm_now(q)) {
 				emit_confirm(q, c);
 				any = true;
 			}
@@ -361,7 +366,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 		}
 		w = &q->sq[q->sq_tx % q->sq_size];
 		if (q->tx_off == 0) {
-			if (q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && ord_room(q)) {
+			if (!q->uc && q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && ord_room(q)) {
 				emit_confirm(q, c);
 				any = true;
 				continue;

@@ -80,6 +80,7 @@ enum rv_soft_reject {
 	RV_SOFT_REJECT_REVISION = 7,  /* MPA revision other than 2 */
 	RV_SOFT_REJECT_RTR = 8,       /* no RTR message type in common (RFC 6581) */
 	RV_SOFT_REJECT_AUTH = 9,      /* authentication failed */
+	RV_SOFT_REJECT_QP_TYPE = 10,  /* RC to UC or UC to RC (RV_SOFT_CAP_UC differs) */
 };
 
 /* RTR negotiation (RFC 6581), decoded from the IRD/ORD words. */
@@ -95,6 +96,9 @@ enum rv_soft_caps {
 	RV_SOFT_CAP_IMM = 1u << 0,    /* RFC 7306 immediate data */
 	RV_SOFT_CAP_ATOMIC = 1u << 1, /* RFC 7306 atomics */
 	RV_SOFT_CAP_RNR = 1u << 2,    /* receiver-not-ready notices (retry.c): finite rnr_retry */
+	/* Not an offer but the QP type: set by a UC QP, clear for RC (a peer that
+	 * predates it is RC). Both ends must agree, or the listener rejects. */
+	RV_SOFT_CAP_UC = 1u << 3,
 };
 
 struct rv_soft_cpd {
