@@ -120,6 +120,15 @@ struct rv_srq {
 	uint32_t max_sge;
 };
 
+struct rv_mw {
+	struct rv_object obj;
+	struct rv_pd *pd;
+	uint32_t type;         /* 1 or 2 */
+	_Atomic uint32_t rkey; /* as of the last bind posted */
+	struct rv_mr *mr;      /* the MR it depends on, once bound (lib/mw.c) */
+	void *drv_mw;
+};
+
 struct rv_ah {
 	struct rv_object obj;
 	struct rv_pd *pd;

@@ -37,11 +37,11 @@ static void run(void *p, void *arg)
 	}
 }
 
-enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_pd *pd, const struct rv_atomic_req *a,
+enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_qp *qp, const struct rv_atomic_req *a,
 				   uint64_t *orig)
 {
 	struct op o = {.a = a, .orig = 0};
-	enum soft_mem_err e = soft_mem_apply(sc, pd, a->stag, RV_ACCESS_REMOTE_ATOMIC, a->to, 8, run, &o);
+	enum soft_mem_err e = soft_mem_apply(sc, qp, a->stag, RV_ACCESS_REMOTE_ATOMIC, a->to, 8, run, &o);
 
 	if (e == SOFT_MEM_OK)
 		*orig = o.orig;

@@ -155,11 +155,22 @@ int soft_mr_dereg(struct rv_mr *mr)
 	return 0;
 }
 
-static enum soft_mem_err check(const struct soft_mr *m, struct rv_pd *pd, uint32_t access, uint64_t addr,
-			       uint64_t len)
+/*
+ * pd: the accessing QP's PD. qp: the accessing QP for a remote access (the
+ * access has a REMOTE_* bit), NULL for a local key. A window's key is only
+ * good for remote access, while bound, and (type 2) from the QP that bound it.
+ */
+static enum soft_mem_err check(const struct soft_mr *m, const struct rv_pd *pd, const struct rv_qp *qp,
+			       uint32_t access, uint64_t addr, uint64_t len)
 {
 	if (!m)
 		return SOFT_MEM_NO_KEY;
+	if (m->mw) {
+		if (!(access & SOFT_REMOTE_ACCESS) || !m->bound)
+			return SOFT_MEM_NO_KEY;
+		if (m->mw_type == RV_MW_TYPE_2 && m->qp != qp)
+			return SOFT_MEM_PD; /* RFC 5040 6.2: the STag is not associated with this stream */
+	}
 	if (m->pd != pd)
 		return SOFT_MEM_PD;
 	if ((m->access & access) != access)
@@ -170,50 +181,50 @@ static enum soft_mem_err check(const struct soft_mr *m, struct rv_pd *pd, uint32
 	return SOFT_MEM_OK;
 }
 
-enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, uint64_t len)
 {
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), pd, access, addr, len);
+	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
 
-enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, uint64_t len, void (*fn)(void *p, void *arg), void *arg)
 {
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), pd, access, addr, len);
+	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
 	if (e == SOFT_MEM_OK)
 		fn((void *)(uintptr_t)addr, arg);
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
 
-enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, const void *src, uint64_t len)
 {
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), pd, access, addr, len);
+	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
 	if (e == SOFT_MEM_OK && len)
 		memcpy((void *)(uintptr_t)addr, src, len);
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
 
-enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				uint64_t addr, void *dst, uint64_t len)
 {
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), pd, access, addr, len);
+	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
 	if (e == SOFT_MEM_OK && len)
 		memcpy(dst, (const void *)(uintptr_t)addr, len);
 	pthread_rwlock_unlock(&sc->mr_lock);
@@ -241,7 +252,7 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 			k = len;
 		if (k == 0)
 			continue;
-		e = check(lookup(sc, sge[i].lkey), pd, to_sgl ? RV_ACCESS_LOCAL_WRITE : 0, sge[i].addr,
+		e = check(lookup(sc, sge[i].lkey), pd, NULL, to_sgl ? RV_ACCESS_LOCAL_WRITE : 0, sge[i].addr,
 			  sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
@@ -270,14 +281,14 @@ enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv
 	return sgl_copy(sc, pd, sge, n, off, (void *)(uintptr_t)src, len, true);
 }
 
-enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				uint64_t addr, uint64_t len, int pid, const struct iovec *src, uint32_t n)
 {
 	struct iovec dst = {(void *)(uintptr_t)addr, (size_t)len};
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), pd, access, addr, len);
+	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
 	/* Under the lock: the target MR cannot be deregistered while the kernel copies. */
 	if (e == SOFT_MEM_OK && len && process_vm_readv(pid, &dst, 1, src, n, 0) != (ssize_t)len)
 		e = SOFT_MEM_PEER;
@@ -298,7 +309,7 @@ enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_
 		uint64_t l = sge[i].length < left ? sge[i].length : left;
 		if (!l)
 			continue;
-		e = check(lookup(sc, sge[i].lkey), pd, RV_ACCESS_LOCAL_WRITE, sge[i].addr, sge[i].length);
+		e = check(lookup(sc, sge[i].lkey), pd, NULL, RV_ACCESS_LOCAL_WRITE, sge[i].addr, sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
 		dst[k].iov_base = (void *)(uintptr_t)sge[i].addr;
@@ -311,4 +322,123 @@ enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_
 		e = SOFT_MEM_PEER;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
+}
+
+/* ---- memory windows: entries of the same STag table ---- */
+
+int soft_mw_alloc(struct rv_mw *mw)
+{
+	struct soft_ctx *sc = mw->pd->ctx->drv_ctx;
+	struct soft_mr *m = calloc(1, sizeof(*m));
+	uint32_t key;
+
+	if (!m)
+		return rv_err(ENOMEM, "rv_mw_alloc", "out of memory for the software MW");
+	m->pd = mw->pd;
+	m->mw = true;
+	m->mw_type = (uint8_t)mw->type;
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	if (sc->n_mr >= SOFT_MAX_MR) {
+		pthread_rwlock_unlock(&sc->mr_lock);
+		free(m);
+		return rv_err(ENOMEM, "rv_mw_alloc", "soft0 allows %u MRs and MWs per context; close unused ones",
+			      SOFT_MAX_MR);
+	}
+	/* Random index and key, as for MRs; each bind increments the low byte. */
+	do
+		rv_random_bytes(&key, sizeof(key));
+	while (key == 0 || lookup(sc, key));
+	m->key = key;
+	if (sc->n_mr >= sc->mr_buckets * 2)
+		grow(sc);
+	m->next = sc->mr_hash[bucket(sc, key)];
+	sc->mr_hash[bucket(sc, key)] = m;
+	sc->n_mr++;
+	pthread_rwlock_unlock(&sc->mr_lock);
+	mw->rkey = key;
+	mw->drv_mw = m;
+	return 0;
+}
+
+static void unlink_entry(struct soft_ctx *sc, struct soft_mr *m)
+{
+	for (struct soft_mr **pp = &sc->mr_hash[bucket(sc, m->key)]; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			return;
+		}
+	}
+}
+
+int soft_mw_dealloc(struct rv_mw *mw)
+{
+	struct soft_ctx *sc = mw->pd->ctx->drv_ctx;
+	struct soft_mr *m = mw->drv_mw;
+
+	if (!m)
+		return 0;
+	/* Under the write lock: the key changes with binds run by the progress thread. */
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	unlink_entry(sc, m);
+	sc->n_mr--;
+	pthread_rwlock_unlock(&sc->mr_lock);
+	free(m);
+	mw->drv_mw = NULL;
+	return 0;
+}
+
+/* BIND_MW: imm = the key at post time, rkey = the key after the bind,
+ * remote_addr/compare_add/swap = addr/length/access (qp.c soft_mw_bind). */
+static uint32_t exec_bind(struct soft_ctx *sc, struct soft_qp *q, const struct soft_swqe *w)
+{
+	struct soft_mr *m = lookup(sc, w->imm), *n;
+
+	if (!m) {
+		/* Replayed after a reconnect: already applied. */
+		n = lookup(sc, w->rkey);
+		return n && n->mw ? RV_WC_SUCCESS : RV_WC_MW_BIND_ERR;
+	}
+	if (!m->mw || m->pd != q->qp->pd)
+		return RV_WC_MW_BIND_ERR;
+	if (m->mw_type == RV_MW_TYPE_2 && m->bound)
+		return RV_WC_MW_BIND_ERR; /* a type 2 window is invalidated before it is bound again */
+	n = lookup(sc, w->rkey);
+	if (n && n != m)
+		return RV_WC_MW_BIND_ERR; /* the incremented key is taken: vanishingly rare */
+	unlink_entry(sc, m);
+	m->key = w->rkey;
+	m->next = sc->mr_hash[bucket(sc, m->key)];
+	sc->mr_hash[bucket(sc, m->key)] = m;
+	m->addr = w->remote_addr;
+	m->length = w->compare_add;
+	m->access = (uint32_t)w->swap;
+	m->bound = w->compare_add != 0;
+	m->qp = m->mw_type == RV_MW_TYPE_2 ? q->qp : NULL;
+	return RV_WC_SUCCESS;
+}
+
+/* LOCAL_INV: imm = the rkey of a type 2 window of the QP's PD (soft0 has no
+ * fast-registration MRs); bound by this QP, or already invalid. */
+static uint32_t exec_local_inv(struct soft_ctx *sc, struct soft_qp *q, const struct soft_swqe *w)
+{
+	struct soft_mr *m = lookup(sc, w->imm);
+
+	if (!m || !m->mw || m->mw_type != RV_MW_TYPE_2 || m->pd != q->qp->pd)
+		return RV_WC_LOC_PROT_ERR;
+	if (m->bound && m->qp != q->qp)
+		return RV_WC_LOC_PROT_ERR;
+	m->bound = false;
+	m->qp = NULL;
+	return RV_WC_SUCCESS;
+}
+
+uint32_t soft_mw_exec(struct soft_qp *q, const struct soft_swqe *w)
+{
+	struct soft_ctx *sc = q->sc;
+	uint32_t st;
+
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	st = w->opcode == RV_WR_BIND_MW ? exec_bind(sc, q, w) : exec_local_inv(sc, q, w);
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return st;
 }

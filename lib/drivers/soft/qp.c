@@ -58,6 +58,10 @@ static uint32_t wc_opcode(uint32_t wr_opcode)
 		return RV_WC_COMP_SWAP;
 	case RV_WR_ATOMIC_FETCH_AND_ADD:
 		return RV_WC_FETCH_ADD;
+	case RV_WR_BIND_MW:
+		return RV_WC_BIND_MW;
+	case RV_WR_LOCAL_INV:
+		return RV_WC_LOCAL_INV;
 	default:
 		return RV_WC_SEND;
 	}
@@ -441,6 +445,10 @@ static int check_send_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i
 	case RV_WR_RDMA_WRITE:
 	case RV_WR_RDMA_READ:
 		break;
+	case RV_WR_LOCAL_INV:
+		if (wr->num_sge)
+			return rv_err(EINVAL, fn, "wrs[%zu]: a LOCAL_INV moves no data; set num_sge to 0", i);
+		break;
 	case RV_WR_SEND_WITH_IMM:
 	case RV_WR_RDMA_WRITE_WITH_IMM:
 	case RV_WR_ATOMIC_CMP_AND_SWP:
@@ -539,6 +547,54 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 out:
 	pthread_mutex_unlock(&q->lock);
 	*n_posted = i;
+	return rc;
+}
+
+int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t new_rkey,
+		 uint64_t wr_id, uint32_t send_flags)
+{
+	static const char *const fn = "rv_qp_bind_mw";
+	struct soft_qp *q = qp->drv_qp;
+	struct soft_swqe *w;
+	uint32_t st;
+	int rc = 0;
+
+	pthread_mutex_lock(&q->lock);
+	st = atomic_load(&q->state);
+	if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
+		rc = rv_err(EINVAL, fn, "the QP is in %s; bind once it is connected (RTS)",
+			    st == RV_QPS_RESET ? "RESET" : "INIT");
+		goto out;
+	}
+	if (q->sq_tail - q->sq_head >= q->sq_size) {
+		rc = rv_err(ENOMEM, fn, "the send queue is full (%u WRs outstanding); poll the send CQ "
+			    "first", q->sq_size);
+		goto out;
+	}
+	/* Run by the sender in send-queue order (tx.c, soft_mw_exec). */
+	w = &q->sq[q->sq_tail % q->sq_size];
+	w->wr_id = wr_id;
+	w->opcode = RV_WR_BIND_MW;
+	w->flags = send_flags;
+	w->num_sge = 0;
+	w->length = 0;
+	w->inl = false;
+	w->imm = atomic_load(&mw->rkey);
+	w->rkey = new_rkey;
+	w->remote_addr = info->addr;
+	w->compare_add = info->length;
+	w->swap = info->access;
+	w->done = false;
+	w->signaled = qp->sq_sig_all || (send_flags & RV_SEND_SIGNALED);
+	w->msn = 0;
+	q->sq_tail++;
+	if (atomic_load(&q->state) == RV_QPS_ERR)
+		flush_posted(q);
+	else if (q->conn)
+		soft_tx_push(q);
+	soft_qp_check_overflow(q);
+out:
+	pthread_mutex_unlock(&q->lock);
 	return rc;
 }
 

@@ -119,7 +119,7 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 		return q->uc ? uc_write_drop(q, f, true)
 			     : responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
 					       RV_WC_WR_FLUSH_ERR);
-	e = soft_mem_write(q->sc, q->qp->pd, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, f->payload,
+	e = soft_mem_write(q->sc, q->qp, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, f->payload,
 			   f->payload_len);
 	if (e != SOFT_MEM_OK)
 		return q->uc ? uc_write_drop(q, f, true) : tagged_error(q, f, e);
@@ -154,7 +154,7 @@ static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
 				       RV_WC_WR_FLUSH_ERR);
-	e = soft_mem_pull(q->sc, q->qp->pd, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, total, (int)q->conn->shm_pid,
+	e = soft_mem_pull(q->sc, q->qp, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, total, (int)q->conn->shm_pid,
 			  iov, n);
 	if (e == SOFT_MEM_PEER)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
@@ -253,7 +253,7 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 		if (!(q->access & RV_ACCESS_REMOTE_READ))
 			e = SOFT_MEM_ACCESS;
 		else
-			e = soft_mem_check(q->sc, q->qp->pd, r->src_stag, RV_ACCESS_REMOTE_READ, r->src_to,
+			e = soft_mem_check(q->sc, q->qp, r->src_stag, RV_ACCESS_REMOTE_READ, r->src_to,
 					   r->size);
 	}
 	if (e != SOFT_MEM_OK) {
@@ -514,7 +514,7 @@ static int rx_atomic_req(struct soft_qp *q, const struct rv_fpdu *f)
 	if (!(q->access & RV_ACCESS_REMOTE_ATOMIC))
 		e = SOFT_MEM_ACCESS;
 	else
-		e = soft_atomic_exec(q->sc, q->qp->pd, a, &orig);
+		e = soft_atomic_exec(q->sc, q->qp, a, &orig);
 	if (e != SOFT_MEM_OK) {
 		static const uint8_t code[] = {
 			[SOFT_MEM_NO_KEY] = RV_TERM_RDMAP_INV_STAG,
@@ -616,7 +616,8 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 				    (w->opcode == RV_WR_SEND_WITH_IMM && (w->msn == t->ddp_msn || w->msn + 1 == t->ddp_msn)))
 					return i;
 			} else if (!t->ddp_tagged && t->ddp_qn == RV_DDP_QN_READ) {
-				if (soft_wr_has_response(w->opcode) && w->msn == t->ddp_msn)
+				if (soft_wr_has_response(w->opcode) && w->opcode != RV_WR_BIND_MW &&
+				    w->opcode != RV_WR_LOCAL_INV && w->msn == t->ddp_msn)
 					return i;
 			}
 		}

@@ -132,7 +132,16 @@ struct soft_mr {
 	struct rv_pd *pd;
 	uint64_t addr;
 	uint64_t length;
+	/* Memory windows share the STag table (rverbs/mw.h): a window's entry
+	 * copies the range and access of its bind; unbound or invalidated, it
+	 * refuses every access. qp: the QP a bound type 2 window belongs to. */
+	bool mw;
+	bool bound;
+	uint8_t mw_type;
+	struct rv_qp *qp;
 };
+
+#define SOFT_REMOTE_ACCESS (RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)
 
 /* Faults still to apply to the frames a context or a QP sends (fault.c). Each
  * counter is taken one frame at a time with a compare-and-swap, so posting
@@ -379,8 +388,9 @@ static inline uint32_t soft_qp_ird(const struct soft_qp *q)
 /* Send WRs that wait for a response (READ, atomics) rather than a confirmation. */
 static inline bool soft_wr_has_response(uint32_t opcode)
 {
+	/* BIND_MW and LOCAL_INV: "done" once executed by the sender (tx.c). */
 	return opcode == RV_WR_RDMA_READ || opcode == RV_WR_ATOMIC_CMP_AND_SWP ||
-	       opcode == RV_WR_ATOMIC_FETCH_AND_ADD;
+	       opcode == RV_WR_ATOMIC_FETCH_AND_ADD || opcode == RV_WR_BIND_MW || opcode == RV_WR_LOCAL_INV;
 }
 
 /* ---- ext.c (RFC 7306 on the requester) ---- */
@@ -423,6 +433,13 @@ int soft_pd_alloc(struct rv_pd *pd);
 int soft_pd_dealloc(struct rv_pd *pd);
 int soft_mr_reg(struct rv_mr *mr);
 int soft_mr_dereg(struct rv_mr *mr);
+int soft_mw_alloc(struct rv_mw *mw);
+int soft_mw_dealloc(struct rv_mw *mw);
+int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t new_rkey,
+		 uint64_t wr_id, uint32_t send_flags);
+/* Execute a bind / local invalidate WR of q in send-queue order: an
+ * RV_WC_* status (RV_WC_SUCCESS). Repeating one (replay) is harmless. */
+uint32_t soft_mw_exec(struct soft_qp *q, const struct soft_swqe *w);
 int soft_mr_table_init(struct soft_ctx *sc);
 void soft_mr_table_fini(struct soft_ctx *sc);
 
@@ -437,18 +454,18 @@ enum soft_mem_err {
 };
 
 /* Copy len bytes into (key, addr), checking key, PD, access and bounds first. */
-enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, const void *src, uint64_t len);
 /* Copy len bytes out of (key, addr), with the same checks. */
-enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				uint64_t addr, void *dst, uint64_t len);
 /* The same checks without copying. */
-enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, uint64_t len);
 struct iovec;
 /* Same host (shm.c): check (key, addr, len) as soft_mem_write, then copy len
  * bytes from the iovecs of process pid into it with process_vm_readv. */
-enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				uint64_t addr, uint64_t len, int pid, const struct iovec *src, uint32_t n);
 /* Same host: the first len bytes of an SGE list (lkeys, LOCAL_WRITE), filled
  * from the iovecs of process pid. */
@@ -456,7 +473,7 @@ enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_
 				uint64_t len, int pid, const struct iovec *src, uint32_t nsrc);
 /* Run fn on the host address of [addr, addr + len) under the MR lock, after
  * the checks of soft_mem_check (for operations that are not copies: atomics). */
-enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_pd *pd, uint32_t key, uint32_t access,
+enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, uint64_t len, void (*fn)(void *p, void *arg), void *arg);
 /* Gather len bytes from offset off of an SGE list (lkeys, LOCAL access). */
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
@@ -468,7 +485,7 @@ enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv
 /* ---- atomic.c ---- */
 /* Execute an RFC 7306 atomic request on registered memory (key, PD, REMOTE_ATOMIC,
  * bounds checked under the MR lock); *orig receives the value before. */
-enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_pd *pd, const struct rv_atomic_req *a,
+enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_qp *qp, const struct rv_atomic_req *a,
 				   uint64_t *orig);
 
 /* ---- cq.c ---- */

@@ -133,7 +133,7 @@ static bool emit_user_read(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	struct rv_read_req r;
 
 	for (uint32_t i = 0; i < w->num_sge; i++) {
-		if (soft_mem_check(q->sc, q->qp->pd, w->sge[i].lkey, RV_ACCESS_LOCAL_WRITE, w->sge[i].addr,
+		if (soft_mem_check(q->sc, q->qp, w->sge[i].lkey, RV_ACCESS_LOCAL_WRITE, w->sge[i].addr,
 				   w->sge[i].length) != SOFT_MEM_OK) {
 			local_fail(q, RV_WC_LOC_PROT_ERR);
 			return false;
@@ -180,7 +180,7 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	for (uint32_t i = 0; i < w->num_sge; i++) {
 		if (!w->sge[i].length)
 			continue;
-		if (soft_mem_check(q->sc, q->qp->pd, w->sge[i].lkey, 0, w->sge[i].addr, w->sge[i].length) !=
+		if (soft_mem_check(q->sc, q->qp, w->sge[i].lkey, 0, w->sge[i].addr, w->sge[i].length) !=
 		    SOFT_MEM_OK) {
 			local_fail(q, RV_WC_LOC_PROT_ERR);
 			return false;
@@ -293,7 +293,7 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 	f.to = r->req.sink_to + r->sent;
 	f.last = r->sent + chunk == r->req.size;
 	off = rv_wire_fpdu_begin(buf, &f, chunk);
-	if (chunk && soft_mem_read(q->sc, q->qp->pd, r->req.src_stag, RV_ACCESS_REMOTE_READ,
+	if (chunk && soft_mem_read(q->sc, q->qp, r->req.src_stag, RV_ACCESS_REMOTE_READ,
 				   r->req.src_to + r->sent, buf + off, chunk) != SOFT_MEM_OK) {
 		/* Validated on arrival; the MR was deregistered since. */
 		soft_tx_terminate(q, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_INV_STAG, NULL);
@@ -375,7 +375,16 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 			if ((w->flags & RV_SEND_FENCE) && q->ord_tail != q->ord_head)
 				break;
 		}
-		if (w->opcode == RV_WR_RDMA_READ) {
+		if (w->opcode == RV_WR_BIND_MW || w->opcode == RV_WR_LOCAL_INV) {
+			/* Local work: runs here, in order, after every WR before it was sent. */
+			uint32_t status = soft_mw_exec(q, w);
+			if (status != RV_WC_SUCCESS) {
+				local_fail(q, status);
+				break;
+			}
+			w->done = true;
+			q->sq_tx++;
+		} else if (w->opcode == RV_WR_RDMA_READ) {
 			if (!ord_user_room(q) || !emit_user_read(q, c, w))
 				break;
 		} else if (w->opcode == RV_WR_ATOMIC_CMP_AND_SWP || w->opcode == RV_WR_ATOMIC_FETCH_AND_ADD) {

@@ -1,0 +1,531 @@
+/*
+ * Memory windows on soft0 end to end (rverbs/mw.h): bind, remote WRITE/READ
+ * through the window, the window's bounds and rights, LOCAL_INV, type 1 vs
+ * type 2 (the STag association with the binding QP's stream, RFC 5040), the
+ * MW -> MR edge of the ownership graph, and the argument checks. Two or three
+ * contexts on 127.0.0.1; every test closes everything.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include <rverbs/rverbs.h>
+
+#define BUF (1u << 16)
+
+struct side {
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *qp;
+	rv_mr *mr;
+	uint8_t *buf;
+};
+
+/* Connection attributes a test may change from the helper's defaults. */
+struct conn_opts {
+	int max_dest_rd_atomic; /* -1: default */
+	int max_rd_atomic;      /* -1: default */
+	int rnr_retry;          /* -1: default (7) */
+	int min_rnr_timer;      /* -1: default (12) */
+	uint32_t access;        /* qp_access_flags; 0: default */
+};
+
+static const struct conn_opts DEFAULTS = {-1, -1, -1, -1, 0};
+
+static rv_context *open_ctx(uint32_t soft_flags)
+{
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+	rv_context_attr a = {.mask = RV_CONTEXT_ATTR_SOFT_FLAGS, .soft_flags = soft_flags};
+
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, &a, &ctx), 0);
+	rv_device_unref(dev);
+	return ctx;
+}
+
+static void side_open(struct side *s, uint32_t soft_flags, uint32_t mr_access)
+{
+	rv_qp_init_attr qa;
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = open_ctx(soft_flags);
+	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
+	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = s->cq;
+	qa.cap.max_send_wr = 64;
+	qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = 4;
+	qa.cap.max_recv_sge = 4;
+	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
+	assert_int_equal(rv_mr_alloc(s->pd, BUF, mr_access, NULL, &s->mr), 0);
+	s->buf = rv_mr_addr(s->mr);
+	memset(s->buf, 0, BUF);
+}
+
+static void side_close(struct side *s)
+{
+	rv_qp_unref(s->qp);
+	rv_mr_unref(s->mr);
+	rv_cq_unref(s->cq);
+	rv_pd_unref(s->pd);
+	assert_int_equal(rv_context_close(s->ctx), 0);
+	rv_context_unref(s->ctx);
+}
+
+/* INIT, RTR, RTS against peer with the attributes of o. */
+static void connect_one(struct side *s, const rv_endpoint *peer, const struct conn_opts *o)
+{
+	rv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	if (o->access) {
+		a.mask = RV_QP_ACCESS_FLAGS;
+		a.qp_access_flags = o->access;
+	}
+	assert_int_equal(rv_qp_to_init(s->qp, o->access ? &a : NULL), 0);
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN;
+	memcpy(a.ah_attr.dgid, peer->gid, 16);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = 1;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	if (o->max_dest_rd_atomic >= 0) {
+		a.mask |= RV_QP_MAX_DEST_RD_ATOMIC;
+		a.max_dest_rd_atomic = (uint8_t)o->max_dest_rd_atomic;
+	}
+	if (o->min_rnr_timer >= 0) {
+		a.mask |= RV_QP_MIN_RNR_TIMER;
+		a.min_rnr_timer = (uint8_t)o->min_rnr_timer;
+	}
+	assert_int_equal(rv_qp_to_rtr(s->qp, &a), 0);
+	memset(&a, 0, sizeof(a));
+	if (o->max_rd_atomic >= 0) {
+		a.mask |= RV_QP_MAX_QP_RD_ATOMIC;
+		a.max_rd_atomic = (uint8_t)o->max_rd_atomic;
+	}
+	if (o->rnr_retry >= 0) {
+		a.mask |= RV_QP_RNR_RETRY;
+		a.rnr_retry = (uint8_t)o->rnr_retry;
+	}
+	assert_int_equal(rv_qp_to_rts(s->qp, &a), 0);
+}
+
+static void connect_pair(struct side *a, const struct conn_opts *oa, struct side *b, const struct conn_opts *ob)
+{
+	rv_endpoint ea, eb;
+
+	assert_int_equal(rv_qp_endpoint(a->qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b->qp, &eb), 0);
+	connect_one(a, &eb, oa);
+	connect_one(b, &ea, ob);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One completion within limit_ms (a hang guard, not a measurement). */
+static rv_wc poll_one_within(rv_cq *cq, int limit_ms)
+{
+	int64_t end = now_ms() + limit_ms;
+	rv_wc wc;
+	int n;
+
+	memset(&wc, 0, sizeof(wc));
+	while ((n = rv_cq_poll(cq, &wc, 1)) == 0 && now_ms() < end) {
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
+	}
+	if (n != 1)
+		fail_msg("no completion within %d ms (rv_cq_poll returned %d: %s)", limit_ms, n, rv_error_last());
+	return wc;
+}
+
+static rv_wc poll_one(rv_cq *cq)
+{
+	return poll_one_within(cq, 20000);
+}
+
+static rv_sge sge(struct side *s, size_t off, uint32_t len)
+{
+	rv_sge g = {.addr = (uint64_t)(uintptr_t)(s->buf + off), .length = len, .lkey = rv_mr_lkey(s->mr)};
+	return g;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 31 + (i >> 9));
+}
+
+
+#define MRACC (RV_ACCESS_ALL_REMOTE | RV_ACCESS_MW_BIND)
+#define WIN_OFF 4096
+#define WIN_LEN 1024
+
+static void pair_open(struct side *a, struct side *b)
+{
+	side_open(a, 0, MRACC);
+	side_open(b, 0, MRACC);
+	connect_pair(a, &DEFAULTS, b, &DEFAULTS);
+}
+
+static uint64_t baddr(struct side *s, size_t off)
+{
+	return (uint64_t)(uintptr_t)(s->buf + off);
+}
+
+/* Bind mw on s->qp to [WIN_OFF, +WIN_LEN) of s->mr; the bind completes. */
+static void bind_ok(struct side *s, rv_mw *mw, uint32_t access)
+{
+	rv_mw_bind_info bi = {.mr = s->mr, .addr = baddr(s, WIN_OFF), .length = WIN_LEN, .access = access};
+	rv_wc wc;
+
+	assert_int_equal(rv_qp_bind_mw(s->qp, mw, &bi, 77, RV_SEND_SIGNALED), 0);
+	wc = poll_one(s->cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, RV_WC_BIND_MW);
+	assert_int_equal(wc.wr_id, 77);
+}
+
+static uint32_t write_status(struct side *a, uint64_t raddr, uint32_t rkey, uint32_t len)
+{
+	rv_sge g = sge(a, 0, len);
+	assert_int_equal(rv_qp_write(a->qp, &g, raddr, rkey, 5), 0);
+	return poll_one(a->cq).status;
+}
+
+static uint32_t read_status(struct side *a, uint64_t raddr, uint32_t rkey, uint32_t len)
+{
+	rv_sge g = sge(a, 32768, len);
+	assert_int_equal(rv_qp_read(a->qp, &g, raddr, rkey, 6), 0);
+	return poll_one(a->cq).status;
+}
+
+/* WRITE and READ inside a type 2 window; the rkey is the window's, not the MR's. */
+static void test_soft_mw__bind_write_read(void **state)
+{
+	struct side a, b;
+	rv_mw *mw = NULL;
+	uint32_t k0;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	assert_int_equal(rv_mw_type_of(mw), RV_MW_TYPE_2);
+	k0 = rv_mw_rkey(mw);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ);
+	/* ibv_inc_rkey: same index, key byte + 1. */
+	assert_int_equal(rv_mw_rkey(mw) & ~0xffu, k0 & ~0xffu);
+	assert_int_equal(rv_mw_rkey(mw) & 0xffu, (k0 + 1) & 0xffu);
+	assert_int_not_equal(rv_mw_rkey(mw), rv_mr_rkey(b.mr));
+
+	fill(a.buf, WIN_LEN, 3);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), WIN_LEN), RV_WC_SUCCESS);
+	assert_memory_equal(b.buf + WIN_OFF, a.buf, WIN_LEN);
+	fill(b.buf + WIN_OFF + 100, 200, 9);
+	assert_int_equal(read_status(&a, baddr(&b, WIN_OFF + 100), rv_mw_rkey(mw), 200), RV_WC_SUCCESS);
+	assert_memory_equal(a.buf + 32768, b.buf + WIN_OFF + 100, 200);
+	assert_int_equal(rv_mw_close(mw), 0);
+	rv_mw_unref(mw);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* kind 0: past the end of the window (inside the MR); 1: before it; 2:
+ * READ on a WRITE-only window; 3: the key before the bind (stale). */
+static void outside_case(int kind)
+{
+	struct side a, b;
+	uint8_t before[BUF];
+	rv_mw *mw = NULL;
+	uint32_t st, k0;
+
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	k0 = rv_mw_rkey(mw);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	fill(b.buf, BUF, 40);
+	memcpy(before, b.buf, BUF);
+	fill(a.buf, 64, 1);
+	if (kind == 0)
+		st = write_status(&a, baddr(&b, WIN_OFF + WIN_LEN - 32), rv_mw_rkey(mw), 64);
+	else if (kind == 1)
+		st = write_status(&a, baddr(&b, WIN_OFF - 8), rv_mw_rkey(mw), 16);
+	else if (kind == 2)
+		st = read_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16);
+	else
+		st = write_status(&a, baddr(&b, WIN_OFF), k0, 16);
+	assert_int_equal(st, RV_WC_REM_ACCESS_ERR);
+	assert_memory_equal(b.buf, before, BUF);
+	rv_mw_unref(mw);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_soft_mw__outside_window_refused(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 4; k++)
+		outside_case(k);
+}
+
+/* LOCAL_INV of a bound type 2 window: later access refused; bound again, it works. */
+static void test_soft_mw__local_invalidate(void **state)
+{
+	struct side a, b;
+	rv_send_wr wr;
+	rv_mw *mw = NULL;
+	rv_wc wc;
+	size_t n = 0;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16), RV_WC_SUCCESS);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 9;
+	wr.opcode = RV_WR_LOCAL_INV;
+	wr.send_flags = RV_SEND_SIGNALED;
+	wr.imm_data = rv_mw_rkey(mw);
+	assert_int_equal(rv_qp_post_send(b.qp, &wr, 1, &n), 0);
+	wc = poll_one(b.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, RV_WC_LOCAL_INV);
+	assert_int_equal(wc.wr_id, 9);
+	/* Bound again (new key): works; then invalidated: refused, memory unchanged. */
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16), RV_WC_SUCCESS);
+	wr.imm_data = rv_mw_rkey(mw);
+	assert_int_equal(rv_qp_post_send(b.qp, &wr, 1, &n), 0);
+	assert_int_equal(poll_one(b.cq).status, RV_WC_SUCCESS);
+	memset(b.buf + WIN_OFF, 0x5a, 16);
+	fill(a.buf, 16, 77);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16), RV_WC_REM_ACCESS_ERR);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(b.buf[WIN_OFF + i], 0x5a);
+	rv_mw_unref(mw);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* LOCAL_INV of a plain MR's key, or of a type 1 window: local protection error. */
+static void test_soft_mw__local_invalidate_refused(void **state)
+{
+	for (int k = 0; k < 2; k++) {
+		struct side a, b;
+		rv_send_wr wr;
+		rv_mw *mw = NULL;
+		size_t n = 0;
+
+		(void)state;
+		pair_open(&a, &b);
+		assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_1, &mw), 0);
+		bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = RV_WR_LOCAL_INV;
+		wr.send_flags = RV_SEND_SIGNALED;
+		wr.imm_data = k == 0 ? rv_mr_rkey(b.mr) : rv_mw_rkey(mw);
+		assert_int_equal(rv_qp_post_send(b.qp, &wr, 1, &n), 0);
+		assert_int_equal(poll_one(b.cq).status, RV_WC_LOC_PROT_ERR);
+		rv_mw_unref(mw);
+		side_close(&a);
+		side_close(&b);
+	}
+}
+
+/* A type 2 window answers only the stream of the QP that bound it; a type 1
+ * window any QP of the PD. c talks to b2, a second QP in b's PD. */
+static void test_soft_mw__type2_tied_to_qp(void **state)
+{
+	struct side a, b, c;
+	rv_qp_init_attr qa;
+	rv_qp *qp1;
+	rv_mw *w1 = NULL, *w2 = NULL;
+
+	(void)state;
+	pair_open(&a, &b);
+	side_open(&c, 0, MRACC);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = b.cq;
+	qa.cap.max_send_wr = 64;
+	qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = 4;
+	qa.cap.max_recv_sge = 4;
+	qp1 = b.qp;
+	assert_int_equal(rv_qp_new(b.pd, &qa, &b.qp), 0);
+	{
+		struct side b2 = b;
+		connect_pair(&c, &DEFAULTS, &b2, &DEFAULTS);
+	}
+	/* b.qp is now the second QP (connected to c); bind both windows on qp1. */
+	{
+		rv_qp *qp2 = b.qp;
+		b.qp = qp1;
+		assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_1, &w1), 0);
+		assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &w2), 0);
+		bind_ok(&b, w1, RV_ACCESS_REMOTE_WRITE);
+		bind_ok(&b, w2, RV_ACCESS_REMOTE_WRITE);
+		assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(w2), 16), RV_WC_SUCCESS);
+		assert_int_equal(write_status(&c, baddr(&b, WIN_OFF), rv_mw_rkey(w1), 16), RV_WC_SUCCESS);
+		memset(b.buf + WIN_OFF, 0x33, 16);
+		assert_int_equal(write_status(&c, baddr(&b, WIN_OFF), rv_mw_rkey(w2), 16), RV_WC_REM_ACCESS_ERR);
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(b.buf[WIN_OFF + i], 0x33);
+		rv_qp_unref(qp2);
+	}
+	rv_mw_unref(w1);
+	rv_mw_unref(w2);
+	side_close(&a);
+	side_close(&b);
+	side_close(&c);
+}
+
+/* Type 1: a zero-length bind unbinds; access refused afterwards. */
+static void test_soft_mw__type1_unbind(void **state)
+{
+	struct side a, b;
+	rv_mw_bind_info bi;
+	rv_mw *mw = NULL;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_1, &mw), 0);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16), RV_WC_SUCCESS);
+	bi = (rv_mw_bind_info){.mr = b.mr, .addr = baddr(&b, WIN_OFF), .length = 0, .access = 0};
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 3, RV_SEND_SIGNALED), 0);
+	assert_int_equal(poll_one(b.cq).status, RV_WC_SUCCESS);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16), RV_WC_REM_ACCESS_ERR);
+	rv_mw_unref(mw);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* Closing the MR closes the window bound to it: its key stops working, the
+ * handle answers -RV_ECLOSED. */
+static void test_soft_mw__mr_close_closes_window(void **state)
+{
+	struct side a, b;
+	rv_mw *mw = NULL;
+	rv_mr *mr2 = NULL;
+	rv_mw_bind_info bi;
+	uint32_t key;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	key = rv_mw_rkey(mw);
+	assert_int_equal(rv_mr_close(b.mr), 0);
+	assert_int_equal(rv_mw_rkey(mw), 0);
+	assert_int_equal(rv_mw_close(mw), 0); /* already closed: a no-op */
+	assert_int_equal(rv_mr_alloc(b.pd, BUF, MRACC, NULL, &mr2), 0);
+	bi = (rv_mw_bind_info){.mr = mr2, .addr = (uint64_t)(uintptr_t)rv_mr_addr(mr2), .length = 8,
+			       .access = RV_ACCESS_REMOTE_WRITE};
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 1, 0), -RV_ECLOSED);
+	/* The old key is gone: the peer's access is refused, not a use after free. */
+	assert_int_equal(write_status(&a, 4096, key, 16), RV_WC_REM_ACCESS_ERR);
+	rv_mw_unref(mw);
+	rv_mr_unref(mr2);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_soft_mw__bad_arguments(void **state)
+{
+	struct side a, b;
+	rv_mw *mw = NULL, *mw1 = NULL;
+	rv_mr *plain = NULL, *other = NULL;
+	rv_mw_bind_info bi;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(NULL, RV_MW_TYPE_1, &mw), -EINVAL);
+	assert_int_equal(rv_mw_alloc(b.pd, 3, &mw), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "RV_MW_TYPE_1"));
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, NULL), -EINVAL);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_1, &mw1), 0);
+	assert_int_equal(rv_mw_rkey(NULL), 0);
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, NULL, 0, 0), -EINVAL);
+	bi = (rv_mw_bind_info){.mr = b.mr, .addr = baddr(&b, WIN_OFF), .length = WIN_LEN,
+			       .access = RV_ACCESS_REMOTE_WRITE};
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, RV_SEND_INLINE), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "send_flags"));
+	bi.access = RV_ACCESS_LOCAL_WRITE;
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
+	bi.access = 0;
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
+	bi.access = RV_ACCESS_REMOTE_WRITE;
+	bi.length = BUF; /* past the MR's end */
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "not inside the MR"));
+	bi.addr = baddr(&b, 0) - 1;
+	bi.length = 8;
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
+	bi.addr = baddr(&b, WIN_OFF);
+	bi.length = 0;
+	bi.access = 0; /* unbind: type 1 only */
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "LOCAL_INV"));
+	/* An MR without RV_ACCESS_MW_BIND. */
+	assert_int_equal(rv_mr_alloc(b.pd, 4096, RV_ACCESS_ALL_REMOTE, NULL, &plain), 0);
+	bi = (rv_mw_bind_info){.mr = plain, .addr = (uint64_t)(uintptr_t)rv_mr_addr(plain), .length = 8,
+			       .access = RV_ACCESS_REMOTE_WRITE};
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "RV_ACCESS_MW_BIND"));
+	/* A window of another PD than the QP. */
+	assert_int_equal(rv_qp_bind_mw(a.qp, mw, &bi, 0, 0), -EINVAL);
+	/* Tied to its first MR. */
+	bind_ok(&b, mw1, RV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(rv_mr_alloc(b.pd, 4096, MRACC, NULL, &other), 0);
+	bi = (rv_mw_bind_info){.mr = other, .addr = (uint64_t)(uintptr_t)rv_mr_addr(other), .length = 8,
+			       .access = RV_ACCESS_REMOTE_WRITE};
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw1, &bi, 0, 0), -EBUSY);
+	/* Closed window. */
+	assert_int_equal(rv_mw_close(mw), 0);
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -RV_ECLOSED);
+	assert_int_equal(rv_mw_rkey(mw), 0);
+	rv_mw_unref(mw);
+	rv_mw_unref(mw1);
+	rv_mr_unref(plain);
+	rv_mr_unref(other);
+	side_close(&a);
+	side_close(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_soft_mw__bind_write_read),
+		cmocka_unit_test(test_soft_mw__outside_window_refused),
+		cmocka_unit_test(test_soft_mw__local_invalidate),
+		cmocka_unit_test(test_soft_mw__local_invalidate_refused),
+		cmocka_unit_test(test_soft_mw__type2_tied_to_qp),
+		cmocka_unit_test(test_soft_mw__type1_unbind),
+		cmocka_unit_test(test_soft_mw__mr_close_closes_window),
+		cmocka_unit_test(test_soft_mw__bad_arguments),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
