@@ -359,6 +359,27 @@ static void test_handles__mr_close_closes_only_the_mr(void **state)
 	end_test();
 }
 
+/* A device without memory window ops (the mock, like the ibv driver today):
+ * -EOPNOTSUPP with the reason, nothing created; bad arguments first. */
+static void test_handles__mw_on_a_device_without_windows(void **state)
+{
+	struct tree t;
+	rv_mw *mw = NULL;
+	rv_mw_bind_info bi = {0};
+
+	(void)state;
+	make_tree(&t);
+	assert_int_equal(rv_mw_alloc(t.pd, 7, &mw), -EINVAL);
+	assert_int_equal(rv_mw_alloc(t.pd, RV_MW_TYPE_2, &mw), -EOPNOTSUPP);
+	assert_non_null(strstr(rv_error_last(), "memory windows"));
+	assert_null(mw);
+	assert_int_equal(rv_qp_bind_mw(t.qp, NULL, &bi, 0, 0), -EINVAL);
+	assert_int_equal(rv_mw_rkey(NULL), 0);
+	assert_null(rv_mw_unref(NULL));
+	unref_tree(&t);
+	end_test();
+}
+
 static void test_handles__device_close_closes_every_context_and_its_tree(void **state)
 {
 	struct tree a, b;
@@ -2335,6 +2356,7 @@ int main(void)
 		T(test_handles__pd_close_cascades_to_qp_then_mr),
 		T(test_handles__cq_close_cascades_to_every_qp_using_it),
 		T(test_handles__mr_close_closes_only_the_mr),
+		T(test_handles__mw_on_a_device_without_windows),
 		T(test_handles__device_close_closes_every_context_and_its_tree),
 		T(test_handles__close_twice_returns_zero_and_destroys_once),
 		T(test_handles__cascade_close_reason_names_the_closed_parent),
