@@ -119,6 +119,9 @@ static int bind_check(const struct rv_qp *qp, const struct rv_mw *mw, const rv_m
 		return rv_err(EINVAL, fn, "windows are bound on RC QPs; this QP is of type %u", qp->qp_type);
 	if (qp->pd != mw->pd)
 		return rv_err(EINVAL, fn, "the window and the QP belong to different PDs");
+	if (qp->sig)
+		return rv_err(EOPNOTSUPP, fn, "the QP has a selective-signalling policy "
+			      "(rv_qp_set_signal_every), which does not account binds yet; bind on a QP without one");
 	if (info->length == 0 && info->access == 0) {
 		if (mw->type != RV_MW_TYPE_1)
 			return rv_err(EINVAL, fn, "a zero-length bind unbinds a type 1 window; invalidate a "

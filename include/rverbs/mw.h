@@ -116,7 +116,8 @@ RV_API uint32_t rv_mw_type_of(const rv_mw *mw);
  * @param send_flags  RV_SEND_SIGNALED and/or RV_SEND_FENCE; others are refused
  * @return 0, -EINVAL (bad argument: rv_error_last() names it), -EBUSY (the
  *         window is tied to another MR), -RV_ECLOSED, -ENOMEM (send queue
- *         full), -EOPNOTSUPP (the device has no memory windows).
+ *         full), -EOPNOTSUPP (the device has no memory windows, or the QP
+ *         has a selective-signalling policy: not supported with binds yet).
  */
 RV_API int rv_qp_bind_mw(rv_qp *qp, rv_mw *mw, const rv_mw_bind_info *info, uint64_t wr_id,
 			 uint32_t send_flags);
