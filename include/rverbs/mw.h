@@ -15,7 +15,9 @@
  * PD may use its rkey; it is unbound by binding it again with length 0. A
  * type 2 window is associated with the QP that bound it: only that QP's peer
  * may access memory through it, and it is invalidated with an #RV_WR_LOCAL_INV
- * work request whose rv_send_wr::imm_data is the window's rkey.
+ * work request whose rv_send_wr::imm_data is the window's rkey, or by the
+ * peer with #RV_WR_SEND_WITH_INV naming that rkey in imm_data (the receive
+ * completion then has #RV_WC_WITH_INV and the rkey in rv_wc::imm_data).
  *
  * Ownership: a window holds a reference on its PD, and once bound on the MR
  * it is bound to. Closing the MR closes the window (a window never outlives

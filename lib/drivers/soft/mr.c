@@ -442,3 +442,20 @@ uint32_t soft_mw_exec(struct soft_qp *q, const struct soft_swqe *w)
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return st;
 }
+
+bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag)
+{
+	struct soft_ctx *sc = q->sc;
+	struct soft_mr *m;
+	bool ok = false;
+
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	m = lookup(sc, stag);
+	if (m && m->mw && m->mw_type == RV_MW_TYPE_2 && m->pd == q->qp->pd && (!m->bound || m->qp == q->qp)) {
+		m->bound = false;
+		m->qp = NULL;
+		ok = true;
+	}
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return ok;
+}

@@ -445,6 +445,11 @@ static int check_send_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i
 	case RV_WR_RDMA_WRITE:
 	case RV_WR_RDMA_READ:
 		break;
+	case RV_WR_SEND_WITH_INV:
+		if (q->uc)
+			return rv_err(EOPNOTSUPP, fn, "wrs[%zu]: SEND with invalidate on a UC QP is not "
+				      "supported by soft0; use RC", i);
+		break;
 	case RV_WR_LOCAL_INV:
 		if (wr->num_sge)
 			return rv_err(EINVAL, fn, "wrs[%zu]: a LOCAL_INV moves no data; set num_sge to 0", i);

@@ -357,6 +357,7 @@ static int uc_recv_fail(struct soft_qp *q, struct soft_rwqe *rw, const struct rv
 /* 0: placed; 1: no receive WR yet (stall); -1: the QP failed. */
 static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 {
+	const bool is_inv = f->opcode == RV_RDMAP_SEND_INV || f->opcode == RV_RDMAP_SEND_SE_INV;
 	struct soft_rwqe *rw;
 	uint64_t cap = 0;
 
@@ -395,18 +396,26 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_LOCAL_CATA, RV_TERM_RDMAP_UNSPEC,
 				       RV_WC_LOC_PROT_ERR);
 	q->rx_bytes += f->payload_len;
-	if (f->last && f->inv_stag == RV_SOFT_SEND_IMM_FOLLOWS && (q->peer_caps & RV_SOFT_CAP_IMM)) {
+	if (f->last && !is_inv && f->inv_stag == RV_SOFT_SEND_IMM_FOLLOWS && (q->peer_caps & RV_SOFT_CAP_IMM)) {
 		/* SEND with immediate (ext.c): the receive WR completes on the Immediate Data. */
 		q->rx_imm_pending = true;
 		q->msn_rx[0]++;
 		return 0;
 	}
+	if (f->last && is_inv && !soft_mw_remote_inv(q, f->inv_stag))
+		/* RFC 5040 7.4.1: an STag this stream may not invalidate. */
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_INV_STAG,
+				       RV_WC_WR_FLUSH_ERR);
 	if (f->last) {
 		rv_wc wc;
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = rw->wr_id;
 		wc.status = RV_WC_SUCCESS;
 		wc.opcode = RV_WC_RECV;
+		if (is_inv) {
+			wc.wc_flags = RV_WC_WITH_INV;
+			wc.imm_data = f->inv_stag;
+		}
 		wc.byte_len = q->rx_bytes;
 		wc.qp_num = q->qpn;
 		wc.src_qp = q->peer_qpn;
@@ -611,7 +620,8 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 			} else if (!t->ddp_tagged && t->ddp_qn == RV_DDP_QN_SEND) {
 				/* SEND (with immediate: its SEND or its Immediate Data message),
 				 * WRITE with immediate: its Immediate Data message (ext.c). */
-				if (((w->opcode == RV_WR_SEND || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) &&
+				if (((w->opcode == RV_WR_SEND || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM ||
+				      w->opcode == RV_WR_SEND_WITH_INV) &&
 				     w->msn == t->ddp_msn) ||
 				    (w->opcode == RV_WR_SEND_WITH_IMM && (w->msn == t->ddp_msn || w->msn + 1 == t->ddp_msn)))
 					return i;
@@ -660,6 +670,8 @@ static int rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 		return rx_read_resp(q, f);
 	case RV_RDMAP_SEND:
 	case RV_RDMAP_SEND_SE:
+	case RV_RDMAP_SEND_INV:
+	case RV_RDMAP_SEND_SE_INV:
 		return rx_send(q, f);
 	case RV_RDMAP_TERMINATE:
 		return rx_terminate(q, f);

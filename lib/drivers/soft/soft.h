@@ -440,6 +440,9 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 /* Execute a bind / local invalidate WR of q in send-queue order: an
  * RV_WC_* status (RV_WC_SUCCESS). Repeating one (replay) is harmless. */
 uint32_t soft_mw_exec(struct soft_qp *q, const struct soft_swqe *w);
+/* SEND with invalidate received by q: invalidate the type 2 window stag of
+ * q's PD bound by q (or already invalid). false: not allowed (TERMINATE). */
+bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag);
 int soft_mr_table_init(struct soft_ctx *sc);
 void soft_mr_table_fini(struct soft_ctx *sc);
 

@@ -227,10 +227,15 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	if ((w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && q->tx_off == 0 &&
 	    soft_ext_refused(q, w))
 		return false;
-	if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM) {
+	if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_SEND_WITH_INV) {
 		f.opcode = (w->flags & RV_SEND_SOLICITED) ? RV_RDMAP_SEND_SE : RV_RDMAP_SEND;
 		if (w->opcode == RV_WR_SEND_WITH_IMM)
 			f.inv_stag = RV_SOFT_SEND_IMM_FOLLOWS; /* ext.c: its Immediate Data follows */
+		if (w->opcode == RV_WR_SEND_WITH_INV) {
+			/* RFC 5040 Send with Invalidate: the STag rides in every segment. */
+			f.opcode = (w->flags & RV_SEND_SOLICITED) ? RV_RDMAP_SEND_SE_INV : RV_RDMAP_SEND_INV;
+			f.inv_stag = w->imm;
+		}
 		f.qn = RV_DDP_QN_SEND;
 		if (q->tx_off == 0)
 			w->msn = q->msn_tx[RV_DDP_QN_SEND];
@@ -254,7 +259,7 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
 	q->tx_off += chunk;
 	if (f.last) {
-		if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM)
+		if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_SEND_WITH_INV)
 			q->msn_tx[RV_DDP_QN_SEND]++;
 		if (w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM)
 			soft_ext_emit_imm(q, c, w);
