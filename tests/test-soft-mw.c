@@ -401,6 +401,48 @@ static void test_soft_mw__type2_tied_to_qp(void **state)
 	side_close(&c);
 }
 
+/* A fresh QP for s, like side_open's. */
+static void new_qp(struct side *s)
+{
+	rv_qp_init_attr qa;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = s->cq;
+	qa.cap.max_send_wr = 64;
+	qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = 4;
+	qa.cap.max_recv_sge = 4;
+	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
+}
+
+/* Destroying the QP a type 2 window is bound on invalidates the window: a
+ * new QP can bind it again (a bound type 2 window could not be), and no
+ * later QP inherits the old association. */
+static void test_soft_mw__qp_destroy_invalidates_type2(void **state)
+{
+	struct side a, b;
+	rv_mw *mw = NULL;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(rv_qp_close(b.qp), 0);
+	rv_qp_unref(b.qp);
+	rv_qp_unref(a.qp);
+	new_qp(&a);
+	new_qp(&b);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	fill(a.buf, 16, 8);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16), RV_WC_SUCCESS);
+	assert_memory_equal(b.buf + WIN_OFF, a.buf, 16);
+	rv_mw_unref(mw);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* Type 1: a zero-length bind unbinds; access refused afterwards. */
 static void test_soft_mw__type1_unbind(void **state)
 {
@@ -596,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_soft_mw__local_invalidate_refused),
 		cmocka_unit_test(test_soft_mw__type2_tied_to_qp),
 		cmocka_unit_test(test_soft_mw__type1_unbind),
+		cmocka_unit_test(test_soft_mw__qp_destroy_invalidates_type2),
 		cmocka_unit_test(test_soft_mw__mr_close_closes_window),
 		cmocka_unit_test(test_soft_mw__send_with_invalidate),
 		cmocka_unit_test(test_soft_mw__send_with_invalidate_refused),

@@ -459,3 +459,17 @@ bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag)
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return ok;
 }
+
+void soft_mw_qp_gone(struct soft_ctx *sc, const struct rv_qp *qp)
+{
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	for (uint32_t i = 0; i < sc->mr_buckets; i++) {
+		for (struct soft_mr *m = sc->mr_hash[i]; m; m = m->next) {
+			if (m->mw && m->qp == qp) {
+				m->bound = false;
+				m->qp = NULL;
+			}
+		}
+	}
+	pthread_rwlock_unlock(&sc->mr_lock);
+}

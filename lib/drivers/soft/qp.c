@@ -284,6 +284,7 @@ int soft_qp_destroy(struct rv_qp *qp)
 	pthread_mutex_unlock(&q->lock);
 	pthread_mutex_unlock(&sc->lock);
 	soft_event_forget(sc, &qp->obj);
+	soft_mw_qp_gone(sc, qp);
 	pthread_mutex_destroy(&q->lock);
 	qp_free(q);
 	qp->drv_qp = NULL;

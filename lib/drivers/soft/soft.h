@@ -443,6 +443,9 @@ uint32_t soft_mw_exec(struct soft_qp *q, const struct soft_swqe *w);
 /* SEND with invalidate received by q: invalidate the type 2 window stag of
  * q's PD bound by q (or already invalid). false: not allowed (TERMINATE). */
 bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag);
+/* qp is being destroyed: the type 2 windows it bound become invalid (a later
+ * QP at the same address must not inherit them). */
+void soft_mw_qp_gone(struct soft_ctx *sc, const struct rv_qp *qp);
 int soft_mr_table_init(struct soft_ctx *sc);
 void soft_mr_table_fini(struct soft_ctx *sc);
 
