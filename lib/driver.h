@@ -47,6 +47,11 @@ struct rv_driver {
 	/* mr->pd, addr, length, access are set; fill lkey, rkey, drv_mr. */
 	int (*mr_reg)(struct rv_mr *mr);
 	int (*mr_dereg)(struct rv_mr *mr);
+	/* Re-register mr with pd, addr, length, access (all given, changed or not;
+	 * flags says which changed, checked). Update mr->lkey, rkey, drv_mr; the
+	 * facade updates the rest on success. May be NULL (-EOPNOTSUPP). */
+	int (*mr_rereg)(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
+			uint32_t access);
 
 	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. */
 	int (*cq_create)(struct rv_cq *cq, const rv_cq_attr *attr);

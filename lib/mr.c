@@ -234,6 +234,113 @@ RV_EXPORT int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr
 	return 0;
 }
 
+#define RV_REREG_KNOWN (RV_REREG_TRANS | RV_REREG_PD | RV_REREG_ACCESS)
+
+RV_EXPORT int rv_mr_rereg(rv_mr *mr, uint32_t flags, rv_pd *pd, void *addr, size_t length,
+			  uint32_t access)
+{
+	struct rv_context *ctx;
+	struct rv_pd *new_pd;
+	bool reserved = false;
+	int rc = rv_obj_check(RV_COBJ(mr), RV_OBJ_MR, __func__);
+
+	if (rc < 0)
+		return rc;
+	ctx = mr->pd->ctx;
+	if (flags & ~(uint32_t)RV_REREG_KNOWN)
+		return rv_err(EINVAL, __func__, "unknown bit 0x%x in flags", flags & ~(uint32_t)RV_REREG_KNOWN);
+	if (flags == 0)
+		return rv_err(EINVAL, __func__, "flags is 0; name what changes: RV_REREG_TRANS, "
+			      "RV_REREG_PD, RV_REREG_ACCESS");
+	if (flags & RV_REREG_PD) {
+		rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+		if (rc < 0)
+			return rc;
+		if (pd->ctx != ctx)
+			return rv_err(EINVAL, __func__, "the new PD belongs to another context than the MR");
+	} else {
+		pd = mr->pd;
+	}
+	if (flags & RV_REREG_TRANS) {
+		if (mr->owned)
+			return rv_err(EINVAL, __func__, "the MR owns its memory (rv_mr_alloc); RV_REREG_TRANS "
+				      "would leak it: register new memory with rv_mr_reg instead");
+		if (!addr || length == 0)
+			return rv_err(EINVAL, __func__, "RV_REREG_TRANS needs memory: %s",
+				      addr ? "length is 0" : "addr is NULL");
+		if ((uintptr_t)addr + length < (uintptr_t)addr)
+			return rv_err(EINVAL, __func__, "addr + length wraps around the address space");
+	} else {
+		addr = mr->addr;
+		length = mr->length;
+	}
+	if (flags & RV_REREG_ACCESS) {
+		rc = check_access(access, __func__);
+		if (rc < 0)
+			return rc;
+	} else {
+		access = mr->access;
+	}
+	if (!ctx->drv->mr_rereg)
+		return rv_err(EOPNOTSUPP, __func__, "device %s cannot re-register an MR; register "
+			      "anew with rv_mr_reg and close this one", ctx->dev->name);
+	new_pd = pd;
+	rv_graph_lock(&mr->obj);
+	/* Check again under the lock: a cascade may have closed either meanwhile. */
+	if (mr->obj.state != RV_OBJ_LIVE || new_pd->obj.state != RV_OBJ_LIVE) {
+		rv_graph_unlock(&mr->obj);
+		return rv_err(RV_ECLOSED, __func__, "the %s was closed meanwhile",
+			      mr->obj.state != RV_OBJ_LIVE ? "MR" : "new PD");
+	}
+	/* A window bound to the MR copied its range and rights at bind time; the
+	 * IB spec has reregistration fail while windows are bound. rverbs does
+	 * not see invalidations complete, so any window tied to the MR counts. */
+	for (uint32_t i = 0; i < mr->obj.n_dependents; i++) {
+		const struct rv_object *d = mr->obj.dependents[i];
+
+		if (d->cls->type == RV_OBJ_MW && d->state == RV_OBJ_LIVE) {
+			rv_graph_unlock(&mr->obj);
+			return rv_err(EBUSY, __func__, "a memory window was bound to this MR; close its "
+				      "windows first (reregistration fails while windows are bound)");
+		}
+	}
+	if (new_pd != mr->pd && rv_obj_add_dep(&mr->obj, &new_pd->obj) < 0) {
+		rv_graph_unlock(&mr->obj);
+		return rv_err(ENOMEM, __func__, "out of memory");
+	}
+	if ((flags & RV_REREG_TRANS) && mr->locked_counted) {
+		rc = rv_memlock_reserve(length, __func__);
+		if (rc < 0)
+			goto fail;
+		reserved = true;
+	}
+	rv_error_clear();
+	rc = ctx->drv->mr_rereg(mr, flags, new_pd, addr, length, access);
+	rc = rv_err_from_driver(rc, __func__, "re-registering the MR");
+	if (rc < 0)
+		goto fail;
+	if (reserved)
+		rv_memlock_unreserve(mr->length);
+	if (new_pd != mr->pd) {
+		struct rv_pd *old = mr->pd;
+
+		mr->pd = new_pd;
+		rv_obj_remove_dep(&mr->obj, &old->obj);
+	}
+	mr->addr = addr;
+	mr->length = length;
+	mr->access = access;
+	rv_graph_unlock(&mr->obj);
+	return 0;
+fail:
+	if (reserved)
+		rv_memlock_unreserve(length);
+	if (new_pd != mr->pd)
+		rv_obj_remove_dep(&mr->obj, &new_pd->obj);
+	rv_graph_unlock(&mr->obj);
+	return rc;
+}
+
 RV_EXPORT rv_mr *rv_mr_ref(rv_mr *mr)
 {
 	if (mr && rv_obj_check_any(RV_COBJ(mr), RV_OBJ_MR, __func__) == 0)

@@ -1541,6 +1541,7 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_int_equal(rv_context_query_gid(NULL, 1, 0, gid), -EINVAL);
 	assert_int_equal(rv_context_query_gid_entry(NULL, 1, 0, &(rv_gid_entry){0}), -EINVAL);
 	assert_int_equal(rv_context_query_pkey(NULL, 1, 0, &(uint16_t){0}), -EINVAL);
+	assert_int_equal(rv_mr_rereg(NULL, RV_REREG_ACCESS, NULL, NULL, 0, 0), -EINVAL);
 	assert_int_equal(rv_context_dump(NULL, (char **)&out), -EINVAL);
 	assert_int_equal(rv_pd_new(NULL, NULL, (rv_pd **)&out), -EINVAL);
 	assert_msg_contains("the context handle is NULL");
@@ -1607,6 +1608,8 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_msg_contains("cannot report GID types");
 	assert_int_equal(rv_context_query_pkey(t.ctx, 1, 0, &(uint16_t){0}), -EOPNOTSUPP);
 	assert_msg_contains("no P_Key query");
+	assert_int_equal(rv_mr_rereg(t.mr, RV_REREG_ACCESS, NULL, NULL, 0, 0), -EOPNOTSUPP);
+	assert_msg_contains("cannot re-register");
 	assert_int_equal(rv_context_dump(t.ctx, NULL), -EINVAL);
 	assert_int_equal(rv_pd_new(t.ctx, NULL, NULL), -EINVAL);
 	assert_int_equal(rv_cq_new(t.ctx, NULL, NULL), -EINVAL);

@@ -251,6 +251,64 @@ static void test_ibv_driver__queries(void **state)
 	close_mock(dev, ctx);
 }
 
+/* rv_mr_rereg goes to ibv_rereg_mr with the flags and only the named
+ * arguments; the new keys are read back; a PD move reaches the ibv_mr. */
+static void test_ibv_driver__mr_rereg(void **state)
+{
+	static char buf[4096], buf2[256];
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd, *pd2;
+	rv_mr *mr;
+	uint32_t lkey;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd2), 0);
+	assert_int_equal(rv_mr_reg(pd, buf, sizeof(buf), RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	lkey = rv_mr_lkey(mr);
+
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_ALL_REMOTE), 0);
+	assert_int_equal(mock.rereg_flags, IBV_REREG_MR_CHANGE_ACCESS);
+	assert_int_equal(((struct mock_mr *)rv_mr_ibv(mr))->access, RV_ACCESS_ALL_REMOTE);
+	assert_int_not_equal(rv_mr_lkey(mr), lkey);
+	assert_int_equal(rv_mr_lkey(mr), rv_mr_ibv(mr)->lkey);
+	assert_int_equal(rv_mr_rkey(mr), rv_mr_ibv(mr)->rkey);
+
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_TRANS | RV_REREG_PD, pd2, buf2, sizeof(buf2), 0), 0);
+	assert_int_equal(mock.rereg_flags, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD);
+	assert_ptr_equal(rv_mr_ibv(mr)->addr, buf2);
+	assert_ptr_equal(rv_mr_ibv(mr)->pd, rv_pd_ibv(pd2));
+	assert_ptr_equal(rv_mr_addr(mr), buf2);
+	assert_int_equal(rv_mr_length(mr), sizeof(buf2));
+	assert_ptr_equal(rv_mr_pd(mr), pd2);
+	/* The old PD no longer holds the MR. */
+	assert_int_equal(rv_pd_close(pd), 0);
+	assert_int_not_equal(rv_mr_lkey(mr), 0);
+
+	/* A refusal that leaves the MR usable, and one that does not. */
+	lkey = rv_mr_lkey(mr);
+	mock.rereg_rc = IBV_REREG_MR_ERR_INPUT;
+	mock.rereg_errno = EINVAL;
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_LOCAL_WRITE), -EINVAL);
+	assert_msg("ibv_rereg_mr(flags 0x4) on mock_0 failed");
+	assert_msg("unchanged and still usable");
+	assert_int_equal(rv_mr_lkey(mr), lkey);
+	mock.rereg_rc = IBV_REREG_MR_ERR_CMD;
+	mock.rereg_errno = 0;
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_LOCAL_WRITE), -EIO);
+	assert_msg("must not be used any more");
+	mock.rereg_rc = IBV_REREG_MR_ERR_DO_FORK_OLD;
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_LOCAL_WRITE), 0);
+	mock.rereg_rc = 0;
+
+	rv_mr_unref(mr);
+	rv_pd_unref(pd);
+	rv_pd_unref(pd2);
+	close_mock(dev, ctx);
+}
+
 static void test_ibv_driver__resources_and_the_escape_hatch(void **state)
 {
 	rv_qp_init_attr qa = { .mask = RV_QP_INIT_ATTR_SEND_CQ };
@@ -995,6 +1053,7 @@ int main(void)
 		T(test_ibv_driver__open_failure_names_the_call_and_the_permission),
 		T(test_ibv_driver__queries),
 		T(test_ibv_driver__resources_and_the_escape_hatch),
+		T(test_ibv_driver__mr_rereg),
 		T(test_ibv_driver__mr_enomem_names_the_memlock_limit),
 		T(test_ibv_driver__cq_and_qp_caps_name_the_device_limits),
 		T(test_ibv_driver__connect_gives_libibverbs_each_transition),

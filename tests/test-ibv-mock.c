@@ -76,6 +76,9 @@ static struct {
 	int n_async, async_acked;
 	int resize_errno;      /* ibv_resize_cq fails with it */
 	int last_resize;
+	/* ibv_rereg_mr */
+	int n_rereg, rereg_flags;
+	int rereg_rc, rereg_errno; /* ibv_rereg_mr returns rereg_rc with errno rereg_errno */
 } mock = { .port_state = IBV_PORT_ACTIVE, .next_qpn = 0x100 };
 
 static struct ibv_device mock_devs[MOCK_NDEV] = {
@@ -930,6 +933,33 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+/* As ibv_rereg_mr(3); new keys on every success (0x3000 + slot). */
+int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		 int access)
+{
+	struct mock_mr *m = (struct mock_mr *)mr;
+
+	mock.n_rereg++;
+	mock.rereg_flags = flags;
+	if (mock.rereg_rc) {
+		errno = mock.rereg_errno;
+		return mock.rereg_rc;
+	}
+	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED)
+		return IBV_REREG_MR_ERR_INPUT;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->addr = addr;
+		mr->length = length;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		m->access = (unsigned int)access;
+	mr->lkey ^= 0x3000u;
+	mr->rkey ^= 0x3000u;
+	return 0;
 }
 
 int ibv_dereg_mr(struct ibv_mr *mr)

@@ -47,15 +47,10 @@ static rv_context *open_ctx(void)
 	return ctx;
 }
 
-static void side_open(struct side *s, rv_context *shared, uint32_t mr_access)
+static void side_qp(struct side *s)
 {
 	rv_qp_init_attr qa;
 
-	memset(s, 0, sizeof(*s));
-	s->own_ctx = shared == NULL;
-	s->ctx = shared ? rv_context_ref(shared) : open_ctx();
-	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
-	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
 	memset(&qa, 0, sizeof(qa));
 	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
 	qa.send_cq = s->cq;
@@ -64,6 +59,16 @@ static void side_open(struct side *s, rv_context *shared, uint32_t mr_access)
 	qa.cap.max_send_sge = 4;
 	qa.cap.max_recv_sge = 4;
 	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
+}
+
+static void side_open(struct side *s, rv_context *shared, uint32_t mr_access)
+{
+	memset(s, 0, sizeof(*s));
+	s->own_ctx = shared == NULL;
+	s->ctx = shared ? rv_context_ref(shared) : open_ctx();
+	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
+	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
+	side_qp(s);
 	assert_int_equal(rv_mr_alloc(s->pd, BUF, mr_access, NULL, &s->mr), 0);
 	s->buf = rv_mr_addr(s->mr);
 }
@@ -184,6 +189,176 @@ static void test_soft__device_and_port(void **state)
 	assert_int_equal(da.phys_port_cnt, 1);
 	assert_int_equal(rv_context_close(ctx), 0);
 	rv_context_unref(ctx);
+}
+
+/* One signalled RDMA WRITE of len bytes from a's buffer; its status. */
+static rv_wc_status write_remote(struct side *a, void *raddr, uint32_t rkey, uint32_t len)
+{
+	rv_sge g = sge(a, 0, len);
+	rv_send_wr wr = {.wr_id = 7, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_RDMA_WRITE,
+			 .send_flags = RV_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)raddr,
+			 .rkey = rkey};
+	rv_wc wc;
+
+	assert_int_equal(rv_qp_post_send(a->qp, &wr, 1, NULL), 0);
+	wc = poll_one(a->cq);
+	assert_int_equal(wc.wr_id, 7);
+	return wc.status;
+}
+
+/* New connected QPs for both sides (after a remote access error killed the old ones). */
+static void fresh_pair(struct side *a, struct side *b)
+{
+	assert_int_equal(rv_qp_close(a->qp), 0);
+	assert_int_equal(rv_qp_close(b->qp), 0);
+	rv_qp_unref(a->qp);
+	rv_qp_unref(b->qp);
+	side_qp(a);
+	side_qp(b);
+	connect_pair(a, b);
+}
+
+/* rv_mr_rereg: access, memory and PD change in place; keys are fresh at once. */
+static void test_soft__mr_rereg(void **state)
+{
+	static uint8_t target[4096], other[4096];
+	uint8_t before[64];
+	struct side a, b;
+	rv_pd *pd2, *pdx;
+	rv_mr *mr, *mr2;
+	uint32_t k0, k1, k2, k3;
+
+	(void)state;
+	side_open(&a, NULL, RV_ACCESS_ALL_REMOTE);
+	side_open(&b, NULL, RV_ACCESS_ALL_REMOTE);
+	connect_pair(&a, &b);
+	memset(target, 0x11, sizeof(target));
+	assert_int_equal(rv_mr_reg(b.pd, target, sizeof(target), RV_ACCESS_LOCAL_WRITE |
+				   RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ, &mr), 0);
+	k0 = rv_mr_rkey(mr);
+	fill(a.buf, 64, 3);
+	assert_int_equal(write_remote(&a, target, k0, 64), RV_WC_SUCCESS);
+	assert_memory_equal(target, a.buf, 64);
+
+	/* Access change: REMOTE_WRITE withdrawn, memory the same. */
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0,
+				     RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_READ), 0);
+	k1 = rv_mr_rkey(mr);
+	assert_int_not_equal(k1, k0);
+	assert_int_equal(rv_mr_lkey(mr), k1);
+	assert_ptr_equal(rv_mr_addr(mr), target);
+	assert_int_equal(rv_mr_length(mr), sizeof(target));
+	memcpy(before, target, sizeof(before));
+	fill(a.buf, 64, 77);
+	assert_int_equal(write_remote(&a, target, k1, 64), RV_WC_REM_ACCESS_ERR);
+	assert_memory_equal(target, before, 64);
+
+	/* Write allowed again: the old key is refused at once, the new one works. */
+	fresh_pair(&a, &b);
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0,
+				     RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE), 0);
+	k2 = rv_mr_rkey(mr);
+	assert_int_not_equal(k2, k1);
+	assert_int_equal(write_remote(&a, target, k1, 64), RV_WC_REM_ACCESS_ERR);
+	assert_memory_equal(target, before, 64);
+	fresh_pair(&a, &b);
+	assert_int_equal(write_remote(&a, target, k2, 64), RV_WC_SUCCESS);
+	assert_memory_equal(target, a.buf, 64);
+
+	/* New memory: the bounds follow it. */
+	memset(other, 0x22, sizeof(other));
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_TRANS, NULL, other, 128, 0), 0);
+	k3 = rv_mr_rkey(mr);
+	assert_ptr_equal(rv_mr_addr(mr), other);
+	assert_int_equal(rv_mr_length(mr), 128);
+	fill(a.buf, 64, 40);
+	assert_int_equal(write_remote(&a, other, k3, 64), RV_WC_SUCCESS);
+	assert_memory_equal(other, a.buf, 64);
+	memcpy(before, target, sizeof(before));
+	assert_int_equal(write_remote(&a, target, k3, 64), RV_WC_REM_ACCESS_ERR);
+	assert_memory_equal(target, before, 64);
+	assert_int_equal(other[128], 0x22);
+
+	/* PD move: the MR leaves the QP's PD (a wrong-PD access now) and no
+	 * longer depends on its old PD. */
+	assert_int_equal(rv_pd_new(b.ctx, NULL, &pd2), 0);
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_PD, pd2, NULL, 0, 0), 0);
+	assert_ptr_equal(rv_mr_pd(mr), pd2);
+	fresh_pair(&a, &b);
+	assert_int_equal(write_remote(&a, other, rv_mr_rkey(mr), 64), RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(rv_pd_new(b.ctx, NULL, &pdx), 0);
+	assert_int_equal(rv_mr_reg(pdx, target, 64, RV_ACCESS_LOCAL_WRITE, &mr2), 0);
+	assert_int_equal(rv_mr_rereg(mr2, RV_REREG_PD | RV_REREG_ACCESS, pd2, NULL, 0,
+				     RV_ACCESS_REMOTE_READ), 0);
+	assert_int_equal(rv_pd_close(pdx), 0);
+	rv_pd_unref(pdx);
+	assert_ptr_equal(rv_mr_pd(mr2), pd2);
+	assert_int_not_equal(rv_mr_lkey(mr2), 0);
+	/* Closing the new PD closes both MRs with it. */
+	assert_int_equal(rv_pd_close(pd2), 0);
+	assert_int_equal(rv_mr_lkey(mr2), 0);
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, 0), -RV_ECLOSED);
+	rv_mr_unref(mr2);
+	rv_mr_unref(mr);
+	rv_pd_unref(pd2);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* rv_mr_rereg refuses what it cannot do, and leaves the MR as it was. */
+static void test_soft__mr_rereg_bad_arguments(void **state)
+{
+	static uint8_t mem[256];
+	rv_context *ctx = open_ctx(), *ctx2 = open_ctx();
+	rv_pd *pd, *pd_other;
+	rv_mr *mr, *owned;
+	uint32_t key;
+
+	(void)state;
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_pd_new(ctx2, NULL, &pd_other), 0);
+	assert_int_equal(rv_mr_reg(pd, mem, sizeof(mem), RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_int_equal(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &owned), 0);
+	key = rv_mr_lkey(mr);
+	assert_int_equal(rv_mr_rereg(NULL, RV_REREG_ACCESS, NULL, NULL, 0, 0), -EINVAL);
+	assert_int_equal(rv_mr_rereg((rv_mr *)pd, RV_REREG_ACCESS, NULL, NULL, 0, 0), -EINVAL);
+	assert_int_equal(rv_mr_rereg(mr, 0, NULL, NULL, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "flags is 0"));
+	assert_int_equal(rv_mr_rereg(mr, 1u << 5, NULL, NULL, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "unknown bit 0x20"));
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_REMOTE_WRITE), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "need LOCAL_WRITE"));
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, 1u << 12), -EINVAL);
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_PD, NULL, NULL, 0, 0), -EINVAL);
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_PD, pd_other, NULL, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "another context"));
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_TRANS, NULL, NULL, 16, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "addr is NULL"));
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_TRANS, NULL, mem, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "length is 0"));
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_TRANS, NULL, (void *)(uintptr_t)-16, 64, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "wraps"));
+	assert_int_equal(rv_mr_rereg(owned, RV_REREG_TRANS, NULL, mem, 16, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "owns its memory"));
+	/* Nothing changed on any refusal. */
+	assert_int_equal(rv_mr_lkey(mr), key);
+	assert_ptr_equal(rv_mr_pd(mr), pd);
+	assert_ptr_equal(rv_mr_addr(mr), mem);
+	/* ACCESS on an allocated MR is fine. */
+	assert_int_equal(rv_mr_rereg(owned, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_ALL_REMOTE), 0);
+	/* A closed PD or MR. */
+	assert_int_equal(rv_pd_close(pd_other), 0);
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_PD, pd_other, NULL, 0, 0), -RV_ECLOSED);
+	assert_int_equal(rv_mr_close(mr), 0);
+	assert_int_equal(rv_mr_rereg(mr, RV_REREG_ACCESS, NULL, NULL, 0, 0), -RV_ECLOSED);
+	rv_mr_unref(mr);
+	rv_mr_unref(owned);
+	rv_pd_unref(pd);
+	rv_pd_unref(pd_other);
+	assert_int_equal(rv_context_close(ctx), 0);
+	assert_int_equal(rv_context_close(ctx2), 0);
+	rv_context_unref(ctx);
+	rv_context_unref(ctx2);
 }
 
 static void run_send_write_read(struct side *a, struct side *b)
@@ -989,6 +1164,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soft__two_processes),
 		cmocka_unit_test(test_soft__device_and_port),
+		cmocka_unit_test(test_soft__mr_rereg),
+		cmocka_unit_test(test_soft__mr_rereg_bad_arguments),
 		cmocka_unit_test(test_soft__two_contexts),
 		cmocka_unit_test(test_soft__one_context),
 		cmocka_unit_test(test_soft__post_before_peer_connects),

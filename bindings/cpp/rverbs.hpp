@@ -468,6 +468,16 @@ public:
 	size_t length() const noexcept { return rv_mr_length(p_); }
 	uint32_t lkey() const noexcept { return rv_mr_lkey(p_); }
 	uint32_t rkey() const noexcept { return rv_mr_rkey(p_); }
+	/** Change access, PD and/or memory in place (rv_mr_rereg); read the keys again after. */
+	void rereg(uint32_t flags, rv_pd *new_pd, void *addr, size_t length, uint32_t access) const
+	{
+		detail::check(rv_mr_rereg(p_, flags, new_pd, addr, length, access), "rv_mr_rereg");
+	}
+	void rereg(uint32_t flags, rv_pd *new_pd, void *addr, size_t length, uint32_t access,
+		   std::error_code &ec) const noexcept
+	{
+		detail::check(rv_mr_rereg(p_, flags, new_pd, addr, length, access), ec);
+	}
 	/** The memory as bytes (rv_mr_alloc memory lives until the last reference). */
 	span<uint8_t> bytes() const noexcept
 	{

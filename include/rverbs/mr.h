@@ -136,6 +136,48 @@ typedef struct rv_mr_alloc_attr {
 RV_API int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr_alloc_attr *attr,
 		       rv_mr **ret_mr);
 
+/** What rv_mr_rereg() changes (values equal IBV_REREG_MR_CHANGE_*). */
+typedef enum rv_rereg_flags {
+	RV_REREG_TRANS = 1u << 0,  /**< new memory: addr and length */
+	RV_REREG_PD = 1u << 1,     /**< a new protection domain: pd */
+	RV_REREG_ACCESS = 1u << 2  /**< new access flags: access */
+} rv_rereg_flags;
+
+/**
+ * Change a memory region in place, as ibv_rereg_mr(3): its memory, its PD
+ * and/or its access flags; the arguments @p flags does not name are ignored.
+ * The keys may change: read rv_mr_lkey() and rv_mr_rkey() again afterwards
+ * (on the software device they always change, and work posted or handed out
+ * with the old keys fails from the moment the call returns: a peer using the
+ * old rkey gets a remote access error). Do not call it while work using the
+ * MR is outstanding.
+ * With RV_REREG_PD the MR moves in the ownership graph: it depends on the new
+ * PD, no longer on the old one (closing the old PD leaves it alive). The new
+ * PD must belong to the MR's context.
+ * On failure the MR is unchanged on the software device; on a libibverbs
+ * device it may be left unusable (ibv_rereg_mr(3)): close it.
+ * @param mr      the memory region
+ * @param flags   rv_rereg_flags, at least one
+ * @param pd      the new PD (RV_REREG_PD)
+ * @param addr    the new memory (RV_REREG_TRANS); the caller keeps it mapped
+ *                until the MR is closed or moved again
+ * @param length  its length in bytes, at least 1 (RV_REREG_TRANS)
+ * @param access  the new rv_access_flags (RV_REREG_ACCESS)
+ * @retval 0            success
+ * @retval -EINVAL      a NULL or invalid handle, no flag or an unknown one,
+ *                      an access rule broken (as rv_mr_reg()), a PD of another
+ *                      context, RV_REREG_TRANS on an MR from rv_mr_alloc()
+ *                      (it owns its memory) or on a NULL addr / zero length
+ * @retval -RV_ECLOSED  the MR or the new PD is closed
+ * @retval -EBUSY       a memory window was bound to the MR (close the window
+ *                      first: rverbs cannot tell an invalidated window apart)
+ * @retval -EOPNOTSUPP  the device cannot re-register
+ * @retval -ENOMEM      the memlock limit or memory ran out
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_mr_rereg(rv_mr *mr, uint32_t flags, rv_pd *pd, void *addr, size_t length,
+		       uint32_t access);
+
 /** Take a reference on @p mr. Returns @p mr (NULL-safe). */
 RV_API rv_mr *rv_mr_ref(rv_mr *mr);
 

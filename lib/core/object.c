@@ -132,6 +132,21 @@ static void unregister_from(struct rv_object *dep, struct rv_object *obj)
 	unlock_for(dep);
 }
 
+void rv_obj_remove_dep(struct rv_object *obj, struct rv_object *dep)
+{
+	uint8_t i;
+
+	for (i = 0; i < obj->n_deps && obj->deps[i] != dep; i++)
+		;
+	if (i == obj->n_deps)
+		return;
+	memmove(&obj->deps[i], &obj->deps[i + 1], (size_t)(obj->n_deps - i - 1) * sizeof(obj->deps[0]));
+	obj->deps[--obj->n_deps] = NULL;
+	unregister_from(dep, obj);
+	if (!(obj->flags & RV_OBJ_NOREFS_FLAG))
+		rv_obj_unref(dep);
+}
+
 static void free_obj(struct rv_object *obj)
 {
 	if (obj->cls->release)

@@ -90,6 +90,10 @@ void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls,
  * the graph lock held (or before obj is visible to anyone). */
 int rv_obj_add_dep(struct rv_object *obj, struct rv_object *dep);
 
+/* Undo one rv_obj_add_dep: unregister obj from dep and drop the strong
+ * reference (which may free dep). Call with the graph lock held. */
+void rv_obj_remove_dep(struct rv_object *obj, struct rv_object *dep);
+
 /* Undo every rv_obj_add_dep and free the memory of an object whose creation
  * failed before the resource existed. */
 void rv_obj_abort(struct rv_object *obj);

@@ -442,6 +442,38 @@ class MR(_Handle):
             view = self._view = memoryview(raw)
         return view
 
+    def rereg(self, access=None, pd=None, buffer=None):
+        """Change the region in place (rv_mr_rereg): new access flags, a new PD
+        (the MR then depends on it, not the old one) and/or new memory (a
+        writable buffer, kept alive; not for MRs rverbs allocated). The keys
+        change: read lkey/rkey again."""
+        flags = 0
+        owner = None
+        addr, length = ffi.NULL, 0
+        if access is not None:
+            flags |= lib.RV_REREG_ACCESS
+        if pd is not None:
+            flags |= lib.RV_REREG_PD
+        if buffer is not None:
+            flags |= lib.RV_REREG_TRANS
+            try:
+                owner = ffi.from_buffer("char[]", buffer, require_writable=True)
+            except BufferError as e:
+                raise TypeError("MR buffer must be writable memory: %s" % e) from None
+            addr, length = owner, len(owner)
+        check(lib.rv_mr_rereg(self._ptr("rv_mr_rereg"), flags,
+                              pd._ptr("rv_mr_rereg") if pd is not None else ffi.NULL,
+                              addr, length, access or 0), "rv_mr_rereg")
+        if pd is not None and pd is not self.pd:
+            self.pd._children.discard(self)
+            pd._children.add(self)
+            self.pd = self._parent = pd
+        if owner is not None:
+            self._owner = owner
+            self.addr = int(ffi.cast("uintptr_t", owner))
+            self.length = length
+            self._view = None
+
     def sge(self, offset=0, length=None):
         """An rv_sge (a cffi struct, reusable) for bytes [offset, offset+length)."""
         if length is None:

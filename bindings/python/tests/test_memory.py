@@ -1,5 +1,6 @@
 """The buffer pool, the registration cache and MR placement from Python
 (present when the library's headers have them)."""
+import errno
 import gc
 
 import pytest
@@ -75,3 +76,24 @@ def test_alloc_mr_with_placement(context):
     assert mr.numa_node >= -1
     mr.buf[0:2] = b"ok"
     mr.close()
+
+
+def test_mr_rereg_moves_pd_and_memory(context):
+    pd, pd2 = context.pd(), context.pd()
+    mr = rverbs.MR(pd, buffer=bytearray(4096), access=rverbs.RV_ACCESS_LOCAL_WRITE)
+    try:
+        mr.rereg(access=rverbs.RV_ACCESS_LOCAL_WRITE | rverbs.RV_ACCESS_REMOTE_READ, pd=pd2)
+    except rverbs.RVerbsError as e:
+        # The test-only mock device cannot re-register: a clear EOPNOTSUPP.
+        assert e.errno == errno.EOPNOTSUPP and "re-register" in str(e)
+        return
+    assert mr.pd is pd2
+    pd.close()
+    assert not mr.closed and mr.lkey != 0
+    buf = bytearray(128)
+    mr.rereg(buffer=buf)
+    assert mr.length == 128 and len(mr.buf) == 128
+    mr.buf[0] = 7
+    assert buf[0] == 7
+    pd2.close()
+    assert mr.closed

@@ -29,6 +29,7 @@ const struct rv_driver rv_driver_ibv = {
 
 	.mr_reg = rv_ibv_mr_reg,
 	.mr_dereg = rv_ibv_mr_dereg,
+	.mr_rereg = rv_ibv_mr_rereg,
 
 	.cq_create = rv_ibv_cq_create,
 	.cq_destroy = rv_ibv_cq_destroy,

@@ -59,6 +59,8 @@ int rv_ibv_pd_alloc(struct rv_pd *pd);
 int rv_ibv_pd_dealloc(struct rv_pd *pd);
 int rv_ibv_mr_reg(struct rv_mr *mr);
 int rv_ibv_mr_dereg(struct rv_mr *mr);
+int rv_ibv_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
+		    uint32_t access);
 int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int rv_ibv_cq_destroy(struct rv_cq *cq);
 int rv_ibv_cq_resize(struct rv_cq *cq, uint32_t cqe);

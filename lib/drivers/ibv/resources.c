@@ -135,6 +135,43 @@ int rv_ibv_mr_dereg(struct rv_mr *mr)
 	return 0;
 }
 
+_Static_assert((int)RV_REREG_TRANS == (int)IBV_REREG_MR_CHANGE_TRANSLATION &&
+	       (int)RV_REREG_PD == (int)IBV_REREG_MR_CHANGE_PD &&
+	       (int)RV_REREG_ACCESS == (int)IBV_REREG_MR_CHANGE_ACCESS,
+	       "rv_rereg_flags mirror ibv_rereg_mr_flags");
+
+int rv_ibv_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
+		    uint32_t access)
+{
+	struct ibv_mr *m = mr->drv_mr;
+	char ebuf[128];
+	int rc, err;
+
+	errno = 0;
+	rc = ibv_rereg_mr(m, (int)flags, (flags & RV_REREG_PD) ? pd->drv_pd : NULL,
+			  (flags & RV_REREG_TRANS) ? addr : NULL, (flags & RV_REREG_TRANS) ? length : 0,
+			  (flags & RV_REREG_ACCESS) ? (int)access : 0);
+	/* DO_FORK_OLD: the new registration is in place; only the old range kept
+	 * its don't-fork mark, which concerns fork children, not this MR. */
+	if (rc == 0 || rc == IBV_REREG_MR_ERR_DO_FORK_OLD) {
+		mr->lkey = m->lkey;
+		mr->rkey = m->rkey;
+		return 0;
+	}
+	err = errno > 0 ? errno : (rc == IBV_REREG_MR_ERR_INPUT ? EINVAL : EIO);
+	rv_err(err, "rv_mr_rereg", "ibv_rereg_mr(flags 0x%x) on %s failed (%d): %s", flags,
+	       mr->pd->ctx->dev->name, rc, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (rc == IBV_REREG_MR_ERR_CMD || rc == IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW)
+		rv_err_hint("the device refused it and the MR must not be used any more: close it "
+			    "and register anew");
+	else if (err == EOPNOTSUPP || err == ENOSYS)
+		rv_err_hint("this device or its provider cannot re-register; register anew with "
+			    "rv_mr_reg and close this MR");
+	else
+		rv_err_hint("the MR is unchanged and still usable");
+	return -err;
+}
+
 /* ---- completion queues ------------------------------------------------- */
 
 int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)

@@ -155,6 +155,42 @@ int soft_mr_dereg(struct rv_mr *mr)
 	return 0;
 }
 
+/* Re-register in place under the write lock: every access after it sees the
+ * new PD, bounds and rights, and only the fresh key (the old one is gone). */
+int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
+		  uint32_t access)
+{
+	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
+	struct soft_mr *m = mr->drv_mr, **pp;
+	uint64_t a = (uint64_t)(uintptr_t)addr;
+	uint32_t key;
+
+	(void)flags;
+	if (length > UINT64_MAX - a)
+		return rv_err(EINVAL, "rv_mr_rereg", "the region wraps around the address space");
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	for (pp = &sc->mr_hash[bucket(sc, m->key)]; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	do
+		rv_random_bytes(&key, sizeof(key));
+	while (key == 0 || key == m->key || lookup(sc, key));
+	m->key = key;
+	m->pd = pd;
+	m->addr = a;
+	m->length = length;
+	m->access = access;
+	m->next = sc->mr_hash[bucket(sc, key)];
+	sc->mr_hash[bucket(sc, key)] = m;
+	pthread_rwlock_unlock(&sc->mr_lock);
+	mr->lkey = key;
+	mr->rkey = key;
+	return 0;
+}
+
 /*
  * pd: the accessing QP's PD. qp: the accessing QP for a remote access (the
  * access has a REMOTE_* bit), NULL for a local key. A window's key is only

@@ -446,6 +446,8 @@ bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag);
 /* qp is being destroyed: the type 2 windows it bound become invalid (a later
  * QP at the same address must not inherit them). */
 void soft_mw_qp_gone(struct soft_ctx *sc, const struct rv_qp *qp);
+int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
+		  uint32_t access);
 int soft_mr_table_init(struct soft_ctx *sc);
 void soft_mr_table_fini(struct soft_ctx *sc);
 
