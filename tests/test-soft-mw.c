@@ -250,6 +250,31 @@ static void test_soft_mw__bind_write_read(void **state)
 	side_close(&b);
 }
 
+/* rv_mr_rereg refuses an MR a window was bound to (the window copied its
+ * range and rights); once the window is closed it goes through. */
+static void test_soft_mw__rereg_refused_while_bound(void **state)
+{
+	struct side a, b;
+	rv_mw *mw = NULL;
+	uint32_t key;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	key = rv_mr_rkey(b.mr);
+	assert_int_equal(rv_mr_rereg(b.mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_LOCAL_WRITE), -EBUSY);
+	assert_non_null(strstr(rv_error_last(), "memory window was bound"));
+	assert_int_equal(rv_mr_rkey(b.mr), key);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 8), RV_WC_SUCCESS);
+	assert_int_equal(rv_mw_close(mw), 0);
+	rv_mw_unref(mw);
+	assert_int_equal(rv_mr_rereg(b.mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_LOCAL_WRITE), 0);
+	assert_int_not_equal(rv_mr_rkey(b.mr), key);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* kind 0: past the end of the window (inside the MR); 1: before it; 2:
  * READ on a WRITE-only window; 3: the key before the bind (stale). */
 static void outside_case(int kind)
@@ -633,6 +658,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soft_mw__bind_write_read),
+		cmocka_unit_test(test_soft_mw__rereg_refused_while_bound),
 		cmocka_unit_test(test_soft_mw__outside_window_refused),
 		cmocka_unit_test(test_soft_mw__local_invalidate),
 		cmocka_unit_test(test_soft_mw__local_invalidate_refused),
