@@ -46,7 +46,8 @@ RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_con
 	if (!ret_ctx)
 		return rv_err(EINVAL, __func__, "ret_ctx is NULL");
 	if (attr) {
-		const uint64_t known = RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS;
+		const uint64_t known = RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS |
+				       RV_CONTEXT_ATTR_AUTH_SECRET;
 		if (attr->mask & ~known)
 			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_context_attr.mask",
 				      attr->mask & ~known);
@@ -57,6 +58,18 @@ RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_con
 				      attr->soft_flags & ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT));
 		if (attr->mask & RV_CONTEXT_ATTR_SOFT_FLAGS)
 			a.soft_flags = attr->soft_flags;
+		if (attr->mask & RV_CONTEXT_ATTR_AUTH_SECRET) {
+			if (strcmp(dev->drv->name, "soft") != 0)
+				return rv_err(EOPNOTSUPP, __func__, "connection authentication with a shared secret "
+					      "(RV_CONTEXT_ATTR_AUTH_SECRET) is a feature of the software device soft0 "
+					      "only; this device's connections are not authenticated, unset the bit");
+			if (!attr->auth_secret || attr->auth_secret_len == 0 || attr->auth_secret_len > 4096)
+				return rv_err(EINVAL, __func__, "RV_CONTEXT_ATTR_AUTH_SECRET needs auth_secret non-NULL "
+					      "and auth_secret_len from 1 to 4096 (got %u); 32 random bytes are a good "
+					      "secret", attr->auth_secret_len);
+			a.auth_secret = attr->auth_secret;
+			a.auth_secret_len = attr->auth_secret_len;
+		}
 		if (attr->mask & RV_CONTEXT_ATTR_LISTEN_ADDR) {
 			if (!attr->listen_addr)
 				return rv_err(EINVAL, __func__, "RV_CONTEXT_ATTR_LISTEN_ADDR is set but listen_addr is NULL");

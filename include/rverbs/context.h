@@ -17,7 +17,9 @@ enum rv_context_attr_mask {
 	/** rv_context_attr::listen_addr is set (software device only). */
 	RV_CONTEXT_ATTR_LISTEN_ADDR = 1u << 0,
 	/** rv_context_attr::soft_flags is set (software device only). */
-	RV_CONTEXT_ATTR_SOFT_FLAGS = 1u << 1
+	RV_CONTEXT_ATTR_SOFT_FLAGS = 1u << 1,
+	/** rv_context_attr::auth_secret and auth_secret_len are set (software device only). */
+	RV_CONTEXT_ATTR_AUTH_SECRET = 1u << 2
 };
 
 /**
@@ -50,6 +52,16 @@ typedef struct rv_context_attr {
 	const char *listen_addr;
 	/** Software device: rv_soft_flags bits. Default 0 (CRC required, extensions offered). */
 	uint32_t soft_flags;
+	/**
+	 * Software device: a shared secret (1 to 4096 bytes, copied) that every
+	 * connection of this context must prove, both ways, in its MPA exchange
+	 * (HMAC-SHA256 challenge-response; no encryption). A peer without the
+	 * same secret is rejected. Default: none, unless the environment
+	 * variable `RVERBS_SOFT_SECRET_FILE` names a file whose contents are the
+	 * secret. Other devices: rv_context_new() fails with -EOPNOTSUPP.
+	 */
+	const void *auth_secret;
+	uint32_t auth_secret_len; /**< bytes at rv_context_attr::auth_secret */
 } rv_context_attr;
 
 /** Link layer of a port (values equal IBV_LINK_LAYER_*). */

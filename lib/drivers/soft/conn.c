@@ -34,6 +34,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "soft.h"
 
 static void update_events(struct soft_conn *c)
@@ -264,15 +265,21 @@ static void fill_cpd(const struct soft_qp *q, struct rv_soft_cpd *p, uint32_t re
 	p->reason = reason;
 }
 
-static void queue_mpa(struct soft_conn *c, bool reply, uint8_t flags, const struct rv_soft_cpd *p)
+/* auth: NULL, or SOFT_AUTH_EXT_LEN bytes appended after the other blocks (auth.c). */
+static void queue_mpa(struct soft_conn *c, bool reply, uint8_t flags, const struct rv_soft_cpd *p,
+		      const uint8_t *auth)
 {
-	uint8_t pd[RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN];
+	uint8_t pd[RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN + SOFT_AUTH_EXT_LEN];
 	struct rv_mpa_frame f = {.reply = reply, .flags = flags, .rev = 2, .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
 	int n;
 
 	rv_wire_cpd_encode(pd, sizeof(pd), p);
 	if (!(flags & RV_MPA_FLAG_REJECT))
 		f.pd_len = (uint16_t)(f.pd_len + soft_shm_ext_put(c, reply, pd + RV_SOFT_CPD_LEN));
+	if (auth) {
+		memcpy(pd + f.pd_len, auth, SOFT_AUTH_EXT_LEN);
+		f.pd_len = (uint16_t)(f.pd_len + SOFT_AUTH_EXT_LEN);
+	}
 	n = rv_wire_mpa_encode(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f);
 	if (n > 0)
 		c->tx_len += (size_t)n;
@@ -316,7 +323,14 @@ int soft_conn_start(struct soft_qp *q)
 	fill_cpd(q, &p, RV_SOFT_REJECT_NONE);
 	p.rtr = RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE;
 	c->crc = sc->crc_required;
-	queue_mpa(c, false, c->crc ? RV_MPA_FLAG_CRC : 0, &p);
+	if (sc->auth) {
+		uint8_t blk[SOFT_AUTH_EXT_LEN];
+		rv_random_bytes(c->auth_ni, sizeof(c->auth_ni));
+		soft_auth_block_put(blk, false, c->auth_ni, NULL);
+		queue_mpa(c, false, c->crc ? RV_MPA_FLAG_CRC : 0, &p, blk);
+	} else {
+		queue_mpa(c, false, c->crc ? RV_MPA_FLAG_CRC : 0, &p, NULL);
+	}
 	return 0;
 }
 
@@ -335,7 +349,9 @@ static const char *reject_reason(uint32_t reason)
 					    "revision 2 only",
 		[RV_SOFT_REJECT_RTR] = "no RTR message type in common (RFC 6581: soft0 accepts a zero-length "
 				       "READ or WRITE)",
-		[RV_SOFT_REJECT_AUTH] = "authentication failed",
+		[RV_SOFT_REJECT_AUTH] = "authentication failed: the two contexts do not share a secret (one "
+					"has none, or they differ); give both the same rv_context_attr.auth_secret "
+					"or RVERBS_SOFT_SECRET_FILE",
 		[RV_SOFT_REJECT_QP_TYPE] = "the peer QP is of another type (an RC QP connects only to an RC QP, "
 					   "a UC QP only to a UC QP)",
 	};
@@ -356,7 +372,7 @@ static void reject(struct soft_conn *c, uint32_t reason)
 	p.src_qpn = c->req.dst_qpn;
 	p.dst_qpn = c->req.src_qpn;
 	p.reason = reason;
-	queue_mpa(c, true, (uint8_t)(RV_MPA_FLAG_REJECT | (c->sc->crc_required ? RV_MPA_FLAG_CRC : 0)), &p);
+	queue_mpa(c, true, (uint8_t)(RV_MPA_FLAG_REJECT | (c->sc->crc_required ? RV_MPA_FLAG_CRC : 0)), &p, NULL);
 	conn_closing(c);
 }
 
@@ -368,6 +384,31 @@ static void qp_negotiated(struct soft_qp *q, const struct rv_soft_cpd *peer)
 	q->peer_min_rnr_timer = peer->min_rnr_timer & 31u;
 	q->rnr_since = 0;
 	q->ord_user = q->ird_user = 0;
+}
+
+static bool peer_matches(const struct soft_qp *q, const struct rv_soft_cpd *r);
+static int fill_rx(struct soft_conn *c);
+static void consume(struct soft_conn *c, size_t n);
+
+/* The connection becomes q's: FPDUs flow. */
+static void attach_passive(struct soft_qp *q, struct soft_conn *c)
+{
+	c->qp = q;
+	q->conn = c;
+	c->state = CONN_UP;
+	soft_event_post(q->sc, RV_EVENT_COMM_EST, &q->qp->obj);
+	c->active = false;
+	c->may_send = false;
+	c->deadline = 0;
+	qp_negotiated(q, &c->req);
+	soft_tx_push(q);
+	if (q->conn == c && c->rx_len) {
+		soft_rx_process(q, c); /* what followed MAC_I */
+		if (q->conn == c)
+			soft_tx_push(q);
+	}
+	if (q->conn == c)
+		update_events(c);
 }
 
 static void accept_on(struct soft_qp *q, struct soft_conn *c)
@@ -384,23 +425,78 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 		reject(c, RV_SOFT_REJECT_RTR);
 		return;
 	}
-	c->qp = q;
-	q->conn = c;
-	c->state = CONN_UP;
-	soft_event_post(q->sc, RV_EVENT_COMM_EST, &q->qp->obj);
-	c->active = false;
-	c->may_send = false;
-	c->deadline = 0;
 	c->crc = (c->req_flags & RV_MPA_FLAG_CRC) || c->sc->crc_required;
-	qp_negotiated(q, &c->req);
 	fill_cpd(q, &p, RV_SOFT_REJECT_NONE);
 	/* Peer-to-peer mode: pick one RTR message, READ if offered. */
 	if (c->req.rtr & RV_SOFT_RTR_P2P)
 		p.rtr = RV_SOFT_RTR_P2P | ((c->req.rtr & RV_SOFT_RTR_READ) ? RV_SOFT_RTR_READ : RV_SOFT_RTR_WRITE);
-	queue_mpa(c, true, c->crc ? RV_MPA_FLAG_CRC : 0, &p);
-	soft_tx_push(q);
-	if (q->conn == c)
+	if (c->sc->auth) {
+		/* Answer the challenge; the QP is not ours before MAC_I checks. */
+		uint8_t ids[SOFT_AUTH_IDS_LEN], mac[SOFT_AUTH_MAC_LEN], blk[SOFT_AUTH_EXT_LEN];
+		rv_random_bytes(c->auth_nr, sizeof(c->auth_nr));
+		soft_auth_ids(ids, c->req.gid, c->req.port, c->req.src_qpn, c->sc->gid, c->sc->port, q->qpn);
+		soft_auth_mac(c->sc, false, c, ids, mac);
+		soft_auth_block_put(blk, true, c->auth_nr, mac);
+		queue_mpa(c, true, c->crc ? RV_MPA_FLAG_CRC : 0, &p, blk);
+		c->state = CONN_WAIT_AUTH;
+		c->auth_qpn = q->qpn;
+		c->deadline = soft_now_ms() + (c->sc->timeout_ms < SOFT_REQ_TIMEOUT_MS ? c->sc->timeout_ms
+											 : SOFT_REQ_TIMEOUT_MS);
+		if (!soft_conn_flush(c)) {
+			conn_kill(c);
+			return;
+		}
 		update_events(c);
+		return;
+	}
+	queue_mpa(c, true, c->crc ? RV_MPA_FLAG_CRC : 0, &p, NULL);
+	attach_passive(q, c);
+}
+
+/* Passive, WAIT_AUTH: the initiator's first FPDU must be MAC_I (auth.c). */
+static void on_wait_auth(struct soft_conn *c)
+{
+	uint8_t ids[SOFT_AUTH_IDS_LEN], mac[SOFT_AUTH_MAC_LEN];
+	struct soft_qp *q;
+	struct rv_fpdu f;
+	int r = fill_rx(c), n;
+
+	n = rv_wire_fpdu_decode_crc(c->rx, c->rx_len, &f, c->crc);
+	if (n == 0 && r >= 0)
+		return;
+	if (n <= 0) {
+		rv_log(RV_LOG_WARN, "soft0: connection for QP 0x%x from QP 0x%x: authentication failed: the "
+		       "initiator %s before proving the shared secret (it has another secret?)",
+		       c->auth_qpn, c->req.src_qpn, r < 0 ? "closed the connection" : "sent a malformed frame");
+		conn_kill(c);
+		return;
+	}
+	soft_auth_ids(ids, c->req.gid, c->req.port, c->req.src_qpn, c->sc->gid, c->sc->port, c->auth_qpn);
+	soft_auth_mac(c->sc, true, c, ids, mac);
+	if (f.opcode != SOFT_OP_AUTH || f.tagged || f.payload_len != SOFT_AUTH_MAC_LEN ||
+	    !rv_mem_equal_ct(f.payload, mac, SOFT_AUTH_MAC_LEN)) {
+		rv_log(RV_LOG_WARN, "soft0: connection for QP 0x%x from QP 0x%x: authentication failed: %s; "
+		       "closed, nothing was accepted from it", c->auth_qpn, c->req.src_qpn,
+		       f.opcode != SOFT_OP_AUTH ? "the initiator sent other frames before its proof"
+						: "the initiator's proof is wrong (another secret, or a replay)");
+		conn_kill(c);
+		return;
+	}
+	consume(c, (size_t)n);
+	q = soft_ctx_find_qp(c->sc, c->auth_qpn);
+	if (!q) {
+		conn_kill(c);
+		return;
+	}
+	pthread_mutex_lock(&q->lock);
+	{
+		uint32_t st = atomic_load(&q->state);
+		if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && !q->conn && peer_matches(q, &c->req))
+			attach_passive(q, c);
+		else
+			conn_kill(c); /* the QP moved on (connected, reset, destroyed) meanwhile */
+	}
+	pthread_mutex_unlock(&q->lock);
 }
 
 static bool peer_matches(const struct soft_qp *q, const struct rv_soft_cpd *r)
@@ -471,7 +567,7 @@ static uint32_t unattached(const struct soft_ctx *sc)
 
 	/* PENDING requests name a QP of ours, at most one each (handle_request). */
 	for (const struct soft_conn *c = sc->conns; c; c = c->next)
-		n += c->state == CONN_WAIT_REQ;
+		n += c->state == CONN_WAIT_REQ || c->state == CONN_WAIT_AUTH;
 	return n;
 }
 
@@ -578,6 +674,20 @@ static void on_wait_req(struct soft_conn *c)
 		return;
 	}
 	c->req_flags = f.flags;
+	{
+		uint8_t mac[SOFT_AUTH_MAC_LEN];
+		int a = soft_auth_block_find(f.pd, f.pd_len, false, c->auth_ni, mac);
+		if (a < 0 || (a > 0) != c->sc->auth) {
+			rv_log(RV_LOG_WARN, "soft0: MPA request for QP 0x%x from QP 0x%x: %s", c->req.dst_qpn,
+			       c->req.src_qpn,
+			       a < 0 ? "malformed authentication block"
+			       : a ? "the peer authenticates with a shared secret but this context has none "
+				     "(rv_context_attr.auth_secret, RVERBS_SOFT_SECRET_FILE)"
+				   : "this context requires authentication but the peer sent none (it has no secret)");
+			reject(c, RV_SOFT_REJECT_AUTH);
+			return;
+		}
+	}
 	soft_shm_ext_got(c, false, f.pd, f.pd_len);
 	consume(c, (size_t)n);
 	handle_request(c);
@@ -628,13 +738,43 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 				  "(RFC 6581)");
 		return;
 	}
+	c->crc = c->crc || (f.flags & RV_MPA_FLAG_CRC);
+	if (q->sc->auth) {
+		uint8_t nr[SOFT_AUTH_NONCE_LEN], mac[SOFT_AUTH_MAC_LEN], want[SOFT_AUTH_MAC_LEN], ids[SOFT_AUTH_IDS_LEN];
+		uint8_t pay[SOFT_AUTH_MAC_LEN];
+		struct rv_fpdu a;
+		int k = soft_auth_block_find(f.pd, f.pd_len, true, nr, mac);
+
+		if (k <= 0) {
+			qp_conn_failed(q, "authentication failed: the peer did not prove the shared secret (it has "
+					  "none, or does not support it)");
+			return;
+		}
+		memcpy(c->auth_nr, nr, sizeof(nr));
+		soft_auth_ids(ids, q->sc->gid, q->sc->port, q->qpn, q->peer_gid, q->peer_port, q->peer_qpn);
+		soft_auth_mac(q->sc, false, c, ids, want);
+		if (!rv_mem_equal_ct(mac, want, sizeof(want))) {
+			qp_conn_failed(q, "authentication failed: the peer's proof does not match our secret (the "
+					  "two contexts have different secrets)");
+			return;
+		}
+		/* Our proof goes first, before the RTR message (tx.c appends after it). */
+		soft_auth_mac(q->sc, true, c, ids, pay);
+		memset(&a, 0, sizeof(a));
+		a.opcode = SOFT_OP_AUTH;
+		a.last = true;
+		a.payload = pay;
+		a.payload_len = sizeof(pay);
+		k = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &a, c->crc);
+		if (k > 0)
+			c->tx_len += (size_t)k;
+	}
 	soft_shm_ext_got(c, true, f.pd, f.pd_len);
 	consume(c, (size_t)n);
 	c->state = CONN_UP;
 	soft_event_post(q->sc, RV_EVENT_COMM_EST, &q->qp->obj);
 	c->deadline = 0;
 	c->may_send = true;
-	c->crc = c->crc || (f.flags & RV_MPA_FLAG_CRC);
 	qp_negotiated(q, &p);
 	q->need_rtr = true;
 	q->rtr_write = !(p.rtr & RV_SOFT_RTR_READ);
@@ -737,6 +877,16 @@ void soft_conn_event(struct soft_conn *c, uint32_t events)
 	case CONN_WAIT_REQ:
 		on_wait_req(c);
 		break;
+	case CONN_WAIT_AUTH:
+		if ((events & EPOLLOUT) && !soft_conn_flush(c)) {
+			conn_kill(c);
+			break;
+		}
+		if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			on_wait_auth(c);
+		if (c->state == CONN_WAIT_AUTH)
+			update_events(c);
+		break;
 	case CONN_PENDING:
 		if (events & (EPOLLERR | EPOLLHUP))
 			conn_kill(c);
@@ -801,6 +951,11 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 			break;
 		}
 		case CONN_WAIT_REQ:
+			conn_kill(c);
+			break;
+		case CONN_WAIT_AUTH:
+			rv_log(RV_LOG_WARN, "soft0: connection for QP 0x%x from QP 0x%x: no proof of the shared "
+			       "secret in time; closed", c->auth_qpn, c->req.src_qpn);
 			conn_kill(c);
 			break;
 		case CONN_PENDING:

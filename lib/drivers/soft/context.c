@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -215,6 +216,38 @@ static void soft_context_options(struct soft_ctx *sc, const rv_context_attr *att
 	sc->caps = (f & RV_SOFT_NO_EXT) ? RV_SOFT_CAP_RNR : SOFT_CAPS; /* RNR is not RFC 7306 */
 }
 
+/* The shared secret (auth.c): rv_context_attr.auth_secret, else the contents
+ * of the file RVERBS_SOFT_SECRET_FILE names (a path, so that the secret is
+ * not in the environment, which other processes of the user can read). */
+static int soft_context_secret(struct soft_ctx *sc, const rv_context_attr *attr)
+{
+	static const char *const fn = "rv_context_new";
+	uint8_t buf[SOFT_AUTH_SECRET_MAX + 1];
+	const char *path = getenv("RVERBS_SOFT_SECRET_FILE");
+	size_t len = 0;
+	FILE *f;
+
+	if (attr->mask & RV_CONTEXT_ATTR_AUTH_SECRET)
+		return soft_auth_set_key(sc, attr->auth_secret, attr->auth_secret_len);
+	if (!path || !*path)
+		return 0;
+	f = fopen(path, "rbe");
+	if (!f) {
+		int err = errno;
+		return rv_err(err, fn, "RVERBS_SOFT_SECRET_FILE=%s: cannot open: %s", path, strerror(err));
+	}
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (len == 0 || len > SOFT_AUTH_SECRET_MAX) {
+		memset(buf, 0, sizeof(buf));
+		return rv_err(EINVAL, fn, "RVERBS_SOFT_SECRET_FILE=%s: the secret must be 1 to %u bytes (got %s)",
+			      path, SOFT_AUTH_SECRET_MAX, len ? "more" : "none");
+	}
+	soft_auth_set_key(sc, buf, len);
+	memset(buf, 0, sizeof(buf));
+	return 0;
+}
+
 static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len, uint8_t gid[16])
 {
 	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
@@ -345,6 +378,11 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		return -EINVAL;
 	}
 	soft_context_options(sc, attr);
+	err = soft_context_secret(sc, attr);
+	if (err < 0) {
+		free(sc);
+		return err;
+	}
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
 	pthread_mutex_init(&sc->lock, &ma);

@@ -181,6 +181,9 @@ struct soft_ctx {
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
+	bool auth;                 /* auth.c: connections must prove the shared secret */
+	uint8_t auth_key[64];      /* the secret (hashed when longer than 64 bytes, as HMAC does) */
+	size_t auth_key_len;
 	struct soft_ud *ud;  /* the UDP side (ud.c); NULL on the wildcard address */
 	struct soft_fault fault; /* for every QP of the context */
 	struct soft_evq evq; /* asynchronous events (event.c) */
@@ -191,6 +194,7 @@ enum soft_conn_state {
 	CONN_WAIT_REPLY,     /* active: MPA request sent */
 	CONN_WAIT_REQ,       /* passive: accepted, reading the MPA request */
 	CONN_PENDING,        /* passive: request read, waiting for its QP to reach RTR */
+	CONN_WAIT_AUTH,      /* passive: reply with MAC_R sent, waiting for MAC_I (auth.c); unattached */
 	CONN_UP,             /* FPDUs flow */
 	CONN_CLOSING,        /* detached from its QP: flush tx, shut down, wait for FIN */
 	CONN_DEAD,           /* out of epoll, on the zombie list */
@@ -231,6 +235,10 @@ struct soft_conn {
 		uint8_t peer[18];        /* its end, as the kernel tells us */
 	} shm_echo;
 	uint64_t shm_peer_addr;  /* initiator: where the responder keeps our nonce */
+	/* Authentication (auth.c). */
+	uint8_t auth_ni[16];     /* the initiator's nonce */
+	uint8_t auth_nr[16];     /* the responder's nonce */
+	uint32_t auth_qpn;       /* passive, WAIT_AUTH: the QP the request named */
 };
 
 struct soft_swqe {
@@ -543,6 +551,24 @@ void soft_conn_free(struct soft_conn *c);
 void soft_conn_update_events(struct soft_conn *c);
 /* Send what is buffered; false when the connection broke. */
 bool soft_conn_flush(struct soft_conn *c);
+
+/* ---- auth.c: shared-secret authentication of connections ---- */
+#define SOFT_OP_AUTH 0xCu        /* private opcode: the initiator's MAC_I, first FPDU */
+#define SOFT_AUTH_NONCE_LEN 16u
+#define SOFT_AUTH_MAC_LEN 32u
+#define SOFT_AUTH_EXT_LEN 56u    /* magic, kind, pad, nonce, MAC (zero in the request) */
+#define SOFT_AUTH_IDS_LEN 44u
+#define SOFT_AUTH_SECRET_MAX 4096u
+int soft_auth_set_key(struct soft_ctx *sc, const void *secret, size_t len);
+void soft_auth_ids(uint8_t ids[SOFT_AUTH_IDS_LEN], const uint8_t igid[16], uint16_t iport, uint32_t iqpn,
+		   const uint8_t rgid[16], uint16_t rport, uint32_t rqpn);
+void soft_auth_mac(const struct soft_ctx *sc, bool initiator_proof, const struct soft_conn *c,
+		   const uint8_t ids[SOFT_AUTH_IDS_LEN], uint8_t out[SOFT_AUTH_MAC_LEN]);
+size_t soft_auth_block_put(uint8_t *buf, bool reply, const uint8_t nonce[SOFT_AUTH_NONCE_LEN],
+			   const uint8_t *mac);
+/* 1: found (nonce, mac filled), 0: absent, -1: malformed. */
+int soft_auth_block_find(const uint8_t *pd, size_t len, bool reply, uint8_t nonce[SOFT_AUTH_NONCE_LEN],
+			 uint8_t mac[SOFT_AUTH_MAC_LEN]);
 
 /* ---- shm.c: the same-host path ---- */
 /* Private RDMAP opcodes, used only on a connection where both sides agreed
