@@ -206,19 +206,22 @@ class Context(_Handle):
     Context() opens the default device; Context("soft0") or Context(device)
     a given one. listen_addr: the software device's address (default 127.0.0.1).
     soft_flags: the software device's negotiation flags (RV_SOFT_CRC_OPTIONAL,
-    RV_SOFT_NO_EXT from rverbs.lib), default 0.
+    RV_SOFT_NO_EXT from rverbs.lib), default 0. auth_secret: bytes (1 to 4096)
+    that every connection of the software device must prove both ways
+    (shared-secret authentication); other devices raise (EOPNOTSUPP).
     """
 
     _kind = "context"
     _prefix = "context"
 
-    def __init__(self, device=None, listen_addr=None, soft_flags=None):
+    def __init__(self, device=None, listen_addr=None, soft_flags=None, auth_secret=None):
         super().__init__()
         if not isinstance(device, Device):
             device = Device(device)
         attr = _NULL
         keep = None
-        if listen_addr is not None or soft_flags is not None:
+        keep_secret = None
+        if listen_addr is not None or soft_flags is not None or auth_secret is not None:
             fields = {"mask": 0}
             if listen_addr is not None:
                 keep = ffi.new("char[]", listen_addr.encode())
@@ -227,6 +230,13 @@ class Context(_Handle):
             if soft_flags is not None:
                 fields["mask"] |= lib.RV_CONTEXT_ATTR_SOFT_FLAGS
                 fields["soft_flags"] = soft_flags
+            if auth_secret is not None:
+                if isinstance(auth_secret, str):
+                    auth_secret = auth_secret.encode()
+                keep_secret = ffi.new("char[]", bytes(auth_secret))
+                fields["mask"] |= lib.RV_CONTEXT_ATTR_AUTH_SECRET
+                fields["auth_secret"] = keep_secret
+                fields["auth_secret_len"] = len(auth_secret)
             attr = ffi.new("rv_context_attr *", fields)
         out = ffi.new("rv_context **")
         check(lib.rv_context_new(device._ptr("rv_context_new"), attr, out), "rv_context_new")

@@ -34,3 +34,15 @@ def test_context_soft_flags():
     with pytest.raises(rverbs.RVerbsError) as e:
         rverbs.Context("soft0", soft_flags=1 << 9)
     assert "soft_flags" in str(e.value)
+
+
+def test_context_auth_secret():
+    """auth_secret reaches rv_context_attr: a secret opens a soft0 context, an empty one is refused."""
+    from conftest import MOCK
+    if MOCK:
+        pytest.skip("authentication concerns the software device")
+    ctx = rverbs.Context("soft0", auth_secret=b"0123456789abcdef0123456789abcdef")
+    ctx.close()
+    with pytest.raises(rverbs.RVerbsError) as e:
+        rverbs.Context("soft0", auth_secret=b"")
+    assert "auth_secret" in str(e.value)
