@@ -315,6 +315,36 @@ static void test_soft_auth__one_side_without_secret_rejected(void **state)
 	expect_rejected(NULL, secret_a);
 }
 
+/* RVERBS_SOFT_SECRET_FILE: the file's bytes are the secret; a missing file fails the open. */
+static void test_soft_auth__secret_file(void **state)
+{
+	char path[] = "/tmp/rverbs-auth-XXXXXX";
+	struct side a, b;
+	rv_wc_status sa, sb;
+	rv_context *ctx;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, secret_a, strlen(secret_a)), (ssize_t)strlen(secret_a));
+	close(fd);
+	setenv("RVERBS_SOFT_SECRET_FILE", path, 1);
+	side_open(&a, NULL);
+	unsetenv("RVERBS_SOFT_SECRET_FILE");
+	side_open(&b, secret_a);
+	write_both(&a, &b, &sa, &sb);
+	assert_int_equal(sa, RV_WC_SUCCESS);
+	assert_int_equal(sb, RV_WC_SUCCESS);
+	side_close(&a);
+	side_close(&b);
+	unlink(path);
+	setenv("RVERBS_SOFT_SECRET_FILE", path, 1);
+	assert_int_equal(open_ctx(NULL, &ctx), -ENOENT);
+	assert_non_null(strstr(rv_error_last(), "RVERBS_SOFT_SECRET_FILE"));
+	unsetenv("RVERBS_SOFT_SECRET_FILE");
+}
+
 static void test_soft_auth__bad_attr(void **state)
 {
 	rv_device *dev;
@@ -638,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_soft_auth__sha256_vectors),
 		cmocka_unit_test(test_soft_auth__hmac_rfc4231),
 		cmocka_unit_test(test_soft_auth__bad_attr),
+		cmocka_unit_test(test_soft_auth__secret_file),
 		cmocka_unit_test(test_soft_auth__same_secret_connects),
 		cmocka_unit_test(test_soft_auth__wrong_secret_rejected),
 		cmocka_unit_test(test_soft_auth__one_side_without_secret_rejected),
