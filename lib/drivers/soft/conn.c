@@ -418,7 +418,9 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 	if (!(c->req.caps & RV_SOFT_CAP_UC) != !q->uc) {
 		/* The expected peer, of the other type: both sides fail. */
 		reject(c, RV_SOFT_REJECT_QP_TYPE);
-		qp_conn_failed(q, reject_reason(RV_SOFT_REJECT_QP_TYPE));
+		/* With a secret, an unauthenticated request must not touch the QP. */
+		if (!c->sc->auth)
+			qp_conn_failed(q, reject_reason(RV_SOFT_REJECT_QP_TYPE));
 		return;
 	}
 	if ((c->req.rtr & RV_SOFT_RTR_P2P) && !(c->req.rtr & (RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE))) {
