@@ -128,11 +128,13 @@ struct rv_driver {
 
 	/* Memory windows (rverbs/mw.h). mw_alloc: mw->pd and type are set; fill
 	 * mw->rkey and drv_mw. mw_bind: post the bind on qp's send queue (qp, mw
-	 * and info->mr live, same PD, range and access checked); new_rkey is the
-	 * window's rkey once bound. NULL: the device has none (-EOPNOTSUPP). */
+	 * and info->mr live, same PD, range and access checked); *new_rkey is the
+	 * window's rkey once bound (ibv_inc_rkey of the current one); a driver
+	 * whose device picks the key itself writes it back. NULL: the device has
+	 * none (-EOPNOTSUPP). */
 	int (*mw_alloc)(struct rv_mw *mw);
 	int (*mw_dealloc)(struct rv_mw *mw);
-	int (*mw_bind)(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t new_rkey,
+	int (*mw_bind)(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t *new_rkey,
 		       uint64_t wr_id, uint32_t send_flags);
 
 	/* Escape hatch: the struct ibv_* behind a handle, or NULL. May be NULL. */

@@ -191,7 +191,7 @@ RV_EXPORT int rv_qp_bind_mw(rv_qp *qp, rv_mw *mw, const rv_mw_bind_info *info, u
 		old = atomic_load(&mw->rkey);
 		new_rkey = (old & ~0xffu) | ((old + 1) & 0xffu);
 		rv_error_clear();
-		rc = ctx->drv->mw_bind(qp, mw, info, new_rkey, wr_id, send_flags);
+		rc = ctx->drv->mw_bind(qp, mw, info, &new_rkey, wr_id, send_flags);
 		rc = rv_err_from_driver(rc, __func__, "posting the bind");
 		if (rc == 0)
 			atomic_store(&mw->rkey, new_rkey);

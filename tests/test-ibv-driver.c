@@ -1042,10 +1042,92 @@ static void test_ibv_driver__cq_resize(void **state)
 	close_mock(dev, ctx);
 }
 
+/* Memory windows through libibverbs: ibv_alloc_mw; type 1 binds with
+ * ibv_bind_mw (the provider's new rkey is the window's), type 2 with an
+ * IBV_WR_BIND_MW work request carrying ibv_inc_rkey of the current key;
+ * closing the MR deallocates the window; an allocation failure is explained. */
+static void test_ibv_driver__memory_windows(void **state)
+{
+	rv_qp_init_attr qa = { .mask = RV_QP_INIT_ATTR_SEND_CQ };
+	static char buf[4096];
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *a, *b;
+	rv_mr *mr;
+	rv_mw *w1, *w2, *bad = NULL;
+	rv_endpoint ea, eb;
+	rv_mw_bind_info bi;
+	rv_wc wc;
+	uint32_t k;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	qa.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &qa, &a), 0);
+	assert_int_equal(rv_qp_new(pd, &qa, &b), 0);
+	assert_int_equal(rv_qp_endpoint(a, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b, &eb), 0);
+	assert_int_equal(rv_qp_connect(a, &eb), 0);
+	assert_int_equal(rv_qp_connect(b, &ea), 0);
+	assert_int_equal(rv_mr_reg(pd, buf, sizeof(buf), RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE |
+				   RV_ACCESS_MW_BIND, &mr), 0);
+	assert_int_equal(rv_mw_alloc(pd, RV_MW_TYPE_1, &w1), 0);
+	assert_int_equal(rv_mw_alloc(pd, RV_MW_TYPE_2, &w2), 0);
+	assert_int_equal(mock.mw_out, 2);
+	assert_int_equal(rv_mw_rkey(w1) & 0xff, 0x7f); /* the provider's key */
+
+	bi = (rv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)buf + 64, .length = 128,
+				.access = RV_ACCESS_REMOTE_WRITE };
+	k = rv_mw_rkey(w1);
+	assert_int_equal(rv_qp_bind_mw(a, w1, &bi, 41, RV_SEND_SIGNALED), 0);
+	assert_int_equal(rv_mw_rkey(w1), ibv_inc_rkey(k));
+	assert_int_equal(mock.last_bind.addr, (uintptr_t)buf + 64);
+	assert_int_equal(mock.last_bind.length, 128);
+	assert_int_equal(mock.last_bind.mw_access_flags, IBV_ACCESS_REMOTE_WRITE);
+	assert_ptr_equal(mock.last_bind.mr, rv_mr_ibv(mr));
+	assert_int_equal(rv_cq_poll(cq, &wc, 1), 1);
+	assert_int_equal(wc.opcode, RV_WC_BIND_MW);
+	assert_int_equal(wc.wr_id, 41);
+
+	k = rv_mw_rkey(w2);
+	assert_int_equal(rv_qp_bind_mw(a, w2, &bi, 42, RV_SEND_SIGNALED), 0);
+	assert_int_equal(mock.last_send.opcode, IBV_WR_BIND_MW);
+	assert_int_equal(mock.last_send.bind_mw.rkey, ibv_inc_rkey(k));
+	assert_int_equal(rv_mw_rkey(w2), ibv_inc_rkey(k));
+	assert_int_equal(rv_cq_poll(cq, &wc, 1), 1);
+	assert_int_equal(wc.opcode, RV_WC_BIND_MW);
+	assert_int_equal(wc.wr_id, 42);
+
+	/* Closing the MR deallocates both windows first. */
+	assert_int_equal(rv_mr_close(mr), 0);
+	assert_int_equal(mock.mw_out, 0);
+	assert_int_equal(rv_qp_bind_mw(a, w1, &bi, 0, 0), -RV_ECLOSED);
+
+	mock.mw_errno = EOPNOTSUPP;
+	assert_int_equal(rv_mw_alloc(pd, RV_MW_TYPE_2, &bad), -EOPNOTSUPP);
+	assert_msg("ibv_alloc_mw(type 2)");
+	assert_null(bad);
+	mock.mw_errno = 0;
+
+	rv_mw_unref(w1);
+	rv_mw_unref(w2);
+	rv_mr_unref(mr);
+	rv_qp_unref(a);
+	rv_qp_unref(b);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+	close_mock(dev, ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+		T(test_ibv_driver__memory_windows),
 		T(test_ibv_driver__probe_lists_devices_and_keeps_the_list_for_the_last),
 		T(test_ibv_driver__no_kernel_support_means_no_devices),
 		T(test_ibv_driver__default_device_needs_an_active_port),

@@ -52,6 +52,10 @@ static struct {
 	int notify_rc;         /* ibv_req_notify_cq returns it */
 	int cq_event_errno;    /* ibv_get_cq_event fails with it (0: EAGAIN) */
 	int ah_errno;          /* ibv_create_ah fails with it */
+	int mw_errno;          /* ibv_alloc_mw fails with it */
+	int mw_out;            /* live memory windows */
+	int n_bind;            /* binds seen (ibv_bind_mw and IBV_WR_BIND_MW) */
+	struct ibv_mw_bind_info last_bind;
 	int ud_dropped;        /* UD datagrams dropped (no receive, wrong Q_Key) */
 	struct ibv_ah_attr last_ah;
 	/* what the driver passed */
@@ -499,6 +503,61 @@ rnr:
 	return mock_fail(q, wr, IBV_WC_RNR_RETRY_EXC_ERR);
 }
 
+/* A bind completes at once (the mock checks no ranges: the facade did). */
+static int mock_bind(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *bi,
+		     uint64_t wr_id, unsigned int flags)
+{
+	struct mock_qp *q = (struct mock_qp *)qp;
+	struct ibv_wc wc;
+
+	if (qp->state != IBV_QPS_RTS)
+		return EINVAL;
+	mock.n_bind++;
+	mock.last_bind = *bi;
+	mw->rkey = rkey;
+	if ((flags & IBV_SEND_SIGNALED) || q->sq_sig_all) {
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = wr_id;
+		wc.status = IBV_WC_SUCCESS;
+		wc.opcode = IBV_WC_BIND_MW;
+		wc.qp_num = qp->qp_num;
+		mock_complete(qp->send_cq, &wc);
+	}
+	return 0;
+}
+
+static struct ibv_mw *mock_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	static uint32_t next = 0x100;
+	struct ibv_mw *m;
+
+	if (mock.mw_errno) {
+		errno = mock.mw_errno;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->context = pd->context;
+	m->pd = pd;
+	m->type = type;
+	m->rkey = (next++) << 8 | 0x7f;
+	mock.mw_out++;
+	return m;
+}
+
+static int mock_dealloc_mw(struct ibv_mw *mw)
+{
+	free(mw);
+	mock.mw_out--;
+	return 0;
+}
+
+static int mock_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b)
+{
+	return mock_bind(qp, mw, ibv_inc_rkey(mw->rkey), &b->bind_info, b->wr_id, b->send_flags);
+}
+
 static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct mock_qp *q = (struct mock_qp *)qp;
@@ -508,6 +567,15 @@ static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 
 		mock.last_send = *wr;
 		mock.n_send++;
+		if (wr->opcode == IBV_WR_BIND_MW) {
+			rc = mock_bind(qp, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info, wr->wr_id,
+				       wr->send_flags);
+			if (rc) {
+				*bad = wr;
+				return rc;
+			}
+			continue;
+		}
 		rc = q->qp.qp_type == IBV_QPT_UD ? mock_execute_ud(q, wr) : mock_execute(q, wr);
 		if (rc) {
 			*bad = wr;
@@ -770,6 +838,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->ops.poll_cq = mock_poll_cq;
 	c->ops.req_notify_cq = mock_req_notify_cq;
 	c->ops.post_srq_recv = mock_post_srq_recv;
+	c->ops.alloc_mw = mock_alloc_mw;
+	c->ops.dealloc_mw = mock_dealloc_mw;
+	c->ops.bind_mw = mock_bind_mw;
 	c->async_fd = eventfd(0, EFD_CLOEXEC);
 	c->num_comp_vectors = 2;
 	mock.ctx_out++;

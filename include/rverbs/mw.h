@@ -24,9 +24,10 @@
  * the memory it exposes). A window stays tied to the first MR it was bound
  * to: binding it to another MR fails with -EBUSY; allocate another window.
  *
- * Device support: the software device (soft0) implements both types. The
- * ibv driver does not implement windows yet: rv_mw_alloc() fails there with
- * -EOPNOTSUPP.
+ * Device support: the software device (soft0) implements both types; on a
+ * libibverbs device rv_mw_alloc() fails with -EOPNOTSUPP when the device has
+ * no windows of that type. On libibverbs the new rkey of a type 1 bind is the
+ * provider's choice (read it with rv_mw_rkey()).
  */
 #ifndef RVERBS_MW_H
 #define RVERBS_MW_H

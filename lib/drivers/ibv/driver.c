@@ -30,6 +30,9 @@ const struct rv_driver rv_driver_ibv = {
 	.mr_reg = rv_ibv_mr_reg,
 	.mr_dereg = rv_ibv_mr_dereg,
 	.mr_rereg = rv_ibv_mr_rereg,
+	.mw_alloc = rv_ibv_mw_alloc,
+	.mw_dealloc = rv_ibv_mw_dealloc,
+	.mw_bind = rv_ibv_mw_bind,
 
 	.cq_create = rv_ibv_cq_create,
 	.cq_destroy = rv_ibv_cq_destroy,

@@ -61,6 +61,10 @@ int rv_ibv_mr_reg(struct rv_mr *mr);
 int rv_ibv_mr_dereg(struct rv_mr *mr);
 int rv_ibv_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 		    uint32_t access);
+int rv_ibv_mw_alloc(struct rv_mw *mw);
+int rv_ibv_mw_dealloc(struct rv_mw *mw);
+int rv_ibv_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t *new_rkey,
+		   uint64_t wr_id, uint32_t send_flags);
 int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int rv_ibv_cq_destroy(struct rv_cq *cq);
 int rv_ibv_cq_resize(struct rv_cq *cq, uint32_t cqe);

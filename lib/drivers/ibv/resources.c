@@ -463,3 +463,83 @@ int rv_ibv_ah_attr_from_wc(struct rv_context *ctx, uint8_t port_num, const rv_wc
 		    "message arrived there)", port_num);
 	return -err;
 }
+
+/* ---- memory windows ---------------------------------------------------- */
+
+int rv_ibv_mw_alloc(struct rv_mw *mw)
+{
+	struct ibv_mw *m;
+	char ebuf[128];
+	int err;
+
+	errno = 0;
+	m = ibv_alloc_mw(mw->pd->drv_pd, mw->type == RV_MW_TYPE_1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+	if (m) {
+		mw->drv_mw = m;
+		mw->rkey = m->rkey;
+		return 0;
+	}
+	err = errno ? errno : ENOMEM;
+	rv_err(err, "rv_mw_alloc", "ibv_alloc_mw(type %u) on %s failed: %s", mw->type,
+	       mw->pd->ctx->dev->name, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == EOPNOTSUPP || err == ENOSYS)
+		rv_err_hint("the device has no type %u memory windows (device_cap_flags "
+			    "IBV_DEVICE_MEM_WINDOW_TYPE_%s)", mw->type, mw->type == 1 ? "1" : "2A/2B");
+	return -err;
+}
+
+int rv_ibv_mw_dealloc(struct rv_mw *mw)
+{
+	int rc = ibv_dealloc_mw(mw->drv_mw);
+
+	if (rc != 0)
+		return destroy_failed(rc, "rv_mw_close", "ibv_dealloc_mw", "the memory window",
+				      mw->pd->ctx->dev->name);
+	mw->drv_mw = NULL;
+	return 0;
+}
+
+/* Type 1: ibv_bind_mw (the provider picks the new rkey); type 2: an
+ * IBV_WR_BIND_MW work request carrying the rkey the facade computed. */
+int rv_ibv_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t *new_rkey,
+		   uint64_t wr_id, uint32_t send_flags)
+{
+	struct ibv_mw *m = mw->drv_mw;
+	struct ibv_mw_bind_info bi;
+	char ebuf[128];
+	int rc;
+
+	memset(&bi, 0, sizeof(bi));
+	bi.mr = info->mr->drv_mr;
+	bi.addr = info->addr;
+	bi.length = info->length;
+	bi.mw_access_flags = info->access;
+	if (mw->type == RV_MW_TYPE_1) {
+		struct ibv_mw_bind b;
+
+		memset(&b, 0, sizeof(b));
+		b.wr_id = wr_id;
+		b.send_flags = (int)send_flags;
+		b.bind_info = bi;
+		rc = ibv_bind_mw(qp->drv_qp, m, &b);
+		if (rc == 0)
+			*new_rkey = m->rkey;
+	} else {
+		struct ibv_send_wr wr, *bad = NULL;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = wr_id;
+		wr.opcode = IBV_WR_BIND_MW;
+		wr.send_flags = send_flags;
+		wr.bind_mw.mw = m;
+		wr.bind_mw.rkey = *new_rkey;
+		wr.bind_mw.bind_info = bi;
+		rc = ibv_post_send(qp->drv_qp, &wr, &bad);
+	}
+	if (rc == 0)
+		return 0;
+	rc = rc < 0 ? -rc : rc;
+	return rv_err(rc, "rv_qp_bind_mw", "%s on %s failed: %s",
+		      mw->type == RV_MW_TYPE_1 ? "ibv_bind_mw" : "ibv_post_send(IBV_WR_BIND_MW)",
+		      mw->pd->ctx->dev->name, rv_ibv_strerror(rc, ebuf, sizeof(ebuf)));
+}

@@ -556,7 +556,7 @@ out:
 	return rc;
 }
 
-int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t new_rkey,
+int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t *new_rkey,
 		 uint64_t wr_id, uint32_t send_flags)
 {
 	static const char *const fn = "rv_qp_bind_mw";
@@ -586,7 +586,7 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 	w->length = 0;
 	w->inl = false;
 	w->imm = atomic_load(&mw->rkey);
-	w->rkey = new_rkey;
+	w->rkey = *new_rkey;
 	w->remote_addr = info->addr;
 	w->compare_add = info->length;
 	w->swap = info->access;

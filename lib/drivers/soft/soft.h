@@ -443,7 +443,7 @@ int soft_mr_reg(struct rv_mr *mr);
 int soft_mr_dereg(struct rv_mr *mr);
 int soft_mw_alloc(struct rv_mw *mw);
 int soft_mw_dealloc(struct rv_mw *mw);
-int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t new_rkey,
+int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t *new_rkey,
 		 uint64_t wr_id, uint32_t send_flags);
 /* Execute a bind / local invalidate WR of q in send-queue order: an
  * RV_WC_* status (RV_WC_SUCCESS). Repeating one (replay) is harmless. */
