@@ -51,6 +51,24 @@ static int responder_error(struct soft_qp *q, const struct rv_fpdu *f, uint8_t l
 	return -1;
 }
 
+/* An untagged DDP buffer error (RFC 5041 §7.2): TERMINATE, QP to error. */
+static int untagged_error(struct soft_qp *q, const struct rv_fpdu *f, uint8_t ecode)
+{
+	return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, ecode, RV_WC_WR_FLUSH_ERR);
+}
+
+/* The checks every untagged message starts with: its queue number and the
+ * next message sequence number of that queue. 0 when both hold; otherwise the
+ * connection is terminated and -1 returned. */
+static int untagged_check(struct soft_qp *q, const struct rv_fpdu *f, uint32_t qn, uint32_t msn)
+{
+	if (f->qn != qn)
+		return untagged_error(q, f, RV_TERM_DDP_U_QN);
+	if (f->msn != msn)
+		return untagged_error(q, f, RV_TERM_DDP_U_MSN);
+	return 0;
+}
+
 /* This side, as requester, got a response it cannot accept. */
 static int requester_error(struct soft_qp *q, const struct rv_fpdu *f, uint32_t fail, uint32_t status,
 			   uint8_t ecode)
@@ -176,15 +194,10 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	if (!q->conn || !q->conn->shm_pull || f->payload_len % SOFT_SHM_REF_LEN || n > SOFT_MAX_SGE || !f->last)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
 				       RV_WC_WR_FLUSH_ERR);
-	if (f->qn != RV_DDP_QN_SEND)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
-				       RV_WC_WR_FLUSH_ERR);
-	if (f->msn != q->msn_rx[0])
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
-				       RV_WC_WR_FLUSH_ERR);
+	if (untagged_check(q, f, RV_DDP_QN_SEND, q->msn_rx[0]))
+		return -1;
 	if (q->rx_in_msg || f->mo != 0)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
-				       RV_WC_WR_FLUSH_ERR);
+		return untagged_error(q, f, RV_TERM_DDP_U_MO);
 	if (!soft_rq_peek(q))
 		return 1; /* no receive WR yet: stall, as rx_send */
 	for (uint32_t i = 0; i < n; i++) {
@@ -231,15 +244,10 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 	const struct rv_read_req *r = &f->rreq;
 	enum soft_mem_err e = SOFT_MEM_OK;
 
-	if (f->qn != RV_DDP_QN_READ)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
-				       RV_WC_WR_FLUSH_ERR);
-	if (f->msn != q->msn_rx[1])
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
-				       RV_WC_WR_FLUSH_ERR);
+	if (untagged_check(q, f, RV_DDP_QN_READ, q->msn_rx[1]))
+		return -1;
 	if (!f->last || f->mo != 0)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
-				       RV_WC_WR_FLUSH_ERR);
+		return untagged_error(q, f, RV_TERM_DDP_U_MO);
 	/* A QP that accepts no READs (IRD 0) treats one as an unexpected opcode;
 	 * beyond the IRD it advertised, no buffer (RFC 6581). A zero-length READ
 	 * (RTR, confirmation) touches no memory and is always answered. */
@@ -361,12 +369,8 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 	struct soft_rwqe *rw;
 	uint64_t cap = 0;
 
-	if (f->qn != RV_DDP_QN_SEND)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
-				       RV_WC_WR_FLUSH_ERR);
-	if (f->msn != q->msn_rx[0])
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
-				       RV_WC_WR_FLUSH_ERR);
+	if (untagged_check(q, f, RV_DDP_QN_SEND, q->msn_rx[0]))
+		return -1;
 	if (q->uc && q->uc_drop_send)
 		return uc_send_drop(q, f);
 	if (!q->rx_in_msg) {
@@ -380,8 +384,7 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 		q->rx_bytes = 0;
 	}
 	if (f->mo != q->rx_bytes)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
-				       RV_WC_WR_FLUSH_ERR);
+		return untagged_error(q, f, RV_TERM_DDP_U_MO);
 	rw = soft_rq_peek(q);
 	for (uint32_t i = 0; i < rw->num_sge; i++)
 		cap += rw->sge[i].length;
@@ -440,15 +443,10 @@ static int rx_imm(struct soft_qp *q, const struct rv_fpdu *f)
 	if (!(q->peer_caps & RV_SOFT_CAP_IMM))
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
 				       RV_WC_WR_FLUSH_ERR);
-	if (f->qn != RV_DDP_QN_SEND)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
-				       RV_WC_WR_FLUSH_ERR);
-	if (f->msn != q->msn_rx[0])
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
-				       RV_WC_WR_FLUSH_ERR);
+	if (untagged_check(q, f, RV_DDP_QN_SEND, q->msn_rx[0]))
+		return -1;
 	if (!f->last || f->mo != 0)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
-				       RV_WC_WR_FLUSH_ERR);
+		return untagged_error(q, f, RV_TERM_DDP_U_MO);
 	memset(&wc, 0, sizeof(wc));
 	if (q->uc && !q->rx_imm_pending &&
 	    (q->uc_drop_imm || q->uc_write_dropped || !soft_rq_peek(q))) {
@@ -504,15 +502,10 @@ static int rx_atomic_req(struct soft_qp *q, const struct rv_fpdu *f)
 	    (cas ? a->swap_add_mask != UINT64_MAX || a->compare_mask != UINT64_MAX : a->swap_add_mask != 0))
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
 				       RV_WC_WR_FLUSH_ERR);
-	if (f->qn != RV_DDP_QN_READ)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_QN,
-				       RV_WC_WR_FLUSH_ERR);
-	if (f->msn != q->msn_rx[1])
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MSN,
-				       RV_WC_WR_FLUSH_ERR);
+	if (untagged_check(q, f, RV_DDP_QN_READ, q->msn_rx[1]))
+		return -1;
 	if (!f->last || f->mo != 0)
-		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_MO,
-				       RV_WC_WR_FLUSH_ERR);
+		return untagged_error(q, f, RV_TERM_DDP_U_MO);
 	if (q->ird_tail - q->ird_head >= SOFT_IRD_CAP || q->ird_user >= soft_qp_ird(q))
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_NO_BUF,
 				       RV_WC_WR_FLUSH_ERR);
