@@ -95,11 +95,42 @@ static void grow(struct soft_ctx *sc)
 	sc->mr_buckets = nb;
 }
 
+/* A random STag nobody in the table has (never 0, never @p avoid); under the
+ * write lock. Keys are unguessable on purpose: a peer must not find one. */
+static uint32_t fresh_key(struct soft_ctx *sc, uint32_t avoid)
+{
+	uint32_t key;
+
+	do
+		rv_random_bytes(&key, sizeof(key));
+	while (key == 0 || key == avoid || lookup(sc, key));
+	return key;
+}
+
+/* Gives @p m a fresh key and links it into the STag table; -ENOMEM (with
+ * the message naming @p fn) when the context is at its MR/MW limit. */
+static int stag_add(struct soft_ctx *sc, struct soft_mr *m, const char *fn)
+{
+	pthread_rwlock_wrlock(&sc->mr_lock);
+	if (sc->n_mr >= SOFT_MAX_MR) {
+		pthread_rwlock_unlock(&sc->mr_lock);
+		return rv_err(ENOMEM, fn, "soft0 allows %u MRs and MWs per context; close unused ones",
+			      SOFT_MAX_MR);
+	}
+	m->key = fresh_key(sc, 0);
+	if (sc->n_mr >= sc->mr_buckets * 2)
+		grow(sc);
+	m->next = sc->mr_hash[bucket(sc, m->key)];
+	sc->mr_hash[bucket(sc, m->key)] = m;
+	sc->n_mr++;
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return 0;
+}
+
 int soft_mr_reg(struct rv_mr *mr)
 {
 	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
 	struct soft_mr *m = calloc(1, sizeof(*m));
-	uint32_t key;
 
 	if (!m)
 		return rv_err(ENOMEM, "rv_mr_reg", "out of memory for the software MR");
@@ -111,25 +142,12 @@ int soft_mr_reg(struct rv_mr *mr)
 		free(m);
 		return rv_err(EINVAL, "rv_mr_reg", "the region wraps around the address space");
 	}
-	pthread_rwlock_wrlock(&sc->mr_lock);
-	if (sc->n_mr >= SOFT_MAX_MR) {
-		pthread_rwlock_unlock(&sc->mr_lock);
+	if (stag_add(sc, m, "rv_mr_reg") != 0) {
 		free(m);
-		return rv_err(ENOMEM, "rv_mr_reg", "soft0 allows %u MRs per context; close unused ones",
-			      SOFT_MAX_MR);
+		return -ENOMEM;
 	}
-	do
-		rv_random_bytes(&key, sizeof(key));
-	while (key == 0 || lookup(sc, key));
-	m->key = key;
-	if (sc->n_mr >= sc->mr_buckets * 2)
-		grow(sc);
-	m->next = sc->mr_hash[bucket(sc, key)];
-	sc->mr_hash[bucket(sc, key)] = m;
-	sc->n_mr++;
-	pthread_rwlock_unlock(&sc->mr_lock);
-	mr->lkey = key;
-	mr->rkey = key;
+	mr->lkey = m->key;
+	mr->rkey = m->key;
 	mr->drv_mr = m;
 	return 0;
 }
@@ -175,9 +193,7 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 			break;
 		}
 	}
-	do
-		rv_random_bytes(&key, sizeof(key));
-	while (key == 0 || key == m->key || lookup(sc, key));
+	key = fresh_key(sc, m->key);
 	m->key = key;
 	m->pd = pd;
 	m->addr = a;
@@ -366,32 +382,18 @@ int soft_mw_alloc(struct rv_mw *mw)
 {
 	struct soft_ctx *sc = mw->pd->ctx->drv_ctx;
 	struct soft_mr *m = calloc(1, sizeof(*m));
-	uint32_t key;
 
 	if (!m)
 		return rv_err(ENOMEM, "rv_mw_alloc", "out of memory for the software MW");
 	m->pd = mw->pd;
 	m->mw = true;
 	m->mw_type = (uint8_t)mw->type;
-	pthread_rwlock_wrlock(&sc->mr_lock);
-	if (sc->n_mr >= SOFT_MAX_MR) {
-		pthread_rwlock_unlock(&sc->mr_lock);
-		free(m);
-		return rv_err(ENOMEM, "rv_mw_alloc", "soft0 allows %u MRs and MWs per context; close unused ones",
-			      SOFT_MAX_MR);
-	}
 	/* Random index and key, as for MRs; each bind increments the low byte. */
-	do
-		rv_random_bytes(&key, sizeof(key));
-	while (key == 0 || lookup(sc, key));
-	m->key = key;
-	if (sc->n_mr >= sc->mr_buckets * 2)
-		grow(sc);
-	m->next = sc->mr_hash[bucket(sc, key)];
-	sc->mr_hash[bucket(sc, key)] = m;
-	sc->n_mr++;
-	pthread_rwlock_unlock(&sc->mr_lock);
-	mw->rkey = key;
+	if (stag_add(sc, m, "rv_mw_alloc") != 0) {
+		free(m);
+		return -ENOMEM;
+	}
+	mw->rkey = m->key;
 	mw->drv_mw = m;
 	return 0;
 }
