@@ -76,10 +76,27 @@ static void check_same(const struct rv_fpdu *a, const struct rv_fpdu *b)
 		CHECK(s->ddp_stag == t->ddp_stag && s->ddp_to == t->ddp_to);
 		CHECK(s->ddp_qn == t->ddp_qn && s->ddp_msn == t->ddp_msn && s->ddp_mo == t->ddp_mo);
 		CHECK(s->has_rreq == t->has_rreq);
+	} else if (a->opcode == RV_RDMAP_IMM || a->opcode == RV_RDMAP_IMM_SE) {
+		CHECK(a->imm == b->imm);
+	} else if (a->opcode == RV_RDMAP_ATOMIC_REQ) {
+		const struct rv_atomic_req *s = &a->areq, *t = &b->areq;
+		CHECK(s->op == t->op && s->req_id == t->req_id && s->stag == t->stag && s->to == t->to);
+		CHECK(s->swap_add == t->swap_add && s->swap_add_mask == t->swap_add_mask);
+		CHECK(s->compare == t->compare && s->compare_mask == t->compare_mask);
+	} else if (a->opcode == RV_RDMAP_ATOMIC_RESP) {
+		CHECK(a->aresp_id == b->aresp_id && a->aresp_orig == b->aresp_orig);
 	} else {
 		CHECK(a->payload_len == b->payload_len);
 		CHECK(a->payload_len == 0 || memcmp(a->payload, b->payload, a->payload_len) == 0);
 	}
+}
+
+/* Opcodes whose ULPDU has a fixed layout (no free payload): the encoder
+ * writes their fields, not f->payload. */
+static bool fixed_layout(uint8_t op)
+{
+	return op == RV_RDMAP_READ_REQ || op == RV_RDMAP_TERMINATE || op == RV_RDMAP_IMM ||
+	       op == RV_RDMAP_IMM_SE || op == RV_RDMAP_ATOMIC_REQ || op == RV_RDMAP_ATOMIC_RESP;
 }
 
 static bool inside(const uint8_t *p, size_t n, const uint8_t *lo, size_t len)
@@ -221,6 +238,20 @@ static void structured(const uint8_t *data, size_t size)
 				quote[i] = (uint8_t)take(&in, 1);
 			f.term.hdr = quote;
 		}
+	} else if (op == RV_RDMAP_IMM || op == RV_RDMAP_IMM_SE) {
+		f.imm = take(&in, 8);
+	} else if (op == RV_RDMAP_ATOMIC_REQ) {
+		f.areq.op = (uint32_t)take(&in, 1) & 0xfu;
+		f.areq.req_id = (uint32_t)take(&in, 4);
+		f.areq.stag = (uint32_t)take(&in, 4);
+		f.areq.to = take(&in, 8);
+		f.areq.swap_add = take(&in, 8);
+		f.areq.swap_add_mask = take(&in, 8);
+		f.areq.compare = take(&in, 8);
+		f.areq.compare_mask = take(&in, 8);
+	} else if (op == RV_RDMAP_ATOMIC_RESP) {
+		f.aresp_id = (uint32_t)take(&in, 4);
+		f.aresp_orig = take(&in, 8);
 	} else {
 		f.payload = in.p;
 		f.payload_len = (uint32_t)in.n;
@@ -230,6 +261,9 @@ static void structured(const uint8_t *data, size_t size)
 	n = rv_wire_fpdu_encode(a, sizeof(a), &f);
 	plen = op == RV_RDMAP_READ_REQ ? RV_RDMAP_READ_REQ_LEN
 	       : op == RV_RDMAP_TERMINATE ? 4 + (f.term.m || f.term.d || f.term.r ? 2u + f.term.hdr_len : 0u)
+	       : op == RV_RDMAP_IMM || op == RV_RDMAP_IMM_SE ? RV_RDMAP_IMM_LEN
+	       : op == RV_RDMAP_ATOMIC_REQ ? RV_RDMAP_ATOMIC_REQ_LEN
+	       : op == RV_RDMAP_ATOMIC_RESP ? RV_RDMAP_ATOMIC_RESP_LEN
 					  : f.payload_len;
 	if (rv_wire_ddp_hdr_len(f.tagged) + plen > RV_ULPDU_MAX) {
 		CHECK(n == -EMSGSIZE);
@@ -240,7 +274,7 @@ static void structured(const uint8_t *data, size_t size)
 	CHECK(rv_wire_fpdu_encode(b, (size_t)n - 1, &f) == -ENOSPC);
 
 	/* Two-step encoding gives the same bytes. */
-	if (op != RV_RDMAP_READ_REQ && op != RV_RDMAP_TERMINATE) {
+	if (!fixed_layout(op)) {
 		size_t off = rv_wire_fpdu_begin(b, &f, plen);
 		CHECK(off == 2 + rv_wire_ddp_hdr_len(f.tagged));
 		if (plen)
