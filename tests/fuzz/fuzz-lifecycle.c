@@ -446,8 +446,13 @@ static void op_context_new(void)
 	}
 	extra_ok = 0;
 	exact = arg_rc(p, RV_OBJ_DEVICE);
-	if (exact == 0 && (a.mask & ~(uint64_t)(RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS)))
+	if (exact == 0 && (a.mask & ~(uint64_t)(RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS |
+						RV_CONTEXT_ATTR_AUTH_SECRET)))
 		exact = -EINVAL;
+	/* A shared secret is soft0's feature, and this program never gives one
+	 * (auth_secret is NULL): refused as unsupported elsewhere, invalid on soft0. */
+	if (exact == 0 && (a.mask & RV_CONTEXT_ATTR_AUTH_SECRET))
+		exact = soft_mode ? -EINVAL : -EOPNOTSUPP;
 	if (exact == 0)
 		exact = pending_create_failure(RV_OBJ_CONTEXT);
 	rc = rv_context_new(p ? p->h : NULL, &a, &c);
