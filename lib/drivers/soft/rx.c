@@ -69,6 +69,20 @@ static int untagged_check(struct soft_qp *q, const struct rv_fpdu *f, uint32_t q
 	return 0;
 }
 
+/* A READ or atomic request its target refuses (RFC 5040 §7.2: RDMAP remote
+ * protection error, the code naming which check failed). */
+static int remote_prot_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_mem_err e)
+{
+	static const uint8_t code[] = {
+		[SOFT_MEM_NO_KEY] = RV_TERM_RDMAP_INV_STAG,
+		[SOFT_MEM_PD] = RV_TERM_RDMAP_STREAM,
+		[SOFT_MEM_ACCESS] = RV_TERM_RDMAP_ACCESS,
+		[SOFT_MEM_BOUNDS] = RV_TERM_RDMAP_BOUNDS,
+	};
+
+	return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, code[e], RV_WC_WR_FLUSH_ERR);
+}
+
 /* This side, as requester, got a response it cannot accept. */
 static int requester_error(struct soft_qp *q, const struct rv_fpdu *f, uint32_t fail, uint32_t status,
 			   uint8_t ecode)
@@ -264,16 +278,8 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 			e = soft_mem_check(q->sc, q->qp, r->src_stag, RV_ACCESS_REMOTE_READ, r->src_to,
 					   r->size);
 	}
-	if (e != SOFT_MEM_OK) {
-		static const uint8_t code[] = {
-			[SOFT_MEM_NO_KEY] = RV_TERM_RDMAP_INV_STAG,
-			[SOFT_MEM_PD] = RV_TERM_RDMAP_STREAM,
-			[SOFT_MEM_ACCESS] = RV_TERM_RDMAP_ACCESS,
-			[SOFT_MEM_BOUNDS] = RV_TERM_RDMAP_BOUNDS,
-		};
-		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, code[e],
-				       RV_WC_WR_FLUSH_ERR);
-	}
+	if (e != SOFT_MEM_OK)
+		return remote_prot_error(q, f, e);
 	q->msn_rx[1]++;
 	q->ird[q->ird_tail % SOFT_IRD_CAP].req = *r;
 	q->ird[q->ird_tail % SOFT_IRD_CAP].sent = 0;
@@ -517,16 +523,8 @@ static int rx_atomic_req(struct soft_qp *q, const struct rv_fpdu *f)
 		e = SOFT_MEM_ACCESS;
 	else
 		e = soft_atomic_exec(q->sc, q->qp, a, &orig);
-	if (e != SOFT_MEM_OK) {
-		static const uint8_t code[] = {
-			[SOFT_MEM_NO_KEY] = RV_TERM_RDMAP_INV_STAG,
-			[SOFT_MEM_PD] = RV_TERM_RDMAP_STREAM,
-			[SOFT_MEM_ACCESS] = RV_TERM_RDMAP_ACCESS,
-			[SOFT_MEM_BOUNDS] = RV_TERM_RDMAP_BOUNDS,
-		};
-		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, code[e],
-				       RV_WC_WR_FLUSH_ERR);
-	}
+	if (e != SOFT_MEM_OK)
+		return remote_prot_error(q, f, e);
 	q->msn_rx[1]++;
 	r = &q->ird[q->ird_tail % SOFT_IRD_CAP];
 	memset(r, 0, sizeof(*r));
