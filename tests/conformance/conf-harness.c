@@ -405,9 +405,10 @@ static void run_case(void **state)
 /* ---- main ---- */
 
 static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_cases, conf_ud_cases,
-						  conf_atomics_cases, conf_srq_cases};
+						  conf_atomics_cases, conf_srq_cases, conf_events_cases,
+						  conf_cq_cases, conf_mw_cases};
 
-static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics", "srq"};
+static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics", "srq", "events", "cq-resize", "mw"};
 
 int main(void)
 {

@@ -131,5 +131,8 @@ extern const struct conf_case conf_errors_cases[];
 extern const struct conf_case conf_ud_cases[];
 extern const struct conf_case conf_atomics_cases[];
 extern const struct conf_case conf_srq_cases[];
+extern const struct conf_case conf_events_cases[];
+extern const struct conf_case conf_cq_cases[];
+extern const struct conf_case conf_mw_cases[];
 
 #endif

@@ -79,7 +79,8 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	a->max_srq = SOFT_MAX_SRQ;
 	a->max_srq_wr = SOFT_MAX_QP_WR;
 	a->max_srq_sge = SOFT_MAX_SGE;
-	a->max_mw = 0;
+	/* Windows (mr.c) share the STag table, and its limit, with the MRs. */
+	a->max_mw = SOFT_MAX_MR;
 	a->max_ah = SOFT_MAX_AH;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
