@@ -50,7 +50,8 @@ static void update_events(struct soft_conn *c)
 		want = 0; /* the initiator waits for our reply; only HUP/ERR matter */
 		break;
 	case CONN_UP:
-		want = (c->rx_stalled ? 0 : EPOLLIN) | (c->tx_len > c->tx_off ? EPOLLOUT : 0);
+		/* A polled stream is read by its poller (soft_conn_poll): no wake-up per frame. */
+		want = (c->rx_stalled || c->polled ? 0 : EPOLLIN) | (c->tx_len > c->tx_off ? EPOLLOUT : 0);
 		break;
 	case CONN_DEAD:
 		return;
@@ -148,6 +149,15 @@ void soft_conn_free(struct soft_conn *c)
 	free(c);
 }
 
+/* The stream is no longer read by a poller (its epoll interest is the caller's). */
+static void unpoll(struct soft_conn *c)
+{
+	if (c->polled) {
+		c->polled = false;
+		atomic_fetch_sub_explicit(&c->sc->n_polled, 1, memory_order_relaxed);
+	}
+}
+
 /* Out of epoll and the live list; freed by the progress thread later. */
 static void conn_kill(struct soft_conn *c)
 {
@@ -155,6 +165,7 @@ static void conn_kill(struct soft_conn *c)
 
 	if (c->state == CONN_DEAD)
 		return;
+	unpoll(c);
 	for (struct soft_conn **pp = &sc->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
@@ -175,6 +186,7 @@ static void conn_kill(struct soft_conn *c)
 
 static void conn_closing(struct soft_conn *c)
 {
+	unpoll(c);
 	c->state = CONN_CLOSING;
 	c->deadline = soft_now_ms() + SOFT_LINGER_MS;
 	if (!soft_conn_flush(c)) {
@@ -815,6 +827,66 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 	}
 	if (q->conn == c)
 		update_events(c);
+}
+
+void soft_conn_poll(struct soft_qp *q, int64_t now_us)
+{
+	struct soft_conn *c;
+
+	pthread_mutex_lock(&q->lock);
+	c = q->conn;
+	if (!c || c->state != CONN_UP || c->rx_stalled) {
+		pthread_mutex_unlock(&q->lock);
+		return;
+	}
+	q->polled_at = now_us;
+	if (!c->polled) {
+		c->polled = true;
+		atomic_fetch_add_explicit(&c->sc->n_polled, 1, memory_order_relaxed);
+		update_events(c);
+	}
+	/* One recv per poll, as a busy-polling TCP application does; more only
+	 * while each fills the buffer (bounded, like on_up). */
+	for (int round = 0; round < 8 && q->conn == c && !c->rx_stalled && c->rx_len < SOFT_RXBUF; round++) {
+		size_t room = SOFT_RXBUF - c->rx_len;
+		ssize_t n = recv(c->fd, c->rx + c->rx_len, room, MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			qp_conn_failed(q, "the peer closed or reset the connection");
+			break;
+		}
+		c->rx_len += (size_t)n;
+		soft_rx_process(q, c);
+		if (q->conn == c)
+			soft_tx_push(q);
+		if ((size_t)n < room)
+			break;
+	}
+	if (q->conn == c)
+		update_events(c);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
+{
+	for (struct soft_conn *c = sc->conns; c; c = c->next) {
+		if (!c->polled)
+			continue;
+		if (!all && c->qp && now_us - c->qp->polled_at < SOFT_POLL_HANDBACK_US)
+			continue;
+		/* c->events is the QP's (posting threads update it under q->lock). */
+		if (c->qp)
+			pthread_mutex_lock(&c->qp->lock);
+		unpoll(c);
+		/* Level-triggered: bytes that arrived meanwhile are reported at once. */
+		update_events(c);
+		if (c->qp)
+			pthread_mutex_unlock(&c->qp->lock);
+	}
 }
 
 static void on_closing(struct soft_conn *c, uint32_t events)

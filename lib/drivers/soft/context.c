@@ -55,6 +55,7 @@ int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q)
 		sc->cap_qps = n;
 	}
 	sc->qps[sc->n_qps++] = q;
+	sc->qp_gen++;
 	return 0;
 }
 
@@ -63,6 +64,7 @@ void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q)
 	for (uint32_t i = 0; i < sc->n_qps; i++) {
 		if (sc->qps[i] == q) {
 			sc->qps[i] = sc->qps[--sc->n_qps];
+			sc->qp_gen++;
 			return;
 		}
 	}
@@ -145,21 +147,16 @@ void soft_ctx_poll_progress(struct soft_ctx *sc)
 	struct epoll_event ev[16];
 	int n;
 
-	/* Never wait: if the progress thread (or another poller) is at work, it
-	 * is doing exactly this. */
-	if (pthread_mutex_trylock(&sc->lock) != 0)
+	if (sc->stop)
 		return;
-	if (!sc->stop) {
-		n = epoll_wait(sc->epfd, ev, 16, 0);
-		if (n > 0) {
-			handle_batch(sc, ev, n);
-			/* The progress thread may be on its way with the same events;
-			 * let it spin rather than sleep again. */
-			atomic_store_explicit(&sc->active_at, soft_now_us(), memory_order_relaxed);
-		}
+	n = epoll_wait(sc->epfd, ev, 16, 0);
+	if (n > 0) {
+		handle_batch(sc, ev, n);
+		/* The progress thread may be on its way with the same events;
+		 * let it spin rather than sleep again. */
+		atomic_store_explicit(&sc->active_at, soft_now_us(), memory_order_relaxed);
 	}
 	/* Zombies stay for the progress thread: a batch it already took may name them. */
-	pthread_mutex_unlock(&sc->lock);
 }
 
 static void *progress(void *arg)
@@ -173,7 +170,14 @@ static void *progress(void *arg)
 		int64_t spin_end = atomic_load_explicit(&sc->active_at, memory_order_relaxed) + sc->spin_us;
 		bool spinning = sc->spin_us > 0 && now_us < spin_end;
 		int timeout = spinning ? 0 : next_timer > now ? (int)(next_timer - now) : 0;
-		int n = epoll_wait(sc->epfd, ev, 64, timeout);
+		int n;
+
+		/* Streams a poller reads are not in epoll's EPOLLIN interest: look
+		 * again soon whether their poller stopped (soft_conn_handback). */
+		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed) &&
+		    timeout > SOFT_POLL_HANDBACK_US / 1000)
+			timeout = SOFT_POLL_HANDBACK_US / 1000;
+		n = epoll_wait(sc->epfd, ev, 64, timeout);
 
 		if (n <= 0 && spinning && now < next_timer)
 			continue; /* spin without the lock: nothing to do */
@@ -188,6 +192,8 @@ static void *progress(void *arg)
 		} else if (atomic_exchange(&sc->kicked, false)) {
 			run_kicks(sc);
 		}
+		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed))
+			soft_conn_handback(sc, soft_now_us(), atomic_exchange(&sc->handback, false));
 		now = soft_now_ms();
 		if (now >= next_timer) {
 			soft_conn_timers(sc, now);

@@ -46,6 +46,11 @@ struct soft_cq {
 	uint32_t head, tail;
 	_Atomic uint32_t avail;  /* tail - head, readable without the lock */
 	_Atomic bool overflow;
+	/* The QPs a poller of this CQ serves (sc->lock): rebuilt when sc->qp_gen moves. */
+	struct soft_qp *qps[SOFT_POLL_DIRECT_MAX];
+	uint32_t n_qps;          /* connected QPs (not UD); > SOFT_POLL_DIRECT_MAX: served through epoll */
+	bool has_ud;             /* a UD QP: its datagrams come through epoll */
+	uint32_t qp_gen;         /* sc->qp_gen the list was built at, + 1 (0: never) */
 };
 
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
@@ -215,6 +220,12 @@ int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
 	/* Order the arm against concurrent pushes (see soft_cq_push_se). */
 	pthread_mutex_lock(&c->lock);
 	pthread_mutex_unlock(&c->lock);
+	/* The application is about to sleep: streams a poller was reading go
+	 * back to the progress thread now, not after SOFT_POLL_HANDBACK_US. */
+	if (atomic_load_explicit(&c->sc->n_polled, memory_order_relaxed)) {
+		atomic_store(&c->sc->handback, true);
+		soft_kick(c->sc);
+	}
 	return 0;
 }
 
@@ -281,8 +292,55 @@ int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_c
 	return 0;
 }
 
-/* Empty polls by this thread, any CQ: every SOFT_POLL_PROGRESS_EVERY-th runs progress. */
+/* Empty polls in a row by this thread, any CQ (reset by a poll that finds one). */
 static _Thread_local uint32_t empty_polls;
+
+/* The QPs that complete into c: those a poller of c must keep moving. */
+static void collect_qps(struct soft_cq *c)
+{
+	struct soft_ctx *sc = c->sc;
+
+	c->n_qps = 0;
+	c->has_ud = false;
+	for (uint32_t i = 0; i < sc->n_qps; i++) {
+		struct soft_qp *q = sc->qps[i];
+		if (q->qp->send_cq != c->cq && q->qp->recv_cq != c->cq)
+			continue;
+		if (q->ud) {
+			c->has_ud = true;
+			continue;
+		}
+		if (c->n_qps < SOFT_POLL_DIRECT_MAX)
+			c->qps[c->n_qps] = q;
+		c->n_qps++;
+	}
+	c->qp_gen = sc->qp_gen + 1;
+}
+
+/*
+ * The poller moves its own data (a busy-polling application should not wait
+ * for a thread wake-up): with few QPs on the CQ, one recv(MSG_DONTWAIT) per
+ * QP, as a busy-polling TCP application does, and their streams leave epoll
+ * so the progress thread sleeps; otherwise epoll_wait(0) every few polls. It
+ * never waits for sc->lock: whoever holds it is doing the same work.
+ */
+static void poll_progress(struct soft_cq *c)
+{
+	struct soft_ctx *sc = c->sc;
+
+	if (pthread_mutex_trylock(&sc->lock) != 0)
+		return;
+	if (c->qp_gen != sc->qp_gen + 1)
+		collect_qps(c);
+	if (c->n_qps <= SOFT_POLL_DIRECT_MAX && !sc->stop) {
+		int64_t now = soft_now_us();
+		for (uint32_t i = 0; i < c->n_qps; i++)
+			soft_conn_poll(c->qps[i], now);
+	}
+	if ((c->n_qps > SOFT_POLL_DIRECT_MAX || c->has_ud) && (empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0)
+		soft_ctx_poll_progress(sc);
+	pthread_mutex_unlock(&sc->lock);
+}
 
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
@@ -290,12 +348,8 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 	uint32_t n = 0;
 
 	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
-	    (++empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0) {
-		/* Busy polling: receive in this thread rather than wait for the
-		 * progress thread, on every few empty polls (a try costs a system
-		 * call; the empty poll itself a few nanoseconds). */
-		soft_ctx_poll_progress(c->sc);
-	}
+	    ++empty_polls >= SOFT_POLL_PROGRESS_AFTER)
+		poll_progress(c); /* busy polling: receive in this thread */
 	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0) {
 		if (RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
 			return 0;
@@ -307,6 +361,7 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 		}
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
 		pthread_mutex_unlock(&c->lock);
+		empty_polls = 0;
 		if (n)
 			return (int)n;
 	}

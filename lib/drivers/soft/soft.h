@@ -7,8 +7,8 @@
  *   loop, the listener, connection setup and all receive processing.
  * - sc->lock guards the context's QP table, its connection lists and the
  *   connection state machine. The progress thread holds it while it handles
- *   events; control calls (qp create/modify/destroy) take it too. It is never
- *   taken on the data path (post, poll).
+ *   events; control calls (qp create/modify/destroy) take it too. Posting
+ *   never takes it; a busy poller only tries it (cq.c), to receive itself.
  * - q->lock guards one QP's queues and its transmit side. Posting threads
  *   take it alone; the progress thread takes it under sc->lock. Order:
  *   sc->lock, then q->lock, then sc->mr_lock (read), then a CQ's lock.
@@ -85,9 +85,19 @@
 #define SOFT_SPIN_US 50
 #define SOFT_SPIN_MIN_CPUS 4
 /* An empty rv_cq_poll runs the progress engine itself (without waiting for
- * its lock) on every this many empty polls of the thread (a power of two);
+ * its lock) once the thread polled empty this many times in a row (rv_cq_wait
+ * in event mode polls twice per wait and never gets there);
  * RVERBS_SOFT_POLL_PROGRESS=0 turns it off. */
+#define SOFT_POLL_PROGRESS_AFTER 3u
+/* A CQ of at most this many connected QPs is served by reading their sockets
+ * directly (one recv each per empty poll); one with more, or with a UD QP,
+ * through epoll_wait(0) every SOFT_POLL_PROGRESS_EVERY-th empty poll. */
+#define SOFT_POLL_DIRECT_MAX 8u
 #define SOFT_POLL_PROGRESS_EVERY 4u
+/* A stream a poller reads directly leaves the progress thread's epoll
+ * interest (so that thread is not woken for each frame); it gets it back
+ * when no poller served it for this long, or at once when a CQ is armed. */
+#define SOFT_POLL_HANDBACK_US 1000
 
 struct soft_qp;
 struct soft_conn;
@@ -180,6 +190,9 @@ struct soft_ctx {
 	_Atomic int64_t active_at; /* µs, CLOCK_MONOTONIC: the last batch with events */
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
+	uint32_t qp_gen;           /* bumped when the QP table changes (sc->lock): CQs rebuild their QP lists */
+	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */
+	_Atomic bool handback;     /* a CQ was armed: give every polled stream back to epoll now */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	bool auth;                 /* auth.c: connections must prove the shared secret */
 	uint8_t auth_key[64];      /* the secret (hashed when longer than 64 bytes, as HMAC does) */
@@ -210,6 +223,7 @@ struct soft_conn {
 	bool active;
 	bool may_send;           /* passive side: the initiator's first FPDU arrived (RFC 5044 §7.1.2) */
 	bool rx_stalled;         /* a SEND waits at the head of rx for a receive WR */
+	bool polled;             /* a poller reads it (soft_conn_poll): no EPOLLIN interest */
 	bool shut_wr;
 	bool crc;                /* MPA CRC in use on this stream (either side required it) */
 	uint8_t req_flags;       /* passive: the MPA request's flags, while PENDING */
@@ -351,6 +365,7 @@ struct soft_qp {
 	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
 	bool confirm_late;  /* unsignalled WRs waited a timer tick for their confirmation: ask now */
 	bool cq_overflow;   /* one of its CQs overflowed: the QP goes to ERR */
+	int64_t polled_at;  /* µs: a poller last read its stream (sc->lock) */
 
 	bool ud;            /* a UD QP: ud.c sends and receives, no connection */
 	uint32_t ud_psn;    /* UD: the next send PSN */
@@ -428,8 +443,8 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
 int soft_context_close(struct rv_context *ctx);
 int64_t soft_now_ms(void);
 int64_t soft_now_us(void);
-/* From a poller that found its CQ empty: if no one else is at it, handle what
- * epoll has now (without waiting), as the progress thread would. */
+/* From a poller that found its CQ empty, sc->lock held: handle what epoll
+ * has now (without waiting), as the progress thread would. */
 void soft_ctx_poll_progress(struct soft_ctx *sc);
 void soft_kick(struct soft_ctx *sc);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
@@ -551,6 +566,13 @@ void soft_conn_free(struct soft_conn *c);
 void soft_conn_update_events(struct soft_conn *c);
 /* Send what is buffered; false when the connection broke. */
 bool soft_conn_flush(struct soft_conn *c);
+/* A busy poller reads q's stream itself (sc->lock held, takes q->lock): one
+ * recv, then what the progress thread would do with the bytes; the stream
+ * leaves epoll's EPOLLIN interest until soft_conn_handback. */
+void soft_conn_poll(struct soft_qp *q, int64_t now_us);
+/* Give polled streams back to epoll: those no poller served since
+ * SOFT_POLL_HANDBACK_US, or all of them (progress thread, sc->lock). */
+void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all);
 
 /* ---- auth.c: shared-secret authentication of connections ---- */
 #define SOFT_OP_AUTH 0xCu        /* private opcode: the initiator's MAC_I, first FPDU */
