@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -304,6 +305,54 @@ public:
 	int kind() const noexcept { return rv_device_kind_of(p_); }
 };
 
+/**
+ * Options of context::open() (rv_context_attr), set by name: each setter sets
+ * the field and its mask bit, the rest keep the C defaults. The strings and
+ * bytes given are borrowed until context::open() returns (rv_context_new
+ * copies what it keeps). Software device only; other devices refuse a secret.
+ */
+class context_options {
+public:
+	/** The software device's listen address and GID ("127.0.0.1" by default). */
+	context_options &listen_addr(const char *addr) noexcept
+	{
+		a_.mask |= RV_CONTEXT_ATTR_LISTEN_ADDR;
+		a_.listen_addr = addr;
+		return *this;
+	}
+	/** rv_soft_flags bits (RV_SOFT_CRC_OPTIONAL, RV_SOFT_NO_EXT). */
+	context_options &soft_flags(uint32_t flags) noexcept
+	{
+		a_.mask |= RV_CONTEXT_ATTR_SOFT_FLAGS;
+		a_.soft_flags = flags;
+		return *this;
+	}
+	/** The shared secret every connection must prove (1 to 4096 bytes). */
+	context_options &auth_secret(span<const uint8_t> secret) noexcept
+	{
+		return auth_secret(secret.data(), secret.size());
+	}
+	context_options &auth_secret(std::string_view secret) noexcept
+	{
+		return auth_secret(secret.data(), secret.size());
+	}
+	/** The C attributes, for rv_context_new() called directly. */
+	const rv_context_attr &c_attr() const noexcept { return a_; }
+
+private:
+	context_options &auth_secret(const void *p, std::size_t n) noexcept
+	{
+		a_.mask |= RV_CONTEXT_ATTR_AUTH_SECRET;
+		a_.auth_secret = p;
+		// Too long for the C field: pass a length rv_context_new refuses
+		// (-EINVAL) rather than a truncated secret.
+		a_.auth_secret_len = n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n);
+		return *this;
+	}
+
+	rv_context_attr a_{};
+};
+
 class context : public handle<rv_context> {
 public:
 	using handle::handle;
@@ -315,6 +364,15 @@ public:
 	static context open(const device &dev, const rv_context_attr *attr,
 			    std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(context, rv_context, rv_context_new, dev.get(), attr)
+	/** Open with options set by name: context::open(dev, context_options().auth_secret(s)). */
+	static context open(const device &dev, const context_options &opts)
+	{
+		return open(dev, &opts.c_attr());
+	}
+	static context open(const device &dev, const context_options &opts, std::error_code &ec) noexcept
+	{
+		return open(dev, &opts.c_attr(), ec);
+	}
 
 	/** The device (a new reference). */
 	device get_device() const noexcept { return device::borrow(rv_context_device(p_)); }

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string_view>
 #include <random>
 #include <thread>
 #include <variant>
@@ -93,6 +96,61 @@ rv_wc wait_one(const cq &c)
 		std::this_thread::yield();
 	}
 	throw harness::failure{"no completion within 10 s"};
+}
+
+// What rverbs logged during an auth case (soft0 says why it refused a peer).
+std::mutex auth_log_lock;
+std::string auth_log;
+
+void log_to_string(rv_log_level, const char *msg, void *)
+{
+	std::lock_guard<std::mutex> g(auth_log_lock);
+	auth_log += msg;
+	auth_log += '\n';
+}
+
+// Two soft0 contexts opened with context_options carrying these secrets,
+// their QPs connected, and each side's WRITE of 64 bytes into the other's
+// buffer at 4096 (which held 0x11) with its completion.
+struct auth_pair {
+	std::unique_ptr<side> a, b;
+	rv_wc wa{}, wb{};
+};
+
+auth_pair write_both_with_secrets(std::string_view secret_a, std::string_view secret_b)
+{
+	device d = soft_device();
+	auth_pair p;
+	// A failed authentication does not fail the passive QP (an impostor
+	// must not break it): its work fails when its peer has not connected
+	// within the connect timeout, 60 s unless shortened for these contexts
+	// (read when a context opens; no other thread runs here).
+	setenv("RVERBS_SOFT_TIMEOUT_MS", "3000", 1);
+	p.a = std::make_unique<side>(context::open(d, context_options().auth_secret(secret_a)));
+	p.b = std::make_unique<side>(context::open(d, context_options().auth_secret(secret_b)));
+	unsetenv("RVERBS_SOFT_TIMEOUT_MS");
+	side &a = *p.a, &b = *p.b;
+	rv_endpoint ea = a.qp_.endpoint(), eb = b.qp_.endpoint();
+	std::error_code eca, ecb;
+	std::thread t([&] { b.qp_.connect(ea, ecb); });
+	a.qp_.connect(eb, eca);
+	t.join();
+	CHECK(!eca && !ecb);
+	for (side *s : {&a, &b}) {
+		std::memset(s->mr_.addr(), s == &a ? 0xa1 : 0xb2, 64);
+		std::memset(static_cast<uint8_t *>(s->mr_.addr()) + 4096, 0x11, 64);
+	}
+	a.qp_.write(a.mr_.sge(0, 64), reinterpret_cast<uintptr_t>(b.mr_.addr()) + 4096, b.mr_.rkey(), 1);
+	b.qp_.write(b.mr_.sge(0, 64), reinterpret_cast<uintptr_t>(a.mr_.addr()) + 4096, a.mr_.rkey(), 2);
+	p.wa = wait_one(a.cq_);
+	p.wb = wait_one(b.cq_);
+	return p;
+}
+
+bool all_bytes(const side &s, size_t off, uint8_t v, size_t n)
+{
+	const uint8_t *b = static_cast<const uint8_t *>(s.mr_.addr()) + off;
+	return std::all_of(b, b + n, [v](uint8_t x) { return x == v; });
 }
 
 } // namespace
@@ -502,6 +560,74 @@ TEST_CASE(pool_cache_and_placement)
 	p.close();                      // closes the pool and the cached MRs
 	pl.get(10, ec);
 	CHECK(is_closed(ec));
+}
+
+TEST_CASE(context_options_same_secret_connects)
+{
+	auth_pair p = write_both_with_secrets("correct horse battery staple", "correct horse battery staple");
+	CHECK(p.wa.status == RV_WC_SUCCESS && p.wa.wr_id == 1);
+	CHECK(p.wb.status == RV_WC_SUCCESS && p.wb.wr_id == 2);
+	CHECK(all_bytes(*p.b, 4096, 0xa1, 64));
+	CHECK(all_bytes(*p.a, 4096, 0xb2, 64));
+	// The options are the C struct with the mask bits of what was set.
+	const uint8_t key[3] = {1, 2, 3};
+	context_options o;
+	o.auth_secret(span<const uint8_t>(key, 3)).soft_flags(RV_SOFT_CRC_OPTIONAL).listen_addr("127.0.0.1");
+	CHECK(o.c_attr().mask ==
+	      (RV_CONTEXT_ATTR_AUTH_SECRET | RV_CONTEXT_ATTR_SOFT_FLAGS | RV_CONTEXT_ATTR_LISTEN_ADDR));
+	CHECK(o.c_attr().auth_secret == key && o.c_attr().auth_secret_len == 3);
+	CHECK(o.c_attr().soft_flags == RV_SOFT_CRC_OPTIONAL);
+	CHECK(std::string(o.c_attr().listen_addr) == "127.0.0.1");
+	CHECK(context::open(soft_device(), o));
+	CHECK(context_options().c_attr().mask == 0);
+}
+
+TEST_CASE(context_options_wrong_secret_fails)
+{
+	{
+		std::lock_guard<std::mutex> g(auth_log_lock);
+		auth_log.clear();
+	}
+	rv_set_log_handler(log_to_string, nullptr);
+	auth_pair p;
+	try {
+		p = write_both_with_secrets("correct horse battery staple", "another secret entirely");
+	} catch (...) {
+		rv_set_log_handler(nullptr, nullptr);
+		throw;
+	}
+	rv_set_log_handler(nullptr, nullptr);
+	// The connection never comes up: both WRITEs fail (the initiator's at
+	// once, the passive side's after the connect timeout; one of them with
+	// transport retry exceeded), nothing is written, both QPs are in the
+	// error state, and soft0 logged why.
+	CHECK(p.wa.status != RV_WC_SUCCESS && p.wa.wr_id == 1);
+	CHECK(p.wb.status != RV_WC_SUCCESS && p.wb.wr_id == 2);
+	CHECK(p.wa.status == RV_WC_RETRY_EXC_ERR || p.wb.status == RV_WC_RETRY_EXC_ERR);
+	CHECK(all_bytes(*p.a, 4096, 0x11, 64));
+	CHECK(all_bytes(*p.b, 4096, 0x11, 64));
+	CHECK(p.a->qp_.state() == RV_QPS_ERR && p.b->qp_.state() == RV_QPS_ERR);
+	std::lock_guard<std::mutex> g(auth_log_lock);
+	CHECK(auth_log.find("authentication failed") != std::string::npos);
+}
+
+TEST_CASE(context_options_bad_secret_refused_both_styles)
+{
+	device d = soft_device();
+	std::error_code ec;
+	// An empty secret, then one too long: rv_context_new refuses both.
+	context c = context::open(d, context_options().auth_secret(std::string_view()), ec);
+	CHECK(ec == std::errc::invalid_argument && !c);
+	CHECK(last_error().find("secret") != std::string::npos);
+	std::vector<uint8_t> big(4097, 7);
+	try {
+		context::open(d, context_options().auth_secret(big));
+		CHECK(!"a 4097-byte secret was accepted");
+	} catch (const error &e) {
+		CHECK(e.code() == std::errc::invalid_argument);
+		CHECK(std::string(e.func()) == "rv_context_new");
+		CHECK(e.detail().find("secret") != std::string::npos);
+	}
 }
 
 int main()
