@@ -55,7 +55,7 @@ split() {
 
 echo "| operation | libibverbs instr/op | rverbs instr/op | added instr/op | of which facade | of which ibv driver |"
 echo "|---|---|---|---|---|---|"
-for op in post_send post_send16 post_recv poll_empty poll_one; do
+for op in post_send post_send_inl post_send16 post_recv poll_empty poll_one; do
 	a=$(ir_per_op "loop_ibv_$op")
 	b=$(ir_per_op "loop_rv_$op")
 	d=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else printf "%+.1f\n", b - a }')

@@ -35,6 +35,9 @@ static rv_cq *cq_empty, *cq_one;
 static struct ibv_send_wr iwr;
 static struct ibv_recv_wr irwr;
 static rv_send_wr rwr;
+/* The same WR with RV_SEND_INLINE set by the caller, as the libibverbs caller
+ * sets IBV_SEND_INLINE: nothing left to translate, posted as it is. */
+static rv_send_wr rwr_inl;
 static rv_recv_wr rrwr;
 static struct ibv_sge isge;
 static rv_sge rsge;
@@ -51,6 +54,8 @@ static rv_send_wr soft_wr;
 
 __attribute__((noinline)) void loop_ibv_post_send(uint64_t n);
 __attribute__((noinline)) void loop_rv_post_send(uint64_t n);
+__attribute__((noinline)) void loop_ibv_post_send_inl(uint64_t n);
+__attribute__((noinline)) void loop_rv_post_send_inl(uint64_t n);
 __attribute__((noinline)) void loop_ibv_post_send16(uint64_t n);
 __attribute__((noinline)) void loop_rv_post_send16(uint64_t n);
 __attribute__((noinline)) void loop_ibv_post_recv(uint64_t n);
@@ -76,6 +81,25 @@ void loop_rv_post_send(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++) {
 		rv_qp_post_send(qp, &rwr, 1, NULL);
+		BARRIER();
+	}
+}
+
+/* The libibverbs loop again (its WR always says IBV_SEND_INLINE), so that
+ * each row has its own pair of loop functions for callgrind. */
+void loop_ibv_post_send_inl(uint64_t n)
+{
+	struct ibv_send_wr *bad;
+	for (uint64_t i = 0; i < n; i++) {
+		ibv_post_send(&stub.qp, &iwr, &bad);
+		BARRIER();
+	}
+}
+
+void loop_rv_post_send_inl(uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		rv_qp_post_send(qp, &rwr_inl, 1, NULL);
 		BARRIER();
 	}
 }
@@ -216,8 +240,10 @@ struct loop {
 };
 
 static const struct loop loops[] = {
-	{"post_send", "post_send, 1 WR (64 B WRITE, inline)", loop_ibv_post_send, loop_rv_post_send,
+	{"post_send", "post_send, 1 WR (64 B WRITE, inline chosen by rverbs)", loop_ibv_post_send, loop_rv_post_send,
 	 "loop_ibv_post_send", "loop_rv_post_send"},
+	{"post_send_inl", "post_send, 1 WR (64 B WRITE, RV_SEND_INLINE set: posted as is)", loop_ibv_post_send_inl,
+	 loop_rv_post_send_inl, "loop_ibv_post_send_inl", "loop_rv_post_send_inl"},
 	{"post_send16", "post_send, 16 WRs per call (per WR)", loop_ibv_post_send16, loop_rv_post_send16,
 	 "loop_ibv_post_send16", "loop_rv_post_send16"},
 	{"post_recv", "post_recv, 1 WR", loop_ibv_post_recv, loop_rv_post_recv, "loop_ibv_post_recv",
@@ -307,6 +333,8 @@ static void make_handles(void)
 	rwr.send_flags = RV_SEND_SIGNALED;
 	rwr.remote_addr = 0x1000;
 	rwr.rkey = 2;
+	rwr_inl = rwr;
+	rwr_inl.send_flags = RV_SEND_SIGNALED | RV_SEND_INLINE;
 	rrwr = (rv_recv_wr){.wr_id = 8, .sg_list = &rsge, .num_sge = 1, .reserved = 0};
 	for (int i = 0; i < BATCH; i++) {
 		ichain[i] = iwr;
@@ -427,6 +455,8 @@ static int run_only(const char *name, uint64_t n)
 		bool soft;
 	} all[] = {
 		{"loop_ibv_post_send", loop_ibv_post_send, false}, {"loop_rv_post_send", loop_rv_post_send, false},
+		{"loop_ibv_post_send_inl", loop_ibv_post_send_inl, false},
+		{"loop_rv_post_send_inl", loop_rv_post_send_inl, false},
 		{"loop_ibv_post_send16", loop_ibv_post_send16, false}, {"loop_rv_post_send16", loop_rv_post_send16, false},
 		{"loop_ibv_post_recv", loop_ibv_post_recv, false}, {"loop_rv_post_recv", loop_rv_post_recv, false},
 		{"loop_ibv_poll_empty", loop_ibv_poll_empty, false}, {"loop_rv_poll_empty", loop_rv_poll_empty, false},

@@ -25,6 +25,7 @@ static struct {
 	uint64_t wr_ids[MAX_WRS];
 	unsigned flags[MAX_WRS];
 	const void *sg_lists[MAX_WRS];
+	const void *wr_ptrs[MAX_WRS]; /* the WR the provider was given */
 	size_t seen;            /* WRs seen over all calls */
 	long fail_at;           /* overall index of the WR to refuse, or -1 */
 	int fail_rc;            /* what the provider returns then */
@@ -51,6 +52,7 @@ static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		mock.wr_ids[mock.seen] = wr->wr_id;
 		mock.flags[mock.seen] = wr->send_flags;
 		mock.sg_lists[mock.seen] = wr->sg_list;
+		mock.wr_ptrs[mock.seen] = wr;
 		mock.seen++;
 	}
 	mock.chain_len[mock.calls - 1] = n;
@@ -71,6 +73,7 @@ static int mock_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 		}
 		mock.wr_ids[mock.seen] = wr->wr_id;
 		mock.sg_lists[mock.seen] = wr->sg_list;
+		mock.wr_ptrs[mock.seen] = wr;
 		mock.seen++;
 	}
 	mock.chain_len[mock.calls - 1] = n;
@@ -253,6 +256,91 @@ static void test_ibv_datapath__post_send_one_wr_each_path(void **state)
 	assert_non_null(strstr(rv_error_last(), "send queue is full"));
 }
 
+/* A single WR with nothing to translate reaches the provider as the caller's
+ * own memory (rv_send_wr starts as ibv_send_wr); one that needs translating
+ * (automatic inline, immediate data, rverbs' flags, READ marked inline) is
+ * built on the stack; both give the provider the same flags as before. */
+static void test_ibv_datapath__post_send_as_is_when_nothing_to_translate(void **state)
+{
+	rv_send_wr w;
+	size_t posted = 999;
+	struct {
+		uint32_t opcode, flags, len, max_inline;
+		bool as_is;
+		unsigned ibv_flags;
+	} cases[] = {
+		{RV_WR_RDMA_WRITE, RV_SEND_SIGNALED | RV_SEND_INLINE, 32, 32, true, IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+		{RV_WR_SEND, RV_SEND_INLINE | RV_SEND_SOLICITED, 8, 32, true, IBV_SEND_INLINE | IBV_SEND_SOLICITED},
+		{RV_WR_RDMA_WRITE, RV_SEND_SIGNALED, 33, 32, true, IBV_SEND_SIGNALED},
+		{RV_WR_SEND, RV_SEND_FENCE, 8, 0, true, IBV_SEND_FENCE},
+		{RV_WR_RDMA_READ, RV_SEND_SIGNALED, 8, 32, true, IBV_SEND_SIGNALED},
+		{RV_WR_RDMA_WRITE, RV_SEND_SIGNALED, 32, 32, false, IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+		{RV_WR_RDMA_WRITE_WITH_IMM, RV_SEND_INLINE, 8, 32, false, IBV_SEND_INLINE},
+		{RV_WR_SEND_WITH_IMM, 0, 64, 32, false, 0},
+		{RV_WR_RDMA_WRITE, RV_SEND_NO_INLINE, 8, 32, false, 0},
+		{RV_WR_RDMA_READ, RV_SEND_INLINE, 8, 32, false, 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		make_send(&w, 1, cases[i].len);
+		w.opcode = cases[i].opcode;
+		w.send_flags = cases[i].flags;
+		qp.cap.max_inline_data = cases[i].max_inline;
+		assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+		assert_int_equal(posted, 1);
+		assert_int_equal(mock.flags[i], cases[i].ibv_flags);
+		assert_ptr_equal(mock.sg_lists[i], &sges[0]);
+		assert_int_equal(mock.wr_ids[i], 100);
+		if (cases[i].as_is)
+			assert_ptr_equal(mock.wr_ptrs[i], &w);
+		else
+			assert_ptr_not_equal(mock.wr_ptrs[i], &w);
+	}
+	assert_int_equal(mock.calls, (int)(sizeof(cases) / sizeof(cases[0])));
+}
+
+/* reserved_next must be NULL, on the single-WR path and in a batch: the WRs
+ * before it are posted, it is refused with a message that names it. */
+static void test_ibv_datapath__reserved_next_is_refused(void **state)
+{
+	rv_send_wr w[3];
+	rv_recv_wr r[3];
+	size_t posted = 999;
+	int dummy;
+
+	(void)state;
+	make_send(w, 3, 8);
+	w[0].send_flags |= RV_SEND_INLINE;
+	w[0].reserved_next = &dummy;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 1, &posted), -EINVAL);
+	assert_int_equal(posted, 0);
+	assert_int_equal(mock.calls, 0);
+	assert_non_null(strstr(rv_error_last(), "reserved_next"));
+
+	w[0].reserved_next = NULL;
+	w[1].reserved_next = &dummy;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 3, &posted), -EINVAL);
+	assert_int_equal(posted, 1);
+	assert_int_equal(mock.seen, 1);
+	assert_non_null(strstr(rv_error_last(), "WR 1 has reserved_next"));
+
+	memset(r, 0, sizeof(r));
+	r[0].reserved_next = &dummy;
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 1, &posted), -EINVAL);
+	assert_int_equal(posted, 0);
+	r[0].reserved_next = NULL;
+	r[2].reserved_next = &dummy;
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 3, &posted), -EINVAL);
+	assert_int_equal(posted, 2);
+	assert_int_equal(mock.seen, 3);
+	assert_non_null(strstr(rv_error_last(), "WR 2 has reserved_next"));
+
+	/* A single receive otherwise goes as it is. */
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 1, &posted), 0);
+	assert_ptr_equal(mock.wr_ptrs[3], &r[0]);
+}
+
 static void test_ibv_datapath__post_send_full_queue_counts_from_bad_wr(void **state)
 {
 	rv_send_wr w[40];
@@ -426,6 +514,8 @@ int main(void)
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_batches_of_16_in_order, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_inline_when_it_fits, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_one_wr_each_path, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_as_is_when_nothing_to_translate, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__reserved_next_is_refused, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_full_queue_counts_from_bad_wr, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_negative_errno_provider, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unposted, setup),

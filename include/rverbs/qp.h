@@ -162,9 +162,25 @@ typedef struct rv_sge {
 	uint32_t lkey;   /**< local key of the MR holding it */
 } rv_sge;
 
-/** A send work request. Work requests are posted as arrays. */
+/**
+ * A send work request. Work requests are posted as arrays, not chains.
+ *
+ * The layout starts as struct ibv_send_wr does (the libibverbs driver checks
+ * every offset at compile time): wr_id, a pointer where ibv_send_wr has next,
+ * sg_list, num_sge, opcode, send_flags, imm_data, then remote_addr and rkey
+ * where ibv_send_wr has wr.rdma. So the libibverbs driver hands a single plain
+ * RDMA WRITE, SEND or RDMA READ on a connected QP to ibv_post_send() as it is,
+ * without building a libibverbs WR, when nothing needs translating: no
+ * immediate data (rverbs' is in host byte order), no rverbs-only flag and no
+ * inline decision left to rverbs (the caller set RV_SEND_INLINE, or the
+ * payload does not fit max_inline_data, or the QP has no inline room). Every
+ * other WR is translated, with the same result. The fields after rkey are
+ * rverbs' own.
+ */
 typedef struct rv_send_wr {
 	uint64_t wr_id;            /**< returned in the completion */
+	void *reserved_next;       /**< NULL (where ibv_send_wr has next); the libibverbs driver
+	                                fails a WR whose reserved_next is set with -EINVAL */
 	const rv_sge *sg_list;     /**< scatter/gather list */
 	uint32_t num_sge;          /**< entries in sg_list */
 	uint32_t opcode;           /**< an rv_wr_opcode */
@@ -180,9 +196,15 @@ typedef struct rv_send_wr {
 	uint32_t reserved;         /**< zero */
 } rv_send_wr;
 
-/** A receive work request. */
+/**
+ * A receive work request. Its layout is struct ibv_recv_wr's (reserved_next
+ * where ibv_recv_wr has next, reserved in its tail padding), so the
+ * libibverbs driver posts a single one as it is.
+ */
 typedef struct rv_recv_wr {
 	uint64_t wr_id;        /**< returned in the completion */
+	void *reserved_next;   /**< NULL (where ibv_recv_wr has next); the libibverbs driver
+	                            fails a WR whose reserved_next is set with -EINVAL */
 	const rv_sge *sg_list; /**< scatter list */
 	uint32_t num_sge;      /**< entries in sg_list */
 	uint32_t reserved;     /**< zero */

@@ -920,7 +920,7 @@ class QP(_Handle):
             for wr in wrs:
                 sg, nsg = _sge_array(wr.sg_list, keep)
                 ah = _NULL if wr.ah is None else wr.ah._ptr("rv_qp_post_send")
-                init.append((wr.wr_id, sg, nsg, wr.opcode, wr.send_flags, wr.imm_data,
+                init.append((wr.wr_id, _NULL, sg, nsg, wr.opcode, wr.send_flags, wr.imm_data,
                              wr.remote_addr, wr.rkey, wr.remote_qpn, wr.compare_add, wr.swap,
                              ah, wr.remote_qkey))
             arr = ffi.new("rv_send_wr[]", init)

@@ -3,7 +3,9 @@
  *
  * Owns: the translation of rverbs WR arrays into libibverbs WR chains and of
  * ibv_wc arrays into rv_wc. Never allocates, never locks, never uses an atomic:
- * one WR is translated onto the stack, more in chains of RV_IBV_BATCH on the
+ * a single WR that needs no translation (rv_send_wr and rv_recv_wr start as
+ * ibv_send_wr and ibv_recv_wr) goes to libibverbs as it is, another single
+ * WR is translated onto the stack, more in chains of RV_IBV_BATCH on the
  * stack; the scatter/gather lists are passed through without copying, and
  * completions are polled straight into the caller's rv_wc array. The only
  * calls out are ibv_post_send / ibv_post_recv / ibv_poll_cq (provider code,
@@ -34,6 +36,9 @@ static size_t bad_index(const void *chain, const void *bad, size_t elem, size_t 
 /* A WR the driver could not translate (rv_ibv_send_wr_to_ibv's refusals). */
 static int send_untranslatable(struct rv_qp *qp, const rv_send_wr *wr, size_t index, int err)
 {
+	if (wr->reserved_next)
+		return rv_err(EINVAL, "rv_qp_post_send", "WR %zu has reserved_next %p: it must be NULL "
+			      "(rverbs posts arrays of WRs, not chains)", index, wr->reserved_next);
 	if (err == EINVAL)
 		return rv_err(EINVAL, "rv_qp_post_send", "WR %zu has opcode %u, which is not an "
 			      "rv_wr_opcode", index, wr->opcode);
@@ -82,15 +87,20 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 	if (RV_LIKELY(qp->qp_type != RV_QPT_UD)) {
 		/* Each WR points at the next slot; the caller cuts off the last. */
 		for (; out < end; out++, wr++) {
-			if (RV_UNLIKELY(wr->opcode > RV_WR_RDMA_READ))
+			if (RV_UNLIKELY(wr->opcode > RV_WR_RDMA_READ || wr->reserved_next))
 				break;
 			rv_ibv_send_wr_common(qp, max_inline, wr, out + 1, out);
 		}
 	}
 	for (; out < end; out++, wr++) {
-		if (RV_LIKELY(wr->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD)) {
+		if (RV_LIKELY(wr->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD &&
+			      !wr->reserved_next)) {
 			rv_ibv_send_wr_common(qp, max_inline, wr, out + 1, out);
 			continue;
+		}
+		if (RV_UNLIKELY(wr->reserved_next)) {
+			*terr = -EINVAL; /* send_untranslatable says why */
+			break;
 		}
 		/* UD: the address handle and QPN are checked before the provider
 		 * dereferences them. */
@@ -155,20 +165,39 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 		const rv_send_wr *wr;
 		size_t *n_posted;
 	} f;
+	struct ibv_send_wr *w = &f.w;
+	uint32_t op, fl, max;
 	int rc;
 
-	/* One common WR of one SGE with plain flags on a connected QP (most
-	 * posts): translated straight onto the stack, no chain, no loop, no
-	 * call; anything else takes the general path. */
-	if (RV_UNLIKELY(n != 1 || wrs->opcode > RV_WR_RDMA_READ || wrs->num_sge != 1 ||
-			(wrs->send_flags & ~RV_IBV_SEND_FLAGS_PASSED) || qp->qp_type == RV_QPT_UD))
+	if (RV_UNLIKELY(n != 1 || wrs->reserved_next || qp->qp_type == RV_QPT_UD))
 		return post_send_chains(qp, wrs, n, n_posted);
-	rv_ibv_send_wr_plain(qp->cap.max_inline_data, wrs, NULL, &f.w);
+	op = wrs->opcode;
+	fl = wrs->send_flags;
+	if (RV_LIKELY(!(op & ~(uint32_t)RV_WR_SEND) && (fl & ~RV_IBV_SEND_FLAGS_PASSED) == RV_SEND_INLINE)) {
+		/* A WRITE or SEND the caller marked inline, with libibverbs
+		 * flags only: the caller's WR is the libibverbs WR (rverbs/qp.h,
+		 * translate.c), nothing to build. ibv_post_send() does not write
+		 * through it; the cast only drops the const its prototype lacks. */
+		w = (struct ibv_send_wr *)(uintptr_t)wrs;
+	} else if (RV_LIKELY(op <= RV_WR_RDMA_READ && !(fl & ~RV_IBV_SEND_FLAGS_PASSED) && wrs->num_sge == 1)) {
+		/* One common WR of one SGE with plain flags. Without immediate
+		 * data and where rverbs would not choose inline (a READ, no
+		 * inline room, a payload above it) it too goes as it is;
+		 * otherwise it is built straight onto the stack, no chain, no
+		 * loop, no call. */
+		max = qp->cap.max_inline_data;
+		if (!(op & 1) && (op == RV_WR_RDMA_READ || max == 0 || wrs->sg_list[0].length > max))
+			w = (struct ibv_send_wr *)(uintptr_t)wrs;
+		else
+			rv_ibv_send_wr_plain(max, wrs, NULL, &f.w);
+	} else {
+		return post_send_chains(qp, wrs, n, n_posted);
+	}
 	f.qp = qp;
 	f.wr = wrs;
 	f.n_posted = n_posted;
 	*n_posted = 1;
-	rc = ibv_post_send(qp->drv_qp, &f.w, &f.bad);
+	rc = ibv_post_send(qp->drv_qp, w, &f.bad);
 	if (RV_UNLIKELY(rc != 0)) {
 		*f.n_posted = 0;
 		return send_failed(f.qp, f.wr, 0, rv_ibv_errno(rc));
@@ -194,6 +223,28 @@ static int recv_failed(struct rv_qp *qp, const rv_recv_wr *wr, size_t i, int rc)
 	return -err;
 }
 
+/* Up to want receive WRs translated into chain, linked; stops before the
+ * first whose reserved_next is set. Returns how many. */
+static size_t recv_chain(const rv_recv_wr *wrs, size_t want, struct ibv_recv_wr *chain)
+{
+	size_t k;
+
+	for (k = 0; k < want; k++) {
+		if (RV_UNLIKELY(wrs[k].reserved_next))
+			break;
+		rv_ibv_recv_wr_to_ibv(&wrs[k], &chain[k]);
+		if (k > 0)
+			chain[k - 1].next = &chain[k];
+	}
+	return k;
+}
+
+static int recv_reserved_set(const char *func, const rv_recv_wr *wr, size_t i)
+{
+	return rv_err(EINVAL, func, "WR %zu has reserved_next %p: it must be NULL (rverbs posts "
+		      "arrays of WRs, not chains)", i, wr->reserved_next);
+}
+
 static __attribute__((noinline)) int post_recv_chains(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
 {
 	struct ibv_qp *q = qp->drv_qp;
@@ -205,12 +256,8 @@ static __attribute__((noinline)) int post_recv_chains(struct rv_qp *qp, const rv
 		size_t k, want = n - done < RV_IBV_BATCH ? n - done : RV_IBV_BATCH;
 		int rc;
 
-		for (k = 0; k < want; k++) {
-			rv_ibv_recv_wr_to_ibv(&wrs[done + k], &chain[k]);
-			if (k > 0)
-				chain[k - 1].next = &chain[k];
-		}
-		rc = ibv_post_recv(q, chain, &bad);
+		k = recv_chain(&wrs[done], want, chain);
+		rc = k ? ibv_post_recv(q, chain, &bad) : 0;
 		if (RV_UNLIKELY(rc != 0)) {
 			size_t i = bad_index(chain, bad, sizeof(chain[0]), k);
 
@@ -218,6 +265,10 @@ static __attribute__((noinline)) int post_recv_chains(struct rv_qp *qp, const rv
 			return recv_failed(qp, &wrs[done + i], done + i, rc);
 		}
 		done += k;
+		if (RV_UNLIKELY(k < want)) {
+			*n_posted = done;
+			return recv_reserved_set("rv_qp_post_recv", &wrs[done], done);
+		}
 	}
 	*n_posted = done;
 	return 0;
@@ -227,21 +278,22 @@ int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *
 {
 	/* As in rv_ibv_post_send: the failure path's arguments in the frame. */
 	struct {
-		struct ibv_recv_wr w, *bad;
+		struct ibv_recv_wr *bad;
 		struct rv_qp *qp;
 		const rv_recv_wr *wr;
 		size_t *n_posted;
 	} f;
 	int rc;
 
-	if (RV_UNLIKELY(n != 1))
+	/* rv_recv_wr has ibv_recv_wr's layout (translate.c proves it): a
+	 * single WR goes to libibverbs as it is. */
+	if (RV_UNLIKELY(n != 1 || wrs->reserved_next))
 		return post_recv_chains(qp, wrs, n, n_posted);
-	rv_ibv_recv_wr_to_ibv(wrs, &f.w);
 	f.qp = qp;
 	f.wr = wrs;
 	f.n_posted = n_posted;
 	*n_posted = 1;
-	rc = ibv_post_recv(qp->drv_qp, &f.w, &f.bad);
+	rc = ibv_post_recv(qp->drv_qp, (struct ibv_recv_wr *)(uintptr_t)wrs, &f.bad);
 	if (RV_UNLIKELY(rc != 0)) {
 		*f.n_posted = 0;
 		return recv_failed(f.qp, f.wr, 0, rc);
@@ -269,12 +321,8 @@ int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, si
 		size_t k, want = n - done < RV_IBV_BATCH ? n - done : RV_IBV_BATCH;
 		int rc;
 
-		for (k = 0; k < want; k++) {
-			rv_ibv_recv_wr_to_ibv(&wrs[done + k], &chain[k]);
-			if (k > 0)
-				chain[k - 1].next = &chain[k];
-		}
-		rc = ibv_post_srq_recv(srq->drv_srq, chain, &bad);
+		k = recv_chain(&wrs[done], want, chain);
+		rc = k ? ibv_post_srq_recv(srq->drv_srq, chain, &bad) : 0;
 		if (RV_UNLIKELY(rc != 0)) {
 			size_t i = bad_index(chain, bad, sizeof(chain[0]), k);
 			int err = rv_ibv_errno(rc);
@@ -291,6 +339,10 @@ int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, si
 			return -err;
 		}
 		done += k;
+		if (RV_UNLIKELY(k < want)) {
+			*n_posted = done;
+			return recv_reserved_set("rv_srq_post_recv", &wrs[done], done);
+		}
 	}
 	*n_posted = done;
 	return 0;

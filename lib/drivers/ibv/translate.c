@@ -31,6 +31,28 @@ _Static_assert(offsetof(struct ibv_send_wr, opcode) == offsetof(struct ibv_send_
 	       sizeof(((struct ibv_send_wr *)0)->opcode) == 4,
 	       "ibv_send_wr: num_sge then opcode, 4 bytes each");
 
+/* rv_send_wr starts as ibv_send_wr up to wr.rdma, and rv_recv_wr is
+ * ibv_recv_wr (rverbs/qp.h promises it): the data path hands a WR that needs
+ * no translation to libibverbs as it is (rv_ibv_send_wr_as_is). */
+#define RV_SAME_AT(rv, rvf, ibv, ibvf)                                               \
+	_Static_assert(offsetof(rv, rvf) == offsetof(ibv, ibvf) &&                   \
+		       sizeof(((rv *)0)->rvf) == sizeof(((ibv *)0)->ibvf),           \
+		       #rv "." #rvf " must match " #ibv "." #ibvf)
+RV_SAME_AT(rv_send_wr, wr_id, struct ibv_send_wr, wr_id);
+RV_SAME_AT(rv_send_wr, reserved_next, struct ibv_send_wr, next);
+RV_SAME_AT(rv_send_wr, sg_list, struct ibv_send_wr, sg_list);
+RV_SAME_AT(rv_send_wr, num_sge, struct ibv_send_wr, num_sge);
+RV_SAME_AT(rv_send_wr, opcode, struct ibv_send_wr, opcode);
+RV_SAME_AT(rv_send_wr, send_flags, struct ibv_send_wr, send_flags);
+RV_SAME_AT(rv_send_wr, imm_data, struct ibv_send_wr, imm_data);
+RV_SAME_AT(rv_send_wr, remote_addr, struct ibv_send_wr, wr.rdma.remote_addr);
+RV_SAME_AT(rv_send_wr, rkey, struct ibv_send_wr, wr.rdma.rkey);
+RV_SAME_AT(rv_recv_wr, wr_id, struct ibv_recv_wr, wr_id);
+RV_SAME_AT(rv_recv_wr, reserved_next, struct ibv_recv_wr, next);
+RV_SAME_AT(rv_recv_wr, sg_list, struct ibv_recv_wr, sg_list);
+RV_SAME_AT(rv_recv_wr, num_sge, struct ibv_recv_wr, num_sge);
+_Static_assert(sizeof(rv_recv_wr) == sizeof(struct ibv_recv_wr), "rv_recv_wr size");
+
 /* rv_wc has ibv_wc's layout up to rv_wc::reserved (ibv_wc's tail padding):
  * rv_ibv_wc_from_ibv() copies that block whole. */
 #define RV_SAME_WC_FIELD(f)                                                        \
