@@ -97,6 +97,32 @@ bool soft_conn_flush(struct soft_conn *c)
 	return true;
 }
 
+/*
+ * The payload of the FPDUs we send on c, once it is up: as many whole pages as
+ * fit the MULPDU (RFC 5044 §8: with markers off, the MSS less the 2-byte MPA
+ * length and the 4-byte CRC, and at most the 16-bit ULPDU_Length, less the
+ * largest DDP header), at least one page. On loopback (MSS about 64 KiB) that
+ * is 60 KiB, a sixteenth of the per-FPDU work of 4 KiB; on an Ethernet path
+ * one page, spanning segments as before. Receivers take any FPDU up to
+ * RV_ULPDU_MAX, so nothing is negotiated.
+ */
+static void set_fpdu_payload(struct soft_conn *c)
+{
+	int mss = 0;
+	socklen_t l = sizeof(mss);
+	uint32_t ulpdu, pay;
+
+	c->fpdu_payload = SOFT_FPDU_PAYLOAD;
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 6 + RV_DDP_UNTAGGED_HDR)
+		return;
+	ulpdu = (uint32_t)mss - 6 < RV_ULPDU_MAX ? (uint32_t)mss - 6 : RV_ULPDU_MAX;
+	pay = (ulpdu - RV_DDP_UNTAGGED_HDR) / SOFT_FPDU_PAYLOAD * SOFT_FPDU_PAYLOAD;
+	if (pay > SOFT_FPDU_PAYLOAD_MAX)
+		pay = SOFT_FPDU_PAYLOAD_MAX;
+	if (pay > c->fpdu_payload)
+		c->fpdu_payload = pay;
+}
+
 static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_state state)
 {
 	struct soft_conn *c = calloc(1, sizeof(*c));
@@ -116,6 +142,7 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 	c->sc = sc;
 	c->fd = fd;
 	c->state = state;
+	c->fpdu_payload = SOFT_FPDU_PAYLOAD;
 	c->events = state == CONN_CONNECTING ? EPOLLOUT : EPOLLIN;
 	c->deadline = soft_now_ms() + sc->timeout_ms;
 	ev.events = c->events;
@@ -197,7 +224,7 @@ static void conn_closing(struct soft_conn *c)
 		shutdown(c->fd, SHUT_WR);
 		c->shut_wr = true;
 	}
-	c->rx_len = 0;
+	c->rx_off = c->rx_len = 0;
 	update_events(c);
 }
 
@@ -408,6 +435,7 @@ static void attach_passive(struct soft_qp *q, struct soft_conn *c)
 	c->qp = q;
 	q->conn = c;
 	c->state = CONN_UP;
+	set_fpdu_payload(c);
 	soft_event_post(q->sc, RV_EVENT_COMM_EST, &q->qp->obj);
 	c->active = false;
 	c->may_send = false;
@@ -786,6 +814,7 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 	soft_shm_ext_got(c, true, f.pd, f.pd_len);
 	consume(c, (size_t)n);
 	c->state = CONN_UP;
+	set_fpdu_payload(c);
 	soft_event_post(q->sc, RV_EVENT_COMM_EST, &q->qp->obj);
 	c->deadline = 0;
 	c->may_send = true;
@@ -902,12 +931,12 @@ static void on_closing(struct soft_conn *c, uint32_t events)
 		}
 	}
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-		c->rx_len = 0;
+		c->rx_off = c->rx_len = 0;
 		if (fill_rx(c) < 0) {
 			conn_kill(c);
 			return;
 		}
-		c->rx_len = 0;
+		c->rx_off = c->rx_len = 0;
 	}
 	update_events(c);
 }

@@ -720,7 +720,7 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 
 	while (q->conn == c && !c->rx_stalled) {
 		struct rv_fpdu f;
-		int n = rv_wire_fpdu_decode_crc(c->rx + off, c->rx_len - off, &f, c->crc), r;
+		int n = rv_wire_fpdu_decode_crc(c->rx + c->rx_off + off, c->rx_len - c->rx_off - off, &f, c->crc), r;
 
 		if (n == 0)
 			break;
@@ -742,8 +742,16 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 	}
 	if (off) {
 		soft_retry_progress(q); /* the peer sent FPDUs */
-		memmove(c->rx, c->rx + off, c->rx_len - off);
-		c->rx_len -= off;
+		c->rx_off += off;
+		if (c->rx_off == c->rx_len) {
+			c->rx_off = c->rx_len = 0;
+		} else if (SOFT_RXBUF - c->rx_len < RV_FPDU_MAX) {
+			/* Move the partial FPDU to the front only when a largest one
+			 * might no longer fit behind it (not after every batch). */
+			memmove(c->rx, c->rx + c->rx_off, c->rx_len - c->rx_off);
+			c->rx_len -= c->rx_off;
+			c->rx_off = 0;
+		}
 	}
 	soft_qp_check_overflow(q);
 }

@@ -54,11 +54,16 @@
 #define SOFT_RNR_NOTICE (UINT64_C(0x524e52) << 40) /* "RNR" */
 #define SOFT_RNR_NOTICE_MASK (UINT64_C(0xffffff) << 40)
 
-/* Payload bytes per FPDU (one page, matching active_mtu RV_MTU_4096). */
+/* Payload bytes per FPDU: at least one page (active_mtu RV_MTU_4096), and as
+ * many whole pages as the connection's MULPDU allows (RFC 5044 §8: the TCP
+ * MSS less the MPA length and CRC; the 16-bit ULPDU_Length caps it), so about
+ * 60 KiB on loopback, where the MSS is about 64 KiB (conn.c, fpdu_payload). */
 #define SOFT_FPDU_PAYLOAD 4096u
-/* Per-connection buffers: rx holds at least one largest FPDU. */
-#define SOFT_RXBUF (128u * 1024u)
-#define SOFT_TXBUF (64u * 1024u)
+#define SOFT_FPDU_PAYLOAD_MAX (15u * 4096u) /* + the largest DDP header ≤ RV_ULPDU_MAX */
+/* Per-connection buffers: each holds a few largest FPDUs (malloc'd with
+ * mmap: only the pages a connection touches are resident). */
+#define SOFT_RXBUF (256u * 1024u)
+#define SOFT_TXBUF (256u * 1024u)
 /* Connection setup gives up after this long (peer never reaches RTR, host
  * unreachable); the environment variable RVERBS_SOFT_TIMEOUT_MS overrides it. */
 #define SOFT_CONNECT_TIMEOUT_MS 60000
@@ -226,10 +231,11 @@ struct soft_conn {
 	bool polled;             /* a poller reads it (soft_conn_poll): no EPOLLIN interest */
 	bool shut_wr;
 	bool crc;                /* MPA CRC in use on this stream (either side required it) */
+	uint32_t fpdu_payload;   /* payload bytes per FPDU we send (SOFT_FPDU_PAYLOAD, more with a large MSS) */
 	uint8_t req_flags;       /* passive: the MPA request's flags, while PENDING */
 	int64_t deadline;        /* ms, CLOCK_MONOTONIC; 0 = none */
 	uint8_t *rx;
-	size_t rx_len;
+	size_t rx_off, rx_len;   /* unprocessed bytes: rx[rx_off, rx_len) (rx_off is 0 before CONN_UP) */
 	uint8_t *tx;
 	size_t tx_off, tx_len;
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */

@@ -221,8 +221,8 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	if (c->shm_push && !q->uc && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
 	    (w->opcode == RV_WR_RDMA_WRITE || (w->opcode == RV_WR_SEND && !(w->flags & RV_SEND_SOLICITED))))
 		return emit_write_ref(q, c, w);
-	if (chunk > SOFT_FPDU_PAYLOAD)
-		chunk = SOFT_FPDU_PAYLOAD;
+	if (chunk > c->fpdu_payload)
+		chunk = c->fpdu_payload;
 	memset(&f, 0, sizeof(f));
 	if ((w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && q->tx_off == 0 &&
 	    soft_ext_refused(q, w))
@@ -289,8 +289,8 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 		q->ird_head++;
 		return true;
 	}
-	if (chunk > SOFT_FPDU_PAYLOAD)
-		chunk = SOFT_FPDU_PAYLOAD;
+	if (chunk > c->fpdu_payload)
+		chunk = c->fpdu_payload;
 	memset(&f, 0, sizeof(f));
 	f.opcode = RV_RDMAP_READ_RESP;
 	f.tagged = true;
@@ -320,7 +320,7 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 static bool fill(struct soft_qp *q, struct soft_conn *c)
 {
 	/* Room for the largest FPDU and an Immediate Data message after it. */
-	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + SOFT_FPDU_PAYLOAD +
+	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + c->fpdu_payload +
 			    rv_wire_fpdu_len(RV_DDP_UNTAGGED_HDR + RV_RDMAP_IMM_LEN);
 	bool any = false;
 
