@@ -144,14 +144,28 @@ RV_EXPORT int rv_cq_close(rv_cq *cq)
 	return rv_err_from_driver(rc, __func__, "destroying the CQ or a QP using it");
 }
 
+/* What rv_cq_poll's one-compare checks did not let through: a handle that
+ * is not a live CQ of this process (in a fork child the CQs it made itself
+ * come here and are polled; rv_fork_child is one load of a flag set only
+ * there, lib/memory.c, and the pid compare makes no system call), bad
+ * arguments. Never inlined into the hot path. */
+static __attribute__((noinline)) int poll_checked(rv_cq *cq, rv_wc *wc, int max, const char *func)
+{
+	if (!cq || cq->obj.magic != rv_obj_magic(RV_OBJ_CQ) || cq->obj.state != RV_OBJ_LIVE ||
+	    (rv_fork_child && cq->ctx->pid != rv_fork_pid))
+		return rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, func);
+	if (!wc || max < 1)
+		return rv_err(EINVAL, func, "%s", wc ? "max must be at least 1" : "wc is NULL");
+	return cq->poll(cq, wc, max);
+}
+
+/* One test of the handle (rv_obj_live_fast: magic and state as one word,
+ * which also fails in a fork child) and of each argument, then a tail call
+ * of the driver's poll cached in the CQ. */
 RV_EXPORT int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max)
 {
-	/* rv_fork_child: one load of a flag set only in a fork child (lib/memory.c). */
-	if (RV_UNLIKELY(!cq || cq->obj.magic != rv_obj_magic(RV_OBJ_CQ) || cq->obj.state != RV_OBJ_LIVE ||
-			(rv_fork_child && cq->ctx->pid != rv_fork_pid)))
-		return rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
-	if (RV_UNLIKELY(!wc || max < 1))
-		return rv_err(EINVAL, __func__, "%s", wc ? "max must be at least 1" : "wc is NULL");
+	if (RV_UNLIKELY(!rv_obj_live_fast(cq, RV_OBJ_CQ) || !wc || max < 1))
+		return poll_checked(cq, wc, max, __func__);
 	return cq->poll(cq, wc, max);
 }
 

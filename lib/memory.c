@@ -537,6 +537,9 @@ static void fork_child_handler(void)
 {
 	rv_fork_pid = getpid();
 	rv_fork_child = 1;
+	/* No handle passes the data path's fast check any more: each takes
+	 * the complete one, which refuses the parent's (core/object.h). */
+	memset(rv_obj_live_words, 0, sizeof(rv_obj_live_words));
 	/* The child is a new process: its limit and account start afresh
 	 * (its inherited registrations are not its own). */
 	memlock_read = false;

@@ -3,8 +3,8 @@
  * (rv_qp_connect) and the data path.
  *
  * The data path (rv_qp_post_send/recv and the one-operation wrappers) takes
- * no lock and no atomic: one inline load of the handle state, then the
- * driver. Everything else is control path.
+ * no lock and no atomic: one compare of the handle's first word
+ * (rv_obj_live_fast), then the driver. Everything else is control path.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -505,47 +505,60 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 
 /* ---- data path ---- */
 
-/* rv_fork_child: one load of a flag set only in a fork child (lib/memory.c);
- * there a QP of the parent's is not live, and rv_obj_check says why. */
+/* The complete check of a QP on the data path: live, and not a parent's
+ * QP in a fork child (rv_fork_child: one load of a flag set only there,
+ * lib/memory.c; the pid compare makes no system call). */
 static inline int qp_live(const struct rv_qp *qp)
 {
 	return RV_LIKELY(qp && qp->obj.magic == rv_obj_magic(RV_OBJ_QP) && qp->obj.state == RV_OBJ_LIVE &&
 			 !(RV_UNLIKELY(rv_fork_child) && qp->ctx->pid != rv_fork_pid));
 }
 
-/* The cold half of the post entry checks: a handle that is not a live QP of
- * this process (n_posted untouched), or an empty or NULL array. */
-static int post_refused(const rv_qp *qp, const void *wrs, size_t n, size_t *n_posted, const char *func)
+/* Where a post with a NULL n_posted has the driver write its count: the
+ * drivers set *n_posted on every return, and with a pointer of its own the
+ * entry point stays a tail call (no frame for a local). Per thread, so that
+ * posts of several threads never write one location; initial-exec, so the
+ * address is two instructions without a call. */
+static _Thread_local size_t posted_sink __attribute__((tls_model("initial-exec")));
+
+/* What the post entry points' one-compare checks did not let through: a
+ * handle that is not a live QP of this process (n_posted untouched; in a
+ * fork child the QPs it made itself come here and are posted), an empty or
+ * NULL array. Off the hot path, never inlined into it. */
+static __attribute__((noinline)) int post_checked(rv_qp *qp, const void *wrs, size_t n, size_t *n_posted,
+						  bool send, const char *func)
 {
 	if (!qp_live(qp))
 		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, func);
-	if (n_posted)
-		*n_posted = 0;
-	return wrs || n == 0 ? 0 : rv_err(EINVAL, func, "wrs is NULL");
+	if (!wrs || n == 0) {
+		if (n_posted)
+			*n_posted = 0;
+		return wrs || n == 0 ? 0 : rv_err(EINVAL, func, "wrs is NULL");
+	}
+	if (!n_posted)
+		n_posted = &posted_sink;
+	return send ? qp->post_send(qp, wrs, n, n_posted) : qp->post_recv(qp, wrs, n, n_posted);
 }
 
-/* The drivers set *n_posted on every return: with the caller's pointer the
- * call is a tail call. */
+/* One test of the handle (rv_obj_live_fast: its magic and state as one
+ * word, which also fails in a fork child) and of each argument, then a tail
+ * call of the driver's entry cached in the QP. */
 RV_EXPORT int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
-	size_t posted;
-
-	if (RV_UNLIKELY(!qp_live(qp) || !wrs || n == 0))
-		return post_refused(qp, wrs, n, n_posted, __func__);
-	if (n_posted)
-		return qp->post_send(qp, wrs, n, n_posted);
-	return qp->post_send(qp, wrs, n, &posted);
+	if (RV_UNLIKELY(!rv_obj_live_fast(qp, RV_OBJ_QP) || !wrs || n == 0))
+		return post_checked(qp, wrs, n, n_posted, true, __func__);
+	if (!n_posted)
+		n_posted = &posted_sink;
+	return qp->post_send(qp, wrs, n, n_posted);
 }
 
 RV_EXPORT int rv_qp_post_recv(rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
 {
-	size_t posted;
-
-	if (RV_UNLIKELY(!qp_live(qp) || !wrs || n == 0))
-		return post_refused(qp, wrs, n, n_posted, __func__);
-	if (n_posted)
-		return qp->post_recv(qp, wrs, n, n_posted);
-	return qp->post_recv(qp, wrs, n, &posted);
+	if (RV_UNLIKELY(!rv_obj_live_fast(qp, RV_OBJ_QP) || !wrs || n == 0))
+		return post_checked(qp, wrs, n, n_posted, false, __func__);
+	if (!n_posted)
+		n_posted = &posted_sink;
+	return qp->post_recv(qp, wrs, n, n_posted);
 }
 
 static int post_one(rv_qp *qp, uint32_t opcode, const rv_sge *local, uint64_t raddr, uint32_t rkey,

@@ -988,6 +988,10 @@ static int fork_child(rv_mr *mr, rv_pool *pool, rv_qp *qp, rv_cq *cq)
 	rv_wc wc;
 	static char one;
 	rv_sge g = {.addr = (uintptr_t)&one, .length = 1, .lkey = 1};
+	rv_send_wr sw = {.sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND};
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ};
+	size_t posted = 99;
+	rv_qp *q2;
 
 	mock_reset();
 	/* Inherited handles: a clear error, and nothing reaches the driver. */
@@ -1003,6 +1007,9 @@ static int fork_child(rv_mr *mr, rv_pool *pool, rv_qp *qp, rv_cq *cq)
 	/* The data path too: nothing reaches the parent's queues. */
 	CHILD_CHECK(rv_qp_send(qp, &g, 1) == -EPERM);
 	CHILD_CHECK(strstr(rv_error_last(), "rv_qp_send: QP #"));
+	CHILD_CHECK(rv_qp_post_send(qp, &sw, 1, &posted) == -EPERM && posted == 99);
+	CHILD_CHECK(strstr(rv_error_last(), "rv_qp_post_send: QP #"));
+	CHILD_CHECK(rv_qp_post_recv(qp, &(rv_recv_wr){.sg_list = &g, .num_sge = 1}, 1, NULL) == -EPERM);
 	CHILD_CHECK(rv_cq_poll(cq, &wc, 1) == -EPERM);
 	CHILD_CHECK(mock.n_post_send == 0 && mock.n_poll == 0);
 	CHILD_CHECK(mock.n_log == 0);
@@ -1012,6 +1019,14 @@ static int fork_child(rv_mr *mr, rv_pool *pool, rv_qp *qp, rv_cq *cq)
 	CHILD_CHECK(rv_pd_new(c, NULL, &p2) == 0);
 	CHILD_CHECK(rv_cq_new(c, NULL, &c2) == 0);
 	CHILD_CHECK(rv_cq_poll(c2, &wc, 1) == 0 && mock.n_poll == 1);
+	/* Its own QP posts: in a fork child every handle takes the complete
+	 * check (rv_obj_live_words are zeroed there), which lets its own pass. */
+	qa.send_cq = c2;
+	CHILD_CHECK(rv_qp_new(p2, &qa, &q2) == 0);
+	CHILD_CHECK(rv_qp_post_send(q2, &sw, 1, NULL) == 0 && mock.n_post_send == 1);
+	CHILD_CHECK(rv_qp_post_send(q2, &sw, 1, &posted) == 0 && posted == 1);
+	CHILD_CHECK(rv_qp_post_recv(q2, &(rv_recv_wr){.sg_list = &g, .num_sge = 1}, 1, NULL) == 0);
+	rv_qp_unref(q2);
 	rv_cq_unref(c2);
 	rv_pd_unref(p2);
 	CHILD_CHECK(rv_context_close(c) == 0);

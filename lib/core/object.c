@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,26 @@ static enum rv_obj_type obj_type(const struct rv_object *obj)
 /* A cascade closed the object while its last unref was in flight in another
  * thread and took a reference on its context for that thread (pin_for_owner). */
 #define RV_OBJ_PINNED_FLAG 8u
+
+/* magic in the low half and state in the high half of a little-endian
+ * word, the other way round on a big-endian one. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define LIVE_WORD(t) ((uint64_t)RV_OBJ_LIVE << 32 | (uint32_t)(RV_OBJ_MAGIC ^ (uint32_t)(t)))
+#else
+#define LIVE_WORD(t) ((uint64_t)(uint32_t)(RV_OBJ_MAGIC ^ (uint32_t)(t)) << 32 | RV_OBJ_LIVE)
+#endif
+_Static_assert(offsetof(struct rv_object, state) == 4 && sizeof(((struct rv_object *)0)->state) == 4,
+	       "magic and state are the object's first 8 bytes");
+
+uint64_t rv_obj_live_words[RV_OBJ_TYPE_MAX] = {
+	[RV_OBJ_DEVICE] = LIVE_WORD(RV_OBJ_DEVICE),     [RV_OBJ_CONTEXT] = LIVE_WORD(RV_OBJ_CONTEXT),
+	[RV_OBJ_PD] = LIVE_WORD(RV_OBJ_PD),             [RV_OBJ_MR] = LIVE_WORD(RV_OBJ_MR),
+	[RV_OBJ_MW] = LIVE_WORD(RV_OBJ_MW),             [RV_OBJ_CQ] = LIVE_WORD(RV_OBJ_CQ),
+	[RV_OBJ_COMP_CHANNEL] = LIVE_WORD(RV_OBJ_COMP_CHANNEL), [RV_OBJ_QP] = LIVE_WORD(RV_OBJ_QP),
+	[RV_OBJ_SRQ] = LIVE_WORD(RV_OBJ_SRQ),           [RV_OBJ_AH] = LIVE_WORD(RV_OBJ_AH),
+	[RV_OBJ_LISTENER] = LIVE_WORD(RV_OBJ_LISTENER), [RV_OBJ_CONN] = LIVE_WORD(RV_OBJ_CONN),
+	[RV_OBJ_POOL] = LIVE_WORD(RV_OBJ_POOL),
+};
 
 void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls, struct rv_context *ctx)
 {

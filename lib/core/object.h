@@ -62,13 +62,15 @@ struct rv_object_class {
 };
 
 struct rv_object {
+	/* magic and state: the first 8 bytes, read as one word by the data
+	 * path's handle check (rv_obj_live_fast). */
 	uint32_t magic;
-	uint8_t state; /* enum rv_obj_state; read on the data path */
-	uint8_t n_deps;
-	uint16_t flags; /* RV_OBJ_*_FLAG, written under the graph lock */
+	uint32_t state; /* enum rv_obj_state */
 	_Atomic uint32_t refcnt;
 	uint32_t n_dependents;
 	uint32_t cap_dependents;
+	uint8_t n_deps;
+	uint16_t flags; /* RV_OBJ_*_FLAG, written under the graph lock */
 	uint64_t id;
 	const struct rv_object_class *cls;
 	/* The context whose lock guards this object's graph edges; for a device NULL
@@ -81,6 +83,28 @@ struct rv_object {
 };
 
 static inline uint32_t rv_obj_magic(enum rv_obj_type t) { return RV_OBJ_MAGIC ^ (uint32_t)t; }
+
+/* The first 8 bytes (magic, state) of a live object of each type, as one
+ * word. A fork child zeroes them (lib/memory.c), so that there no handle
+ * passes rv_obj_live_fast and each goes through the complete check, which
+ * refuses the parent's objects: the data path needs no fork test of its own. */
+extern uint64_t rv_obj_live_words[RV_OBJ_TYPE_MAX] __attribute__((visibility("hidden")));
+
+/* The data path's handle check: h is a live object of type t, in a process
+ * that has not forked from the one that made it. One load and one compare
+ * beside the NULL test. false says nothing about why: the caller then runs
+ * its complete check (rv_obj_check, rv_fork_check), which also accepts the
+ * live objects of a fork child's own. */
+static inline bool rv_obj_live_fast(const void *h, enum rv_obj_type t)
+{
+	uint64_t w;
+
+	if (!h)
+		return false;
+	/* memcpy: the word is two uint32_t fields; one 8-byte load. */
+	__builtin_memcpy(&w, h, sizeof(w));
+	return w == rv_obj_live_words[t];
+}
 
 /* Initialise with refcount 1, live, no dependencies. */
 void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls,

@@ -186,10 +186,12 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 		 * otherwise it is built straight onto the stack, no chain, no
 		 * loop, no call. */
 		max = qp->cap.max_inline_data;
-		if (!(op & 1) && (op == RV_WR_RDMA_READ || max == 0 || wrs->sg_list[0].length > max))
-			w = (struct ibv_send_wr *)(uintptr_t)wrs;
+		if (max && op != RV_WR_RDMA_READ && wrs->sg_list[0].length <= max)
+			rv_ibv_send_wr_fill(wrs, fl | IBV_SEND_INLINE, NULL, &f.w);
+		else if (op & 1)
+			rv_ibv_send_wr_fill(wrs, fl, NULL, &f.w);
 		else
-			rv_ibv_send_wr_plain(max, wrs, NULL, &f.w);
+			w = (struct ibv_send_wr *)(uintptr_t)wrs;
 	} else {
 		return post_send_chains(qp, wrs, n, n_posted);
 	}
@@ -350,14 +352,32 @@ int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, si
 
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
+	/* What is needed after the call lives in this frame, and its address
+	 * escapes (the empty asm): the compiler stores the two pointers and
+	 * reloads them when there is work after the call, instead of saving and
+	 * restoring two callee-saved registers on every poll, empty ones too. */
+	struct {
+		struct rv_cq *cq;
+		rv_wc *wc;
+	} f = {cq, wc};
+	rv_wc *end;
+	int got;
+
+	__asm__ __volatile__("" : : "r"(&f) : "memory");
 	/* rv_wc has ibv_wc's layout and size (translate.c proves it): the
 	 * provider writes the caller's array directly, and each completion is
 	 * fixed up in place (imm_data byte order, reserved). */
-	int got = ibv_poll_cq(cq->drv_cq, max, (struct ibv_wc *)(void *)wc);
-
-	if (RV_LIKELY(got <= 0))
-		return RV_LIKELY(got == 0) ? 0 : poll_failed(cq, got);
-	for (int i = got; i > 0; i--, wc++)
+	got = ibv_poll_cq(cq->drv_cq, max, (struct ibv_wc *)(void *)wc);
+	if (RV_LIKELY(got == 0))
+		return 0;
+	if (RV_UNLIKELY(got < 0))
+		return poll_failed(f.cq, got);
+	wc = f.wc;
+	if (RV_LIKELY(got == 1)) { /* a busy poller's usual catch: no loop */
+		rv_ibv_wc_fix(wc);
+		return 1;
+	}
+	for (end = wc + got; wc != end; wc++)
 		rv_ibv_wc_fix(wc);
 	return got;
 }

@@ -87,6 +87,9 @@ unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in);
  * immediate, byte-swapped, and the remote address and key): providers read
  * the unions by opcode and QP type only, so zeroing them would be wasted stores.
  */
+static inline void rv_ibv_send_wr_fill(const rv_send_wr *in, uint32_t f, struct ibv_send_wr *next,
+				       struct ibv_send_wr *out);
+
 static inline void rv_ibv_send_wr_plain(uint32_t max_inline, const rv_send_wr *in,
 					struct ibv_send_wr *next, struct ibv_send_wr *out)
 {
@@ -94,6 +97,13 @@ static inline void rv_ibv_send_wr_plain(uint32_t max_inline, const rv_send_wr *i
 
 	if (max_inline && in->opcode != RV_WR_RDMA_READ && rv_send_wr_length(in) <= max_inline)
 		f |= IBV_SEND_INLINE;
+	rv_ibv_send_wr_fill(in, f, next, out);
+}
+
+/* rv_ibv_send_wr_plain with the libibverbs send flags f already decided. */
+static inline void rv_ibv_send_wr_fill(const rv_send_wr *in, uint32_t f, struct ibv_send_wr *next,
+				       struct ibv_send_wr *out)
+{
 	out->wr_id = in->wr_id;
 	out->next = next;
 	/* ibv_post_send() does not write through sg_list; the cast only drops
@@ -158,10 +168,15 @@ static inline void rv_ibv_recv_wr_to_ibv(const rv_recv_wr *in, struct ibv_recv_w
  * tail padding) 0. */
 static inline void rv_ibv_wc_fix(rv_wc *wc)
 {
-	if (wc->wc_flags & IBV_WC_WITH_IMM)
-		wc->imm_data = be32toh(wc->imm_data);
-	else if (!(wc->wc_flags & IBV_WC_WITH_INV))
+	uint32_t fl = wc->wc_flags;
+
+	/* The usual completion has neither flag: one test, one store. */
+	if (RV_UNLIKELY(fl & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))) {
+		if (fl & IBV_WC_WITH_IMM)
+			wc->imm_data = be32toh(wc->imm_data);
+	} else {
 		wc->imm_data = 0;
+	}
 	wc->reserved = 0;
 }
 
