@@ -153,6 +153,25 @@ static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv
 	return 0;
 }
 
+/* opcode and send_flags as one 8-byte word (adjacent 32-bit fields,
+ * translate.c): the opcode in the low half on a little-endian machine. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define OP_FLAGS(op, fl) ((uint64_t)(fl) << 32 | (uint32_t)(op))
+#else
+#define OP_FLAGS(op, fl) ((uint64_t)(op) << 32 | (uint32_t)(fl))
+#endif
+
+/* A WRITE or SEND the caller marked inline, with libibverbs flags only
+ * (RV_SEND_INLINE set, nothing outside RV_IBV_SEND_FLAGS_PASSED besides):
+ * one load, one mask, one compare. */
+static inline bool as_is_inline(const rv_send_wr *wr)
+{
+	uint64_t w;
+
+	memcpy(&w, &wr->opcode, sizeof(w));
+	return (w & OP_FLAGS(~(uint32_t)RV_WR_SEND, ~RV_IBV_SEND_FLAGS_PASSED)) == OP_FLAGS(0, RV_SEND_INLINE);
+}
+
 int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
 	/* What the failure path needs lives in this frame beside the WR, whose
@@ -171,15 +190,14 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 
 	if (RV_UNLIKELY(n != 1 || wrs->reserved_next || qp->qp_type == RV_QPT_UD))
 		return post_send_chains(qp, wrs, n, n_posted);
-	op = wrs->opcode;
-	fl = wrs->send_flags;
-	if (RV_LIKELY(!(op & ~(uint32_t)RV_WR_SEND) && (fl & ~RV_IBV_SEND_FLAGS_PASSED) == RV_SEND_INLINE)) {
+	if (RV_LIKELY(as_is_inline(wrs))) {
 		/* A WRITE or SEND the caller marked inline, with libibverbs
 		 * flags only: the caller's WR is the libibverbs WR (rverbs/qp.h,
 		 * translate.c), nothing to build. ibv_post_send() does not write
 		 * through it; the cast only drops the const its prototype lacks. */
 		w = (struct ibv_send_wr *)(uintptr_t)wrs;
-	} else if (RV_LIKELY(op <= RV_WR_RDMA_READ && !(fl & ~RV_IBV_SEND_FLAGS_PASSED) && wrs->num_sge == 1)) {
+	} else if (RV_LIKELY((op = wrs->opcode) <= RV_WR_RDMA_READ &&
+			     !((fl = wrs->send_flags) & ~RV_IBV_SEND_FLAGS_PASSED) && wrs->num_sge == 1)) {
 		/* One common WR of one SGE with plain flags. Without immediate
 		 * data and where rverbs would not choose inline (a READ, no
 		 * inline room, a payload above it) it too goes as it is;

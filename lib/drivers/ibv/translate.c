@@ -44,6 +44,8 @@ RV_SAME_AT(rv_send_wr, sg_list, struct ibv_send_wr, sg_list);
 RV_SAME_AT(rv_send_wr, num_sge, struct ibv_send_wr, num_sge);
 RV_SAME_AT(rv_send_wr, opcode, struct ibv_send_wr, opcode);
 RV_SAME_AT(rv_send_wr, send_flags, struct ibv_send_wr, send_flags);
+_Static_assert(offsetof(rv_send_wr, send_flags) == offsetof(rv_send_wr, opcode) + 4,
+	       "rv_send_wr: opcode then send_flags (read as one word by datapath.c)");
 RV_SAME_AT(rv_send_wr, imm_data, struct ibv_send_wr, imm_data);
 RV_SAME_AT(rv_send_wr, remote_addr, struct ibv_send_wr, wr.rdma.remote_addr);
 RV_SAME_AT(rv_send_wr, rkey, struct ibv_send_wr, wr.rdma.rkey);
