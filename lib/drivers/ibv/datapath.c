@@ -370,10 +370,11 @@ int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, si
 
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
-	/* What is needed after the call lives in this frame, and its address
-	 * escapes (the empty asm): the compiler stores the two pointers and
-	 * reloads them when there is work after the call, instead of saving and
-	 * restoring two callee-saved registers on every poll, empty ones too. */
+	/* What is needed after the call lives in this frame: the empty asm
+	 * says it reads and rewrites f in memory, so the compiler stores the two
+	 * pointers and reloads them when there is work after the call, instead
+	 * of saving and restoring two callee-saved registers on every poll,
+	 * empty ones too. */
 	struct {
 		struct rv_cq *cq;
 		rv_wc *wc;
@@ -381,7 +382,7 @@ int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 	rv_wc *end;
 	int got;
 
-	__asm__ __volatile__("" : : "r"(&f) : "memory");
+	__asm__ __volatile__("" : "+m"(f));
 	/* rv_wc has ibv_wc's layout and size (translate.c proves it): the
 	 * provider writes the caller's array directly, and each completion is
 	 * fixed up in place (imm_data byte order, reserved). */
