@@ -281,13 +281,19 @@ void soft_fault_timers(struct soft_ctx *sc, int64_t now)
 {
 	for (struct soft_conn *c = sc->conns; c; c = c->next) {
 		struct soft_qp *q = c->qp;
+		int64_t hold = c->fault_hold; /* a look without the QP's lock (atomic) */
 
-		if (!c->fault_hold || now < c->fault_hold)
+		if (!hold || now < hold)
 			continue;
 		if (q) {
 			pthread_mutex_lock(&q->lock);
-			c->fault_hold = 0;
-			soft_tx_push(q);
+			/* Again under the lock: a frame sent meanwhile may have
+			 * extended the hold, which must not be lifted early. */
+			hold = c->fault_hold;
+			if (hold && now >= hold) {
+				c->fault_hold = 0;
+				soft_tx_push(q);
+			}
 			pthread_mutex_unlock(&q->lock);
 		} else {
 			c->fault_hold = 0;

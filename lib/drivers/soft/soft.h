@@ -239,8 +239,10 @@ struct soft_conn {
 	uint8_t *tx;
 	size_t tx_off, tx_len;
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
-	bool fault_stopped;      /* fault.c: a frame was dropped or the stream reset; send no more */
-	int64_t fault_hold;      /* fault.c: send nothing before this time (ms); 0 = no hold */
+	/* fault.c: set under the QP's lock by the sending thread, read by the
+	 * progress thread's timers without it: atomic. */
+	_Atomic bool fault_stopped;  /* a frame was dropped or the stream reset; send no more */
+	_Atomic int64_t fault_hold;  /* send nothing before this time (ms); 0 = no hold */
 	/* Same-host path (shm.c): negotiated in the MPA private data, proven by
 	 * each side reading a nonce out of the other's memory. */
 	bool shm_peer;           /* the peer offered it (and we allow it) */
