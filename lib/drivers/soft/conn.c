@@ -61,6 +61,8 @@ static void update_events(struct soft_conn *c)
 	}
 	if (soft_fault_held(c))
 		want &= ~(uint32_t)EPOLLOUT; /* fault.c: nothing may be sent now */
+	if (c->ring_tx_on && c->ring_tcp_end <= c->tx_off)
+		want &= ~(uint32_t)EPOLLOUT; /* shmring.c: the ring's consumer index, not the socket, frees room */
 	if (want == c->events)
 		return;
 	ev.events = want;
@@ -78,6 +80,8 @@ bool soft_conn_flush(struct soft_conn *c)
 {
 	if (soft_fault_held(c))
 		return true; /* fault.c: held (delay) or stopped (drop, reset) */
+	if (c->ring_tx_on)
+		return soft_shmring_flush(c);
 	while (c->tx_len > c->tx_off) {
 		ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
@@ -169,6 +173,7 @@ static void close_socket(int fd)
 
 void soft_conn_free(struct soft_conn *c)
 {
+	soft_shmring_free(c);
 	if (c->fd >= 0)
 		close_socket(c->fd);
 	free(c->rx);
@@ -199,6 +204,8 @@ static void conn_kill(struct soft_conn *c)
 			break;
 		}
 	}
+	if (c->ring)
+		soft_shmring_drop(c); /* out of the pollers' view before it can be freed */
 	epoll_ctl(sc->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close_socket(c->fd);
 	c->fd = -1;
@@ -241,6 +248,7 @@ void soft_conn_detach(struct soft_qp *q, bool graceful)
 		/* The socket was too full for tx.c to frame the TERMINATE: it goes last. */
 		memmove(c->tx, c->tx + c->tx_off, c->tx_len - c->tx_off);
 		c->tx_len -= c->tx_off;
+		c->ring_tcp_end = c->ring_tcp_end > c->tx_off ? c->ring_tcp_end - c->tx_off : 0;
 		c->tx_off = 0;
 		if (SOFT_TXBUF - c->tx_len >= q->term_len) {
 			memcpy(c->tx + c->tx_len, q->term, q->term_len);
@@ -839,6 +847,12 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 		qp_conn_failed(q, "the peer reset the connection");
 		return;
 	}
+	if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && c->ring_rx_on && !c->rx_stalled) {
+		/* The ring first: what the peer wrote there came before its EOF. */
+		soft_shmring_rx(q, c);
+		if (q->conn != c)
+			return;
+	}
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		/* Bounded rounds so one busy stream cannot starve the others. */
 		for (int round = 0; round < 8 && q->conn == c && !c->rx_stalled; round++) {
@@ -864,7 +878,9 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 
 	pthread_mutex_lock(&q->lock);
 	c = q->conn;
-	if (!c || c->state != CONN_UP || c->rx_stalled) {
+	/* A stream whose peer switched to its ring (shmring.c) carries nothing
+	 * but its end: soft_shmring_poller serves it, without a recv. */
+	if (!c || c->state != CONN_UP || c->rx_stalled || c->ring_rx_on) {
 		pthread_mutex_unlock(&q->lock);
 		return;
 	}

@@ -170,6 +170,7 @@ static void *progress(void *arg)
 		int64_t spin_end = atomic_load_explicit(&sc->active_at, memory_order_relaxed) + sc->spin_us;
 		bool spinning = sc->spin_us > 0 && now_us < spin_end;
 		int timeout = spinning ? 0 : next_timer > now ? (int)(next_timer - now) : 0;
+		bool rings = atomic_load_explicit(&sc->rings_live, memory_order_relaxed) != 0;
 		int n;
 
 		/* Streams a poller reads are not in epoll's EPOLLIN interest: look
@@ -177,9 +178,11 @@ static void *progress(void *arg)
 		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed) &&
 		    timeout > SOFT_POLL_HANDBACK_US / 1000)
 			timeout = SOFT_POLL_HANDBACK_US / 1000;
+		if (rings && timeout > 0)
+			timeout = soft_shmring_sleep(sc, timeout); /* shmring.c: doorbells while we sleep */
 		n = epoll_wait(sc->epfd, ev, 64, timeout);
 
-		if (n <= 0 && spinning && now < next_timer)
+		if (n <= 0 && spinning && now < next_timer && !rings)
 			continue; /* spin without the lock: nothing to do */
 		pthread_mutex_lock(&sc->lock);
 		if (sc->stop) {
@@ -194,6 +197,8 @@ static void *progress(void *arg)
 		}
 		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed))
 			soft_conn_handback(sc, soft_now_us(), atomic_exchange(&sc->handback, false));
+		if (sc->n_rings)
+			soft_shmring_poll(sc, true); /* a doorbell, a timeout, or a poller stopped */
 		now = soft_now_ms();
 		if (now >= next_timer) {
 			soft_conn_timers(sc, now);
@@ -306,6 +311,7 @@ static void ctx_free(struct soft_ctx *sc)
 	soft_mr_table_fini(sc);
 	pthread_mutex_destroy(&sc->lock);
 	free(sc->qps);
+	free(sc->rings);
 	free(sc);
 }
 
@@ -374,6 +380,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 			       sysconf(_SC_NPROCESSORS_ONLN) >= SOFT_SPIN_MIN_CPUS ? SOFT_SPIN_US : 0, 0, 1000000);
 	sc->poll_progress = env_long("RVERBS_SOFT_POLL_PROGRESS", 1, 0, 1) != 0;
 	sc->shm_enabled = env_long("RVERBS_SOFT_SHM", 1, 0, 1) != 0;
+	sc->shm_ring = env_long("RVERBS_SOFT_SHM_RING", 1, 0, 1) != 0;
 	if (getenv("RVERBS_SOFT_TIMEOUT_MS")) {
 		long v = strtol(getenv("RVERBS_SOFT_TIMEOUT_MS"), NULL, 10);
 		if (v > 0 && v <= 3600000)

@@ -226,6 +226,8 @@ int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
 		atomic_store(&c->sc->handback, true);
 		soft_kick(c->sc);
 	}
+	if (atomic_load_explicit(&c->sc->rings_live, memory_order_relaxed))
+		soft_shmring_wake(c->sc); /* the caller is about to block: doorbells from now on */
 	return 0;
 }
 
@@ -347,6 +349,12 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 	struct soft_cq *c = cq->drv_cq;
 	uint32_t n = 0;
 
+	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
+	    atomic_load_explicit(&c->sc->rings_live, memory_order_relaxed))
+		/* Shared-memory rings (shmring.c) first, on every empty poll: memory
+		 * loads, no system call; an armed CQ polls once before blocking and
+		 * is no busy poller. */
+		soft_shmring_poller(c->sc, atomic_load_explicit(&c->armed, memory_order_relaxed) == ARM_NONE);
 	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
 	    ++empty_polls >= SOFT_POLL_PROGRESS_AFTER)
 		poll_progress(c); /* busy polling: receive in this thread */

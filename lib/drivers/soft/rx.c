@@ -650,7 +650,7 @@ static int rx_terminate(struct soft_qp *q, const struct rv_fpdu *f)
 	return -1;
 }
 
-static int rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
+int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	switch (f->opcode) {
 	case RV_RDMAP_WRITE:
@@ -690,7 +690,7 @@ static int rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 }
 
 /* A frame that does not decode: say why at the layer that found it. */
-static void bad_frame(struct soft_qp *q, int err)
+void soft_rx_bad_frame(struct soft_qp *q, int err)
 {
 	switch (err) {
 	case -EILSEQ:
@@ -728,10 +728,16 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 		 * send, if only a TERMINATE for a bad one. */
 		c->may_send = true;
 		if (n < 0) {
-			bad_frame(q, n);
+			soft_rx_bad_frame(q, n);
 			return;
 		}
-		r = rx_fpdu(q, &f);
+		if (RV_UNLIKELY(c->ring_rx_on)) {
+			/* After the switch to the ring (shmring.c) nothing comes over TCP. */
+			responder_error(q, &f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+					RV_WC_WR_FLUSH_ERR);
+			return;
+		}
+		r = soft_rx_fpdu(q, &f);
 		if (r > 0) {
 			c->rx_stalled = true;
 			break;
@@ -753,5 +759,7 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 			c->rx_off = 0;
 		}
 	}
+	if (c->ring && q->conn == c && !c->rx_stalled)
+		soft_shmring_rx(q, c); /* after the switch, which came over TCP */
 	soft_qp_check_overflow(q);
 }

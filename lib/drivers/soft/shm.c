@@ -140,6 +140,8 @@ bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, 
 {
 	uint64_t addr;
 
+	if (c->shm_peer && len == SOFT_SHM_CTL_LEN && p[0] >= 3)
+		return soft_shmring_ctl_got(q, c, p); /* the rings (shmring.c) */
 	if (!c->shm_peer || len != SOFT_SHM_CTL_LEN || p[0] != (c->active ? 2 : 1))
 		return false;
 	memcpy(&addr, p + 4, 8);
@@ -151,5 +153,6 @@ bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, 
 	rv_log(RV_LOG_INFO, "soft0: QP 0x%x: same-host path to QP 0x%x: WRITEs and SENDs of %u bytes or more from us %s, "
 	       "to us %s", q->qpn, q->peer_qpn, SOFT_SHM_MIN, c->shm_push ? "by reference" : "over TCP",
 	       c->shm_pull ? "by reference" : "over TCP");
+	soft_shmring_start(q, c); /* both directions hold: rings for every frame */
 	return true;
 }

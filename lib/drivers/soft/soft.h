@@ -199,6 +199,12 @@ struct soft_ctx {
 	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */
 	_Atomic bool handback;     /* a CQ was armed: give every polled stream back to epoll now */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
+	bool shm_ring;             /* RVERBS_SOFT_SHM_RING: shared-memory rings on it (shmring.c) */
+	struct soft_conn **rings;  /* connections with a ring (sc->lock) */
+	uint32_t n_rings, cap_rings;
+	_Atomic uint32_t rings_live;   /* n_rings, readable without the lock */
+	_Atomic int64_t ring_poll_at;  /* µs: a poller last looked at the rings */
+	bool ring_sleeping;            /* "sleeping" is set in every ring (progress thread asleep) */
 	bool auth;                 /* auth.c: connections must prove the shared secret */
 	uint8_t auth_key[64];      /* the secret (hashed when longer than 64 bytes, as HMAC does) */
 	size_t auth_key_len;
@@ -257,6 +263,11 @@ struct soft_conn {
 		uint8_t peer[18];        /* its end, as the kernel tells us */
 	} shm_echo;
 	uint64_t shm_peer_addr;  /* initiator: where the responder keeps our nonce */
+	/* Shared-memory rings (shmring.c), once both directions of the path hold. */
+	struct soft_shmring *ring;
+	_Atomic bool ring_tx_on; /* our frames go into our ring (after ring_tcp_end bytes of tx) */
+	_Atomic bool ring_rx_on; /* the peer's frames come from its ring (its switch arrived) */
+	size_t ring_tcp_end;     /* bytes of tx up to the switch message: still for TCP */
 	/* Authentication (auth.c). */
 	uint8_t auth_ni[16];     /* the initiator's nonce */
 	uint8_t auth_nr[16];     /* the responder's nonce */
@@ -620,6 +631,47 @@ void soft_shm_ctl_put(struct soft_conn *c, uint8_t *buf);
 /* The peer's SOFT_OP_SHM_CTL; false if it is malformed or unexpected. */
 bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
 
+/* ---- shmring.c: shared-memory rings on the same-host path ---- */
+struct soft_shmring;
+/* Counters of a QP's ring (soft_shmring_stats, tests). */
+enum soft_ring_stat {
+	SOFT_RING_TX_FRAMES, /* frames put into our ring */
+	SOFT_RING_RX_FRAMES, /* frames consumed from the peer's ring */
+	SOFT_RING_DOORBELLS, /* eventfd writes to wake the peer */
+	SOFT_RING_BAD,       /* corrupt rings or frames found (each fails the QP) */
+	SOFT_RING_STATE,     /* bit 0: we send through the ring, bit 1: we receive from it */
+	SOFT_RING_NSTATS
+};
+/* Both directions of c's same-host path hold: prepare and offer our ring. */
+void soft_shmring_start(struct soft_qp *q, struct soft_conn *c);
+/* A ring control message (SOFT_OP_SHM_CTL kinds 3-5); false: unexpected. */
+bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p);
+/* tx.c: frame the ring control message due, if any (q->lock held). */
+bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c);
+/* conn.c: soft_conn_flush once our direction uses the ring. */
+bool soft_shmring_flush(struct soft_conn *c);
+/* Consume the peer's ring (sc->lock and q->lock held, as rx.c). */
+void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c);
+/* Every ring of the context: consume, confirm, transmit (sc->lock held);
+ * awake: the progress thread, back from epoll_wait (clears "sleeping"). */
+void soft_shmring_poll(struct soft_ctx *sc, bool awake);
+/* rv_cq_poll found its CQ empty: poll the rings if no one else is at it;
+ * busy: the caller keeps polling (its CQ is not armed for blocking). */
+void soft_shmring_poller(struct soft_ctx *sc, bool busy);
+/* The application is about to block (a CQ armed): stop counting it as a
+ * poller, so that the progress thread sleeps with "sleeping" set. */
+void soft_shmring_wake(struct soft_ctx *sc);
+/* The progress thread is about to sleep timeout ms: the timeout to use. */
+int soft_shmring_sleep(struct soft_ctx *sc, int timeout);
+/* c leaves the context's ring list (conn_kill, sc->lock held). */
+void soft_shmring_drop(struct soft_conn *c);
+/* Unmap and close (soft_conn_free). */
+void soft_shmring_free(struct soft_conn *c);
+int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS]);
+/* Tests: the mapping of the ring qp sends into (header page, then data) and
+ * the producer index; NULL when it has none. */
+void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod);
+
 /* ---- tx.c ---- */
 /* Frame and send as much as the socket takes (q->lock held). */
 void soft_tx_push(struct soft_qp *q);
@@ -704,6 +756,10 @@ void soft_retry_rnr_notice(struct soft_qp *q, uint32_t msn);
 /* ---- rx.c ---- */
 /* Process the FPDUs in c->rx (progress thread, sc->lock and q->lock held). */
 void soft_rx_process(struct soft_qp *q, struct soft_conn *c);
+/* One decoded FPDU (shmring.c): 0 placed, 1 stall (no receive WR), -1 the QP failed. */
+int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f);
+/* A frame that does not decode (err from rv_wire_fpdu_decode): TERMINATE, ERR. */
+void soft_rx_bad_frame(struct soft_qp *q, int err);
 
 /* ---- srq.c ---- */
 int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);

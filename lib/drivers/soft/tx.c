@@ -360,10 +360,15 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 			any = true;
 			continue;
 		}
+		if (c->ring && soft_shmring_tx_ctl(q, c)) {
+			any = true;
+			continue;
+		}
 		if (st != RV_QPS_RTS)
 			break;
 		if (q->sq_tx == q->sq_tail) {
-			if (!q->uc && q->sq_tx != q->sq_covered && ord_room(q) && confirm_now(q)) {
+			/* On a ring the consumer's index confirms (shmring.c). */
+			if (!q->uc && !c->ring_tx_on && q->sq_tx != q->sq_covered && ord_room(q) && confirm_now(q)) {
 				emit_confirm(q, c);
 				any = true;
 			}
@@ -371,7 +376,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 		}
 		w = &q->sq[q->sq_tx % q->sq_size];
 		if (q->tx_off == 0) {
-			if (!q->uc && q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && ord_room(q)) {
+			if (!q->uc && !c->ring_tx_on && q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && ord_room(q)) {
 				emit_confirm(q, c);
 				any = true;
 				continue;

@@ -1,0 +1,743 @@
+/*
+ * Shared-memory rings on the same-host path (issue 8): once both directions
+ * of shm.c's agreement hold (each side proved it may read the other's
+ * memory), each side offers a ring it produces into, in a sealed memfd the
+ * peer maps (it takes the descriptor with pidfd_getfd(2), which needs the
+ * same ptrace permission process_vm_readv needed). From then on the frames of
+ * that direction are the FPDUs tx.c framed, copied from c->tx into the ring
+ * instead of send(): no system call when the consumer polls.
+ *
+ * Per direction, over TCP, in order (SOFT_OP_SHM_CTL kinds, 12 bytes):
+ *   3 OFFER  producer -> consumer: our memfd and eventfd descriptor numbers
+ *   4 ANSWER consumer -> producer: mapped or not, and its eventfd number
+ *   5 SWITCH producer -> consumer: the last frame of this direction on TCP;
+ *            every later frame is in the ring (so nothing overtakes), starting
+ *            with a zero-length WRITE that confirms the WRs sent over TCP.
+ * Anything refused (no pidfd_getfd, a seal or size that is wrong, an
+ * eventfd that is not one, RVERBS_SOFT_SHM_RING=0) leaves that direction on
+ * TCP. TCP stays up: its EOF/RST is still how a dead peer shows.
+ *
+ * Completion: the consumer advances its index only after a frame was
+ * processed (placed, checked), so once it moved past the last frame of a WR
+ * that WR is confirmed (marks: producer index -> send-queue index); no
+ * zero-length READ is asked. A frame it refuses stays unconsumed and its
+ * TERMINATE names it, as over TCP.
+ *
+ * Waiting: the consumer is whoever polls first: rv_cq_poll (soft_shmring_poller,
+ * memory loads and a trylock) or the progress thread. A progress thread about
+ * to sleep while no poller ran for RING_IDLE_US sets "sleeping" in both
+ * rings of every connection (consumer and producer side); the peer writes its
+ * eventfd (the doorbell) only then, after producing or consuming.
+ *
+ * Hostile peer: the ring is network input. The producer index, each record
+ * length and the wrap marker are loaded once and bounded; a frame is copied
+ * out of shared memory before it is decoded (no double fetch), then goes
+ * through rx.c's checks like any FPDU. The producer never reads the data
+ * area and checks the consumer index against its own counters. The memfd
+ * must carry F_SEAL_SHRINK so the peer cannot truncate it under our mapping.
+ * A bad ring: TERMINATE and the QP to ERR (consumer), or the QP to ERR with
+ * RV_WC_BAD_RESP_ERR (producer).
+ *
+ * Locks: as rx.c/tx.c (sc->lock and q->lock for receive, q->lock for
+ * transmit); sc->rings (the connections with a ring) under sc->lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+#define RING_HDR 4096u
+#define RING_DATA (64u * 1024u) /* bytes of records per direction */
+#define RING_BYTES (RING_HDR + RING_DATA)
+#define RING_WRAP 0xffffffffu   /* record length: the rest up to the end is skipped */
+#define RING_FRAME_MAX (SOFT_FPDU_PAYLOAD + 256u)
+#define RING_MARKS 64u
+#define RING_BUDGET 64u         /* frames per connection per pass */
+#define RING_IDLE_US 1000       /* no poller for this long: the progress thread may sleep */
+
+enum { CTL_OFFER = 3, CTL_ANSWER = 4, CTL_SWITCH = 5 };
+
+/* The shared header: each field written by one side only. */
+struct ring_hdr {
+	_Atomic uint32_t prod;          /* producer: bytes published (free-running) */
+	uint8_t pad0[60];
+	_Atomic uint32_t cons;          /* consumer: bytes processed */
+	uint8_t pad1[60];
+	_Atomic uint32_t cons_sleeping; /* consumer: write my eventfd after producing */
+	uint8_t pad2[60];
+	_Atomic uint32_t prod_sleeping; /* producer: write my eventfd after consuming */
+	uint8_t pad3[60];
+};
+
+struct ring_mark {
+	uint32_t prod; /* once the consumer index reaches this ... */
+	uint32_t sq;   /* ... every send WR before this index was processed */
+};
+
+struct soft_shmring {
+	/* The ring we produce into (our memfd). */
+	uint8_t *tx_map;
+	struct ring_hdr *tx;
+	int tx_fd;
+	uint32_t tx_prod;          /* ours */
+	_Atomic uint32_t tx_cons;  /* the last consumer index seen (checked) */
+	struct ring_mark marks[RING_MARKS];
+	uint32_t mark_head, mark_tail;
+	/* The peer's ring, which we consume. */
+	uint8_t *rx_map;
+	struct ring_hdr *rx;
+	_Atomic uint32_t rx_cons;
+	int peer_evfd; /* the peer context's eventfd: the doorbell */
+	bool enabled; /* rings allowed on this connection (answer offers with yes) */
+	bool offer_due, offered, answer_due, answer_ok, switch_due;
+	_Atomic bool broken;
+	uint64_t stat[SOFT_RING_NSTATS];
+};
+
+static int dup_from_peer(uint32_t pid, uint32_t num)
+{
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+	int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0), fd;
+
+	if (pfd < 0)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_getfd, pfd, (int)num, 0);
+	close(pfd);
+	return fd;
+#else
+	(void)pid;
+	(void)num;
+	return -1;
+#endif
+}
+
+/* fd is an eventfd (the kernel names its anonymous inode so). */
+static bool is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+static void doorbell(struct soft_shmring *r)
+{
+	uint64_t one = 1;
+
+	if (r->peer_evfd < 0)
+		return;
+	r->stat[SOFT_RING_DOORBELLS]++;
+	if (write(r->peer_evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, the peer is woken anyway. */
+	}
+}
+
+static void list_add(struct soft_ctx *sc, struct soft_conn *c)
+{
+	if (sc->n_rings == sc->cap_rings) {
+		uint32_t n = sc->cap_rings ? sc->cap_rings * 2 : 8;
+		struct soft_conn **a = realloc(sc->rings, n * sizeof(*a));
+		if (!a)
+			return;
+		sc->rings = a;
+		sc->cap_rings = n;
+	}
+	sc->rings[sc->n_rings++] = c;
+	atomic_store(&sc->rings_live, sc->n_rings);
+}
+
+void soft_shmring_drop(struct soft_conn *c)
+{
+	struct soft_ctx *sc = c->sc;
+
+	for (uint32_t i = 0; i < sc->n_rings; i++) {
+		if (sc->rings[i] == c) {
+			sc->rings[i] = sc->rings[--sc->n_rings];
+			break;
+		}
+	}
+	atomic_store(&sc->rings_live, sc->n_rings);
+}
+
+void soft_shmring_free(struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+
+	if (!r)
+		return;
+	if (r->tx_map)
+		munmap(r->tx_map, RING_BYTES);
+	if (r->rx_map)
+		munmap(r->rx_map, RING_BYTES);
+	if (r->tx_fd >= 0)
+		close(r->tx_fd);
+	if (r->peer_evfd >= 0)
+		close(r->peer_evfd);
+	free(r);
+	c->ring = NULL;
+	c->ring_tx_on = c->ring_rx_on = false;
+}
+
+/* The peer runs in our network namespace. Across namespaces the rings would
+ * carry traffic past a link the administrator can take down (and that
+ * tests/test-soft-faults.c takes down): such peers stay on TCP. */
+static bool same_netns(uint32_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%u/ns/net", pid);
+	return stat(path, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
+void soft_shmring_start(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_shmring *r;
+
+	(void)q;
+	if (c->ring || !c->shm_pull || !c->shm_push)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	r->tx_fd = r->peer_evfd = -1;
+	c->ring = r;
+	list_add(c->sc, c);
+	r->enabled = c->sc->shm_ring && same_netns(c->shm_pid);
+	if (!r->enabled)
+		return; /* offers are answered "no" */
+	r->tx_fd = memfd_create("rverbs-soft-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->tx_fd < 0)
+		return;
+	if (ftruncate(r->tx_fd, RING_BYTES) < 0 ||
+	    fcntl(r->tx_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	r->tx_map = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, r->tx_fd, 0);
+	if (r->tx_map == MAP_FAILED) {
+		r->tx_map = NULL;
+		goto fail;
+	}
+	r->tx = (struct ring_hdr *)r->tx_map;
+	r->offer_due = true;
+	return;
+fail:
+	close(r->tx_fd);
+	r->tx_fd = -1;
+}
+
+/* The peer's ring: its memfd, sealed against shrinking, of our size. */
+static bool map_peer_ring(struct soft_conn *c, uint32_t num)
+{
+	struct soft_shmring *r = c->ring;
+	int fd = dup_from_peer(c->shm_pid, num), seals;
+	struct stat st;
+	void *m;
+
+	if (fd < 0)
+		return false;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 || st.st_size != (off_t)RING_BYTES) {
+		close(fd);
+		return false;
+	}
+	m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	r->rx_map = m;
+	r->rx = (struct ring_hdr *)m;
+	r->rx_cons = 0;
+	return true;
+}
+
+static bool take_peer_evfd(struct soft_conn *c, uint32_t num)
+{
+	struct soft_shmring *r = c->ring;
+	int fd;
+
+	if (r->peer_evfd >= 0)
+		return true;
+	fd = dup_from_peer(c->shm_pid, num);
+	if (fd < 0)
+		return false;
+	if (!is_eventfd(fd)) {
+		close(fd);
+		return false;
+	}
+	/* Never block on it (it is the peer's description: that is its business). */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	r->peer_evfd = fd;
+	return true;
+}
+
+bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p)
+{
+	struct soft_shmring *r = c->ring;
+	uint32_t a, b;
+
+	memcpy(&a, p + 4, 4);
+	memcpy(&b, p + 8, 4);
+	if (!r)
+		return false;
+	switch (p[0]) {
+	case CTL_OFFER:
+		if (r->rx_map || r->answer_due)
+			return false;
+		r->answer_ok = r->enabled && map_peer_ring(c, a) && take_peer_evfd(c, b);
+		if (!r->answer_ok && r->rx_map) {
+			munmap(r->rx_map, RING_BYTES);
+			r->rx_map = NULL;
+			r->rx = NULL;
+		}
+		r->answer_due = true;
+		return true;
+	case CTL_ANSWER:
+		if (!r->offered || r->switch_due || c->ring_tx_on)
+			return false;
+		r->offered = false;
+		close(r->tx_fd); /* the peer holds its own descriptor now */
+		r->tx_fd = -1;
+		if (p[1] && take_peer_evfd(c, a)) {
+			r->switch_due = true;
+		} else {
+			munmap(r->tx_map, RING_BYTES);
+			r->tx_map = NULL;
+			r->tx = NULL;
+		}
+		return true;
+	case CTL_SWITCH:
+		if (!r->rx_map || c->ring_rx_on)
+			return false;
+		c->ring_rx_on = true;
+		rv_log(RV_LOG_INFO, "soft0: QP 0x%x: frames from QP 0x%x now arrive through a shared-memory ring",
+		       q->qpn, q->peer_qpn);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b)
+{
+	uint8_t pay[SOFT_SHM_CTL_LEN];
+	struct rv_fpdu f;
+	int n;
+
+	memset(pay, 0, sizeof(pay));
+	pay[0] = kind;
+	pay[1] = flag;
+	memcpy(pay + 4, &a, 4);
+	memcpy(pay + 8, &b, 4);
+	memset(&f, 0, sizeof(f));
+	f.opcode = SOFT_OP_SHM_CTL;
+	f.last = true;
+	f.payload = pay;
+	f.payload_len = sizeof(pay);
+	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
+	if (n > 0)
+		c->tx_len += (size_t)n;
+}
+
+bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+
+	if (r->answer_due) {
+		r->answer_due = false;
+		put_ctl(c, CTL_ANSWER, r->answer_ok, (uint32_t)c->sc->evfd, 0);
+		return true;
+	}
+	if (r->offer_due) {
+		r->offer_due = false;
+		r->offered = true;
+		put_ctl(c, CTL_OFFER, 0, (uint32_t)r->tx_fd, (uint32_t)c->sc->evfd);
+		return true;
+	}
+	/* Switch at a message boundary: the zero-length WRITE that follows must
+	 * not fall inside a message (rx.c counts a WRITE's length up to its last FPDU). */
+	if (r->switch_due && q->tx_off == 0) {
+		struct rv_fpdu f;
+		int n;
+
+		r->switch_due = false;
+		put_ctl(c, CTL_SWITCH, 0, 0, 0);
+		c->ring_tcp_end = c->tx_len;
+		c->ring_tx_on = true;
+		c->fpdu_payload = SOFT_FPDU_PAYLOAD; /* page-sized frames: several fit in the ring */
+		/* First ring frame: its consumption confirms what went over TCP. */
+		memset(&f, 0, sizeof(f));
+		f.opcode = RV_RDMAP_WRITE;
+		f.tagged = true;
+		f.last = true;
+		n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
+		if (n > 0)
+			c->tx_len += (size_t)n;
+		rv_log(RV_LOG_INFO, "soft0: QP 0x%x: frames to QP 0x%x now go through a shared-memory ring", q->qpn,
+		       q->peer_qpn);
+		return true;
+	}
+	return false;
+}
+
+/* The producer side found the peer's consumer index impossible. */
+static void tx_broken(struct soft_conn *c, const char *why)
+{
+	struct soft_qp *q = c->qp;
+
+	c->ring->broken = true;
+	if (!q)
+		return;
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: the shared-memory ring to QP 0x%x is corrupt (%s); its work "
+	       "completes with RV_WC_BAD_RESP_ERR and the QP is in the error state", q->qpn, q->peer_qpn, why);
+	soft_qp_fail(q, q->sq_head, RV_WC_BAD_RESP_ERR, RV_WC_WR_FLUSH_ERR, false);
+	q->kick = true; /* run_kicks closes the connection under sc->lock */
+	soft_kick(q->sc);
+}
+
+/* The consumer index the peer published, checked: it only moves forward,
+ * never past what we produced. false: the ring is broken. */
+static bool tx_cons_load(struct soft_conn *c, uint32_t *out)
+{
+	struct soft_shmring *r = c->ring;
+	uint32_t cons = atomic_load_explicit(&r->tx->cons, memory_order_acquire);
+
+	if (cons - r->tx_cons > r->tx_prod - r->tx_cons) {
+		tx_broken(c, "consumer index out of range");
+		return false;
+	}
+	if (cons != r->tx_cons) {
+		r->tx_cons = cons;
+		if (c->qp)
+			soft_retry_progress(c->qp); /* the peer processed frames */
+	}
+	*out = cons;
+	return true;
+}
+
+/* WRs whose last frame the peer consumed are confirmed (q->lock held). */
+static void reap(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+	uint32_t cons;
+	bool any = false;
+
+	if (!c->ring_tx_on || r->broken || !tx_cons_load(c, &cons))
+		return;
+	while (r->mark_head != r->mark_tail) {
+		const struct ring_mark *m = &r->marks[r->mark_head % RING_MARKS];
+		if ((int32_t)(cons - m->prod) < 0)
+			break;
+		if ((int32_t)(q->sq_confirmed - m->sq) < 0)
+			q->sq_confirmed = m->sq;
+		r->mark_head++;
+		any = true;
+	}
+	if (any)
+		soft_sq_complete(q);
+}
+
+static void add_mark(struct soft_shmring *r, uint32_t sq)
+{
+	if (r->mark_tail != r->mark_head) {
+		struct ring_mark *last = &r->marks[(r->mark_tail - 1) % RING_MARKS];
+		if (last->sq == sq || r->mark_tail - r->mark_head == RING_MARKS) {
+			/* Nothing new to confirm, or full: the last mark confirms later. */
+			last->prod = r->tx_prod;
+			last->sq = sq;
+			return;
+		}
+	}
+	r->marks[r->mark_tail % RING_MARKS].prod = r->tx_prod;
+	r->marks[r->mark_tail % RING_MARKS].sq = sq;
+	r->mark_tail++;
+}
+
+bool soft_shmring_flush(struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+	uint32_t cons, moved = 0;
+
+	if (r->broken) {
+		c->tx_off = c->tx_len = c->ring_tcp_end = 0; /* nothing reaches a broken ring */
+		return true;
+	}
+	/* The frames up to the switch still go over TCP. */
+	while (c->ring_tcp_end > c->tx_off) {
+		ssize_t n = send(c->fd, c->tx + c->tx_off, c->ring_tcp_end - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return true;
+			c->tx_off = c->tx_len = c->ring_tcp_end = 0;
+			return false;
+		}
+		c->tx_off += (size_t)n;
+		if (c->qp)
+			soft_retry_progress(c->qp);
+	}
+	c->ring_tcp_end = 0;
+	if (!tx_cons_load(c, &cons))
+		return true;
+	while (c->tx_off < c->tx_len) {
+		const uint8_t *fr = c->tx + c->tx_off;
+		size_t flen = rv_wire_fpdu_peek(fr, c->tx_len - c->tx_off);
+		uint32_t rec = (uint32_t)((4 + flen + 7) & ~(size_t)7), off = r->tx_prod % RING_DATA;
+		uint32_t skip = RING_DATA - off < rec ? RING_DATA - off : 0;
+
+		if (flen == 0 || flen > RING_FRAME_MAX || flen > c->tx_len - c->tx_off)
+			break; /* cannot happen: tx.c frames whole FPDUs of at most one page */
+		if (RING_DATA - (r->tx_prod - cons) < skip + rec)
+			break; /* full: the rest waits for the consumer */
+		if (skip) {
+			atomic_store_explicit((_Atomic uint32_t *)(void *)(r->tx_map + RING_HDR + off), RING_WRAP,
+					      memory_order_relaxed);
+			r->tx_prod += skip;
+			off = 0;
+		}
+		memcpy(r->tx_map + RING_HDR + off + 4, fr, flen);
+		atomic_store_explicit((_Atomic uint32_t *)(void *)(r->tx_map + RING_HDR + off), (uint32_t)flen,
+				      memory_order_relaxed);
+		r->tx_prod += rec;
+		c->tx_off += flen;
+		moved++;
+	}
+	if (moved) {
+		r->stat[SOFT_RING_TX_FRAMES] += moved;
+		atomic_store_explicit(&r->tx->prod, r->tx_prod, memory_order_release);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&r->tx->cons_sleeping, memory_order_relaxed))
+			doorbell(r);
+	}
+	if (c->tx_off == c->tx_len) {
+		c->tx_off = c->tx_len = 0;
+		if (c->qp && moved) {
+			add_mark(r, c->qp->sq_tx);
+			c->qp->sq_covered = c->qp->sq_tx; /* no zero-length READ needed (tx.c) */
+		}
+	}
+	if (c->qp)
+		reap(c->qp, c);
+	return true;
+}
+
+/* The consumer found the peer's ring corrupt: TERMINATE, QP to ERR (rx.c). */
+static void rx_broken(struct soft_qp *q, struct soft_conn *c, const char *why)
+{
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: the shared-memory ring from QP 0x%x is corrupt (%s)", q->qpn,
+	       q->peer_qpn, why);
+	c->ring->stat[SOFT_RING_BAD]++;
+	soft_rx_bad_frame(q, -EMSGSIZE);
+}
+
+void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+	uint8_t *data = r->rx_map + RING_HDR;
+	uint8_t buf[RING_FRAME_MAX];
+	uint32_t prod, done = 0;
+
+	if (c->ring_tx_on)
+		reap(q, c);
+	if (!c->ring_rx_on || q->conn != c)
+		return;
+	prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire);
+	if (prod - r->rx_cons > RING_DATA) {
+		rx_broken(q, c, "producer index out of range");
+		return;
+	}
+	while (q->conn == c && !c->rx_stalled && prod != r->rx_cons && done < RING_BUDGET) {
+		uint32_t off = r->rx_cons % RING_DATA, avail = prod - r->rx_cons, rec;
+		/* One load of the length; the frame is copied out before it is read. */
+		uint32_t len = atomic_load_explicit((_Atomic uint32_t *)(void *)(data + off), memory_order_relaxed);
+		struct rv_fpdu f;
+		int n, res;
+
+		if (len == RING_WRAP) {
+			if (off == 0 || RING_DATA - off > avail) {
+				rx_broken(q, c, "misplaced wrap marker");
+				return;
+			}
+			r->rx_cons += RING_DATA - off;
+			atomic_store_explicit(&r->rx->cons, r->rx_cons, memory_order_release);
+			continue;
+		}
+		rec = (4 + len + 7) & ~7u;
+		if (len < 8 || len > RING_FRAME_MAX || rec > RING_DATA - off || rec > avail) {
+			rx_broken(q, c, "record length out of range");
+			return;
+		}
+		memcpy(buf, data + off + 4, len);
+		n = rv_wire_fpdu_decode_crc(buf, len, &f, c->crc);
+		if (n <= 0 || (uint32_t)n != len) {
+			r->stat[SOFT_RING_BAD]++;
+			soft_rx_bad_frame(q, n < 0 ? n : -EMSGSIZE);
+			return;
+		}
+		c->may_send = true;
+		res = soft_rx_fpdu(q, &f);
+		if (res > 0) {
+			c->rx_stalled = true; /* stays at the head, unconsumed, until a receive WR comes */
+			break;
+		}
+		if (res < 0)
+			return; /* the QP failed on it: not consumed, its TERMINATE names it */
+		r->rx_cons += rec;
+		atomic_store_explicit(&r->rx->cons, r->rx_cons, memory_order_release);
+		done++;
+		if (prod == r->rx_cons)
+			prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire); /* more since? */
+		if (prod - r->rx_cons > RING_DATA) {
+			rx_broken(q, c, "producer index out of range");
+			return;
+		}
+	}
+	if (done) {
+		r->stat[SOFT_RING_RX_FRAMES] += done;
+		soft_retry_progress(q);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&r->rx->prod_sleeping, memory_order_relaxed))
+			doorbell(r);
+	}
+}
+
+static void set_sleeping(struct soft_ctx *sc, uint32_t v)
+{
+	for (uint32_t i = 0; i < sc->n_rings; i++) {
+		struct soft_shmring *r = sc->rings[i]->ring;
+		if (r->rx)
+			atomic_store(&r->rx->cons_sleeping, v);
+		if (r->tx)
+			atomic_store(&r->tx->prod_sleeping, v);
+	}
+	sc->ring_sleeping = v != 0;
+}
+
+/* Work for this connection now: frames to consume, or the consumer moved. */
+static bool ring_ready(const struct soft_conn *c)
+{
+	const struct soft_shmring *r = c->ring;
+
+	if (r->broken)
+		return false;
+	if (c->ring_rx_on && !c->rx_stalled &&
+	    atomic_load_explicit(&r->rx->prod, memory_order_acquire) != r->rx_cons)
+		return true;
+	return c->ring_tx_on && atomic_load_explicit(&r->tx->cons, memory_order_acquire) != r->tx_cons;
+}
+
+void soft_shmring_poll(struct soft_ctx *sc, bool awake)
+{
+	/* Only the thread that set "sleeping" clears it: a poller that clears it
+	 * while the progress thread still sleeps would lose the next doorbell. */
+	if (awake && sc->ring_sleeping)
+		set_sleeping(sc, 0);
+	/* Backwards: a connection that fails leaves the list (swap with the last, done already). */
+	for (uint32_t i = sc->n_rings; i-- > 0;) {
+		struct soft_conn *c;
+		struct soft_qp *q;
+
+		if (i >= sc->n_rings)
+			continue;
+		c = sc->rings[i];
+		q = c->qp;
+		if (!q || !ring_ready(c))
+			continue;
+		pthread_mutex_lock(&q->lock);
+		if (q->conn == c) {
+			soft_shmring_rx(q, c);
+			if (q->conn == c)
+				soft_tx_push(q); /* READ responses, a TERMINATE, what waited for room */
+		}
+		soft_qp_check_overflow(q);
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+void soft_shmring_poller(struct soft_ctx *sc, bool busy)
+{
+	if (busy)
+		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
+	if (pthread_mutex_trylock(&sc->lock) != 0)
+		return;
+	if (!sc->stop)
+		soft_shmring_poll(sc, false);
+	pthread_mutex_unlock(&sc->lock);
+}
+
+void soft_shmring_wake(struct soft_ctx *sc)
+{
+	uint64_t one = 1;
+
+	/* The progress thread may be in its short naps without "sleeping" set
+	 * (a poller was active): have it set it now, not a nap later. */
+	if (atomic_exchange_explicit(&sc->ring_poll_at, 0, memory_order_relaxed) != 0 &&
+	    write(sc->evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, the thread is woken anyway. */
+	}
+}
+
+int soft_shmring_sleep(struct soft_ctx *sc, int timeout)
+{
+	bool work = false;
+
+	if (soft_now_us() - atomic_load_explicit(&sc->ring_poll_at, memory_order_relaxed) < RING_IDLE_US)
+		return timeout < 1 ? timeout : 1; /* a poller consumes: look again soon, no doorbells */
+	pthread_mutex_lock(&sc->lock);
+	set_sleeping(sc, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (uint32_t i = 0; i < sc->n_rings && !work; i++)
+		work = sc->rings[i]->qp && ring_ready(sc->rings[i]);
+	pthread_mutex_unlock(&sc->lock);
+	return work ? 0 : timeout;
+}
+
+int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
+{
+	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	struct soft_ctx *sc;
+
+	if (!q)
+		return -EINVAL;
+	sc = q->sc;
+	pthread_mutex_lock(&sc->lock);
+	pthread_mutex_lock(&q->lock);
+	memset(out, 0, SOFT_RING_NSTATS * sizeof(out[0]));
+	if (q->conn && q->conn->ring) {
+		memcpy(out, q->conn->ring->stat, sizeof(q->conn->ring->stat));
+		out[SOFT_RING_STATE] = (q->conn->ring_tx_on ? 1u : 0u) | (q->conn->ring_rx_on ? 2u : 0u);
+	}
+	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&sc->lock);
+	return 0;
+}
+
+void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod)
+{
+	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	void *p = NULL;
+
+	if (!q)
+		return NULL;
+	pthread_mutex_lock(&q->lock);
+	if (q->conn && q->conn->ring && q->conn->ring_tx_on) {
+		p = q->conn->ring->tx_map;
+		*prod = q->conn->ring->tx_prod;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return p;
+}
