@@ -491,16 +491,27 @@ bool soft_shmring_flush(struct soft_conn *c)
 			soft_retry_progress(c->qp);
 	}
 	c->ring_tcp_end = 0;
-	if (!tx_cons_load(c, &cons))
+	/* Confirm first, then fill with the index just read: whoever reads the
+	 * consumer index also uses the room it frees (ring_ready relies on it). */
+	if (c->qp)
+		reap(c->qp, c);
+	else if (!tx_cons_load(c, &cons))
 		return true;
+	if (r->broken)
+		return true;
+	cons = r->tx_cons;
 	while (c->tx_off < c->tx_len) {
 		const uint8_t *fr = c->tx + c->tx_off;
 		size_t flen = rv_wire_fpdu_peek(fr, c->tx_len - c->tx_off);
 		uint32_t rec = (uint32_t)((4 + flen + 7) & ~(size_t)7), off = r->tx_prod % RING_DATA;
 		uint32_t skip = RING_DATA - off < rec ? RING_DATA - off : 0;
 
-		if (flen == 0 || flen > RING_FRAME_MAX || flen > c->tx_len - c->tx_off)
-			break; /* cannot happen: tx.c frames whole FPDUs of at most one page */
+		if (flen == 0 || flen > RING_FRAME_MAX || flen > c->tx_len - c->tx_off) {
+			/* Cannot happen: tx.c frames whole FPDUs of at most one page after the switch. */
+			tx_broken(c, "a frame larger than a ring record");
+			c->tx_off = c->tx_len = 0;
+			return true;
+		}
 		if (RING_DATA - (r->tx_prod - cons) < skip + rec)
 			break; /* full: the rest waits for the consumer */
 		if (skip) {
@@ -530,8 +541,6 @@ bool soft_shmring_flush(struct soft_conn *c)
 			c->qp->sq_covered = c->qp->sq_tx; /* no zero-length READ needed (tx.c) */
 		}
 	}
-	if (c->qp)
-		reap(c->qp, c);
 	return true;
 }
 
@@ -551,8 +560,11 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	uint8_t buf[RING_FRAME_MAX];
 	uint32_t prod, done = 0;
 
-	if (c->ring_tx_on)
+	if (c->ring_tx_on) {
 		reap(q, c);
+		if (c->tx_len > c->tx_off && !soft_fault_held(c))
+			soft_shmring_flush(c); /* the room reap saw is used now */
+	}
 	if (!c->ring_rx_on || q->conn != c)
 		return;
 	prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire);
