@@ -20,6 +20,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,7 +566,13 @@ static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	for (; wr; wr = wr->next) {
 		int rc;
 
-		mock.last_send = *wr;
+		/* A provider reads a WR by opcode and QP type: the members after
+		 * wr (XRC, bind_mw, tso) only for their QP type and opcodes. So
+		 * does this one: rverbs hands an rv_send_wr, which ends before
+		 * them, to the provider as it is (rverbs/qp.h). */
+		memset(&mock.last_send, 0, sizeof(mock.last_send));
+		memcpy(&mock.last_send, wr,
+		       wr->opcode == IBV_WR_BIND_MW ? sizeof(*wr) : offsetof(struct ibv_send_wr, qp_type));
 		mock.n_send++;
 		if (wr->opcode == IBV_WR_BIND_MW) {
 			rc = mock_bind(qp, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info, wr->wr_id,
