@@ -1,0 +1,353 @@
+/*
+ * soft0's shared-memory rings (lib/drivers/soft/shmring.c) between two
+ * contexts of one process (the same-host path holds: same pid, same network
+ * namespace): the rings are switched on in both directions and carry the
+ * frames (the ring counters say so), small and by-reference messages mixed
+ * arrive in order across the switch-over with exact completion counts and the
+ * WRITE before a SEND visible when the SEND completes, RVERBS_SOFT_SHM=0 and
+ * RVERBS_SOFT_SHM_RING=0 keep them off, and a ring scribbled by a "hostile
+ * peer" (the test writes garbage into the shared mapping) fails the QP that
+ * reads it (TERMINATE, ERR, flushed receive WR) without a crash or a hang.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include <rverbs/rverbs.h>
+
+#include "drivers/soft/soft.h"
+#include "soft-pair.h"
+
+#define RING_HDR 4096u          /* shmring.c's layout: header page, then records */
+#define RING_DATA (64u * 1024u)
+#define LARGE 12000u            /* by reference (>= SOFT_SHM_MIN) */
+#define SMALL 64u
+#define GUARD_MS 10000
+
+static void stats(struct side *s, uint64_t out[SOFT_RING_NSTATS])
+{
+	assert_int_equal(soft_shmring_stats(s->qp, out), 0);
+}
+
+/* Both sides send and receive through rings (hang guard only). */
+static void wait_rings(struct side *a, struct side *b)
+{
+	int64_t end = now_ms() + GUARD_MS;
+	uint64_t sa[SOFT_RING_NSTATS], sb[SOFT_RING_NSTATS];
+	rv_wc wc;
+
+	for (;;) {
+		stats(a, sa);
+		stats(b, sb);
+		if (sa[SOFT_RING_STATE] == 3 && sb[SOFT_RING_STATE] == 3)
+			return;
+		if (now_ms() > end)
+			fail_msg("rings not on after %d ms: states %u, %u", GUARD_MS, (unsigned)sa[SOFT_RING_STATE],
+				 (unsigned)sb[SOFT_RING_STATE]);
+		assert_int_equal(rv_cq_poll(a->cq, &wc, 1), 0); /* drives progress, nothing completes */
+		assert_int_equal(rv_cq_poll(b->cq, &wc, 1), 0);
+		struct timespec ts = {0, 200000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void post_recv(struct side *s, size_t off, uint32_t len, uint64_t id)
+{
+	rv_sge g = sge(s, off, len);
+	rv_recv_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1};
+	size_t n;
+
+	assert_int_equal(rv_qp_post_recv(s->qp, &wr, 1, &n), 0);
+}
+
+static void post_send(struct side *s, uint32_t op, size_t off, uint32_t len, uint64_t raddr, uint32_t rkey,
+		      uint64_t id)
+{
+	rv_sge g = sge(s, off, len);
+	rv_send_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1, .opcode = op, .send_flags = RV_SEND_SIGNALED,
+			 .remote_addr = raddr, .rkey = rkey};
+	size_t n;
+
+	assert_int_equal(rv_qp_post_send(s->qp, &wr, 1, &n), 0);
+}
+
+static int qp_state(rv_qp *qp)
+{
+	rv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_QP_STATE;
+	assert_int_equal(rv_qp_query(qp, &a), 0);
+	return a.qp_state;
+}
+
+/* Rounds of SEND 64 B, WRITE 64 B, SEND 12000 B (by reference), SEND 64 B,
+ * posted from the moment the QPs are connected, so the first rounds straddle
+ * the switch from TCP to the rings: every completion once, in order, data
+ * right; the WRITE is visible when the SEND after it completes. */
+static void test_shmring__mixed_in_order_across_the_switch(void **state)
+{
+	static const uint32_t len[3] = {SMALL, LARGE, SMALL};
+	const size_t slot = 16384, wroff = 3 * 16384;
+	struct side a, b;
+	uint64_t sa[SOFT_RING_NSTATS], sb[SOFT_RING_NSTATS];
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	for (unsigned round = 0; round < 40; round++) {
+		uint64_t base = (uint64_t)round * 16;
+
+		for (unsigned i = 0; i < 3; i++) {
+			fill(a.buf + i * slot, len[i], round * 7 + i);
+			post_recv(&b, i * slot, (uint32_t)slot, base + i);
+		}
+		fill(a.buf + wroff, SMALL, round + 100);
+		post_send(&a, RV_WR_SEND, 0, len[0], 0, 0, base + 0);
+		post_send(&a, RV_WR_RDMA_WRITE, wroff, SMALL,
+			  (uint64_t)(uintptr_t)b.buf + wroff, rv_mr_rkey(b.mr), base + 8);
+		post_send(&a, RV_WR_SEND, slot, len[1], 0, 0, base + 1);
+		post_send(&a, RV_WR_SEND, 2 * slot, len[2], 0, 0, base + 2);
+		/* Receiver: three receives in order, the WRITE placed before the second. */
+		for (unsigned i = 0; i < 3; i++) {
+			wc = poll_one_within(b.cq, GUARD_MS);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.opcode, RV_WC_RECV);
+			assert_int_equal(wc.wr_id, base + i);
+			assert_int_equal(wc.byte_len, len[i]);
+			assert_memory_equal(b.buf + i * slot, a.buf + i * slot, len[i]);
+			if (i == 1)
+				assert_memory_equal(b.buf + wroff, a.buf + wroff, SMALL);
+		}
+		/* Sender: four completions in posting order. */
+		static const uint64_t order[4] = {0, 8, 1, 2};
+		for (unsigned i = 0; i < 4; i++) {
+			wc = poll_one_within(a.cq, GUARD_MS);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, base + order[i]);
+		}
+	}
+	/* Nothing more: exact counts. */
+	assert_int_equal(rv_cq_poll(a.cq, &wc, 1), 0);
+	assert_int_equal(rv_cq_poll(b.cq, &wc, 1), 0);
+	stats(&a, sa);
+	stats(&b, sb);
+	assert_int_equal(sa[SOFT_RING_STATE], 3);
+	assert_int_equal(sb[SOFT_RING_STATE], 3);
+	/* Most of the 160 messages went through a ring (the first rounds may
+	 * precede the switch): frames put in on one side, taken out on the other. */
+	assert_true(sa[SOFT_RING_TX_FRAMES] >= 100);
+	assert_true(sb[SOFT_RING_RX_FRAMES] >= 100);
+	assert_int_equal(sa[SOFT_RING_BAD] + sb[SOFT_RING_BAD], 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* 48 SENDs in a row: completed by the consumer's index, each once, and no
+ * zero-length READ among the frames (the receiver takes exactly 48). */
+static void test_shmring__completion_by_consumer_index(void **state)
+{
+	struct side a, b;
+	uint64_t before[SOFT_RING_NSTATS], after[SOFT_RING_NSTATS];
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	wait_rings(&a, &b);
+	stats(&b, before);
+	for (unsigned i = 0; i < 48; i++)
+		post_recv(&b, (i % 16) * 1024, 1024, 1000 + i);
+	for (unsigned i = 0; i < 48; i++) {
+		rv_sge g = sge(&a, (i % 16) * 1024, 100);
+		rv_send_wr wr = {.wr_id = i, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND};
+		size_t n;
+		assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, &n), 0);
+	}
+	for (unsigned i = 0; i < 48; i++) {
+		wc = poll_one_within(b.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 1000 + i);
+	}
+	/* The QP signals every WR (sq_sig_all 1): 48 completions, in order, once. */
+	for (unsigned i = 0; i < 48; i++) {
+		wc = poll_one_within(a.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, i);
+	}
+	assert_int_equal(rv_cq_poll(a.cq, &wc, 1), 0);
+	stats(&b, after);
+	/* 48 SENDs, and no READ request among the frames b took from its ring
+	 * beyond them (b answers nothing: a sends only SENDs). */
+	assert_int_equal(after[SOFT_RING_RX_FRAMES] - before[SOFT_RING_RX_FRAMES], 48);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void off_by_env(const char *var)
+{
+	struct side a, b;
+	uint64_t sa[SOFT_RING_NSTATS];
+	rv_wc wc;
+
+	setenv(var, "0", 1);
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+	unsetenv(var);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	for (unsigned i = 0; i < 20; i++) {
+		fill(a.buf, SMALL, i);
+		post_recv(&b, 0, 1024, i);
+		post_send(&a, RV_WR_SEND, 0, SMALL, 0, 0, i);
+		wc = poll_one_within(b.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_memory_equal(b.buf, a.buf, SMALL);
+		wc = poll_one_within(a.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+	}
+	stats(&a, sa);
+	assert_int_equal(sa[SOFT_RING_STATE], 0);
+	assert_int_equal(sa[SOFT_RING_TX_FRAMES], 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_shmring__off_with_RVERBS_SOFT_SHM_0(void **state)
+{
+	(void)state;
+	off_by_env("RVERBS_SOFT_SHM");
+}
+
+static void test_shmring__off_with_RVERBS_SOFT_SHM_RING_0(void **state)
+{
+	(void)state;
+	off_by_env("RVERBS_SOFT_SHM_RING");
+}
+
+enum scribble { BAD_LENGTH, BAD_FRAME, BAD_PRODUCER };
+
+/* What soft0 logged about the ring and the TERMINATE (progress or polling thread). */
+static _Atomic bool saw_corrupt, saw_terminate;
+
+static void on_log(rv_log_level level, const char *msg, void *user)
+{
+	(void)level;
+	(void)user;
+	if (strstr(msg, "shared-memory ring from"))
+		atomic_store(&saw_corrupt, true);
+	if (strstr(msg, "terminating the connection"))
+		atomic_store(&saw_terminate, true);
+}
+
+/* a's ring to b gets garbage as a hostile a would write it: b's QP fails
+ * (its receive WR flushes, a sees the TERMINATE), nothing crashes or hangs. */
+static void hostile(enum scribble how)
+{
+	struct side a, b;
+	uint64_t sb[SOFT_RING_NSTATS];
+	uint32_t prod = 0;
+	uint8_t *map;
+	_Atomic uint32_t *hdr_prod;
+	rv_wc wc;
+
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	wait_rings(&a, &b);
+	/* One good message first: the ring works. */
+	post_recv(&b, 0, 1024, 1);
+	post_send(&a, RV_WR_SEND, 0, SMALL, 0, 0, 1);
+	assert_int_equal(poll_one_within(b.cq, GUARD_MS).status, RV_WC_SUCCESS);
+	assert_int_equal(poll_one_within(a.cq, GUARD_MS).status, RV_WC_SUCCESS);
+	post_recv(&b, 0, 1024, 2);
+
+	atomic_store(&saw_corrupt, false);
+	atomic_store(&saw_terminate, false);
+	rv_set_log_handler(on_log, NULL);
+	map = soft_shmring_debug_tx(a.qp, &prod);
+	assert_non_null(map);
+	hdr_prod = (_Atomic uint32_t *)(void *)map; /* first field of the header */
+	{
+		uint8_t *rec = map + RING_HDR + prod % RING_DATA;
+		uint32_t l;
+		switch (how) {
+		case BAD_LENGTH:
+			l = 0x7ffffff0u; /* far beyond the ring */
+			memcpy(rec, &l, 4);
+			atomic_store(hdr_prod, prod + 16);
+			break;
+		case BAD_FRAME:
+			l = 64;
+			memcpy(rec, &l, 4);
+			for (unsigned i = 0; i < 64; i++)
+				rec[4 + i] = (uint8_t)(0xa5 ^ (i * 13));
+			atomic_store(hdr_prod, prod + 72);
+			break;
+		case BAD_PRODUCER:
+			atomic_store(hdr_prod, prod + 10u * RING_DATA);
+			break;
+		}
+	}
+	/* b's poller reads the ring: its receive WR flushes, its QP is in ERR. */
+	wc = poll_one_within(b.cq, GUARD_MS);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(b.qp), RV_QPS_ERR);
+	/* Found in the ring (index or length) or by the frame decoder, and answered with a TERMINATE. */
+	assert_true(how == BAD_FRAME || atomic_load(&saw_corrupt));
+	assert_true(atomic_load(&saw_terminate));
+	stats(&b, sb); /* the connection is gone: counters read 0, the call still works */
+	/* a learns it (TERMINATE or the end of the stream): its next WR does not succeed. */
+	post_send(&a, RV_WR_SEND, 0, SMALL, 0, 0, 3);
+	wc = poll_one_within(a.cq, GUARD_MS);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_not_equal(wc.status, RV_WC_SUCCESS);
+	rv_set_log_handler(NULL, NULL);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_shmring__hostile_record_length(void **state)
+{
+	(void)state;
+	hostile(BAD_LENGTH);
+}
+
+static void test_shmring__hostile_frame_bytes(void **state)
+{
+	(void)state;
+	hostile(BAD_FRAME);
+}
+
+static void test_shmring__hostile_producer_index(void **state)
+{
+	(void)state;
+	hostile(BAD_PRODUCER);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shmring__mixed_in_order_across_the_switch),
+		cmocka_unit_test(test_shmring__completion_by_consumer_index),
+		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_0),
+		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_RING_0),
+		cmocka_unit_test(test_shmring__hostile_record_length),
+		cmocka_unit_test(test_shmring__hostile_frame_bytes),
+		cmocka_unit_test(test_shmring__hostile_producer_index),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
