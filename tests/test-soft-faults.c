@@ -356,6 +356,76 @@ static void test_faults__corrupt(void **state)
 	world_close(&w);
 }
 
+/* Large WRITEs back to back: after the first, the receiver reads up to each
+ * FPDU's header and places the payload straight into the target (place.c).
+ * Every byte lands where it should, nothing around it moves (the guards are
+ * checked at side_close), and one running past the MR is refused. */
+static void test_faults__placed_writes_land_exactly(void **state)
+{
+	static const struct {
+		uint32_t off, len;
+	} wr[] = {{0, 65536}, {3, 100000}, {70001, 120017}, {5, 200000}, {12, 8193}, {1, 250000}};
+	struct world w;
+	uint64_t id = 500;
+
+	(void)state;
+	/* TCP, not the same-host path, which would carry these WRITEs by reference. */
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	for (size_t k = 0; k < sizeof(wr) / sizeof(wr[0]); k++) {
+		memset(w.b1.buf, 0, BUF);
+		for (uint32_t i = 0; i < wr[k].len; i++)
+			w.a1.buf[i] = (uint8_t)(k * 31 + i * 13 + (i >> 9));
+		/* Twice: the second finds the receiver reading header by header. */
+		post(&w.a1, RV_WR_RDMA_WRITE, 0, wr[k].len, (uint64_t)(uintptr_t)(w.b1.buf + wr[k].off),
+		     rv_mr_rkey(w.b1.mr), id++);
+		post(&w.a1, RV_WR_RDMA_WRITE, 0, wr[k].len, (uint64_t)(uintptr_t)(w.b1.buf + wr[k].off),
+		     rv_mr_rkey(w.b1.mr), id++);
+		drain(&w.a1);
+		assert_int_equal(wc_of(&w.a1, id - 1)->status, RV_WC_SUCCESS);
+		assert_int_equal(wc_of(&w.a1, id - 2)->status, RV_WC_SUCCESS);
+		assert_memory_equal(w.b1.buf + wr[k].off, w.a1.buf, wr[k].len);
+		for (uint32_t i = 0; i < wr[k].off; i++)
+			assert_int_equal(w.b1.buf[i], 0);
+		for (uint32_t i = wr[k].off + wr[k].len; i < BUF; i++)
+			assert_int_equal(w.b1.buf[i], 0);
+	}
+	/* Past the end of the MR: refused before a byte of that FPDU is written. */
+	post(&w.a1, RV_WR_RDMA_WRITE, 0, 200000, (uint64_t)(uintptr_t)(w.b1.buf + BUF - 100000),
+	     rv_mr_rkey(w.b1.mr), id);
+	drain(&w.a1);
+	drain(&w.b1);
+	assert_int_equal(wc_of(&w.a1, id)->status, RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(qp_state(w.a1.qp), RV_QPS_ERR);
+	assert_int_equal(qp_state(w.b1.qp), RV_QPS_ERR);
+	world_close(&w);
+}
+
+/* A placed WRITE that arrives corrupt: its CRC is checked once the payload
+ * is in the target, and the QPs fail as for a buffered FPDU (LLP CRC error). */
+static void test_faults__corrupt_placed_write(void **state)
+{
+	struct world w;
+
+	(void)state;
+	/* TCP, not the same-host path, which would carry these WRITEs by reference. */
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	post(&w.a1, RV_WR_RDMA_WRITE, 0, 131072, (uint64_t)(uintptr_t)w.b1.buf, rv_mr_rkey(w.b1.mr), 600);
+	drain(&w.a1);
+	assert_int_equal(wc_of(&w.a1, 600)->status, RV_WC_SUCCESS);
+	assert_int_equal(rv_soft_fault_inject(w.ca, w.a1.qp, RV_SOFT_FAULT_CORRUPT, 1, 0), 0);
+	post(&w.a1, RV_WR_RDMA_WRITE, 0, 131072, (uint64_t)(uintptr_t)w.b1.buf, rv_mr_rkey(w.b1.mr), 601);
+	drain(&w.a1);
+	drain(&w.b1);
+	assert_int_equal(wc_of(&w.a1, 601)->status, RV_WC_REM_OP_ERR);
+	assert_int_equal(qp_state(w.a1.qp), RV_QPS_ERR);
+	assert_int_equal(qp_state(w.b1.qp), RV_QPS_ERR);
+	world_close(&w);
+}
+
 static void test_faults__delay(void **state)
 {
 	struct world w;
@@ -852,6 +922,8 @@ int main(void)
 		cmocka_unit_test(test_faults__environment),
 		cmocka_unit_test(test_faults__reset),
 		cmocka_unit_test(test_faults__corrupt),
+		cmocka_unit_test(test_faults__placed_writes_land_exactly),
+		cmocka_unit_test(test_faults__corrupt_placed_write),
 		cmocka_unit_test(test_faults__delay),
 		cmocka_unit_test(test_faults__drop_is_retry_exceeded),
 		cmocka_unit_test(test_faults__peer_killed_mid_transfer),

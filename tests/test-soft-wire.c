@@ -243,6 +243,54 @@ static void test_soft_wire__rfc7306_frames(void **state)
 	}
 }
 
+/* The header decoder of direct placement: the FPDU's length and header from
+ * the header bytes alone; 0 until they are all there; header errors as the
+ * full decoder reports them. */
+static void test_soft_wire__fpdu_head_before_the_payload(void **state)
+{
+	static uint8_t buf[RV_FPDU_MAX], pay[40000];
+	struct rv_fpdu f, h;
+	int n;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_WRITE;
+	f.tagged = true;
+	f.last = true;
+	f.stag = 0x12345678;
+	f.to = 0x1122334455667788ull;
+	f.payload = pay;
+	f.payload_len = sizeof(pay);
+	n = rv_wire_fpdu_encode(buf, sizeof(buf), &f);
+	assert_true(n > 0);
+	for (size_t k = 0; k < 2 + RV_DDP_TAGGED_HDR; k++)
+		assert_int_equal(rv_wire_fpdu_head(buf, k, &h), 0);
+	assert_int_equal(rv_wire_fpdu_head(buf, 2 + RV_DDP_TAGGED_HDR, &h), n);
+	assert_true(h.tagged && h.last && h.opcode == RV_RDMAP_WRITE && h.stag == f.stag && h.to == f.to);
+	assert_int_equal(h.payload_len, sizeof(pay));
+	assert_int_equal(h.hdr_len, RV_DDP_TAGGED_HDR);
+	assert_null(h.payload);
+	/* An untagged header needs its 18 bytes. */
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_SEND;
+	f.last = true;
+	f.qn = 0;
+	f.msn = 7;
+	f.payload = pay;
+	f.payload_len = 100;
+	n = rv_wire_fpdu_encode(buf, sizeof(buf), &f);
+	assert_int_equal(rv_wire_fpdu_head(buf, 2 + RV_DDP_UNTAGGED_HDR - 1, &h), 0);
+	assert_int_equal(rv_wire_fpdu_head(buf, 2 + RV_DDP_UNTAGGED_HDR, &h), n);
+	assert_int_equal(h.msn, 7);
+	/* Header errors. */
+	buf[2] ^= 0x03; /* DDP version */
+	assert_int_equal(rv_wire_fpdu_head(buf, 64, &h), -EPROTO);
+	buf[2] ^= 0x03;
+	buf[0] = 0;
+	buf[1] = 4; /* a ULPDU shorter than any DDP header */
+	assert_int_equal(rv_wire_fpdu_head(buf, 64, &h), -EMSGSIZE);
+}
+
 static void test_soft_wire__mpa_rejects_garbage(void **state)
 {
 	uint8_t buf[64];
@@ -514,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_soft_wire__crc32c_is_incremental),
 		cmocka_unit_test(test_soft_wire__crc32c_long_buffers),
 		cmocka_unit_test(test_soft_wire__mpa_round_trip),
+		cmocka_unit_test(test_soft_wire__fpdu_head_before_the_payload),
 		cmocka_unit_test(test_soft_wire__mpa_rejects_garbage),
 		cmocka_unit_test(test_soft_wire__cpd_rev2_layout),
 		cmocka_unit_test(test_soft_wire__fpdu_without_crc),

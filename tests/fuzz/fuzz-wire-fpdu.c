@@ -167,7 +167,25 @@ static void stream_decode(const uint8_t *data, size_t size)
 			break;
 		}
 		check_decoded(data + off, size - off, n, &f);
+		/* The header decoder of direct placement agrees with the full
+		 * decoder on every FPDU it accepts, from the header alone. */
+		{
+			struct rv_fpdu h;
+			size_t hl = 2 + (size_t)f.hdr_len;
+			CHECK(rv_wire_fpdu_head(data + off, hl, &h) == n);
+			CHECK(h.tagged == f.tagged && h.last == f.last && h.opcode == f.opcode &&
+			      h.payload_len == f.payload_len && h.hdr_len == f.hdr_len && h.payload == NULL);
+			CHECK(f.tagged ? h.stag == f.stag && h.to == f.to
+				       : h.qn == f.qn && h.msn == f.msn && h.mo == f.mo && h.inv_stag == f.inv_stag);
+			CHECK(rv_wire_fpdu_head(data + off, hl - 1, &h) == 0);
+		}
 		off += (size_t)n;
+	}
+	/* On anything: never past len, errors from the documented set. */
+	{
+		struct rv_fpdu h;
+		int k = rv_wire_fpdu_head(data, size, &h);
+		CHECK(k >= 0 || k == -EMSGSIZE || k == -EPROTO || k == -EPROTONOSUPPORT || k == -EBADMSG);
 	}
 }
 

@@ -117,7 +117,19 @@ static void set_fpdu_payload(struct soft_conn *c)
 	uint32_t ulpdu, pay;
 
 	c->fpdu_payload = SOFT_FPDU_PAYLOAD;
-	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 6 + RV_DDP_UNTAGGED_HDR)
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0)
+		mss = 0;
+	/* TCP_MAXSEG starts below the path's (32 741 on loopback, whose MTU is
+	 * 65 536, until data flowed): take the path MTU less the IP and TCP
+	 * headers with timestamps when that is larger. */
+	{
+		int mtu = 0, v6 = c->sc->family == AF_INET6;
+		l = sizeof(mtu);
+		if (getsockopt(c->fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu, &l) == 0 &&
+		    mtu - (v6 ? 40 : 20) - 20 - 12 > mss)
+			mss = mtu - (v6 ? 40 : 20) - 20 - 12;
+	}
+	if (mss <= 6 + RV_DDP_UNTAGGED_HDR)
 		return;
 	ulpdu = (uint32_t)mss - 6 < RV_ULPDU_MAX ? (uint32_t)mss - 6 : RV_ULPDU_MAX;
 	pay = (ulpdu - RV_DDP_UNTAGGED_HDR) / SOFT_FPDU_PAYLOAD * SOFT_FPDU_PAYLOAD;
@@ -221,6 +233,7 @@ static void conn_kill(struct soft_conn *c)
 static void conn_closing(struct soft_conn *c)
 {
 	unpoll(c);
+	memset(&c->place, 0, sizeof(c->place)); /* a WRITE being placed is abandoned with the stream */
 	c->state = CONN_CLOSING;
 	c->deadline = soft_now_ms() + SOFT_LINGER_MS;
 	if (!soft_conn_flush(c)) {
@@ -854,9 +867,13 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 			return;
 	}
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-		/* Bounded rounds so one busy stream cannot starve the others. */
-		for (int round = 0; round < 8 && q->conn == c && !c->rx_stalled; round++) {
-			int r = fill_rx(c);
+		/* Bounded rounds so one busy stream cannot starve the others; one
+		 * read each (into rx, or a WRITE's payload into its target, place.c),
+		 * processed before the next so that each large WRITE is placed. */
+		for (int round = 0; round < 16 && q->conn == c && !c->rx_stalled; round++) {
+			ssize_t r = soft_place_read(q, c);
+			if (r == -2)
+				return; /* placement failed the QP */
 			if (r < 0) {
 				qp_conn_failed(q, "the peer closed or reset the connection");
 				return;
@@ -891,24 +908,23 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 		update_events(c);
 	}
 	/* One recv per poll, as a busy-polling TCP application does; more only
-	 * while each fills the buffer (bounded, like on_up). */
-	for (int round = 0; round < 8 && q->conn == c && !c->rx_stalled && c->rx_len < SOFT_RXBUF; round++) {
-		size_t room = SOFT_RXBUF - c->rx_len;
-		ssize_t n = recv(c->fd, c->rx + c->rx_len, room, MSG_DONTWAIT);
+	 * while there is more (bounded, like on_up). */
+	for (int round = 0; round < 16 && q->conn == c && !c->rx_stalled; round++) {
+		ssize_t n = soft_place_read(q, c);
+		bool more;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (n == 0 || n == -2)
 			break;
-		if (n <= 0) {
+		if (n < 0) {
 			qp_conn_failed(q, "the peer closed or reset the connection");
 			break;
 		}
-		c->rx_len += (size_t)n;
+		/* A read that left room found the socket drained, unless a WRITE is being placed. */
+		more = c->place.active || c->place.placed || c->rx_len == SOFT_RXBUF;
 		soft_rx_process(q, c);
 		if (q->conn == c)
 			soft_tx_push(q);
-		if ((size_t)n < room)
+		if (!more)
 			break;
 	}
 	if (q->conn == c)

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "crc32c.h"
 #include "soft.h"
 
 static bool before(uint32_t a, uint32_t b)
@@ -112,6 +113,11 @@ static int tagged_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_me
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
 				       RV_WC_WR_FLUSH_ERR);
 	}
+}
+
+void soft_rx_tagged_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_mem_err e)
+{
+	tagged_error(q, f, e);
 }
 
 /* UC: this WRITE FPDU (and the rest of its message) goes nowhere. */
@@ -714,14 +720,61 @@ void soft_rx_bad_frame(struct soft_qp *q, int err)
 	}
 }
 
+/*
+ * The WRITE FPDU at p whose payload place.c put into the target: once its pad
+ * and CRC are here, check the CRC (summed as the payload landed) and account
+ * the WRITE as rx_write does. Returns the bytes it takes in rx, 0 when they
+ * are not all here, -1 when the CRC is wrong (TERMINATE sent, detached).
+ */
+static int rx_placed(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t avail)
+{
+	struct soft_place *pl = &c->place;
+	size_t need = (size_t)pl->hdr_len + pl->trail;
+	struct rv_fpdu f;
+
+	if (avail < need)
+		return 0;
+	pl->placed = false;
+	if (c->crc) {
+		const uint8_t *t = p + pl->hdr_len + pl->trail - 4;
+		uint32_t sum = rv_crc32c(pl->crc, p + pl->hdr_len, (size_t)pl->trail - 4); /* the pad */
+		uint32_t sent = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+		if (sum != sent) {
+			soft_rx_bad_frame(q, -EILSEQ);
+			return -1;
+		}
+	}
+	if (rv_wire_fpdu_head(p, pl->hdr_len, &f) <= 0) { /* decoded before: cannot fail */
+		soft_rx_bad_frame(q, -EBADMSG);
+		return -1;
+	}
+	q->rx_write_acc += pl->len;
+	if (f.last) {
+		q->last_write_len = q->rx_write_acc;
+		q->rx_write_acc = 0;
+		q->uc_write_dropped = false;
+	}
+	return (int)need;
+}
+
 void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 {
 	size_t off = 0;
 
-	while (q->conn == c && !c->rx_stalled) {
+	while (q->conn == c && !c->rx_stalled && !c->place.active) {
 		struct rv_fpdu f;
-		int n = rv_wire_fpdu_decode_crc(c->rx + c->rx_off + off, c->rx_len - c->rx_off - off, &f, c->crc), r;
+		int n, r;
 
+		if (RV_UNLIKELY(c->place.placed)) {
+			n = rx_placed(q, c, c->rx + c->rx_off + off, c->rx_len - c->rx_off - off);
+			if (n < 0)
+				return;
+			if (n == 0)
+				break;
+			off += (size_t)n;
+			continue;
+		}
+		n = rv_wire_fpdu_decode_crc(c->rx + c->rx_off + off, c->rx_len - c->rx_off - off, &f, c->crc);
 		if (n == 0)
 			break;
 		/* The initiator has sent its first FPDU (RFC 5044 §7.1.2): we may
@@ -737,6 +790,12 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 					RV_WC_WR_FLUSH_ERR);
 			return;
 		}
+		/* A large WRITE came buffered: read only up to the next header
+		 * from now on, so that the next one can be placed (place.c). */
+		if (f.tagged && f.opcode == RV_RDMAP_WRITE && f.payload_len >= SOFT_PLACE_MIN && !q->uc)
+			c->place.follow = SOFT_PLACE_FOLLOW;
+		else if (c->place.follow)
+			c->place.follow--;
 		r = soft_rx_fpdu(q, &f);
 		if (r > 0) {
 			c->rx_stalled = true;

@@ -242,6 +242,20 @@ struct soft_conn {
 	int64_t deadline;        /* ms, CLOCK_MONOTONIC; 0 = none */
 	uint8_t *rx;
 	size_t rx_off, rx_len;   /* unprocessed bytes: rx[rx_off, rx_len) (rx_off is 0 before CONN_UP) */
+	/* Direct placement (place.c): the payload of the WRITE FPDU at the head
+	 * of rx goes from the socket straight into the target memory; rx keeps
+	 * its header, then its pad and CRC once they arrive. */
+	struct soft_place {
+		bool active;         /* payload still arriving into the target */
+		bool placed;         /* payload all placed: rx.c checks the CRC and accounts it */
+		uint8_t follow;      /* > 0: large WRITEs came lately: read FPDU by FPDU (counts down on others) */
+		uint8_t hdr_len;     /* MPA length + DDP header, at rx[rx_off] */
+		uint8_t trail;       /* pad + CRC after the payload */
+		uint32_t stag;
+		uint64_t to;
+		uint32_t len, done;  /* payload bytes, placed so far */
+		uint32_t crc;        /* running CRC32c: length, header, payload placed */
+	} place;
 	uint8_t *tx;
 	size_t tx_off, tx_len;
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
@@ -760,6 +774,24 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c);
 int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f);
 /* A frame that does not decode (err from rv_wire_fpdu_decode): TERMINATE, ERR. */
 void soft_rx_bad_frame(struct soft_qp *q, int err);
+/* A tagged access refused (e): TERMINATE quoting f, QP to ERR (rx.c's rules). */
+void soft_rx_tagged_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_mem_err e);
+
+/* ---- place.c: direct placement of large WRITE payloads ---- */
+/* WRITEs whose FPDU carries at least this much payload not yet received are
+ * placed directly. */
+#define SOFT_PLACE_MIN 8192u
+/* After a large WRITE, this many other FPDUs are read header first too (the
+ * confirmation READs between WRITEs must not end it). */
+#define SOFT_PLACE_FOLLOW 16u
+/*
+ * One read from c's socket (q->lock held, c is q's and up): into the target
+ * memory while a WRITE's payload is being placed (starting one when the head
+ * of rx is the header of a large WRITE that passes every check), else into
+ * rx. Returns the bytes read, 0 when nothing is there now, -1 on EOF or a
+ * socket error, -2 when the placement failed the QP (TERMINATE sent).
+ */
+ssize_t soft_place_read(struct soft_qp *q, struct soft_conn *c);
 
 /* ---- srq.c ---- */
 int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);

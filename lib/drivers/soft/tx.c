@@ -221,8 +221,12 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	if (c->shm_push && !q->uc && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
 	    (w->opcode == RV_WR_RDMA_WRITE || (w->opcode == RV_WR_SEND && !(w->flags & RV_SEND_SOLICITED))))
 		return emit_write_ref(q, c, w);
-	if (chunk > c->fpdu_payload)
-		chunk = c->fpdu_payload;
+	if (chunk > c->fpdu_payload) {
+		/* Even FPDUs (64 KiB: two of 32 KiB, not 60 + 4): each large enough
+		 * for the receiver to place it directly (place.c). */
+		uint32_t n = (chunk + c->fpdu_payload - 1) / c->fpdu_payload;
+		chunk = (chunk + n - 1) / n;
+	}
 	memset(&f, 0, sizeof(f));
 	if ((w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && q->tx_off == 0 &&
 	    soft_ext_refused(q, w))

@@ -387,6 +387,50 @@ static int term_decode(const uint8_t *p, size_t len, struct rv_term *t)
 	return 0;
 }
 
+int rv_wire_fpdu_head(const void *buf, size_t len, struct rv_fpdu *out)
+{
+	const uint8_t *p = buf;
+	struct rv_fpdu f;
+	size_t ulpdu, hlen;
+	uint16_t ctl;
+
+	if (len < 2 + RV_DDP_TAGGED_HDR)
+		return 0;
+	ulpdu = get16(p);
+	if (ulpdu < RV_DDP_TAGGED_HDR)
+		return -EMSGSIZE;
+	memset(&f, 0, sizeof(f));
+	ctl = get16(p + 2);
+	if ((ctl & CTL_DV_MASK) >> CTL_DV_SHIFT != DDP_VERSION)
+		return -EPROTO;
+	if ((ctl & CTL_RV_MASK) >> CTL_RV_SHIFT != RDMAP_VERSION)
+		return -EPROTONOSUPPORT;
+	f.tagged = ctl & CTL_T;
+	f.last = ctl & CTL_L;
+	f.opcode = ctl & CTL_OPCODE;
+	hlen = rv_wire_ddp_hdr_len(f.tagged);
+	if (ulpdu < hlen)
+		return -EMSGSIZE;
+	if (len < 2 + hlen)
+		return 0;
+	if (f.opcode <= RV_RDMAP_ATOMIC_RESP && opcode_tagged(f.opcode) != f.tagged)
+		return -EBADMSG;
+	if (f.tagged) {
+		f.stag = get32(p + 4);
+		f.to = get64(p + 8);
+	} else {
+		f.inv_stag = get32(p + 4);
+		f.qn = get32(p + 8);
+		f.msn = get32(p + 12);
+		f.mo = get32(p + 16);
+	}
+	f.hdr = p + 2;
+	f.hdr_len = (uint8_t)hlen;
+	f.payload_len = (uint32_t)(ulpdu - hlen);
+	*out = f;
+	return (int)rv_wire_fpdu_len(ulpdu);
+}
+
 int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *out)
 {
 	return rv_wire_fpdu_decode_crc(buf, len, out, true);

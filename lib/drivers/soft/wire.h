@@ -318,4 +318,14 @@ int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *f);
  * without CRC the receiver ignores it). */
 int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *f, bool crc);
 
+/*
+ * The header of the FPDU starting at buf, before its payload has arrived
+ * (direct placement): the MPA length and the DDP/RDMAP header, with the
+ * checks rv_wire_fpdu_decode makes on them. Returns the whole FPDU's length
+ * (> 0), 0 when the header is not all there, or the errors of
+ * rv_wire_fpdu_decode for the header. f gets the header fields, hdr and
+ * payload_len; payload is NULL and nothing opcode-specific is decoded.
+ */
+int rv_wire_fpdu_head(const void *buf, size_t len, struct rv_fpdu *f);
+
 #endif
