@@ -65,6 +65,27 @@
 
 enum { CTL_OFFER = 3, CTL_ANSWER = 4, CTL_SWITCH = 5 };
 
+/* ThreadSanitizer does not know that two mappings of one memfd alias (two
+ * contexts of one process map each other's rings): the index handoffs are
+ * told to it on a key both sides derive from the memfd's inode. */
+#if defined(__SANITIZE_THREAD__)
+#define RING_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RING_TSAN 1
+#endif
+#endif
+#ifdef RING_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char tsan_keys[64];
+#define TSAN_ACQUIRE(key) __tsan_acquire(&tsan_keys[(key) % sizeof(tsan_keys)])
+#define TSAN_RELEASE(key) __tsan_release(&tsan_keys[(key) % sizeof(tsan_keys)])
+#else
+#define TSAN_ACQUIRE(key) ((void)(key))
+#define TSAN_RELEASE(key) ((void)(key))
+#endif
+
 /* The shared header: each field written by one side only. */
 struct ring_hdr {
 	_Atomic uint32_t prod;          /* producer: bytes published (free-running) */
@@ -96,6 +117,7 @@ struct soft_shmring {
 	struct ring_hdr *rx;
 	_Atomic uint32_t rx_cons;
 	int peer_evfd; /* the peer context's eventfd: the doorbell */
+	uint64_t tx_key, rx_key; /* inodes of the two memfds (ThreadSanitizer annotations) */
 	bool enabled; /* rings allowed on this connection (answer offers with yes) */
 	bool offer_due, offered, answer_due, answer_ok, switch_due;
 	_Atomic bool broken;
@@ -232,6 +254,11 @@ void soft_shmring_start(struct soft_qp *q, struct soft_conn *c)
 		goto fail;
 	}
 	r->tx = (struct ring_hdr *)r->tx_map;
+	{
+		struct stat st;
+		if (fstat(r->tx_fd, &st) == 0)
+			r->tx_key = (uint64_t)st.st_ino;
+	}
 	r->offer_due = true;
 	return;
 fail:
@@ -260,6 +287,7 @@ static bool map_peer_ring(struct soft_conn *c, uint32_t num)
 		return false;
 	r->rx_map = m;
 	r->rx = (struct ring_hdr *)m;
+	r->rx_key = (uint64_t)st.st_ino;
 	r->rx_cons = 0;
 	return true;
 }
@@ -415,6 +443,8 @@ static bool tx_cons_load(struct soft_conn *c, uint32_t *out)
 	struct soft_shmring *r = c->ring;
 	uint32_t cons = atomic_load_explicit(&r->tx->cons, memory_order_acquire);
 
+	TSAN_ACQUIRE(r->tx_key);
+
 	if (cons - r->tx_cons > r->tx_prod - r->tx_cons) {
 		tx_broken(c, "consumer index out of range");
 		return false;
@@ -529,6 +559,7 @@ bool soft_shmring_flush(struct soft_conn *c)
 	}
 	if (moved) {
 		r->stat[SOFT_RING_TX_FRAMES] += moved;
+		TSAN_RELEASE(r->tx_key);
 		atomic_store_explicit(&r->tx->prod, r->tx_prod, memory_order_release);
 		atomic_thread_fence(memory_order_seq_cst);
 		if (atomic_load_explicit(&r->tx->cons_sleeping, memory_order_relaxed))
@@ -568,6 +599,7 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	if (!c->ring_rx_on || q->conn != c)
 		return;
 	prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire);
+	TSAN_ACQUIRE(r->rx_key);
 	if (prod - r->rx_cons > RING_DATA) {
 		rx_broken(q, c, "producer index out of range");
 		return;
@@ -585,6 +617,7 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 				return;
 			}
 			r->rx_cons += RING_DATA - off;
+			TSAN_RELEASE(r->rx_key);
 			atomic_store_explicit(&r->rx->cons, r->rx_cons, memory_order_release);
 			continue;
 		}
@@ -609,10 +642,13 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 		if (res < 0)
 			return; /* the QP failed on it: not consumed, its TERMINATE names it */
 		r->rx_cons += rec;
+		TSAN_RELEASE(r->rx_key);
 		atomic_store_explicit(&r->rx->cons, r->rx_cons, memory_order_release);
 		done++;
-		if (prod == r->rx_cons)
+		if (prod == r->rx_cons) {
 			prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire); /* more since? */
+			TSAN_ACQUIRE(r->rx_key);
+		}
 		if (prod - r->rx_cons > RING_DATA) {
 			rx_broken(q, c, "producer index out of range");
 			return;
