@@ -96,6 +96,7 @@ size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf)
 	memcpy(buf + 4, &kind, 4);
 	memcpy(buf + 8, &pid, 4);
 	memset(buf + 12, 0, 4);
+	buf[12] = c->sc->shm_ring ? 1 : 0; /* flags: 1 = shared-memory rings (shmring.c) */
 	memcpy(buf + 16, &c->shm_nonce, 8);
 	memcpy(buf + 24, &addr, 8);
 	return SOFT_SHM_EXT_LEN;
@@ -117,6 +118,7 @@ void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t
 	if (kind != (uint32_t)reply)
 		return;
 	c->shm_peer = true;
+	c->shm_ring_peer = (x[12] & 1) != 0;
 	c->shm_pid = pid;
 	keep_proof(c, nonce); /* the peer reads it back from &c->shm_echo */
 	if (reply) {

@@ -231,15 +231,15 @@ void soft_shmring_start(struct soft_qp *q, struct soft_conn *c)
 	struct soft_shmring *r;
 
 	(void)q;
-	if (c->ring || !c->shm_pull || !c->shm_push)
-		return;
+	if (c->ring || !c->shm_pull || !c->shm_push || !c->shm_ring_peer || !c->sc->shm_ring)
+		return; /* a peer that did not offer rings never sees a ring message */
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return;
 	r->tx_fd = r->peer_evfd = -1;
 	c->ring = r;
 	list_add(c->sc, c);
-	r->enabled = c->sc->shm_ring && same_netns(c->shm_pid);
+	r->enabled = same_netns(c->shm_pid);
 	if (!r->enabled)
 		return; /* offers are answered "no" */
 	r->tx_fd = memfd_create("rverbs-soft-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);

@@ -269,6 +269,7 @@ struct soft_conn {
 	bool shm_pull;           /* we read the peer's memory: it may send WRITEs by reference */
 	bool shm_push;           /* the peer reads ours: we may send WRITEs by reference */
 	bool shm_send_ctl;       /* our SHM control FPDU is due */
+	bool shm_ring_peer;      /* the peer's extension offers shared-memory rings (flag 1) */
 	uint32_t shm_pid;        /* the peer's process */
 	uint64_t shm_nonce;      /* ours: the peer must show it in its memory */
 	struct soft_shm_proof {  /* what the peer reads in our memory (shm.c) */
