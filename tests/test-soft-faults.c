@@ -73,6 +73,19 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* What a case left behind when it failed, for leftovers_close: the soft0
+ * contexts it opened (a reference of our own each) and its peer process.
+ * A context left open keeps its progress thread, and a later fork of this
+ * process is then a multi-threaded one: under ThreadSanitizer the peer dies
+ * as soon as it starts a thread (exit 66), which showed as a failure "in
+ * recv_ep" of every later case instead of the case that failed. */
+static rv_context *opened[32];
+static int n_opened;
+static struct {
+	pid_t pid;
+	int rfd, wfd;
+} live_peer = {0, -1, -1};
+
 static rv_context *open_ctx(const char *addr)
 {
 	rv_context_attr ca = {.mask = RV_CONTEXT_ATTR_LISTEN_ADDR, .listen_addr = addr};
@@ -82,7 +95,40 @@ static rv_context *open_ctx(const char *addr)
 	assert_int_equal(rv_device_find("soft0", &dev), 0);
 	assert_int_equal(rv_context_new(dev, addr ? &ca : NULL, &ctx), 0);
 	rv_device_unref(dev);
+	if (n_opened < (int)(sizeof(opened) / sizeof(opened[0])))
+		opened[n_opened++] = rv_context_ref(ctx);
 	return ctx;
+}
+
+static void peer_reap(void)
+{
+	int st;
+
+	if (live_peer.pid > 0) {
+		kill(live_peer.pid, SIGKILL);
+		kill(live_peer.pid, SIGCONT);
+		waitpid(live_peer.pid, &st, 0);
+	}
+	if (live_peer.rfd >= 0)
+		close(live_peer.rfd);
+	if (live_peer.wfd >= 0)
+		close(live_peer.wfd);
+	live_peer.pid = 0;
+	live_peer.rfd = live_peer.wfd = -1;
+}
+
+/* After every case: its peer is gone and its contexts are closed (no-ops
+ * when the case got that far itself), so one failure stays one failure. */
+static int leftovers_close(void **state)
+{
+	(void)state;
+	peer_reap();
+	while (n_opened > 0) {
+		rv_context *ctx = opened[--n_opened];
+		rv_context_close(ctx);
+		rv_context_unref(ctx);
+	}
+	return 0;
 }
 
 static void side_open(struct side *s, rv_context *ctx)
@@ -660,6 +706,9 @@ static void remote_fork(struct remote *r, const char *addr, const char *netns, i
 	close(c2p[1]);
 	r->rfd = c2p[0];
 	r->wfd = p2c[1];
+	live_peer.pid = r->pid;
+	live_peer.rfd = r->rfd;
+	live_peer.wfd = r->wfd;
 }
 
 /* Connect s to the forked peer. */
@@ -667,7 +716,17 @@ static void remote_connect(struct remote *r, struct side *s)
 {
 	char c;
 
-	assert_true(recv_ep(r->rfd, &r->ep));
+	if (!recv_ep(r->rfd, &r->ep)) {
+		int st = 0;
+		pid_t w = waitpid(r->pid, &st, WNOHANG);
+
+		if (w == r->pid)
+			live_peer.pid = 0; /* reaped here */
+		fail_msg("no endpoint from the peer process: it %s %d (66 under ThreadSanitizer: a report in "
+			 "the peer, or threads started after a multi-threaded fork)",
+			 w != r->pid ? "is still running, pid" : WIFEXITED(st) ? "exited with" : "was killed by signal",
+			 w != r->pid ? (int)r->pid : WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
 	send_ep(r->wfd, s->qp, s->mr);
 	connect_to(s->qp, &r->ep);
 	assert_int_equal(read(r->rfd, &c, 1), 1);
@@ -682,6 +741,8 @@ static void remote_end(struct remote *r)
 	assert_int_equal(waitpid(r->pid, &st, 0), r->pid);
 	close(r->rfd);
 	close(r->wfd);
+	live_peer.pid = 0;
+	live_peer.rfd = live_peer.wfd = -1;
 }
 
 /* Statuses of a's WRs in posting order: SUCCESS*, then want, then FLUSH*. */
@@ -918,18 +979,18 @@ static void test_faults__link_down_between_namespaces(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_faults__clear_and_bad_arguments),
-		cmocka_unit_test(test_faults__environment),
-		cmocka_unit_test(test_faults__reset),
-		cmocka_unit_test(test_faults__corrupt),
-		cmocka_unit_test(test_faults__placed_writes_land_exactly),
-		cmocka_unit_test(test_faults__corrupt_placed_write),
-		cmocka_unit_test(test_faults__delay),
-		cmocka_unit_test(test_faults__drop_is_retry_exceeded),
-		cmocka_unit_test(test_faults__peer_killed_mid_transfer),
-		cmocka_unit_test(test_faults__peer_stopped_is_retry_exceeded),
-		cmocka_unit_test(test_faults__receiver_not_ready_is_not_a_failure),
-		cmocka_unit_test(test_faults__link_down_between_namespaces),
+		cmocka_unit_test_teardown(test_faults__clear_and_bad_arguments, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__environment, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__reset, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__corrupt, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__placed_writes_land_exactly, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__corrupt_placed_write, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__delay, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__drop_is_retry_exceeded, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__peer_killed_mid_transfer, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__peer_stopped_is_retry_exceeded, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__receiver_not_ready_is_not_a_failure, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__link_down_between_namespaces, leftovers_close),
 	};
 	rv_device *dev = NULL;
 	int rc;
