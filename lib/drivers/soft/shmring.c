@@ -121,6 +121,7 @@ struct soft_shmring {
 	bool enabled; /* rings allowed on this connection (answer offers with yes) */
 	bool offer_due, offered, answer_due, answer_ok, switch_due;
 	_Atomic bool broken;
+	_Atomic bool progressed; /* the peer showed progress: retry.c's clock, set by the progress thread */
 	uint64_t stat[SOFT_RING_NSTATS];
 };
 
@@ -445,14 +446,16 @@ static bool tx_cons_load(struct soft_conn *c, uint32_t *out)
 
 	TSAN_ACQUIRE(r->tx_key);
 
-	if (cons - r->tx_cons > r->tx_prod - r->tx_cons) {
+	uint32_t seen = atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
+
+	if (cons - seen > r->tx_prod - seen) {
 		tx_broken(c, "consumer index out of range");
 		return false;
 	}
-	if (cons != r->tx_cons) {
-		r->tx_cons = cons;
-		if (c->qp)
-			soft_retry_progress(c->qp); /* the peer processed frames */
+	if (cons != seen) {
+		atomic_store_explicit(&r->tx_cons, cons, memory_order_relaxed);
+		/* The peer processed frames; the clock is read later (soft_shmring_poll). */
+		atomic_store_explicit(&r->progressed, true, memory_order_relaxed);
 	}
 	*out = cons;
 	return true;
@@ -529,7 +532,7 @@ bool soft_shmring_flush(struct soft_conn *c)
 		return true;
 	if (r->broken)
 		return true;
-	cons = r->tx_cons;
+	cons = atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
 	while (c->tx_off < c->tx_len) {
 		const uint8_t *fr = c->tx + c->tx_off;
 		size_t flen = rv_wire_fpdu_peek(fr, c->tx_len - c->tx_off);
@@ -589,7 +592,7 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	struct soft_shmring *r = c->ring;
 	uint8_t *data = r->rx_map + RING_HDR;
 	uint8_t buf[RING_FRAME_MAX];
-	uint32_t prod, done = 0;
+	uint32_t prod, done = 0, rc;
 
 	if (c->ring_tx_on) {
 		reap(q, c);
@@ -598,14 +601,16 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	}
 	if (!c->ring_rx_on || q->conn != c)
 		return;
+	/* rc: our consumer index (one writer, under q->lock; ring_ready reads it). */
+	rc = atomic_load_explicit(&r->rx_cons, memory_order_relaxed);
 	prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire);
 	TSAN_ACQUIRE(r->rx_key);
-	if (prod - r->rx_cons > RING_DATA) {
+	if (prod - rc > RING_DATA) {
 		rx_broken(q, c, "producer index out of range");
 		return;
 	}
-	while (q->conn == c && !c->rx_stalled && prod != r->rx_cons && done < RING_BUDGET) {
-		uint32_t off = r->rx_cons % RING_DATA, avail = prod - r->rx_cons, rec;
+	while (q->conn == c && !c->rx_stalled && prod != rc && done < RING_BUDGET) {
+		uint32_t off = rc % RING_DATA, avail = prod - rc, rec;
 		/* One load of the length; the frame is copied out before it is read. */
 		uint32_t len = atomic_load_explicit((_Atomic uint32_t *)(void *)(data + off), memory_order_relaxed);
 		struct rv_fpdu f;
@@ -616,9 +621,10 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 				rx_broken(q, c, "misplaced wrap marker");
 				return;
 			}
-			r->rx_cons += RING_DATA - off;
+			rc += RING_DATA - off;
+			atomic_store_explicit(&r->rx_cons, rc, memory_order_relaxed);
 			TSAN_RELEASE(r->rx_key);
-			atomic_store_explicit(&r->rx->cons, r->rx_cons, memory_order_release);
+			atomic_store_explicit(&r->rx->cons, rc, memory_order_release);
 			continue;
 		}
 		rec = (4 + len + 7) & ~7u;
@@ -641,22 +647,23 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 		}
 		if (res < 0)
 			return; /* the QP failed on it: not consumed, its TERMINATE names it */
-		r->rx_cons += rec;
+		rc += rec;
+		atomic_store_explicit(&r->rx_cons, rc, memory_order_relaxed);
 		TSAN_RELEASE(r->rx_key);
-		atomic_store_explicit(&r->rx->cons, r->rx_cons, memory_order_release);
+		atomic_store_explicit(&r->rx->cons, rc, memory_order_release);
 		done++;
-		if (prod == r->rx_cons) {
+		if (prod == rc) {
 			prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire); /* more since? */
 			TSAN_ACQUIRE(r->rx_key);
 		}
-		if (prod - r->rx_cons > RING_DATA) {
+		if (prod - rc > RING_DATA) {
 			rx_broken(q, c, "producer index out of range");
 			return;
 		}
 	}
 	if (done) {
 		r->stat[SOFT_RING_RX_FRAMES] += done;
-		soft_retry_progress(q);
+		atomic_store_explicit(&r->progressed, true, memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
 		if (atomic_load_explicit(&r->rx->prod_sleeping, memory_order_relaxed))
 			doorbell(r);
@@ -683,9 +690,11 @@ static bool ring_ready(const struct soft_conn *c)
 	if (r->broken)
 		return false;
 	if (c->ring_rx_on && !c->rx_stalled &&
-	    atomic_load_explicit(&r->rx->prod, memory_order_acquire) != r->rx_cons)
+	    atomic_load_explicit(&r->rx->prod, memory_order_acquire) !=
+		    atomic_load_explicit(&r->rx_cons, memory_order_relaxed))
 		return true;
-	return c->ring_tx_on && atomic_load_explicit(&r->tx->cons, memory_order_acquire) != r->tx_cons;
+	return c->ring_tx_on && atomic_load_explicit(&r->tx->cons, memory_order_acquire) !=
+					atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
 }
 
 void soft_shmring_poll(struct soft_ctx *sc, bool awake)
@@ -703,7 +712,16 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 			continue;
 		c = sc->rings[i];
 		q = c->qp;
-		if (!q || !ring_ready(c))
+		if (!q)
+			continue;
+		/* Progress for retry.c, stamped here (the progress thread runs this
+		 * before every timer tick) rather than a clock read per frame. */
+		if (awake && atomic_exchange_explicit(&c->ring->progressed, false, memory_order_relaxed)) {
+			pthread_mutex_lock(&q->lock);
+			soft_retry_progress(q);
+			pthread_mutex_unlock(&q->lock);
+		}
+		if (!ring_ready(c))
 			continue;
 		pthread_mutex_lock(&q->lock);
 		if (q->conn == c) {
@@ -716,9 +734,15 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 	}
 }
 
+/* Empty polls by this thread, per context (hashed): the clock is read on
+ * every 16th, which is often enough to say "a poller is busy" (RING_IDLE_US). */
+static _Thread_local uint8_t ring_polls[16];
+
 void soft_shmring_poller(struct soft_ctx *sc, bool busy)
 {
-	if (busy)
+	uint8_t *n = &ring_polls[((uintptr_t)sc >> 6) % sizeof(ring_polls)];
+
+	if (busy && (++*n & 15u) == 1)
 		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
 	if (pthread_mutex_trylock(&sc->lock) != 0)
 		return;
