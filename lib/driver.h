@@ -91,6 +91,10 @@ struct rv_driver {
 	 * automatic inline with rv_send_wr_inline(). */
 	int (*post_send)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 	int (*post_recv)(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
+	/* True: post_send and post_recv also take a NULL n_posted (the
+	 * caller's, passed through as it is); false: the facade gives them a
+	 * pointer of its own when the caller passes NULL (lib/qp.c). */
+	bool post_n_posted_may_be_null;
 
 	/* Address handles (rv_ah_new). ah->pd and ah->attr (validated, defaults
 	 * applied) are set; fill drv_ah. NULL: the device has none (-EOPNOTSUPP). */

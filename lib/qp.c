@@ -41,12 +41,38 @@ static const struct rv_object_class qp_class = {
 #define QP_INIT_KNOWN (RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_RECV_CQ | \
 		       RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL | RV_QP_INIT_ATTR_SRQ)
 
+/* Where a post with a NULL n_posted has a driver that needs a pointer write
+ * its count: with a pointer of its own the adapter below stays a tail call
+ * (no frame for a local). Per thread, so that posts of several threads never
+ * write one location; initial-exec, so the address is two instructions
+ * without a call. */
+static _Thread_local size_t posted_sink __attribute__((tls_model("initial-exec")));
+
+/* qp->post_send and qp->post_recv for a driver that needs a non-NULL
+ * n_posted (!post_n_posted_may_be_null): the facade's entry points pass the
+ * caller's pointer, NULL included, straight to qp->post_send. */
+static int post_send_adapter(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	return qp->drv->post_send(qp, wrs, n, n_posted ? n_posted : &posted_sink);
+}
+
+static int post_recv_adapter(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	return qp->drv->post_recv(qp, wrs, n, n_posted ? n_posted : &posted_sink);
+}
+
+int (*rv_qp_plain_post_send(const struct rv_qp *qp))(struct rv_qp *, const rv_send_wr *, size_t, size_t *)
+{
+	return qp->drv->post_n_posted_may_be_null ? qp->drv->post_send : post_send_adapter;
+}
+
 /* qp->post_recv of a QP that takes its receives from an SRQ. */
 static int post_recv_on_srq_qp(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
 {
 	(void)wrs;
 	(void)n;
-	*n_posted = 0;
+	if (n_posted)
+		*n_posted = 0;
 	return rv_err(EINVAL, "rv_qp_post_recv", "QP #%" PRIu64 " takes its receives from SRQ #%" PRIu64
 		      "; post them with rv_srq_post_recv", qp->obj.id, qp->srq->obj.id);
 }
@@ -121,10 +147,11 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	rv_obj_init(&qp->obj, &qp_class, pd->ctx);
 	qp->obj.id = rv_ctx_next_id(pd->ctx);
 	qp->drv = pd->ctx->drv;
-	qp->post_send = qp->drv->post_send;
+	qp->post_send = rv_qp_plain_post_send(qp);
 	/* A QP on an SRQ refuses receives through its entry point: no test on
 	 * the data path of the others. */
-	qp->post_recv = a.srq ? post_recv_on_srq_qp : qp->drv->post_recv;
+	qp->post_recv = a.srq ? post_recv_on_srq_qp
+		      : qp->drv->post_n_posted_may_be_null ? qp->drv->post_recv : post_recv_adapter;
 	qp->ctx = pd->ctx;
 	qp->pd = pd;
 	qp->send_cq = a.send_cq;
@@ -514,13 +541,6 @@ static inline int qp_live(const struct rv_qp *qp)
 			 !(RV_UNLIKELY(rv_fork_child) && qp->ctx->pid != rv_fork_pid));
 }
 
-/* Where a post with a NULL n_posted has the driver write its count: the
- * drivers set *n_posted on every return, and with a pointer of its own the
- * entry point stays a tail call (no frame for a local). Per thread, so that
- * posts of several threads never write one location; initial-exec, so the
- * address is two instructions without a call. */
-static _Thread_local size_t posted_sink __attribute__((tls_model("initial-exec")));
-
 /* What the post entry points' one-compare checks did not let through: a
  * handle that is not a live QP of this process (n_posted untouched; in a
  * fork child the QPs it made itself come here and are posted), an empty or
@@ -535,20 +555,17 @@ static __attribute__((noinline)) int post_checked(rv_qp *qp, const void *wrs, si
 			*n_posted = 0;
 		return wrs || n == 0 ? 0 : rv_err(EINVAL, func, "wrs is NULL");
 	}
-	if (!n_posted)
-		n_posted = &posted_sink;
 	return send ? qp->post_send(qp, wrs, n, n_posted) : qp->post_recv(qp, wrs, n, n_posted);
 }
 
 /* One test of the handle (rv_obj_live_fast: its magic and state as one
  * word, which also fails in a fork child) and of each argument, then a tail
- * call of the driver's entry cached in the QP. */
+ * call of the entry cached in the QP with the caller's n_posted, NULL
+ * included (the driver's entry takes it, or the adapter above). */
 RV_EXPORT int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
 	if (RV_UNLIKELY(!rv_obj_live_fast(qp, RV_OBJ_QP) || !wrs || n == 0))
 		return post_checked(qp, wrs, n, n_posted, true, __func__);
-	if (!n_posted)
-		n_posted = &posted_sink;
 	return qp->post_send(qp, wrs, n, n_posted);
 }
 
@@ -556,8 +573,6 @@ RV_EXPORT int rv_qp_post_recv(rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t
 {
 	if (RV_UNLIKELY(!rv_obj_live_fast(qp, RV_OBJ_QP) || !wrs || n == 0))
 		return post_checked(qp, wrs, n, n_posted, false, __func__);
-	if (!n_posted)
-		n_posted = &posted_sink;
 	return qp->post_recv(qp, wrs, n, n_posted);
 }
 

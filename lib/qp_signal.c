@@ -92,7 +92,8 @@ static int sig_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size
 		if (rc < 0 || p < m)
 			break;
 	}
-	*n_posted = done;
+	if (n_posted) /* NULL from the caller (lib/qp.c) */
+		*n_posted = done;
 	if (rc == 0 && done < n) {
 		rc = rv_err(ENOMEM, "rv_qp_post_send", "posted %zu of %zu WRs: the send queue is full "
 			    "(%" PRIu64 " WRs outstanding, max_send_wr %u)", done, n, out + done, s->depth);
@@ -197,7 +198,7 @@ void rv_qp_signal_detach(struct rv_qp *qp)
 	qp->sig->next_on_cq = NULL;
 	if (!cq->sig_qps)
 		cq->poll = cq->ctx->drv->cq_poll;
-	qp->post_send = qp->drv->post_send;
+	qp->post_send = rv_qp_plain_post_send(qp);
 }
 
 void rv_qp_signal_free(struct rv_qp *qp)

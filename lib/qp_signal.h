@@ -16,6 +16,10 @@
  * CQ's list; the CQ polls without accounting once no such QP is left. */
 void rv_qp_signal_detach(struct rv_qp *qp);
 
+/* The post_send entry of a QP without a policy (lib/qp.c): the driver's,
+ * or the facade's adapter when the driver needs a non-NULL n_posted. */
+int (*rv_qp_plain_post_send(const struct rv_qp *qp))(struct rv_qp *, const rv_send_wr *, size_t, size_t *);
+
 /* Free the policy state (at the handle's release). */
 void rv_qp_signal_free(struct rv_qp *qp);
 

@@ -341,6 +341,40 @@ static void test_ibv_datapath__reserved_next_is_refused(void **state)
 	assert_ptr_equal(mock.wr_ptrs[3], &r[0]);
 }
 
+/* The driver takes a NULL n_posted (driver.c: the facade passes the
+ * caller's through): every path posts, and a refusal is still reported. */
+static void test_ibv_datapath__null_n_posted_on_every_path(void **state)
+{
+	rv_send_wr w[20];
+	rv_recv_wr r[3];
+	int dummy;
+
+	(void)state;
+	make_send(w, 20, 8);
+	w[0].send_flags |= RV_SEND_INLINE;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 1, NULL), 0);      /* as it is */
+	assert_ptr_equal(mock.wr_ptrs[0], &w[0]);
+	assert_int_equal(rv_ibv_post_send(&qp, &w[1], 1, NULL), 0);  /* translated */
+	assert_ptr_not_equal(mock.wr_ptrs[1], &w[1]);
+	assert_int_equal(rv_ibv_post_send(&qp, w, 20, NULL), 0);     /* chains */
+	assert_int_equal(mock.seen, 22);
+	w[5].reserved_next = &dummy;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 20, NULL), -EINVAL);
+	assert_int_equal(mock.seen, 27);
+	mock.fail_at = (long)mock.seen;
+	mock.fail_rc = ENOMEM;
+	assert_int_equal(rv_ibv_post_send(&qp, w, 1, NULL), -ENOMEM);
+	assert_non_null(strstr(rv_error_last(), "send queue is full"));
+	mock.fail_at = -1;
+
+	memset(r, 0, sizeof(r));
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 1, NULL), 0);
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 3, NULL), 0);
+	mock.fail_at = (long)mock.seen;
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 1, NULL), -ENOMEM);
+	assert_non_null(strstr(rv_error_last(), "receive queue is full"));
+}
+
 static void test_ibv_datapath__post_send_full_queue_counts_from_bad_wr(void **state)
 {
 	rv_send_wr w[40];
@@ -516,6 +550,7 @@ int main(void)
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_one_wr_each_path, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_as_is_when_nothing_to_translate, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__reserved_next_is_refused, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__null_n_posted_on_every_path, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_full_queue_counts_from_bad_wr, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_negative_errno_provider, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unposted, setup),

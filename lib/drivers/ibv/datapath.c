@@ -121,8 +121,10 @@ static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv
 						      size_t n, size_t *n_posted)
 {
 	struct ibv_send_wr chain[RV_IBV_BATCH];
-	size_t done = 0;
+	size_t done = 0, sink;
 
+	if (!n_posted) /* the caller's NULL, passed through (driver.c) */
+		n_posted = &sink;
 	while (done < n) {
 		struct ibv_send_wr *bad = NULL;
 		size_t want = n - done < RV_IBV_BATCH ? n - done : RV_IBV_BATCH;
@@ -216,10 +218,12 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 	f.qp = qp;
 	f.wr = wrs;
 	f.n_posted = n_posted;
-	*n_posted = 1;
+	if (n_posted) /* may be NULL (driver.c) */
+		*n_posted = 1;
 	rc = ibv_post_send(qp->drv_qp, w, &f.bad);
 	if (RV_UNLIKELY(rc != 0)) {
-		*f.n_posted = 0;
+		if (f.n_posted)
+			*f.n_posted = 0;
 		return send_failed(f.qp, f.wr, 0, rv_ibv_errno(rc));
 	}
 	return 0;
@@ -269,7 +273,10 @@ static __attribute__((noinline)) int post_recv_chains(struct rv_qp *qp, const rv
 {
 	struct ibv_qp *q = qp->drv_qp;
 	struct ibv_recv_wr chain[RV_IBV_BATCH];
-	size_t done = 0;
+	size_t done = 0, sink;
+
+	if (!n_posted) /* the caller's NULL, passed through (driver.c) */
+		n_posted = &sink;
 
 	while (done < n) {
 		struct ibv_recv_wr *bad = NULL;
@@ -312,10 +319,12 @@ int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *
 	f.qp = qp;
 	f.wr = wrs;
 	f.n_posted = n_posted;
-	*n_posted = 1;
+	if (n_posted) /* may be NULL (driver.c) */
+		*n_posted = 1;
 	rc = ibv_post_recv(qp->drv_qp, (struct ibv_recv_wr *)(uintptr_t)wrs, &f.bad);
 	if (RV_UNLIKELY(rc != 0)) {
-		*f.n_posted = 0;
+		if (f.n_posted)
+			*f.n_posted = 0;
 		return recv_failed(f.qp, f.wr, 0, rc);
 	}
 	return 0;

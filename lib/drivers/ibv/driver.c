@@ -50,6 +50,7 @@ const struct rv_driver rv_driver_ibv = {
 	.qp_query = rv_ibv_qp_query,
 	.post_send = rv_ibv_post_send,
 	.post_recv = rv_ibv_post_recv,
+	.post_n_posted_may_be_null = true,
 
 	.ah_create = rv_ibv_ah_create,
 	.ah_destroy = rv_ibv_ah_destroy,
