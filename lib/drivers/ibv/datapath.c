@@ -174,59 +174,68 @@ static inline bool as_is_inline(const rv_send_wr *wr)
 	return (w & OP_FLAGS(~(uint32_t)RV_WR_SEND, ~RV_IBV_SEND_FLAGS_PASSED)) == OP_FLAGS(0, RV_SEND_INLINE);
 }
 
+/* What the failure path of a one-WR post needs lives in the poster's frame
+ * beside the WR, whose address escapes to libibverbs: the compiler reloads
+ * it after the call on failure only, instead of saving and restoring three
+ * callee-saved registers on every post. */
+struct send_frame {
+	struct ibv_send_wr w, *bad;
+	struct rv_qp *qp;
+	const rv_send_wr *wr;
+	size_t *n_posted;
+};
+
+/* Post w, the libibverbs form of the caller's one WR wr (wr itself, or f->w).
+ * Inlined at each use, so that the as-is post passes the caller's pointer
+ * straight on. */
+static inline __attribute__((always_inline)) int post_send_one(struct rv_qp *qp, struct ibv_send_wr *w,
+							       const rv_send_wr *wr, size_t *n_posted,
+							       struct send_frame *f)
+{
+	int rc;
+
+	f->qp = qp;
+	f->wr = wr;
+	f->n_posted = n_posted;
+	if (n_posted) /* may be NULL (driver.c) */
+		*n_posted = 1;
+	rc = ibv_post_send(qp->drv_qp, w, &f->bad);
+	if (RV_UNLIKELY(rc != 0)) {
+		if (f->n_posted)
+			*f->n_posted = 0;
+		return send_failed(f->qp, f->wr, 0, rv_ibv_errno(rc));
+	}
+	return rc; /* 0, already in the return register */
+}
+
 int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
-	/* What the failure path needs lives in this frame beside the WR, whose
-	 * address escapes to libibverbs: the compiler reloads it after the call
-	 * on failure only, instead of saving and restoring three callee-saved
-	 * registers on every post. */
-	struct {
-		struct ibv_send_wr w, *bad;
-		struct rv_qp *qp;
-		const rv_send_wr *wr;
-		size_t *n_posted;
-	} f;
-	struct ibv_send_wr *w = &f.w;
+	struct send_frame f;
 	uint32_t op, fl, max;
-	int rc;
 
 	if (RV_UNLIKELY(n != 1 || wrs->reserved_next || qp->qp_type == RV_QPT_UD))
 		return post_send_chains(qp, wrs, n, n_posted);
-	if (RV_LIKELY(as_is_inline(wrs))) {
-		/* A WRITE or SEND the caller marked inline, with libibverbs
-		 * flags only: the caller's WR is the libibverbs WR (rverbs/qp.h,
-		 * translate.c), nothing to build. ibv_post_send() does not write
-		 * through it; the cast only drops the const its prototype lacks. */
-		w = (struct ibv_send_wr *)(uintptr_t)wrs;
-	} else if (RV_LIKELY((op = wrs->opcode) <= RV_WR_RDMA_READ &&
-			     !((fl = wrs->send_flags) & ~RV_IBV_SEND_FLAGS_PASSED) && wrs->num_sge == 1)) {
-		/* One common WR of one SGE with plain flags. Without immediate
-		 * data and where rverbs would not choose inline (a READ, no
-		 * inline room, a payload above it) it too goes as it is;
-		 * otherwise it is built straight onto the stack, no chain, no
-		 * loop, no call. */
-		max = qp->cap.max_inline_data;
-		if (max && op != RV_WR_RDMA_READ && wrs->sg_list[0].length <= max)
-			rv_ibv_send_wr_fill(wrs, fl | IBV_SEND_INLINE, NULL, &f.w);
-		else if (op & 1)
-			rv_ibv_send_wr_fill(wrs, fl, NULL, &f.w);
-		else
-			w = (struct ibv_send_wr *)(uintptr_t)wrs;
-	} else {
+	/* A WRITE or SEND the caller marked inline, with libibverbs flags
+	 * only: the caller's WR is the libibverbs WR (rverbs/qp.h,
+	 * translate.c), nothing to build. ibv_post_send() does not write
+	 * through it; the cast only drops the const its prototype lacks. */
+	if (RV_LIKELY(as_is_inline(wrs)))
+		return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
+	/* One common WR of one SGE with plain flags. Without immediate data
+	 * and where rverbs would not choose inline (a READ, no inline room, a
+	 * payload above it) it too goes as it is; otherwise it is built
+	 * straight onto the stack, no chain, no loop, no call. */
+	if (RV_UNLIKELY((op = wrs->opcode) > RV_WR_RDMA_READ ||
+			((fl = wrs->send_flags) & ~RV_IBV_SEND_FLAGS_PASSED) || wrs->num_sge != 1))
 		return post_send_chains(qp, wrs, n, n_posted);
-	}
-	f.qp = qp;
-	f.wr = wrs;
-	f.n_posted = n_posted;
-	if (n_posted) /* may be NULL (driver.c) */
-		*n_posted = 1;
-	rc = ibv_post_send(qp->drv_qp, w, &f.bad);
-	if (RV_UNLIKELY(rc != 0)) {
-		if (f.n_posted)
-			*f.n_posted = 0;
-		return send_failed(f.qp, f.wr, 0, rv_ibv_errno(rc));
-	}
-	return 0;
+	max = qp->cap.max_inline_data;
+	if (max && op != RV_WR_RDMA_READ && wrs->sg_list[0].length <= max)
+		rv_ibv_send_wr_fill(wrs, fl | IBV_SEND_INLINE, NULL, &f.w);
+	else if (op & 1)
+		rv_ibv_send_wr_fill(wrs, fl, NULL, &f.w);
+	else
+		return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
+	return post_send_one(qp, &f.w, wrs, n_posted, &f);
 }
 
 /* ibv_post_recv refused WR i. */
