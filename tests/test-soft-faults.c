@@ -448,6 +448,32 @@ static void test_faults__placed_writes_land_exactly(void **state)
 	world_close(&w);
 }
 
+/* Many large WRITEs in flight: the sender sends each FPDU straight from the
+ * registered memory with sendmsg (tx.c) until the socket is full, then keeps
+ * the rest of a frame in its buffer; every FPDU must arrive whole (the CRC
+ * checks each) and the last WRITE's bytes must be in place. */
+static void test_faults__many_large_writes_in_flight(void **state)
+{
+	struct world w;
+	enum { N = 48, LEN = 200000 };
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	for (uint32_t i = 0; i < LEN + 16; i++)
+		w.a1.buf[i] = (uint8_t)(i * 7 + (i >> 11));
+	memset(w.b1.buf, 0, BUF);
+	for (uint64_t k = 0; k < N; k++)
+		post(&w.a1, RV_WR_RDMA_WRITE, k % 16, LEN, (uint64_t)(uintptr_t)(w.b1.buf + 8 * (k % 3)),
+		     rv_mr_rkey(w.b1.mr), 700 + k);
+	drain(&w.a1);
+	for (uint64_t k = 0; k < N; k++)
+		assert_int_equal(wc_of(&w.a1, 700 + k)->status, RV_WC_SUCCESS);
+	assert_memory_equal(w.b1.buf + 8 * ((N - 1) % 3), w.a1.buf + (N - 1) % 16, LEN);
+	world_close(&w);
+}
+
 /* A placed WRITE that arrives corrupt: its CRC is checked once the payload
  * is in the target, and the QPs fail as for a buffered FPDU (LLP CRC error). */
 static void test_faults__corrupt_placed_write(void **state)
@@ -985,6 +1011,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_faults__corrupt, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__placed_writes_land_exactly, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__corrupt_placed_write, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__many_large_writes_in_flight, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__delay, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__drop_is_retry_exceeded, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__peer_killed_mid_transfer, leftovers_close),

@@ -321,6 +321,41 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 	return e;
 }
 
+enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				 uint64_t off, uint64_t len,
+				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg)
+{
+	struct iovec iov[SOFT_MAX_SGE];
+	enum soft_mem_err e = SOFT_MEM_OK;
+	uint32_t i = 0, k = 0;
+
+	while (i < n && off >= sge[i].length) {
+		off -= sge[i].length;
+		i++;
+	}
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	for (; i < n && len && k < SOFT_MAX_SGE; i++, off = 0) {
+		uint64_t m = sge[i].length - off;
+		if (m > len)
+			m = len;
+		if (m == 0)
+			continue;
+		e = check(lookup(sc, sge[i].lkey), pd, NULL, 0, sge[i].addr, sge[i].length);
+		if (e != SOFT_MEM_OK)
+			break;
+		iov[k].iov_base = (void *)(uintptr_t)(sge[i].addr + off);
+		iov[k].iov_len = (size_t)m;
+		k++;
+		len -= m;
+	}
+	if (e == SOFT_MEM_OK && len)
+		e = SOFT_MEM_BOUNDS;
+	if (e == SOFT_MEM_OK)
+		fn(iov, k, arg);
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
+}
+
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len)
 {

@@ -54,6 +54,9 @@
 #define SOFT_RNR_NOTICE (UINT64_C(0x524e52) << 40) /* "RNR" */
 #define SOFT_RNR_NOTICE_MASK (UINT64_C(0xffffff) << 40)
 
+/* An FPDU with at least this much payload, framed when the transmit buffer
+ * is empty, is sent with sendmsg straight from the registered memory (tx.c). */
+#define SOFT_TX_DIRECT_MIN 8192u
 /* Payload bytes per FPDU: at least one page (active_mtu RV_MTU_4096), and as
  * many whole pages as the connection's MULPDU allows (RFC 5044 §8: the TCP
  * MSS less the MPA length and CRC; the 16-bit ULPDU_Length caps it), so about
@@ -543,6 +546,12 @@ enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 /* Gather len bytes from offset off of an SGE list (lkeys, LOCAL access). */
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len);
+/* Run fn on the host addresses of len bytes from offset off of an SGE list
+ * (lkeys checked as soft_sgl_read), under the MR lock: no segment can be
+ * deregistered while fn reads it (tx.c sends them with sendmsg). */
+enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				 uint64_t off, uint64_t len,
+				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg);
 /* Scatter len bytes to offset off of an SGE list (lkeys, LOCAL_WRITE). */
 enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				 uint64_t off, const void *src, uint64_t len);

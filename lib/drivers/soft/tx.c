@@ -23,8 +23,11 @@
  * responses, then the initiator's opening READ, then the send queue.
  * Always called with q->lock held; never blocks; never takes sc->lock.
  */
+#include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 
+#include "crc32c.h"
 #include "soft.h"
 
 /* Room for one more READ request of any kind (internal confirmations included). */
@@ -210,12 +213,77 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	return true;
 }
 
+/* What send_direct needs: the frame's header in c->tx, its payload's length. */
+struct direct {
+	struct soft_conn *c;
+	size_t hdr;      /* bytes of MPA length + header at c->tx */
+	uint32_t chunk;  /* payload bytes */
+	bool broken;     /* sendmsg failed: the connection broke */
+};
+
+/* Under the MR lock, on the payload's host addresses (soft_sgl_apply): the
+ * CRC, then one sendmsg of header, payload and trailer; whatever the socket
+ * did not take is copied into c->tx (the frame from the first unsent byte). */
+static void send_direct(const struct iovec *pay, uint32_t npay, void *arg)
+{
+	struct direct *d = arg;
+	struct soft_conn *c = d->c;
+	struct iovec iov[SOFT_MAX_SGE + 2];
+	uint8_t trail[8] = {0};
+	size_t pad = (4 - (d->hdr + d->chunk) % 4) % 4, total = d->hdr + d->chunk + pad + 4, at;
+	struct msghdr mh;
+	ssize_t n;
+
+	if (c->crc) {
+		uint32_t crc = rv_crc32c(0, c->tx, d->hdr);
+		for (uint32_t i = 0; i < npay; i++)
+			crc = rv_crc32c(crc, pay[i].iov_base, pay[i].iov_len);
+		crc = rv_crc32c(crc, trail, pad);
+		trail[pad] = (uint8_t)crc;
+		trail[pad + 1] = (uint8_t)(crc >> 8);
+		trail[pad + 2] = (uint8_t)(crc >> 16);
+		trail[pad + 3] = (uint8_t)(crc >> 24);
+	}
+	iov[0].iov_base = c->tx;
+	iov[0].iov_len = d->hdr;
+	memcpy(iov + 1, pay, npay * sizeof(*pay));
+	iov[npay + 1].iov_base = trail;
+	iov[npay + 1].iov_len = pad + 4;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = npay + 2;
+	do
+		n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+		d->broken = true; /* as soft_conn_flush: the progress thread sees the error */
+		return;
+	}
+	if (n > 0 && c->qp)
+		soft_retry_progress(c->qp); /* the peer takes bytes */
+	if (n < 0)
+		n = 0;
+	if ((size_t)n == total)
+		return;
+	/* The rest waits in c->tx as a framed copy would: the whole frame is
+	 * laid out there (header already is), sending resumes at byte n. */
+	at = d->hdr;
+	for (uint32_t i = 0; i < npay; i++) {
+		memcpy(c->tx + at, pay[i].iov_base, pay[i].iov_len);
+		at += pay[i].iov_len;
+	}
+	memcpy(c->tx + at, trail, pad + 4);
+	c->tx_off = (size_t)n;
+	c->tx_len = total;
+}
+
 /* One FPDU of a SEND or WRITE. */
 static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
 {
 	uint32_t chunk = w->length - q->tx_off;
 	uint8_t *buf = c->tx + c->tx_len;
 	struct rv_fpdu f;
+	bool direct;
 	size_t off;
 
 	if (c->shm_push && !q->uc && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
@@ -253,14 +321,32 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	}
 	f.last = q->tx_off + chunk == w->length;
 	off = rv_wire_fpdu_begin(buf, &f, chunk);
-	if (w->inl) {
+	direct = !w->inl && c->tx_len == 0 && chunk >= SOFT_TX_DIRECT_MIN && !c->ring && !soft_fault_held(c) &&
+	    !atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
+	    !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed);
+	if (direct) {
+		/* Nothing waits before it: send it from the registered memory itself,
+		 * without copying the payload into c->tx (unless the socket leaves
+		 * part of it). Fault injection and the rings take the copy path. */
+		struct direct d = {c, off, chunk, false};
+		if (soft_sgl_apply(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, chunk, send_direct, &d) !=
+		    SOFT_MEM_OK) {
+			local_fail(q, RV_WC_LOC_PROT_ERR);
+			return false;
+		}
+		if (d.broken) {
+			c->tx_off = c->tx_len = 0;
+			return false;
+		}
+	} else if (w->inl) {
 		memcpy(buf + off, w->inline_data + q->tx_off, chunk);
 	} else if (soft_sgl_read(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, buf + off, chunk) !=
 		   SOFT_MEM_OK) {
 		local_fail(q, RV_WC_LOC_PROT_ERR);
 		return false;
 	}
-	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
+	if (!direct)
+		c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
 	q->tx_off += chunk;
 	if (f.last) {
 		if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_SEND_WITH_INV)
