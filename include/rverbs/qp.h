@@ -175,7 +175,9 @@ typedef struct rv_sge {
  * inline decision left to rverbs (the caller set RV_SEND_INLINE, or the
  * payload does not fit max_inline_data, or the QP has no inline room). Every
  * other WR is translated, with the same result. The fields after rkey are
- * rverbs' own.
+ * rverbs' own; the struct is as large as struct ibv_send_wr (128 bytes on
+ * LP64), so a provider reading more of a WR than its opcode uses still reads
+ * the caller's memory.
  */
 typedef struct rv_send_wr {
 	uint64_t wr_id;            /**< returned in the completion */
@@ -194,6 +196,8 @@ typedef struct rv_send_wr {
 	rv_ah *ah;                 /**< UD: destination address handle */
 	uint32_t remote_qkey;      /**< UD: destination Q_Key */
 	uint32_t reserved;         /**< zero */
+	uint64_t reserved_tail[5]; /**< zero; pads the WR to sizeof(struct ibv_send_wr), so that
+	                                a provider that reads a whole ibv_send_wr stays inside it */
 } rv_send_wr;
 
 /**

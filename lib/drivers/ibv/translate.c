@@ -54,6 +54,8 @@ RV_SAME_AT(rv_recv_wr, reserved_next, struct ibv_recv_wr, next);
 RV_SAME_AT(rv_recv_wr, sg_list, struct ibv_recv_wr, sg_list);
 RV_SAME_AT(rv_recv_wr, num_sge, struct ibv_recv_wr, num_sge);
 _Static_assert(sizeof(rv_recv_wr) == sizeof(struct ibv_recv_wr), "rv_recv_wr size");
+/* A provider that copies a whole ibv_send_wr must stay inside the caller's WR. */
+_Static_assert(sizeof(rv_send_wr) == sizeof(struct ibv_send_wr), "rv_send_wr size");
 
 /* rv_wc has ibv_wc's layout up to rv_wc::reserved (ibv_wc's tail padding):
  * rv_ibv_wc_from_ibv() copies that block whole. */
