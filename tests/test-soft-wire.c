@@ -71,6 +71,66 @@ static void test_soft_wire__crc32c_long_buffers(void **state)
 			 rv_crc32c(0, buf, sizeof(buf)));
 }
 
+/* Every implementation this CPU has (crc32c.c chooses one per length at run
+ * time) agrees with the table: lengths around the folding's 256/64/16-byte
+ * steps, every alignment, chained starting values, the RFC 3720 vectors. */
+static void test_soft_wire__crc32c_every_implementation(void **state)
+{
+	static const enum rv_crc32c_impl impls[] = {RV_CRC32C_TABLE, RV_CRC32C_SSE42, RV_CRC32C_FOLD};
+	static uint8_t buf[70000];
+	uint8_t zeros[32] = {0}, ones[32], inc[32];
+	uint32_t x = 777;
+	int ran = 0;
+
+	(void)state;
+	memset(ones, 0xff, sizeof(ones));
+	for (int i = 0; i < 32; i++)
+		inc[i] = (uint8_t)i;
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t k = 0; k < sizeof(impls) / sizeof(impls[0]); k++) {
+		uint32_t c = 0;
+
+		if (!rv_crc32c_with(impls[k], &c, buf, 4096))
+			continue; /* not on this CPU */
+		ran++;
+		assert_int_equal(c, rv_crc32c_portable(0, buf, 4096));
+		for (size_t len = 256; len < 1400; len++)
+			for (size_t off = 0; off < 64; off += 13) {
+				c = 0x5eed0000u + (uint32_t)len;
+				assert_true(rv_crc32c_with(impls[k], &c, buf + off, len));
+				assert_int_equal(c, rv_crc32c_portable(0x5eed0000u + (uint32_t)len, buf + off, len));
+			}
+		for (size_t len = 1400; len <= sizeof(buf) - 64; len = len * 3 / 2 + 1) {
+			c = 0xffffffffu;
+			assert_true(rv_crc32c_with(impls[k], &c, buf + 1, len));
+			assert_int_equal(c, rv_crc32c_portable(0xffffffffu, buf + 1, len));
+		}
+		c = 0;
+		assert_true(rv_crc32c_with(impls[k], &c, buf, sizeof(buf)));
+		assert_int_equal(c, rv_crc32c_portable(0, buf, sizeof(buf)));
+		/* 65 536 bytes of each RFC 3720 pattern: the 32-byte vectors
+		 * repeated, checked against the table. */
+		for (int pat = 0; pat < 3; pat++) {
+			static uint8_t big[65536];
+			const uint8_t *src = pat == 0 ? zeros : pat == 1 ? ones : inc;
+			for (size_t i = 0; i < sizeof(big); i += 32)
+				memcpy(big + i, src, 32);
+			c = 0;
+			assert_true(rv_crc32c_with(impls[k], &c, big, sizeof(big)));
+			assert_int_equal(c, rv_crc32c_portable(0, big, sizeof(big)));
+			if (impls[k] != RV_CRC32C_FOLD) { /* the vectors themselves are 32 bytes */
+				c = 0;
+				assert_true(rv_crc32c_with(impls[k], &c, src, 32));
+				assert_int_equal(c, pat == 0 ? 0x8A9136AAu : pat == 1 ? 0x62A8AB43u : 0x46DD794Eu);
+			}
+		}
+	}
+	assert_true(ran >= 1); /* the table at least */
+}
+
 static void test_soft_wire__mpa_round_trip(void **state)
 {
 	uint8_t pd[RV_SOFT_CPD_LEN], buf[600];
@@ -561,6 +621,7 @@ int main(void)
 		cmocka_unit_test(test_soft_wire__crc32c_known_vectors),
 		cmocka_unit_test(test_soft_wire__crc32c_is_incremental),
 		cmocka_unit_test(test_soft_wire__crc32c_long_buffers),
+		cmocka_unit_test(test_soft_wire__crc32c_every_implementation),
 		cmocka_unit_test(test_soft_wire__mpa_round_trip),
 		cmocka_unit_test(test_soft_wire__fpdu_head_before_the_payload),
 		cmocka_unit_test(test_soft_wire__mpa_rejects_garbage),

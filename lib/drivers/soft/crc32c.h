@@ -8,6 +8,7 @@
 #ifndef RV_SOFT_CRC32C_H
 #define RV_SOFT_CRC32C_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,5 +21,18 @@ uint32_t rv_crc32c(uint32_t crc, const void *buf, size_t len);
 
 /* The same with the portable table only (for tests that compare both paths). */
 uint32_t rv_crc32c_portable(uint32_t crc, const void *buf, size_t len);
+
+/* The implementations crc32c.c chooses from. */
+enum rv_crc32c_impl {
+	RV_CRC32C_TABLE, /* portable slicing-by-8 */
+	RV_CRC32C_SSE42, /* the crc32 instruction, three streams */
+	RV_CRC32C_FOLD,  /* VPCLMULQDQ folding; needs len >= 256 */
+};
+
+/*
+ * rv_crc32c through one implementation, for tests: false (and *crc untouched)
+ * when this CPU or build lacks it or len is below its minimum.
+ */
+bool rv_crc32c_with(enum rv_crc32c_impl impl, uint32_t *crc, const void *buf, size_t len);
 
 #endif
