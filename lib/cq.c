@@ -416,7 +416,33 @@ RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
 	}
 	for (;;) {
 		struct rv_cq *ev = NULL;
-		int rc = req_notify(cq, false, __func__);
+		int rc;
+
+		if (cq->ctx->drv->cq_block) {
+			/* The driver waits itself (soft0: on the CQ's sockets and the
+			 * channel, receiving in this thread: one wake-up per message). */
+			rv_error_clear();
+			rc = cq->ctx->drv->cq_block(cq, deadline);
+			if (rc == -ETIMEDOUT)
+				return rv_err(ETIMEDOUT, __func__, "no completion within the timeout");
+			if (rc == -EINTR)
+				return rv_err(EINTR, __func__, "a signal interrupted the wait");
+			if (rc < 0 && rc != -EOPNOTSUPP)
+				return rv_err_from_driver(rc, __func__, "waiting for a completion");
+			if (rc >= 0) {
+				if (rc > 0) {
+					if (get_event(cq->channel, 0, &ev, __func__) == 0)
+						rv_cq_ack_events(ev, 1);
+					else
+						rv_error_clear(); /* taken by another reader */
+				}
+				n = rv_cq_poll(cq, wc, max);
+				if (n != 0)
+					return n;
+				continue;
+			}
+		}
+		rc = req_notify(cq, false, __func__);
 
 		if (rc < 0)
 			return rc;

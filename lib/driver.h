@@ -75,6 +75,14 @@ struct rv_driver {
 	/* Acknowledge n events taken for cq (the facade counts them); also called
 	 * before cq_destroy with what the caller left unacknowledged. */
 	void (*cq_ack_events)(struct rv_cq *cq, unsigned int n);
+	/* May be NULL. rv_cq_wait's blocking step for cq (it has a channel and
+	 * polled empty): arm it, wait until a completion may be there, ch->fd is
+	 * readable or deadline_ns (CLOCK_MONOTONIC, -1: none) passes, moving data
+	 * in the calling thread if the driver likes. 1: the channel may hold an
+	 * event (the facade takes it without blocking), 0: poll again,
+	 * -ETIMEDOUT, -EINTR, -EOPNOTSUPP: not now (the facade arms the CQ and
+	 * waits on ch->fd). */
+	int (*cq_block)(struct rv_cq *cq, int64_t deadline_ns);
 
 	/* qp->pd, send_cq, recv_cq, qp_type, sq_sig_all are set; attr has defaults
 	 * applied. Fill qp->qpn, qp->cap (read back) and drv_qp. */

@@ -939,6 +939,10 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 			continue;
 		if (!all && c->qp && now_us - c->qp->polled_at < SOFT_POLL_HANDBACK_US)
 			continue;
+		/* A thread blocked in rv_cq_wait watches this socket (soft_cq_block). */
+		if (c->qp && !c->rx_stalled &&
+		    (soft_cq_waited(c->qp->qp->send_cq) || soft_cq_waited(c->qp->qp->recv_cq)))
+			continue;
 		/* c->events is the QP's (posting threads update it under q->lock). */
 		if (c->qp)
 			pthread_mutex_lock(&c->qp->lock);
@@ -948,6 +952,29 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 		if (c->qp)
 			pthread_mutex_unlock(&c->qp->lock);
 	}
+}
+
+int soft_conn_wait_fd(struct soft_qp *q)
+{
+	struct soft_conn *c;
+	int fd = -1;
+
+	pthread_mutex_lock(&q->lock);
+	c = q->conn;
+	if (c && c->state == CONN_UP && !c->rx_stalled && !c->ring_rx_on) {
+		if (!c->polled) {
+			c->polled = true;
+			atomic_fetch_add_explicit(&c->sc->n_polled, 1, memory_order_relaxed);
+			update_events(c);
+		}
+		fd = c->fd;
+	} else if (c && c->polled && c->rx_stalled) {
+		/* When the receive resumes (run_kicks), the progress thread reads on. */
+		unpoll(c);
+		update_events(c);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return fd;
 }
 
 static void on_closing(struct soft_conn *c, uint32_t events)

@@ -17,9 +17,11 @@
  * Lock order: cq->lock is never held while taking the channel lock.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "soft.h"
@@ -51,6 +53,8 @@ struct soft_cq {
 	uint32_t n_qps;          /* connected QPs (not UD); > SOFT_POLL_DIRECT_MAX: served through epoll */
 	bool has_ud;             /* a UD QP: its datagrams come through epoll */
 	uint32_t qp_gen;         /* sc->qp_gen the list was built at, + 1 (0: never) */
+	_Atomic uint32_t waiters; /* threads in soft_cq_block (changed under lock) */
+	bool wait_armed;         /* a waiter armed the CQ, not the application (lock) */
 };
 
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
@@ -217,8 +221,10 @@ int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
 	 * solicited-only never narrows an armed CQ (as verbs). */
 	if (!atomic_compare_exchange_strong(&c->armed, &cur, want) && want == ARM_ALL)
 		atomic_store(&c->armed, ARM_ALL);
-	/* Order the arm against concurrent pushes (see soft_cq_push_se). */
+	/* Order the arm against concurrent pushes (see soft_cq_push_se). The
+	 * application's arm stays when the last blocking waiter leaves. */
 	pthread_mutex_lock(&c->lock);
+	c->wait_armed = false;
 	pthread_mutex_unlock(&c->lock);
 	/* The application is about to sleep: streams a poller was reading go
 	 * back to the progress thread now, not after SOFT_POLL_HANDBACK_US. */
@@ -377,4 +383,125 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 		      "the CQ overflowed: completions were lost and the QPs that used it are in the error "
 		      "state; size it for every WR that can complete at once (max_send_wr + "
 		      "max_recv_wr of its QPs)");
+}
+
+bool soft_cq_waited(const struct rv_cq *cq)
+{
+	const struct soft_cq *c = cq ? cq->drv_cq : NULL;
+
+	return c && atomic_load_explicit(&c->waiters, memory_order_relaxed) != 0;
+}
+
+/* Milliseconds poll() may sleep before deadline_ns (-1: forever), rounded up. */
+static int ms_until(int64_t deadline_ns)
+{
+	struct timespec ts;
+	int64_t left;
+
+	if (deadline_ns < 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	left = deadline_ns - ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	if (left <= 0)
+		return 0;
+	return left / 1000000 >= INT32_MAX ? INT32_MAX : (int)((left + 999999) / 1000000);
+}
+
+/*
+ * rv_cq_wait's blocking step, like a blocking TCP recv: the thread sleeps in
+ * poll() on the sockets of the CQ's QPs (taken out of the progress thread's
+ * epoll interest, as a busy poller's are) and the channel's eventfd, and when
+ * a socket wakes it, receives and completes in its own thread — one wake-up
+ * per message instead of the progress thread's and then this one's. The CQ
+ * is armed meanwhile, so completions that arrive any other way (the progress
+ * thread: setup, timers, streams we do not watch; posting threads: flushes)
+ * write the channel and wake it. The arm is the waiters' own: the last one
+ * out disarms it unless it fired or the application armed it too, so our
+ * own receives do not write the eventfd. -EOPNOTSUPP (the facade's channel
+ * wait) for CQs served through epoll (a UD QP, many QPs), with rings or with
+ * RVERBS_SOFT_POLL_PROGRESS=0.
+ */
+int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
+{
+	struct soft_cq *c = cq->drv_cq;
+	struct soft_ctx *sc = c->sc;
+	struct pollfd pfd[SOFT_POLL_DIRECT_MAX + 1];
+	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
+	uint32_t n = 0, gen;
+	bool readable = false, fired;
+	int r, err;
+
+	if (!c->ch || !sc->poll_progress || atomic_load_explicit(&sc->rings_live, memory_order_relaxed))
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&sc->lock);
+	if (c->qp_gen != sc->qp_gen + 1)
+		collect_qps(c);
+	if (sc->stop || c->has_ud || c->n_qps > SOFT_POLL_DIRECT_MAX) {
+		pthread_mutex_unlock(&sc->lock);
+		return -EOPNOTSUPP;
+	}
+	/* Counted before the streams leave epoll: soft_conn_handback (under
+	 * sc->lock, like this) leaves a waited stream alone. */
+	pthread_mutex_lock(&c->lock);
+	atomic_fetch_add_explicit(&c->waiters, 1, memory_order_relaxed);
+	if (atomic_load(&c->armed) != ARM_ALL) {
+		if (atomic_exchange(&c->armed, ARM_ALL) == ARM_NONE)
+			c->wait_armed = true;
+	}
+	r = c->tail != c->head; /* pushed before the arm: it did not fire */
+	pthread_mutex_unlock(&c->lock);
+	for (uint32_t i = 0; i < c->n_qps && !r; i++) {
+		int fd = soft_conn_wait_fd(c->qps[i]);
+		if (fd < 0)
+			continue;
+		qs[n] = c->qps[i];
+		pfd[n].fd = fd;
+		pfd[n].events = POLLIN;
+		pfd[n].revents = 0;
+		n++;
+	}
+	gen = c->qp_gen;
+	pthread_mutex_unlock(&sc->lock);
+
+	pfd[n].fd = c->ch->efd;
+	pfd[n].events = POLLIN;
+	pfd[n].revents = 0;
+	if (!r) {
+		r = poll(pfd, n + 1, ms_until(deadline_ns));
+		err = r < 0 ? errno : 0;
+	} else {
+		r = 0;
+		err = 0;
+	}
+
+	pthread_mutex_lock(&c->lock);
+	fired = atomic_load(&c->armed) == ARM_NONE;
+	if (atomic_fetch_sub_explicit(&c->waiters, 1, memory_order_relaxed) == 1 && c->wait_armed) {
+		/* Before receiving: what we complete ourselves need not wake anyone. */
+		int all = ARM_ALL;
+		atomic_compare_exchange_strong(&c->armed, &all, ARM_NONE);
+		c->wait_armed = false;
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	for (uint32_t i = 0; i < n; i++)
+		readable |= pfd[i].revents != 0;
+	if (readable) {
+		pthread_mutex_lock(&sc->lock);
+		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
+			int64_t now = soft_now_us();
+			for (uint32_t i = 0; i < n; i++)
+				if (pfd[i].revents)
+					soft_conn_poll(qs[i], now);
+		}
+		pthread_mutex_unlock(&sc->lock);
+	}
+	if (err == EINTR)
+		return -EINTR;
+	if (fired || pfd[n].revents)
+		return 1;
+	if (r == 0 && deadline_ns >= 0 && ms_until(deadline_ns) == 0 &&
+	    atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
+		return -ETIMEDOUT;
+	return 0;
 }

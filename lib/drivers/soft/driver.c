@@ -33,6 +33,7 @@ const struct rv_driver rv_driver_soft = {
 	.cq_req_notify = soft_cq_req_notify,
 	.comp_channel_get_event = soft_comp_channel_get_event,
 	.cq_ack_events = NULL,
+	.cq_block = soft_cq_block,
 	.qp_create = soft_qp_create,
 	.qp_destroy = soft_qp_destroy,
 	.qp_modify = soft_qp_modify,

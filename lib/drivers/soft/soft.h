@@ -572,6 +572,10 @@ bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
 /* As soft_cq_push; solicited: a receive completion of a SEND with SE. */
 bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited);
 int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only);
+/* rv_cq_wait's blocking step (driver.h cq_block): see "Progress" in README.md. */
+int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns);
+/* A thread blocks in soft_cq_block on cq, reading its QPs' sockets itself. */
+bool soft_cq_waited(const struct rv_cq *cq);
 int soft_comp_channel_create(struct rv_comp_channel *ch);
 int soft_comp_channel_destroy(struct rv_comp_channel *ch);
 int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq);
@@ -616,6 +620,11 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us);
 /* Give polled streams back to epoll: those no poller served since
  * SOFT_POLL_HANDBACK_US, or all of them (progress thread, sc->lock). */
 void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all);
+/* soft_cq_block (sc->lock held): the socket a blocking waiter may read for q,
+ * out of epoll's EPOLLIN interest like a polled stream; -1 when the waiter
+ * cannot serve it (no connection up, a stalled receive, a ring): the stream
+ * is then the progress thread's. */
+int soft_conn_wait_fd(struct soft_qp *q);
 
 /* ---- auth.c: shared-secret authentication of connections ---- */
 #define SOFT_OP_AUTH 0xCu        /* private opcode: the initiator's MAC_I, first FPDU */
