@@ -267,6 +267,116 @@ static void event_wait_blocks_then_wakes(void **state)
 	pair_close(&p);
 }
 
+/* soft0's blocking waiter reads its QPs' sockets itself (soft_cq_block): a
+ * SEND that finds no receive stalls the stream; a receive posted by another
+ * thread while the waiter sleeps must still complete it (no lost wake-up). */
+static void post_send_nowait(struct pair *p, uint64_t wr_id)
+{
+	rv_sge g = sge_of(p->mr_a);
+	rv_send_wr wr;
+	size_t n = 0;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_SEND;
+	wr.send_flags = RV_SEND_SIGNALED;
+	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
+}
+
+struct waiter {
+	struct pair *p;
+	int n;
+	rv_wc wc;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+	w->n = rv_cq_wait(w->p->cq_b, &w->wc, 1, 10000);
+	return NULL;
+}
+
+static void blocking_wait_with_a_stalled_receive(void **state)
+{
+	struct pair p;
+	struct waiter w = {.p = &p};
+	pthread_t t;
+	rv_wc wc;
+	int rc = 0;
+
+	(void)state;
+	pair_open(&p);
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_EVENT, 0), 0);
+	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
+	usleep(20000);
+	post_send_nowait(&p, 5);
+	usleep(100000); /* the SEND waits for a receive WR */
+	post_recv(&p, 51);
+	pthread_join(t, NULL);
+	assert_int_equal(w.n, 1);
+	assert_int_equal(w.wc.status, RV_WC_SUCCESS);
+	assert_int_equal(w.wc.wr_id, 51);
+	for (int i = 0; i < 100000 && rc == 0; i++) {
+		rc = rv_cq_poll(p.cq_a, &wc, 1);
+		if (rc == 0)
+			usleep(100);
+	}
+	assert_int_equal(rc, 1);
+	assert_int_equal(wc.wr_id, 5);
+	pair_close(&p);
+}
+
+/* Many blocking waits in a row, receives posted one at a time (so SENDs
+ * sometimes wait for them), then the application reads the channel itself:
+ * the streams the waiter read must be the progress thread's again. */
+static void *send_many(void *arg)
+{
+	struct pair *p = arg;
+	for (int i = 0; i < 200; i++)
+		send_one(p, (uint64_t)i, 0);
+	return NULL;
+}
+
+static void blocking_waits_then_channel(void **state)
+{
+	struct pair p;
+	pthread_t t;
+	rv_cq *cq = NULL;
+	rv_wc wc;
+
+	(void)state;
+	pair_open(&p);
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_EVENT, 0), 0);
+	post_recv(&p, 0);
+	assert_int_equal(pthread_create(&t, NULL, send_many, &p), 0);
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, 10000), 1);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, (uint64_t)i);
+		if (i + 1 < 200)
+			post_recv(&p, (uint64_t)i + 1);
+	}
+	pthread_join(t, NULL);
+	/* Nothing left over, then the channel directly: an armed CQ's event. */
+	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 0);
+	post_recv(&p, 300);
+	assert_int_equal(rv_cq_req_notify(p.cq_b, 0), 0);
+	send_one(&p, 300, 0);
+	assert_int_equal(rv_comp_channel_get_event(p.ch, 10000, &cq), 0);
+	assert_ptr_equal(cq, p.cq_b);
+	assert_int_equal(rv_cq_ack_events(cq, 1), 0);
+	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 300);
+	/* Without arming and nobody waiting: the completion still arrives. */
+	post_recv(&p, 301);
+	send_one(&p, 301, 0);
+	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 301);
+	pair_close(&p);
+}
+
 static void close_cascades_and_unacked_events_do_not_hang(void **state)
 {
 	struct pair p;
@@ -360,6 +470,8 @@ int main(void)
 		cmocka_unit_test(timeouts),
 		cmocka_unit_test(wait_modes_receive),
 		cmocka_unit_test(event_wait_blocks_then_wakes),
+		cmocka_unit_test(blocking_wait_with_a_stalled_receive),
+		cmocka_unit_test(blocking_waits_then_channel),
 		cmocka_unit_test(close_cascades_and_unacked_events_do_not_hang),
 		cmocka_unit_test(errors),
 	};
