@@ -146,7 +146,7 @@ static void side_open(struct side *s, rv_context *ctx)
 	qa.cap.max_send_wr = 64;
 	qa.cap.max_recv_wr = 64;
 	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
+	qa.cap.max_recv_sge = 3; /* placed_sends_land_exactly scatters over three */
 	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
 	s->mem = malloc(3 * BUF);
 	assert_non_null(s->mem);
@@ -471,6 +471,118 @@ static void test_faults__many_large_writes_in_flight(void **state)
 	for (uint64_t k = 0; k < N; k++)
 		assert_int_equal(wc_of(&w.a1, 700 + k)->status, RV_WC_SUCCESS);
 	assert_memory_equal(w.b1.buf + 8 * ((N - 1) % 3), w.a1.buf + (N - 1) % 16, LEN);
+	world_close(&w);
+}
+
+/* Large SENDs are received straight into their receive WR's segments
+ * (place.c): three segments with gaps between them, FPDU boundaries falling
+ * anywhere in them; every byte lands where a buffered SEND would put it and
+ * nothing outside the segments is touched. Each size twice (the second finds
+ * the receiver reading header by header). */
+static void test_faults__placed_sends_land_exactly(void **state)
+{
+	static const uint32_t lens[] = {65536, 100000, 8193, 200000, 140001};
+	struct world w;
+	uint64_t id = 800;
+
+	(void)state;
+	/* TCP, not the same-host path, which would carry these SENDs by reference. */
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		uint32_t len = lens[k], s0 = len / 3 + 7, s1 = len / 5 + 1, s2 = len - s0 - s1 + 11;
+		uint32_t o0 = 5, o1 = o0 + s0 + 100, o2 = o1 + s1 + 3;
+		rv_sge g[3] = {sge(&w.b1, o0, s0), sge(&w.b1, o1, s1), sge(&w.b1, o2, s2)};
+
+		for (uint32_t i = 0; i < len; i++)
+			w.a1.buf[i] = (uint8_t)(k * 17 + i * 11 + (i >> 10));
+		for (int rep = 0; rep < 2; rep++) {
+			rv_recv_wr r = {.wr_id = id, .sg_list = g, .num_sge = 3};
+			const rv_wc *wc;
+
+			memset(w.b1.buf, 0, BUF);
+			assert_int_equal(rv_qp_post_recv(w.b1.qp, &r, 1, NULL), 0);
+			w.b1.posted++;
+			post(&w.a1, RV_WR_SEND, 0, len, 0, 0, id + 1);
+			drain(&w.a1);
+			drain(&w.b1);
+			assert_int_equal(wc_of(&w.a1, id + 1)->status, RV_WC_SUCCESS);
+			wc = wc_of(&w.b1, id);
+			assert_int_equal(wc->status, RV_WC_SUCCESS);
+			assert_int_equal(wc->opcode, RV_WC_RECV);
+			assert_int_equal(wc->byte_len, len);
+			assert_memory_equal(w.b1.buf + o0, w.a1.buf, s0);
+			assert_memory_equal(w.b1.buf + o1, w.a1.buf + s0, s1);
+			assert_memory_equal(w.b1.buf + o2, w.a1.buf + s0 + s1, len - s0 - s1);
+			for (uint32_t i = 0; i < BUF; i++) {
+				bool in = (i >= o0 && i < o0 + s0) || (i >= o1 && i < o1 + s1) ||
+					  (i >= o2 && i < o2 + len - s0 - s1);
+				if (!in && w.b1.buf[i] != 0)
+					fail_msg("SEND of %u bytes: byte %u outside its segments written", len, i);
+			}
+			id += 2;
+		}
+	}
+	check_guards(&w.b1);
+	world_close(&w);
+}
+
+/* A large SEND longer than its receive WR: the part that fits may be placed,
+ * the FPDU that does not fit is refused as on the buffered path (receiver:
+ * local length error; sender: remote invalid request), nothing is written
+ * past the WR's segment. */
+static void test_faults__placed_send_too_long(void **state)
+{
+	struct world w;
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	memset(w.a1.buf, 0x3c, 100000);
+	memset(w.b1.buf, 0, BUF);
+	post_recv(&w.b1, 1000, 70000, 900);
+	post(&w.a1, RV_WR_SEND, 0, 100000, 0, 0, 901);
+	drain(&w.a1);
+	drain(&w.b1);
+	assert_int_equal(wc_of(&w.b1, 900)->status, RV_WC_LOC_LEN_ERR);
+	assert_int_equal(wc_of(&w.a1, 901)->status, RV_WC_REM_INV_REQ_ERR);
+	for (uint32_t i = 0; i < BUF; i++)
+		if ((i < 1000 || i >= 71000) && w.b1.buf[i] != 0)
+			fail_msg("byte %u outside the receive WR written", i);
+	check_guards(&w.b1);
+	assert_int_equal(qp_state(w.a1.qp), RV_QPS_ERR);
+	assert_int_equal(qp_state(w.b1.qp), RV_QPS_ERR);
+	world_close(&w);
+}
+
+/* A large SEND into a receive WR whose lkey does not exist: refused before a
+ * byte is written (receiver: local protection error; sender: remote
+ * operation error, the RDMAP local catastrophic TERMINATE). */
+static void test_faults__placed_send_bad_lkey(void **state)
+{
+	struct world w;
+	rv_sge g;
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	memset(w.b1.buf, 0, BUF);
+	g = sge(&w.b1, 0, 100000);
+	g.lkey ^= 0x5a5a5a5au;
+	assert_int_equal(rv_qp_recv(w.b1.qp, &g, 910), 0);
+	w.b1.posted++;
+	post(&w.a1, RV_WR_SEND, 0, 100000, 0, 0, 911);
+	drain(&w.a1);
+	drain(&w.b1);
+	assert_int_equal(wc_of(&w.b1, 910)->status, RV_WC_LOC_PROT_ERR);
+	assert_int_equal(wc_of(&w.a1, 911)->status, RV_WC_REM_OP_ERR);
+	for (uint32_t i = 0; i < BUF; i++)
+		if (w.b1.buf[i] != 0)
+			fail_msg("byte %u written through a bad lkey", i);
+	check_guards(&w.b1);
 	world_close(&w);
 }
 
@@ -1011,6 +1123,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_faults__corrupt, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__placed_writes_land_exactly, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__corrupt_placed_write, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__placed_sends_land_exactly, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__placed_send_too_long, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__placed_send_bad_lkey, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__many_large_writes_in_flight, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__delay, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__drop_is_retry_exceeded, leftovers_close),

@@ -322,7 +322,7 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 }
 
 enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
-				 uint64_t off, uint64_t len,
+				 uint64_t off, uint64_t len, uint32_t access,
 				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg)
 {
 	struct iovec iov[SOFT_MAX_SGE];
@@ -340,7 +340,7 @@ enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv
 			m = len;
 		if (m == 0)
 			continue;
-		e = check(lookup(sc, sge[i].lkey), pd, NULL, 0, sge[i].addr, sge[i].length);
+		e = check(lookup(sc, sge[i].lkey), pd, NULL, access, sge[i].addr, sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
 		iov[k].iov_base = (void *)(uintptr_t)(sge[i].addr + off);

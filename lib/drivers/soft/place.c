@@ -1,8 +1,8 @@
 /*
- * Direct placement: the payload of a large RDMA WRITE FPDU goes from the TCP
- * socket straight into the target memory, without the copy through the
- * connection's receive buffer (issue #8: "receive places payload straight
- * into the target memory").
+ * Direct placement: the payload of a large RDMA WRITE or SEND FPDU goes from
+ * the TCP socket straight into the target memory (the WRITE's STag, the
+ * SEND's receive WR), without the copy through the connection's receive
+ * buffer (issue #8: "receive places payload straight into the target memory").
  *
  * When rx.c has processed what the buffer holds and its head is the header of
  * a WRITE whose payload is still mostly on its way (at least SOFT_PLACE_MIN
@@ -11,9 +11,17 @@
  * covers [TO, TO + length). Only then is one byte written. Each recv into the
  * target runs under the MR table's read lock after the same checks again
  * (soft_mem_apply), so an MR deregistered mid-FPDU is never written: that
- * FPDU is terminated as a tagged buffer error. Anything else (a header that
- * does not decode, a check that fails, UC, another opcode, a small payload)
- * stays on the buffered path, which gives the error its usual TERMINATE.
+ * FPDU is terminated as a tagged buffer error. A SEND likewise (rx.c,
+ * rx_send): queue number and MSN expected, no Immediate Data awaited, a
+ * receive WR at hand (taken from the SRQ as the buffered path would), MO
+ * where the message stands, the payload within the WR's length, and every
+ * SGE it lands in with an lkey of the QP's PD granting LOCAL_WRITE and
+ * covering it; each recvmsg into the WR's segments runs under the MR lock
+ * after the same SGE checks (soft_sgl_apply), and a failure there gets the
+ * buffered path's TERMINATE. Send with Invalidate and UC stay buffered.
+ * Anything else (a header that does not decode, a check that fails, UC,
+ * another opcode, a small payload) stays on the buffered path, which gives
+ * the error its usual TERMINATE.
  *
  * With CRC on, the CRC32c is computed over the bytes as they land and checked
  * when the FPDU's CRC arrives (rx.c, rx_placed): a mismatch then fails the
@@ -31,7 +39,37 @@
 #include "crc32c.h"
 #include "soft.h"
 
-/* Start placing the WRITE at the head of rx if it qualifies. */
+/* The receive WR a SEND FPDU f would be placed in, when rx_send would accept
+ * it and write all of it there; NULL otherwise (the buffered path decides). */
+static struct soft_rwqe *send_target(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct soft_rwqe *rw;
+	uint64_t cap = 0;
+	uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+
+	if ((f->opcode != RV_RDMAP_SEND && f->opcode != RV_RDMAP_SEND_SE) || f->qn != RV_DDP_QN_SEND ||
+	    f->msn != q->msn_rx[0] || q->rx_imm_pending || (st != RV_QPS_RTR && st != RV_QPS_RTS))
+		return NULL;
+	if (f->mo != (q->rx_in_msg ? q->rx_bytes : 0))
+		return NULL;
+	rw = soft_rq_peek(q);
+	if (!rw)
+		return NULL;
+	for (uint32_t i = 0; i < rw->num_sge; i++)
+		cap += rw->sge[i].length;
+	if ((uint64_t)f->mo + f->payload_len > cap)
+		return NULL;
+	return rw;
+}
+
+static void check_only(const struct iovec *iov, uint32_t n, void *arg)
+{
+	(void)iov;
+	(void)n;
+	(void)arg;
+}
+
+/* Start placing the WRITE or SEND at the head of rx if it qualifies. */
 static bool place_begin(struct soft_qp *q, struct soft_conn *c)
 {
 	size_t avail = c->rx_len - c->rx_off, pre;
@@ -39,21 +77,37 @@ static bool place_begin(struct soft_qp *q, struct soft_conn *c)
 	struct rv_fpdu f;
 	int total;
 
-	if (c->place.placed || c->rx_stalled || q->uc || avail < 2 + RV_DDP_TAGGED_HDR)
+	struct soft_rwqe *rw = NULL;
+
+	if (c->place.placed || c->rx_stalled || q->uc || c->ring_rx_on || avail < 2 + RV_DDP_TAGGED_HDR)
 		return false;
 	total = rv_wire_fpdu_head(p, avail, &f);
-	if (total <= 0 || !f.tagged || f.opcode != RV_RDMAP_WRITE || avail >= (size_t)total)
+	if (total <= 0 || avail >= (size_t)total)
 		return false;
+	if (f.tagged && f.opcode != RV_RDMAP_WRITE)
+		return false; /* untagged: send_target checks the opcode */
 	pre = avail - 2 - f.hdr_len;
 	if (pre >= f.payload_len || f.payload_len - pre < SOFT_PLACE_MIN)
 		return false;
-	if (!(q->access & RV_ACCESS_REMOTE_WRITE) ||
-	    soft_mem_check(q->sc, q->qp, f.stag, RV_ACCESS_REMOTE_WRITE, f.to, f.payload_len) != SOFT_MEM_OK)
-		return false; /* rx.c terminates it once it is all there */
+	if (f.tagged) {
+		if (!(q->access & RV_ACCESS_REMOTE_WRITE) ||
+		    soft_mem_check(q->sc, q->qp, f.stag, RV_ACCESS_REMOTE_WRITE, f.to, f.payload_len) != SOFT_MEM_OK)
+			return false; /* rx.c terminates it once it is all there */
+	} else {
+		rw = send_target(q, &f);
+		if (!rw || soft_sgl_apply(q->sc, q->qp->pd, rw->sge, rw->num_sge, f.mo, f.payload_len,
+					  RV_ACCESS_LOCAL_WRITE, check_only, NULL) != SOFT_MEM_OK)
+			return false; /* rx.c decides, with its TERMINATE if any */
+	}
 	c->place.crc = c->crc ? rv_crc32c(0, p, avail) : 0; /* length, header, payload so far */
-	if (pre && soft_mem_write(q->sc, q->qp, f.stag, RV_ACCESS_REMOTE_WRITE, f.to, p + 2 + f.hdr_len, pre) !=
-		   SOFT_MEM_OK)
+	if (pre && (f.tagged ? soft_mem_write(q->sc, q->qp, f.stag, RV_ACCESS_REMOTE_WRITE, f.to, p + 2 + f.hdr_len,
+					      pre)
+			     : soft_sgl_write(q->sc, q->qp->pd, rw->sge, rw->num_sge, f.mo, p + 2 + f.hdr_len, pre)) !=
+		       SOFT_MEM_OK)
 		return false; /* cannot happen just after the check; the buffered path decides */
+	c->place.send = !f.tagged;
+	c->place.follow_send = !f.tagged;
+	c->place.mo = f.mo;
 	c->place.hdr_len = (uint8_t)(2 + f.hdr_len);
 	c->place.trail = (uint8_t)((size_t)total - 2 - f.hdr_len - f.payload_len);
 	c->place.stag = f.stag;
@@ -75,6 +129,28 @@ struct recv_into {
 	int err;
 };
 
+/* The same into a receive WR's segments (soft_sgl_apply: checked, under the lock). */
+static void recvmsg_fn(const struct iovec *iov, uint32_t niov, void *arg)
+{
+	struct recv_into *r = arg;
+	struct msghdr mh;
+	size_t left;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = (struct iovec *)(uintptr_t)iov;
+	mh.msg_iovlen = niov;
+	do
+		r->n = recvmsg(r->fd, &mh, MSG_DONTWAIT);
+	while (r->n < 0 && errno == EINTR);
+	r->err = r->n < 0 ? errno : 0;
+	left = r->n > 0 && r->crc ? (size_t)r->n : 0;
+	for (uint32_t i = 0; i < niov && left; i++) {
+		size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+		r->sum = rv_crc32c(r->sum, iov[i].iov_base, k);
+		left -= k;
+	}
+}
+
 /* Under the MR lock, on the checked host address: receive, and sum what came. */
 static void recv_fn(void *p, void *arg)
 {
@@ -94,7 +170,28 @@ static ssize_t place_recv(struct soft_qp *q, struct soft_conn *c)
 	struct recv_into r = {c->fd, pl->len - pl->done, c->crc, pl->crc, 0, 0};
 	enum soft_mem_err e;
 
-	e = soft_mem_apply(q->sc, q->qp, pl->stag, RV_ACCESS_REMOTE_WRITE, pl->to + pl->done, r.len, recv_fn, &r);
+	if (pl->send) {
+		/* The receive WR send_target found: still at the head (nothing else
+		 * of this stream is processed meanwhile, an SRQ's WR is this QP's). */
+		struct soft_rwqe *rw = soft_rq_peek(q);
+		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+		if (!rw || (st != RV_QPS_RTR && st != RV_QPS_RTS))
+			return -1; /* cannot happen while the connection is ours */
+		e = soft_sgl_apply(q->sc, q->qp->pd, rw->sge, rw->num_sge, pl->mo + pl->done, r.len,
+				   RV_ACCESS_LOCAL_WRITE, recvmsg_fn, &r);
+		if (e != SOFT_MEM_OK) {
+			/* A segment went away under the FPDU: nothing was written. */
+			struct rv_fpdu f;
+			pl->active = false;
+			if (rv_wire_fpdu_head(c->rx + c->rx_off, pl->hdr_len, &f) <= 0)
+				memset(&f, 0, sizeof(f));
+			soft_rx_send_error(q, &f);
+			return -2;
+		}
+	} else {
+		e = soft_mem_apply(q->sc, q->qp, pl->stag, RV_ACCESS_REMOTE_WRITE, pl->to + pl->done, r.len, recv_fn,
+				   &r);
+	}
 	if (e != SOFT_MEM_OK) {
 		/* The MR went away (or changed) under the FPDU: nothing was written. */
 		struct rv_fpdu f;
@@ -134,16 +231,18 @@ ssize_t soft_place_read(struct soft_qp *q, struct soft_conn *c)
 		struct rv_fpdu f;
 		int total;
 
+		size_t look = 2 + (c->place.follow_send ? RV_DDP_UNTAGGED_HDR : RV_DDP_TAGGED_HDR);
+
 		if (c->place.placed)
 			end = (size_t)c->place.hdr_len + c->place.trail;
-		else if (have >= 2 + RV_DDP_TAGGED_HDR && (total = rv_wire_fpdu_head(c->rx + c->rx_off, have, &f)) > 0)
-			end = (size_t)total;
-		else if (have < 2 + RV_DDP_TAGGED_HDR)
+		else if (have < look)
 			end = 0;
+		else if ((total = rv_wire_fpdu_head(c->rx + c->rx_off, have, &f)) > 0)
+			end = (size_t)total;
 		else
-			end = SIZE_MAX; /* an untagged header, not all here: read as usual */
-		if (end != SIZE_MAX && end + 2 + RV_DDP_TAGGED_HDR > have && end + 2 + RV_DDP_TAGGED_HDR - have < room)
-			room = end + 2 + RV_DDP_TAGGED_HDR - have;
+			end = SIZE_MAX; /* another kind of header, not all here: read as usual */
+		if (end != SIZE_MAX && end + look > have && end + look - have < room)
+			room = end + look - have;
 	}
 	if (room == 0)
 		return 0;

@@ -120,6 +120,11 @@ void soft_rx_tagged_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_
 	tagged_error(q, f, e);
 }
 
+void soft_rx_send_error(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_LOCAL_CATA, RV_TERM_RDMAP_UNSPEC, RV_WC_LOC_PROT_ERR);
+}
+
 /* UC: this WRITE FPDU (and the rest of its message) goes nowhere. */
 static int uc_write_drop(struct soft_qp *q, const struct rv_fpdu *f, bool count)
 {
@@ -374,8 +379,10 @@ static int uc_recv_fail(struct soft_qp *q, struct soft_rwqe *rw, const struct rv
 	return uc_send_drop(q, f);
 }
 
-/* 0: placed; 1: no receive WR yet (stall); -1: the QP failed. */
-static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
+/* 0: placed; 1: no receive WR yet (stall); -1: the QP failed. placed: the
+ * payload is already in the receive WR (place.c), only the checks (which it
+ * passed before one byte was written) and the accounting remain. */
+static int rx_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
 {
 	const bool is_inv = f->opcode == RV_RDMAP_SEND_INV || f->opcode == RV_RDMAP_SEND_SE_INV;
 	struct soft_rwqe *rw;
@@ -405,7 +412,7 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
 	if ((uint64_t)f->mo + f->payload_len > cap)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_TOO_LONG,
 				       RV_WC_LOC_LEN_ERR);
-	if (f->payload_len &&
+	if (f->payload_len && !placed &&
 	    soft_sgl_write(q->sc, q->qp->pd, rw->sge, rw->num_sge, f->mo, f->payload, f->payload_len) !=
 		    SOFT_MEM_OK)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_LOCAL_CATA, RV_TERM_RDMAP_UNSPEC,
@@ -669,7 +676,7 @@ int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 	case RV_RDMAP_SEND_SE:
 	case RV_RDMAP_SEND_INV:
 	case RV_RDMAP_SEND_SE_INV:
-		return rx_send(q, f);
+		return rx_send(q, f, false);
 	case RV_RDMAP_TERMINATE:
 		return rx_terminate(q, f);
 	case RV_RDMAP_IMM:
@@ -721,9 +728,10 @@ void soft_rx_bad_frame(struct soft_qp *q, int err)
 }
 
 /*
- * The WRITE FPDU at p whose payload place.c put into the target: once its pad
- * and CRC are here, check the CRC (summed as the payload landed) and account
- * the WRITE as rx_write does. Returns the bytes it takes in rx, 0 when they
+ * The WRITE or SEND FPDU at p whose payload place.c put into the target or the
+ * receive WR: once its pad and CRC are here, check the CRC (summed as the
+ * payload landed) and account the WRITE as rx_write does, the SEND as
+ * rx_send does (completing its receive WR on the last FPDU). Returns the bytes it takes in rx, 0 when they
  * are not all here, -1 when the CRC is wrong (TERMINATE sent, detached).
  */
 static int rx_placed(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t avail)
@@ -747,6 +755,12 @@ static int rx_placed(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, s
 	if (rv_wire_fpdu_head(p, pl->hdr_len, &f) <= 0) { /* decoded before: cannot fail */
 		soft_rx_bad_frame(q, -EBADMSG);
 		return -1;
+	}
+	if (pl->send) {
+		int r = rx_send(q, &f, true); /* f.payload_len: the whole payload, placed */
+		if (r > 0) /* its receive WR was there when placing began: cannot happen */
+			soft_rx_bad_frame(q, -EPROTO);
+		return r ? -1 : (int)need;
 	}
 	q->rx_write_acc += pl->len;
 	if (f.last) {
@@ -790,11 +804,14 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 					RV_WC_WR_FLUSH_ERR);
 			return;
 		}
-		/* A large WRITE came buffered: read only up to the next header
-		 * from now on, so that the next one can be placed (place.c). */
-		if (f.tagged && f.opcode == RV_RDMAP_WRITE && f.payload_len >= SOFT_PLACE_MIN && !q->uc)
+		/* A large WRITE or SEND came buffered: read only up to the next
+		 * header from now on, so that the next one can be placed (place.c). */
+		if (f.payload_len >= SOFT_PLACE_MIN && !q->uc &&
+		    ((f.tagged && f.opcode == RV_RDMAP_WRITE) ||
+		     (!f.tagged && (f.opcode == RV_RDMAP_SEND || f.opcode == RV_RDMAP_SEND_SE)))) {
 			c->place.follow = SOFT_PLACE_FOLLOW;
-		else if (c->place.follow)
+			c->place.follow_send = !f.tagged;
+		} else if (c->place.follow)
 			c->place.follow--;
 		r = soft_rx_fpdu(q, &f);
 		if (r > 0) {

@@ -251,7 +251,10 @@ struct soft_conn {
 	struct soft_place {
 		bool active;         /* payload still arriving into the target */
 		bool placed;         /* payload all placed: rx.c checks the CRC and accounts it */
-		uint8_t follow;      /* > 0: large WRITEs came lately: read FPDU by FPDU (counts down on others) */
+		uint8_t follow;      /* > 0: large WRITEs/SENDs came lately: read FPDU by FPDU (counts down on others) */
+		bool follow_send;    /* the last large one was a SEND: look ahead an untagged header */
+		bool send;           /* placing a SEND into the receive WR at offset mo (not a WRITE at stag/to) */
+		uint32_t mo;
 		uint8_t hdr_len;     /* MPA length + DDP header, at rx[rx_off] */
 		uint8_t trail;       /* pad + CRC after the payload */
 		uint32_t stag;
@@ -547,10 +550,12 @@ enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len);
 /* Run fn on the host addresses of len bytes from offset off of an SGE list
- * (lkeys checked as soft_sgl_read), under the MR lock: no segment can be
- * deregistered while fn reads it (tx.c sends them with sendmsg). */
+ * (lkeys checked for the PD, bounds and access: 0 to read them as
+ * soft_sgl_read, RV_ACCESS_LOCAL_WRITE to write them as soft_sgl_write),
+ * under the MR lock: no segment can be deregistered while fn uses it (tx.c
+ * sends them with sendmsg, place.c receives into them with recvmsg). */
 enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
-				 uint64_t off, uint64_t len,
+				 uint64_t off, uint64_t len, uint32_t access,
 				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg);
 /* Scatter len bytes to offset off of an SGE list (lkeys, LOCAL_WRITE). */
 enum soft_mem_err soft_sgl_write(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
@@ -795,18 +800,22 @@ int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f);
 void soft_rx_bad_frame(struct soft_qp *q, int err);
 /* A tagged access refused (e): TERMINATE quoting f, QP to ERR (rx.c's rules). */
 void soft_rx_tagged_error(struct soft_qp *q, const struct rv_fpdu *f, enum soft_mem_err e);
+/* A SEND's receive WR could not be written (an lkey went away): the buffered
+ * path's TERMINATE (RDMAP local catastrophic), QP to ERR. */
+void soft_rx_send_error(struct soft_qp *q, const struct rv_fpdu *f);
 
-/* ---- place.c: direct placement of large WRITE payloads ---- */
-/* WRITEs whose FPDU carries at least this much payload not yet received are
- * placed directly. */
+/* ---- place.c: direct placement of large WRITE and SEND payloads ---- */
+/* WRITEs and SENDs whose FPDU carries at least this much payload not yet
+ * received are placed directly. */
 #define SOFT_PLACE_MIN 8192u
-/* After a large WRITE, this many other FPDUs are read header first too (the
- * confirmation READs between WRITEs must not end it). */
+/* After a large WRITE or SEND, this many other FPDUs are read header first
+ * too (the confirmation READs between them must not end it). */
 #define SOFT_PLACE_FOLLOW 16u
 /*
  * One read from c's socket (q->lock held, c is q's and up): into the target
- * memory while a WRITE's payload is being placed (starting one when the head
- * of rx is the header of a large WRITE that passes every check), else into
+ * memory while a WRITE's or SEND's payload is being placed (starting one when
+ * the head of rx is the header of a large WRITE or SEND that passes every
+ * check rx.c makes), else into
  * rx. Returns the bytes read, 0 when nothing is there now, -1 on EOF or a
  * socket error, -2 when the placement failed the QP (TERMINATE sent).
  */

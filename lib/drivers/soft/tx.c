@@ -329,7 +329,7 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 		 * without copying the payload into c->tx (unless the socket leaves
 		 * part of it). Fault injection and the rings take the copy path. */
 		struct direct d = {c, off, chunk, false};
-		if (soft_sgl_apply(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, chunk, send_direct, &d) !=
+		if (soft_sgl_apply(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, chunk, 0, send_direct, &d) !=
 		    SOFT_MEM_OK) {
 			local_fail(q, RV_WC_LOC_PROT_ERR);
 			return false;
