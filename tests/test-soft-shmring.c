@@ -196,6 +196,69 @@ static void test_shmring__completion_by_consumer_index(void **state)
 	side_close(&b);
 }
 
+/* Last 4 bytes of the frame in the record at producer index prod: its MPA CRC. */
+static uint32_t record_crc(const uint8_t *map, uint32_t prod)
+{
+	const uint8_t *rec = map + RING_HDR + prod % RING_DATA;
+	uint32_t len, crc;
+
+	memcpy(&len, rec, 4);
+	assert_true(len >= 8 && len < 8192);
+	memcpy(&crc, rec + 4 + len - 4, 4);
+	return crc;
+}
+
+/* With both rings on, ring frames carry no CRC (agreed in the ring setup;
+ * the TCP frames before the switch kept theirs): data still arrive intact,
+ * and fault injection's corrupt, which seals a CRC before its flip, is still
+ * caught by the consumer (TERMINATE, both QPs to ERR). */
+static void test_shmring__frames_without_crc_and_corrupt_still_caught(void **state)
+{
+	struct side a, b;
+	uint64_t sa[SOFT_RING_NSTATS], sb[SOFT_RING_NSTATS];
+	uint32_t prod = 0;
+	uint8_t *map;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	wait_rings(&a, &b);
+	stats(&a, sa);
+	stats(&b, sb);
+	assert_int_equal(sa[SOFT_RING_CRC_OFF], 1);
+	assert_int_equal(sb[SOFT_RING_CRC_OFF], 1);
+	for (unsigned i = 0; i < 8; i++) {
+		map = soft_shmring_debug_tx(a.qp, &prod);
+		assert_non_null(map);
+		fill(a.buf, SMALL + i, i);
+		post_recv(&b, 1024, 1024, i);
+		post_send(&a, RV_WR_SEND, 0, SMALL + i, 0, 0, i);
+		wc = poll_one_within(b.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.byte_len, SMALL + i);
+		assert_memory_equal(b.buf + 1024, a.buf, SMALL + i);
+		assert_int_equal(record_crc(map, prod), 0); /* the frame a put in its ring */
+		assert_int_equal(poll_one_within(a.cq, GUARD_MS).status, RV_WC_SUCCESS);
+	}
+	/* The next frame a sends is corrupted after its CRC was sealed. */
+	post_recv(&b, 1024, 1024, 100);
+	post_recv(&b, 2048, 1024, 101);
+	assert_int_equal(rv_soft_fault_inject(a.ctx, NULL, RV_SOFT_FAULT_CORRUPT, 1, 0), 0);
+	post_send(&a, RV_WR_SEND, 0, SMALL, 0, 0, 200);
+	wc = poll_one_within(b.cq, GUARD_MS);
+	assert_int_equal(wc.wr_id, 100);
+	assert_int_equal(wc.status, RV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(b.qp), RV_QPS_ERR);
+	wc = poll_one_within(a.cq, GUARD_MS);
+	assert_int_equal(wc.wr_id, 200);
+	assert_int_not_equal(wc.status, RV_WC_SUCCESS);
+	stats(&b, sb);
+	side_close(&a);
+	side_close(&b);
+}
+
 static void off_by_env(const char *var)
 {
 	struct side a, b;
@@ -342,6 +405,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shmring__mixed_in_order_across_the_switch),
 		cmocka_unit_test(test_shmring__completion_by_consumer_index),
+		cmocka_unit_test(test_shmring__frames_without_crc_and_corrupt_still_caught),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_0),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_RING_0),
 		cmocka_unit_test(test_shmring__hostile_record_length),

@@ -246,6 +246,10 @@ size_t soft_fault_frame(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, 
 	case FAULT_CORRUPT:
 		rv_log(RV_LOG_WARN, "soft0: QP 0x%x: fault injection: corrupting a frame to QP 0x%x",
 		       q->qpn, q->peer_qpn);
+		/* A ring frame sent without CRC (shmring.c) gets one here: the
+		 * consumer checks every CRC that is not zero, so the flip shows. */
+		if (c->ring_crc_off)
+			rv_wire_fpdu_seal_crc(frame, true);
 		corrupt(frame, len);
 		return len;
 	case FAULT_DELAY: {

@@ -65,6 +65,15 @@
 
 enum { CTL_OFFER = 3, CTL_ANSWER = 4, CTL_SWITCH = 5 };
 
+/* Flags of OFFER (the producer may leave the MPA CRC of its ring frames zero)
+ * and ANSWER (bit 0: mapped; RING_NOCRC: the consumer takes such frames). A
+ * side that does not know the flag ignores it and keeps the CRC. */
+#define RING_NOCRC 2u
+
+/* Frames are short and of any length: the compiler inlines a memcpy it
+ * cannot size as `rep movs`, which costs more than the frame; libc's does not. */
+static void *(*volatile ring_copy)(void *, const void *, size_t) = memcpy;
+
 /* ThreadSanitizer does not know that two mappings of one memfd alias (two
  * contexts of one process map each other's rings): the index handoffs are
  * told to it on a key both sides derive from the memfd's inode. */
@@ -120,6 +129,8 @@ struct soft_shmring {
 	uint64_t tx_key, rx_key; /* inodes of the two memfds (ThreadSanitizer annotations) */
 	bool enabled; /* rings allowed on this connection (answer offers with yes) */
 	bool offer_due, offered, answer_due, answer_ok, switch_due;
+	bool tx_nocrc; /* the peer takes our ring frames without CRC (its ANSWER said so) */
+	bool rx_nocrc; /* we take the peer's ring frames without CRC (we answered so) */
 	_Atomic bool broken;
 	_Atomic bool progressed; /* the peer showed progress: retry.c's clock, set by the progress thread */
 	uint64_t stat[SOFT_RING_NSTATS];
@@ -313,6 +324,19 @@ static bool take_peer_evfd(struct soft_conn *c, uint32_t num)
 	return true;
 }
 
+/* Both directions on rings and the peer takes frames without CRC: stop
+ * computing it (c->crc is only read for our framing and for TCP frames, and
+ * none come over TCP any more). The ring is memory: the CRC guarded nothing
+ * there but fault injection's "corrupt", which seals one before its flip
+ * (fault.c). Every frame is still decoded and checked as before. */
+static void crc_off_when_both(struct soft_conn *c)
+{
+	if (c->ring->tx_nocrc && c->ring_tx_on && c->ring_rx_on && c->crc) {
+		c->crc = false;
+		c->ring_crc_off = true;
+	}
+}
+
 bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p)
 {
 	struct soft_shmring *r = c->ring;
@@ -327,6 +351,7 @@ bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t 
 		if (r->rx_map || r->answer_due)
 			return false;
 		r->answer_ok = r->enabled && map_peer_ring(c, a) && take_peer_evfd(c, b);
+		r->rx_nocrc = r->answer_ok && (p[1] & RING_NOCRC);
 		if (!r->answer_ok && r->rx_map) {
 			munmap(r->rx_map, RING_BYTES);
 			r->rx_map = NULL;
@@ -340,8 +365,9 @@ bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t 
 		r->offered = false;
 		close(r->tx_fd); /* the peer holds its own descriptor now */
 		r->tx_fd = -1;
-		if (p[1] && take_peer_evfd(c, a)) {
+		if ((p[1] & 1u) && take_peer_evfd(c, a)) {
 			r->switch_due = true;
+			r->tx_nocrc = (p[1] & RING_NOCRC) != 0;
 		} else {
 			munmap(r->tx_map, RING_BYTES);
 			r->tx_map = NULL;
@@ -354,6 +380,7 @@ bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t 
 		c->ring_rx_on = true;
 		rv_log(RV_LOG_INFO, "soft0: QP 0x%x: frames from QP 0x%x now arrive through a shared-memory ring",
 		       q->qpn, q->peer_qpn);
+		crc_off_when_both(c);
 		return true;
 	default:
 		return false;
@@ -387,13 +414,14 @@ bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)
 
 	if (r->answer_due) {
 		r->answer_due = false;
-		put_ctl(c, CTL_ANSWER, r->answer_ok, (uint32_t)c->sc->evfd, 0);
+		put_ctl(c, CTL_ANSWER, (uint8_t)((r->answer_ok ? 1u : 0u) | (r->rx_nocrc ? RING_NOCRC : 0u)),
+			(uint32_t)c->sc->evfd, 0);
 		return true;
 	}
 	if (r->offer_due) {
 		r->offer_due = false;
 		r->offered = true;
-		put_ctl(c, CTL_OFFER, 0, (uint32_t)r->tx_fd, (uint32_t)c->sc->evfd);
+		put_ctl(c, CTL_OFFER, RING_NOCRC, (uint32_t)r->tx_fd, (uint32_t)c->sc->evfd);
 		return true;
 	}
 	/* Switch at a message boundary: the zero-length WRITE that follows must
@@ -415,8 +443,9 @@ bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)
 		n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
 		if (n > 0)
 			c->tx_len += (size_t)n;
-		rv_log(RV_LOG_INFO, "soft0: QP 0x%x: frames to QP 0x%x now go through a shared-memory ring", q->qpn,
-		       q->peer_qpn);
+		rv_log(RV_LOG_INFO, "soft0: QP 0x%x: frames to QP 0x%x now go through a shared-memory ring%s", q->qpn,
+		       q->peer_qpn, r->tx_nocrc ? " (no CRC once both directions are on rings)" : "");
+		crc_off_when_both(c);
 		return true;
 	}
 	return false;
@@ -553,7 +582,7 @@ bool soft_shmring_flush(struct soft_conn *c)
 			r->tx_prod += skip;
 			off = 0;
 		}
-		memcpy(r->tx_map + RING_HDR + off + 4, fr, flen);
+		ring_copy(r->tx_map + RING_HDR + off + 4, fr, flen);
 		atomic_store_explicit((_Atomic uint32_t *)(void *)(r->tx_map + RING_HDR + off), (uint32_t)flen,
 				      memory_order_relaxed);
 		r->tx_prod += rec;
@@ -632,8 +661,12 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 			rx_broken(q, c, "record length out of range");
 			return;
 		}
-		memcpy(buf, data + off + 4, len);
-		n = rv_wire_fpdu_decode_crc(buf, len, &f, c->crc);
+		ring_copy(buf, data + off + 4, len);
+		/* Without CRC agreed, a frame whose CRC field is not zero is still
+		 * checked (fault injection's corrupt, a producer that sealed anyway). */
+		n = rv_wire_fpdu_decode_crc(buf, len, &f,
+					    r->rx_nocrc ? (buf[len - 4] | buf[len - 3] | buf[len - 2] | buf[len - 1]) != 0
+							: c->crc || c->ring_crc_off);
 		if (n <= 0 || (uint32_t)n != len) {
 			r->stat[SOFT_RING_BAD]++;
 			soft_rx_bad_frame(q, n < 0 ? n : -EMSGSIZE);
@@ -792,6 +825,7 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 	if (q->conn && q->conn->ring) {
 		memcpy(out, q->conn->ring->stat, sizeof(q->conn->ring->stat));
 		out[SOFT_RING_STATE] = (q->conn->ring_tx_on ? 1u : 0u) | (q->conn->ring_rx_on ? 2u : 0u);
+		out[SOFT_RING_CRC_OFF] = q->conn->ring_crc_off;
 	}
 	pthread_mutex_unlock(&q->lock);
 	pthread_mutex_unlock(&sc->lock);

@@ -288,6 +288,7 @@ struct soft_conn {
 	struct soft_shmring *ring;
 	_Atomic bool ring_tx_on; /* our frames go into our ring (after ring_tcp_end bytes of tx) */
 	_Atomic bool ring_rx_on; /* the peer's frames come from its ring (its switch arrived) */
+	bool ring_crc_off;       /* both rings on, the peer takes frames without CRC: c->crc cleared (shmring.c) */
 	size_t ring_tcp_end;     /* bytes of tx up to the switch message: still for TCP */
 	/* Authentication (auth.c). */
 	uint8_t auth_ni[16];     /* the initiator's nonce */
@@ -678,6 +679,7 @@ enum soft_ring_stat {
 	SOFT_RING_DOORBELLS, /* eventfd writes to wake the peer */
 	SOFT_RING_BAD,       /* corrupt rings or frames found (each fails the QP) */
 	SOFT_RING_STATE,     /* bit 0: we send through the ring, bit 1: we receive from it */
+	SOFT_RING_CRC_OFF,   /* 1: our ring frames carry no CRC (both rings on, the peer agreed) */
 	SOFT_RING_NSTATS
 };
 /* Both directions of c's same-host path hold: prepare and offer our ring. */
