@@ -138,6 +138,11 @@ struct soft_shmring {
 
 static int dup_from_peer(uint32_t pid, uint32_t num)
 {
+	/* Two contexts of one process: the number is ours already (what
+	 * pidfd_getfd on ourselves gives, also where pidfd_getfd is missing,
+	 * as under valgrind 3.19, whose callgrind then sees the rings). */
+	if (pid == (uint32_t)getpid())
+		return fcntl((int)num, F_DUPFD_CLOEXEC, 0);
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
 	int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0), fd;
 
@@ -732,8 +737,9 @@ static bool ring_ready(const struct soft_conn *c)
 
 void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 {
-	/* Only the thread that set "sleeping" clears it: a poller that clears it
-	 * while the progress thread still sleeps would lose the next doorbell. */
+	/* The progress thread clears "sleeping" when it wakes; a busy poller
+	 * clears it only together with a wake-up (soft_shmring_poller), or the
+	 * sleeping thread would miss the next doorbell. */
 	if (awake && sc->ring_sleeping)
 		set_sleeping(sc, 0);
 	/* Backwards: a connection that fails leaves the list (swap with the last, done already). */
@@ -779,6 +785,20 @@ void soft_shmring_poller(struct soft_ctx *sc, bool busy)
 		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
 	if (pthread_mutex_trylock(&sc->lock) != 0)
 		return;
+	if (busy && sc->ring_sleeping && !sc->stop) {
+		/* A busy poller is back while the progress thread sleeps with
+		 * "sleeping" set: until that thread gets a CPU (on a small machine
+		 * the pollers hold them), every frame would cost the peer a
+		 * doorbell. Clear it here and wake the thread once (it then naps,
+		 * RING_IDLE_US, and sets "sleeping" again when the poller stops). */
+		uint64_t one = 1;
+
+		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
+		set_sleeping(sc, 0);
+		if (write(sc->evfd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is saturated, the thread is woken anyway. */
+		}
+	}
 	if (!sc->stop)
 		soft_shmring_poll(sc, false);
 	pthread_mutex_unlock(&sc->lock);
