@@ -122,28 +122,41 @@ static bool place_begin(struct soft_qp *q, struct soft_conn *c)
 
 struct recv_into {
 	int fd;
-	size_t len;
+	size_t len;       /* payload bytes still to come */
+	uint8_t *ahead;   /* rx buffer room for what follows the payload, or NULL */
+	size_t ahead_len; /* its pad, CRC and the next header: no further */
 	bool crc;
 	uint32_t sum;
-	ssize_t n;
+	ssize_t n;        /* bytes received in all (payload + ahead) */
 	int err;
 };
 
-/* The same into a receive WR's segments (soft_sgl_apply: checked, under the lock). */
-static void recvmsg_fn(const struct iovec *iov, uint32_t niov, void *arg)
+/*
+ * One recvmsg into the payload's place (niov segments, checked and under the
+ * MR lock) and, behind it, into the rx buffer for the FPDU's pad and CRC and
+ * the next header: the read that would come next anyway, saved (issue #8:
+ * one system call per FPDU instead of two). The CRC is summed over the
+ * payload bytes that came.
+ */
+static void recv_payload(struct recv_into *r, const struct iovec *iov, uint32_t niov)
 {
-	struct recv_into *r = arg;
+	struct iovec v[SOFT_MAX_SGE + 1];
 	struct msghdr mh;
 	size_t left;
 
+	memcpy(v, iov, niov * sizeof(*iov));
+	if (r->ahead) {
+		v[niov].iov_base = r->ahead;
+		v[niov].iov_len = r->ahead_len;
+	}
 	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = (struct iovec *)(uintptr_t)iov;
-	mh.msg_iovlen = niov;
+	mh.msg_iov = v;
+	mh.msg_iovlen = niov + (r->ahead ? 1 : 0);
 	do
 		r->n = recvmsg(r->fd, &mh, MSG_DONTWAIT);
 	while (r->n < 0 && errno == EINTR);
 	r->err = r->n < 0 ? errno : 0;
-	left = r->n > 0 && r->crc ? (size_t)r->n : 0;
+	left = r->n > 0 && r->crc ? ((size_t)r->n < r->len ? (size_t)r->n : r->len) : 0;
 	for (uint32_t i = 0; i < niov && left; i++) {
 		size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
 		r->sum = rv_crc32c(r->sum, iov[i].iov_base, k);
@@ -151,24 +164,34 @@ static void recvmsg_fn(const struct iovec *iov, uint32_t niov, void *arg)
 	}
 }
 
-/* Under the MR lock, on the checked host address: receive, and sum what came. */
+/* Into a receive WR's segments (soft_sgl_apply: checked, under the lock). */
+static void recvmsg_fn(const struct iovec *iov, uint32_t niov, void *arg)
+{
+	recv_payload(arg, iov, niov);
+}
+
+/* Into a WRITE's target (soft_mem_apply: the checked host address, under the lock). */
 static void recv_fn(void *p, void *arg)
 {
 	struct recv_into *r = arg;
+	struct iovec iov = {p, r->len};
 
-	do
-		r->n = recv(r->fd, p, r->len, MSG_DONTWAIT);
-	while (r->n < 0 && errno == EINTR);
-	r->err = r->n < 0 ? errno : 0;
-	if (r->n > 0 && r->crc)
-		r->sum = rv_crc32c(r->sum, p, (size_t)r->n);
+	recv_payload(r, &iov, 1);
 }
 
 static ssize_t place_recv(struct soft_qp *q, struct soft_conn *c)
 {
 	struct soft_place *pl = &c->place;
-	struct recv_into r = {c->fd, pl->len - pl->done, c->crc, pl->crc, 0, 0};
+	struct recv_into r = {c->fd, pl->len - pl->done, NULL, 0, c->crc, pl->crc, 0, 0};
+	size_t ahead = (size_t)pl->trail + 2 + (pl->send ? RV_DDP_UNTAGGED_HDR : RV_DDP_TAGGED_HDR);
 	enum soft_mem_err e;
+
+	/* rx holds this FPDU's header only (place_begin): pad, CRC and the next
+	 * header go behind it, where the next read would put them. */
+	if (c->rx_len == c->rx_off + pl->hdr_len && SOFT_RXBUF - c->rx_len >= ahead) {
+		r.ahead = c->rx + c->rx_len;
+		r.ahead_len = ahead;
+	}
 
 	if (pl->send) {
 		/* The receive WR send_target found: still at the head (nothing else
@@ -206,7 +229,12 @@ static ssize_t place_recv(struct soft_qp *q, struct soft_conn *c)
 	if (r.n == 0)
 		return -1;
 	pl->crc = r.sum;
-	pl->done += (uint32_t)r.n;
+	if ((size_t)r.n > r.len) {
+		c->rx_len += (size_t)r.n - r.len; /* read ahead: the payload is complete */
+		pl->done = pl->len;
+	} else {
+		pl->done += (uint32_t)r.n;
+	}
 	if (pl->done == pl->len) {
 		pl->active = false;
 		pl->placed = true;
