@@ -558,14 +558,13 @@ bool soft_shmring_flush(struct soft_conn *c)
 			soft_retry_progress(c->qp);
 	}
 	c->ring_tcp_end = 0;
-	/* Confirm first, then fill with the index just read: whoever reads the
-	 * consumer index also uses the room it frees (ring_ready relies on it). */
-	if (c->qp)
-		reap(c->qp, c);
-	else if (!tx_cons_load(c, &cons))
-		return true;
-	if (r->broken)
-		return true;
+	/* The peer's consumer index is on a line the peer writes: it is read
+	 * only when the index we saw last leaves too little room. Completions
+	 * do not wait for it: ring_ready sees the index move and the poller or
+	 * the progress thread reaps. Whoever reads it confirms first, then fills
+	 * with it: it also uses the room it frees (ring_ready relies on it). */
+	bool fresh = false;
+
 	cons = atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
 	while (c->tx_off < c->tx_len) {
 		const uint8_t *fr = c->tx + c->tx_off;
@@ -579,8 +578,19 @@ bool soft_shmring_flush(struct soft_conn *c)
 			c->tx_off = c->tx_len = 0;
 			return true;
 		}
-		if (RING_DATA - (r->tx_prod - cons) < skip + rec)
-			break; /* full: the rest waits for the consumer */
+		if (RING_DATA - (r->tx_prod - cons) < skip + rec) {
+			if (fresh)
+				break; /* full: the rest waits for the consumer */
+			fresh = true;
+			if (c->qp)
+				reap(c->qp, c);
+			else if (!tx_cons_load(c, &cons))
+				return true;
+			if (r->broken)
+				return true;
+			cons = atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
+			continue;
+		}
 		if (skip) {
 			atomic_store_explicit((_Atomic uint32_t *)(void *)(r->tx_map + RING_HDR + off), RING_WRAP,
 					      memory_order_relaxed);
