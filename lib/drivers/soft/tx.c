@@ -265,6 +265,7 @@ static void send_direct(const struct iovec *pay, uint32_t npay, void *arg)
 		n = 0;
 	if ((size_t)n == total)
 		return;
+	c->tx_full = true; /* fill() frames no more data behind it (copies) */
 	/* The rest waits in c->tx as a framed copy would: the whole frame is
 	 * laid out there (header already is), sending resumes at byte n. */
 	at = d->hdr;
@@ -414,6 +415,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 			    rv_wire_fpdu_len(RV_DDP_UNTAGGED_HDR + RV_RDMAP_IMM_LEN);
 	bool any = false;
 
+	c->tx_full = false; /* called with c->tx empty: the socket took everything */
 	while (SOFT_TXBUF - c->tx_len >= need) {
 		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
 		struct soft_swqe *w;
@@ -490,6 +492,11 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 		} else if (w->opcode == RV_WR_ATOMIC_CMP_AND_SWP || w->opcode == RV_WR_ATOMIC_FETCH_AND_ADD) {
 			if (!ord_user_room(q) || !soft_ext_emit_atomic(q, c, w))
 				break;
+		} else if (c->tx_full) {
+			/* The socket is full: the next FPDUs wait in the send queue and
+			 * go out directly from the registered memory on EPOLLOUT, rather
+			 * than copied into c->tx now. */
+			break;
 		} else if (!emit_data(q, c, w)) {
 			break;
 		}
