@@ -175,9 +175,16 @@ static void *progress(void *arg)
 
 		/* Streams a poller reads are not in epoll's EPOLLIN interest: look
 		 * again soon whether their poller stopped (soft_conn_handback). */
-		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed) &&
-		    timeout > SOFT_POLL_HANDBACK_US / 1000)
-			timeout = SOFT_POLL_HANDBACK_US / 1000;
+		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed)) {
+			/* Streams only blocked waiters watch need no look every
+			 * millisecond: their waiter reads them. */
+			int look = atomic_load_explicit(&sc->n_polled, memory_order_relaxed) >
+						   atomic_load_explicit(&sc->n_watched, memory_order_relaxed)
+					   ? SOFT_POLL_HANDBACK_US / 1000
+					   : SOFT_WAIT_HANDBACK_MS;
+			if (timeout > look)
+				timeout = look;
+		}
 		if (rings && timeout > 0)
 			timeout = soft_shmring_sleep(sc, timeout); /* shmring.c: doorbells while we sleep */
 		n = epoll_wait(sc->epfd, ev, 64, timeout);

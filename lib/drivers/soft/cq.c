@@ -469,6 +469,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		n++;
 	}
 	gen = c->qp_gen;
+	atomic_fetch_add_explicit(&sc->n_watched, n, memory_order_relaxed);
 	pthread_mutex_unlock(&sc->lock);
 
 	pfd[n].fd = c->ch->efd;
@@ -482,6 +483,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		err = 0;
 	}
 
+	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
 	pthread_mutex_lock(&c->lock);
 	fired = atomic_load(&c->armed) == ARM_NONE;
 	if (atomic_fetch_sub_explicit(&c->waiters, 1, memory_order_relaxed) == 1 && c->wait_armed) {

@@ -106,6 +106,11 @@
  * interest (so that thread is not woken for each frame); it gets it back
  * when no poller served it for this long, or at once when a CQ is armed. */
 #define SOFT_POLL_HANDBACK_US 1000
+/* While every polled stream is watched by a thread blocked in rv_cq_wait
+ * (soft_cq_block), the progress thread looks for streams to hand back this
+ * often instead (the waiter serves them; a waiter that left is noticed
+ * within this). */
+#define SOFT_WAIT_HANDBACK_MS 10
 
 struct soft_qp;
 struct soft_conn;
@@ -200,6 +205,7 @@ struct soft_ctx {
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
 	uint32_t qp_gen;           /* bumped when the QP table changes (sc->lock): CQs rebuild their QP lists */
 	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */
+	_Atomic uint32_t n_watched; /* sockets threads blocked in rv_cq_wait watch (soft_cq_block) */
 	_Atomic bool handback;     /* a CQ was armed: give every polled stream back to epoll now */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	bool shm_ring;             /* RVERBS_SOFT_SHM_RING: shared-memory rings on it (shmring.c) */
