@@ -339,16 +339,16 @@ static void *send_many(void *arg)
 	return NULL;
 }
 
-static void blocking_waits_then_channel(void **state)
+static void waits_then_channel(int mode)
 {
 	struct pair p;
 	pthread_t t;
 	rv_cq *cq = NULL;
 	rv_wc wc;
 
-	(void)state;
 	pair_open(&p);
-	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_EVENT, 0), 0);
+	/* Spin-then-block with a 1 µs spin: most waits block. */
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, mode, 1000), 0);
 	post_recv(&p, 0);
 	assert_int_equal(pthread_create(&t, NULL, send_many, &p), 0);
 	for (int i = 0; i < 200; i++) {
@@ -375,6 +375,18 @@ static void blocking_waits_then_channel(void **state)
 	assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 1);
 	assert_int_equal(wc.wr_id, 301);
 	pair_close(&p);
+}
+
+static void blocking_waits_then_channel(void **state)
+{
+	(void)state;
+	waits_then_channel(RV_CQ_WAIT_EVENT);
+}
+
+static void spin_then_block_waits_then_channel(void **state)
+{
+	(void)state;
+	waits_then_channel(RV_CQ_WAIT_SPIN_THEN_BLOCK);
 }
 
 static void close_cascades_and_unacked_events_do_not_hang(void **state)
@@ -472,6 +484,7 @@ int main(void)
 		cmocka_unit_test(event_wait_blocks_then_wakes),
 		cmocka_unit_test(blocking_wait_with_a_stalled_receive),
 		cmocka_unit_test(blocking_waits_then_channel),
+		cmocka_unit_test(spin_then_block_waits_then_channel),
 		cmocka_unit_test(close_cascades_and_unacked_events_do_not_hang),
 		cmocka_unit_test(errors),
 	};
