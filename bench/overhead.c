@@ -303,7 +303,8 @@ static void make_handles(void)
 	}
 	rv_obj_init(&q->obj, &qp_class, ctx);
 	q->drv = &rv_driver_ibv;
-	q->post_send = rv_driver_ibv.post_send;
+	/* What lib/qp.c caches in an RC QP of this driver. */
+	q->post_send = rv_driver_ibv.post_send_connected;
 	q->post_recv = rv_driver_ibv.post_recv;
 	q->drv_qp = &stub.qp;
 	q->ctx = ctx;

@@ -63,7 +63,13 @@ static int post_recv_adapter(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, 
 
 int (*rv_qp_plain_post_send(const struct rv_qp *qp))(struct rv_qp *, const rv_send_wr *, size_t, size_t *)
 {
-	return qp->drv->post_n_posted_may_be_null ? qp->drv->post_send : post_send_adapter;
+	const struct rv_driver *drv = qp->drv;
+
+	if (!drv->post_n_posted_may_be_null)
+		return post_send_adapter;
+	/* A connected QP's entry need not test for UD on every post. */
+	return qp->qp_type != RV_QPT_UD && drv->post_send_connected ? drv->post_send_connected
+								    : drv->post_send;
 }
 
 /* qp->post_recv of a QP that takes its receives from an SRQ. */
@@ -147,6 +153,7 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	rv_obj_init(&qp->obj, &qp_class, pd->ctx);
 	qp->obj.id = rv_ctx_next_id(pd->ctx);
 	qp->drv = pd->ctx->drv;
+	qp->qp_type = a.qp_type; /* rv_qp_plain_post_send picks by it */
 	qp->post_send = rv_qp_plain_post_send(qp);
 	/* A QP on an SRQ refuses receives through its entry point: no test on
 	 * the data path of the others. */

@@ -112,6 +112,10 @@ static struct rv_context fake_rvctx;
 static struct rv_qp qp;
 static struct rv_cq cq;
 
+/* The entry under test: rv_ibv_post_send (any QP type), or the one lib/qp.c
+ * caches in RC and UC QPs (setup_connected), which must behave the same. */
+static int (*post_send)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted) = rv_ibv_post_send;
+
 static int setup(void **state)
 {
 	(void)state;
@@ -148,6 +152,20 @@ static int setup(void **state)
 	return 0;
 }
 
+static int setup_connected(void **state)
+{
+	setup(state);
+	post_send = rv_ibv_post_send_connected;
+	return 0;
+}
+
+static int teardown_connected(void **state)
+{
+	(void)state;
+	post_send = rv_ibv_post_send;
+	return 0;
+}
+
 static rv_sge sges[MAX_WRS];
 
 static void make_send(rv_send_wr *w, size_t n, uint32_t len)
@@ -171,7 +189,7 @@ static void test_ibv_datapath__post_send_batches_of_16_in_order(void **state)
 
 	(void)state;
 	make_send(w, 40, 64);
-	assert_int_equal(rv_ibv_post_send(&qp, w, 40, &posted), 0);
+	assert_int_equal(post_send(&qp, w, 40, &posted), 0);
 	assert_int_equal(posted, 40);
 	assert_int_equal(mock.calls, 3);
 	assert_int_equal(mock.chain_len[0], 16);
@@ -194,7 +212,7 @@ static void test_ibv_datapath__post_send_inline_when_it_fits(void **state)
 	(void)state;
 	make_send(w, 3, 32);
 	w[1].send_flags |= RV_SEND_NO_INLINE;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 3, &posted), 0);
+	assert_int_equal(post_send(&qp, w, 3, &posted), 0);
 	assert_int_equal(posted, 3);
 	assert_int_equal(mock.flags[0], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
 	assert_int_equal(mock.flags[1], IBV_SEND_SIGNALED);
@@ -213,36 +231,36 @@ static void test_ibv_datapath__post_send_one_wr_each_path(void **state)
 
 	(void)state;
 	make_send(&w, 1, 32);
-	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 	assert_int_equal(posted, 1);
 	assert_int_equal(mock.chain_len[0], 1);
 	assert_int_equal(mock.flags[0], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
 
 	/* 33 bytes do not fit max_inline_data 32. */
 	sges[0].length = 33;
-	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 	assert_int_equal(mock.flags[1], IBV_SEND_SIGNALED);
 
 	/* Two SGEs of 32 bytes together: the general path, inline. */
 	w.sg_list = two;
 	w.num_sge = 2;
-	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 	assert_int_equal(mock.flags[2], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
 	assert_ptr_equal(mock.sg_lists[2], two);
 
 	/* rverbs' own flag never reaches libibverbs. */
 	w.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
 	w.num_sge = 1;
-	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 	assert_int_equal(mock.flags[3], IBV_SEND_SIGNALED);
 
 	/* A READ never goes inline; an atomic takes the general path. */
 	w.send_flags = RV_SEND_SIGNALED;
 	w.opcode = RV_WR_RDMA_READ;
-	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 	assert_int_equal(mock.flags[4], IBV_SEND_SIGNALED);
 	w.opcode = RV_WR_ATOMIC_FETCH_AND_ADD;
-	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+	assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 	assert_int_equal(mock.flags[5], IBV_SEND_SIGNALED);
 	assert_int_equal(mock.calls, 6);
 	assert_int_equal(posted, 1);
@@ -251,7 +269,7 @@ static void test_ibv_datapath__post_send_one_wr_each_path(void **state)
 	mock.fail_at = (long)mock.seen;
 	mock.fail_rc = ENOMEM;
 	w.opcode = RV_WR_RDMA_WRITE;
-	assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), -ENOMEM);
+	assert_int_equal(post_send(&qp, &w, 1, &posted), -ENOMEM);
 	assert_int_equal(posted, 0);
 	assert_non_null(strstr(rv_error_last(), "send queue is full"));
 }
@@ -287,7 +305,7 @@ static void test_ibv_datapath__post_send_as_is_when_nothing_to_translate(void **
 		w.opcode = cases[i].opcode;
 		w.send_flags = cases[i].flags;
 		qp.cap.max_inline_data = cases[i].max_inline;
-		assert_int_equal(rv_ibv_post_send(&qp, &w, 1, &posted), 0);
+		assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 		assert_int_equal(posted, 1);
 		assert_int_equal(mock.flags[i], cases[i].ibv_flags);
 		assert_ptr_equal(mock.sg_lists[i], &sges[0]);
@@ -313,14 +331,14 @@ static void test_ibv_datapath__reserved_next_is_refused(void **state)
 	make_send(w, 3, 8);
 	w[0].send_flags |= RV_SEND_INLINE;
 	w[0].reserved_next = &dummy;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 1, &posted), -EINVAL);
+	assert_int_equal(post_send(&qp, w, 1, &posted), -EINVAL);
 	assert_int_equal(posted, 0);
 	assert_int_equal(mock.calls, 0);
 	assert_non_null(strstr(rv_error_last(), "reserved_next"));
 
 	w[0].reserved_next = NULL;
 	w[1].reserved_next = &dummy;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 3, &posted), -EINVAL);
+	assert_int_equal(post_send(&qp, w, 3, &posted), -EINVAL);
 	assert_int_equal(posted, 1);
 	assert_int_equal(mock.seen, 1);
 	assert_non_null(strstr(rv_error_last(), "WR 1 has reserved_next"));
@@ -352,18 +370,18 @@ static void test_ibv_datapath__null_n_posted_on_every_path(void **state)
 	(void)state;
 	make_send(w, 20, 8);
 	w[0].send_flags |= RV_SEND_INLINE;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 1, NULL), 0);      /* as it is */
+	assert_int_equal(post_send(&qp, w, 1, NULL), 0);      /* as it is */
 	assert_ptr_equal(mock.wr_ptrs[0], &w[0]);
-	assert_int_equal(rv_ibv_post_send(&qp, &w[1], 1, NULL), 0);  /* translated */
+	assert_int_equal(post_send(&qp, &w[1], 1, NULL), 0);  /* translated */
 	assert_ptr_not_equal(mock.wr_ptrs[1], &w[1]);
-	assert_int_equal(rv_ibv_post_send(&qp, w, 20, NULL), 0);     /* chains */
+	assert_int_equal(post_send(&qp, w, 20, NULL), 0);     /* chains */
 	assert_int_equal(mock.seen, 22);
 	w[5].reserved_next = &dummy;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 20, NULL), -EINVAL);
+	assert_int_equal(post_send(&qp, w, 20, NULL), -EINVAL);
 	assert_int_equal(mock.seen, 27);
 	mock.fail_at = (long)mock.seen;
 	mock.fail_rc = ENOMEM;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 1, NULL), -ENOMEM);
+	assert_int_equal(post_send(&qp, w, 1, NULL), -ENOMEM);
 	assert_non_null(strstr(rv_error_last(), "send queue is full"));
 	mock.fail_at = -1;
 
@@ -384,7 +402,7 @@ static void test_ibv_datapath__post_send_full_queue_counts_from_bad_wr(void **st
 	make_send(w, 40, 64);
 	mock.fail_at = 20; /* in the second batch, its fifth WR */
 	mock.fail_rc = ENOMEM;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 40, &posted), -ENOMEM);
+	assert_int_equal(post_send(&qp, w, 40, &posted), -ENOMEM);
 	assert_int_equal(posted, 20);
 	assert_int_equal(mock.calls, 2);
 	assert_non_null(strstr(rv_error_last(), "rv_qp_post_send"));
@@ -403,7 +421,7 @@ static void test_ibv_datapath__post_send_negative_errno_provider(void **state)
 	make_send(w, 4, 8);
 	mock.fail_at = 0;
 	mock.fail_rc = -EINVAL;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 4, &posted), -EINVAL);
+	assert_int_equal(post_send(&qp, w, 4, &posted), -EINVAL);
 	assert_int_equal(posted, 0);
 	assert_non_null(strstr(rv_error_last(), "max_send_sge (1)"));
 }
@@ -418,7 +436,7 @@ static void test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unpost
 	mock.fail_at = 18;
 	mock.fail_rc = EINVAL;
 	mock.bad_null = 1;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 20, &posted), -EINVAL);
+	assert_int_equal(post_send(&qp, w, 20, &posted), -EINVAL);
 	assert_int_equal(posted, 16);
 }
 
@@ -430,7 +448,7 @@ static void test_ibv_datapath__post_send_untranslatable_wr_posts_those_before(vo
 	(void)state;
 	make_send(w, 8, 8);
 	w[5].opcode = RV_WR_BIND_MW;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 8, &posted), -EOPNOTSUPP);
+	assert_int_equal(post_send(&qp, w, 8, &posted), -EOPNOTSUPP);
 	assert_int_equal(posted, 5);
 	assert_int_equal(mock.calls, 1);
 	assert_int_equal(mock.chain_len[0], 5);
@@ -440,7 +458,7 @@ static void test_ibv_datapath__post_send_untranslatable_wr_posts_those_before(vo
 	/* The very first WR: nothing reaches the provider. */
 	setup(NULL);
 	w[0].opcode = 77;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 8, &posted), -EINVAL);
+	assert_int_equal(post_send(&qp, w, 8, &posted), -EINVAL);
 	assert_int_equal(posted, 0);
 	assert_int_equal(mock.calls, 0);
 	assert_non_null(strstr(rv_error_last(), "WR 0 has opcode 77"));
@@ -450,7 +468,7 @@ static void test_ibv_datapath__post_send_untranslatable_wr_posts_those_before(vo
 	make_send(w, 2, 8);
 	w[0].opcode = RV_WR_SEND;
 	qp.qp_type = RV_QPT_UD;
-	assert_int_equal(rv_ibv_post_send(&qp, w, 2, &posted), -EINVAL);
+	assert_int_equal(post_send(&qp, w, 2, &posted), -EINVAL);
 	assert_int_equal(posted, 0);
 	assert_int_equal(mock.calls, 0);
 	assert_non_null(strstr(rv_error_last(), "wrs[0]: a UD send needs an address handle"));
@@ -555,6 +573,15 @@ int main(void)
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_negative_errno_provider, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unposted, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_untranslatable_wr_posts_those_before, setup),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_batches_of_16_in_order, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_inline_when_it_fits, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_one_wr_each_path, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_as_is_when_nothing_to_translate, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__reserved_next_is_refused, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__null_n_posted_on_every_path, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_full_queue_counts_from_bad_wr, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_negative_errno_provider, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_bad_wr_unset_counts_the_batch_as_unposted, setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_setup(test_ibv_datapath__post_recv_batches_and_bad_wr, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__poll_asks_once_and_translates_in_place, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__poll_never_asks_for_more_than_max, setup),

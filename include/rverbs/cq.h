@@ -65,7 +65,10 @@ typedef struct rv_wc {
 	uint32_t opcode;      /**< an rv_wc_opcode (valid for receives even on error only if SUCCESS) */
 	uint32_t vendor_err;  /**< device-specific error detail */
 	uint32_t byte_len;    /**< bytes received, or transferred for READ/atomics */
-	uint32_t imm_data;    /**< immediate data in host byte order, or the invalidated rkey */
+	uint32_t imm_data;    /**< with RV_WC_WITH_IMM: the immediate data in host byte order;
+	                       *   with RV_WC_WITH_INV: the invalidated rkey; without either
+	                       *   flag undefined (as ibv_wc::imm_data: read it only when a
+	                       *   flag says so) */
 	uint32_t qp_num;      /**< local QP number */
 	uint32_t src_qp;      /**< remote QP number (UD) */
 	uint32_t wc_flags;    /**< rv_wc_flags */

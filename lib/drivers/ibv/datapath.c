@@ -200,20 +200,26 @@ static inline __attribute__((always_inline)) int post_send_one(struct rv_qp *qp,
 	if (n_posted) /* may be NULL (driver.c) */
 		*n_posted = 1;
 	rc = ibv_post_send(qp->drv_qp, w, &f->bad);
-	if (RV_UNLIKELY(rc != 0)) {
-		if (f->n_posted)
-			*f->n_posted = 0;
-		return send_failed(f->qp, f->wr, 0, rv_ibv_errno(rc));
+	if (RV_LIKELY(rc == 0)) {
+		/* 0 is already in the return register: the empty asm keeps
+		 * the compiler from zeroing it once more. */
+		__asm__("" : "+r"(rc));
+		return rc;
 	}
-	return rc; /* 0, already in the return register */
+	if (f->n_posted)
+		*f->n_posted = 0;
+	return send_failed(f->qp, f->wr, 0, rv_ibv_errno(rc));
 }
 
-int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+/* The body of both entries: may_be_ud false for the entry lib/qp.c caches
+ * in RC and UC QPs, which then test nothing about the QP type. */
+static inline __attribute__((always_inline)) int post_send_entry(struct rv_qp *qp, const rv_send_wr *wrs,
+								 size_t n, size_t *n_posted, bool may_be_ud)
 {
 	struct send_frame f;
 	uint32_t op, fl, max;
 
-	if (RV_UNLIKELY(n != 1 || wrs->reserved_next || qp->qp_type == RV_QPT_UD))
+	if (RV_UNLIKELY(n != 1 || wrs->reserved_next || (may_be_ud && qp->qp_type == RV_QPT_UD)))
 		return post_send_chains(qp, wrs, n, n_posted);
 	/* A WRITE or SEND the caller marked inline, with libibverbs flags
 	 * only: the caller's WR is the libibverbs WR (rverbs/qp.h,
@@ -236,6 +242,16 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 	else
 		return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
 	return post_send_one(qp, &f.w, wrs, n_posted, &f);
+}
+
+int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	return post_send_entry(qp, wrs, n, n_posted, true);
+}
+
+int rv_ibv_post_send_connected(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	return post_send_entry(qp, wrs, n, n_posted, false);
 }
 
 /* ibv_post_recv refused WR i. */
@@ -386,6 +402,20 @@ int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, si
 	return 0;
 }
 
+/* What a poll that returned other than 0 or 1 completions does: a negative
+ * count is the CQ's error; more than one completion are fixed in a loop. Out
+ * of line, so that the usual polls (none, one) keep a short path. */
+static __attribute__((noinline)) int poll_more(struct rv_cq *cq, rv_wc *wc, int got)
+{
+	rv_wc *end;
+
+	if (RV_UNLIKELY(got < 0))
+		return poll_failed(cq, got);
+	for (end = wc + got; wc != end; wc++)
+		rv_ibv_wc_fix(wc);
+	return got;
+}
+
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 {
 	/* What is needed after the call lives in this frame: the empty asm
@@ -397,7 +427,6 @@ int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 		struct rv_cq *cq;
 		rv_wc *wc;
 	} f = {cq, wc};
-	rv_wc *end;
 	int got;
 
 	__asm__ __volatile__("" : "+m"(f));
@@ -407,14 +436,9 @@ int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 	got = ibv_poll_cq(cq->drv_cq, max, (struct ibv_wc *)(void *)wc);
 	if (RV_LIKELY(got == 0))
 		return 0;
-	if (RV_UNLIKELY(got < 0))
-		return poll_failed(f.cq, got);
-	wc = f.wc;
 	if (RV_LIKELY(got == 1)) { /* a busy poller's usual catch: no loop */
-		rv_ibv_wc_fix(wc);
+		rv_ibv_wc_fix(f.wc);
 		return 1;
 	}
-	for (end = wc + got; wc != end; wc++)
-		rv_ibv_wc_fix(wc);
-	return got;
+	return poll_more(f.cq, f.wc, got);
 }

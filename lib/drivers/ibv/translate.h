@@ -164,19 +164,14 @@ static inline void rv_ibv_recv_wr_to_ibv(const rv_recv_wr *in, struct ibv_recv_w
 /* A work completion that libibverbs wrote as an ibv_wc into rv_wc's memory
  * (rv_wc has ibv_wc's layout and size up to reserved: translate.c proves every
  * offset), made an rv_wc: immediate data back to host byte order, an
- * invalidated rkey left in host order, otherwise imm_data 0; reserved (ibv_wc's
- * tail padding) 0. */
+ * invalidated rkey left in host order; without either flag imm_data is left
+ * as the provider wrote it (undefined, as in libibverbs: rverbs/cq.h);
+ * reserved (ibv_wc's tail padding) 0. */
 static inline void rv_ibv_wc_fix(rv_wc *wc)
 {
-	uint32_t fl = wc->wc_flags;
-
-	/* The usual completion has neither flag: one test, one store. */
-	if (RV_UNLIKELY(fl & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))) {
-		if (fl & IBV_WC_WITH_IMM)
-			wc->imm_data = be32toh(wc->imm_data);
-	} else {
-		wc->imm_data = 0;
-	}
+	/* The usual completion carries no immediate: one test, one store. */
+	if (RV_UNLIKELY(wc->wc_flags & IBV_WC_WITH_IMM))
+		wc->imm_data = be32toh(wc->imm_data);
 	wc->reserved = 0;
 }
 
