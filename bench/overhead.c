@@ -304,7 +304,8 @@ static void make_handles(void)
 	rv_obj_init(&q->obj, &qp_class, ctx);
 	q->drv = &rv_driver_ibv;
 	/* What lib/qp.c caches in an RC QP of this driver. */
-	q->post_send = rv_driver_ibv.post_send_connected;
+	q->post_send = rv_driver_ibv.post_send;
+	q->post_send_one = rv_driver_ibv.post_send_one_connected;
 	q->post_recv = rv_driver_ibv.post_recv;
 	q->drv_qp = &stub.qp;
 	q->ctx = ctx;

@@ -103,10 +103,13 @@ struct rv_driver {
 	 * caller's, passed through as it is); false: the facade gives them a
 	 * pointer of its own when the caller passes NULL (lib/qp.c). */
 	bool post_n_posted_may_be_null;
-	/* Optional: post_send for the QPs of a connected type (RC, UC), which
-	 * may leave out what only UD needs; lib/qp.c caches it in those QPs
-	 * (with post_n_posted_may_be_null only). NULL: post_send for all. */
-	int (*post_send_connected)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+	/* Optional: post_send for exactly one WR (n == 1) on a QP of a
+	 * connected type (RC, UC), which may leave out the tests for batches
+	 * and UD; lib/qp.c caches it in those QPs (with
+	 * post_n_posted_may_be_null only) for rv_qp_post_send's one-WR posts.
+	 * NULL: post_send for those too. */
+	int (*post_send_one_connected)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n,
+				       size_t *n_posted);
 
 	/* Address handles (rv_ah_new). ah->pd and ah->attr (validated, defaults
 	 * applied) are set; fill drv_ah. NULL: the device has none (-EOPNOTSUPP). */

@@ -63,13 +63,17 @@ static int post_recv_adapter(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, 
 
 int (*rv_qp_plain_post_send(const struct rv_qp *qp))(struct rv_qp *, const rv_send_wr *, size_t, size_t *)
 {
+	return qp->drv->post_n_posted_may_be_null ? qp->drv->post_send : post_send_adapter;
+}
+
+int (*rv_qp_plain_post_send_one(const struct rv_qp *qp))(struct rv_qp *, const rv_send_wr *, size_t, size_t *)
+{
 	const struct rv_driver *drv = qp->drv;
 
-	if (!drv->post_n_posted_may_be_null)
-		return post_send_adapter;
-	/* A connected QP's entry need not test for UD on every post. */
-	return qp->qp_type != RV_QPT_UD && drv->post_send_connected ? drv->post_send_connected
-								    : drv->post_send;
+	/* A connected QP's one-WR entry need not test n or the QP type. */
+	if (drv->post_n_posted_may_be_null && drv->post_send_one_connected && qp->qp_type != RV_QPT_UD)
+		return drv->post_send_one_connected;
+	return rv_qp_plain_post_send(qp);
 }
 
 /* qp->post_recv of a QP that takes its receives from an SRQ. */
@@ -153,8 +157,9 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	rv_obj_init(&qp->obj, &qp_class, pd->ctx);
 	qp->obj.id = rv_ctx_next_id(pd->ctx);
 	qp->drv = pd->ctx->drv;
-	qp->qp_type = a.qp_type; /* rv_qp_plain_post_send picks by it */
+	qp->qp_type = a.qp_type; /* rv_qp_plain_post_send_one picks by it */
 	qp->post_send = rv_qp_plain_post_send(qp);
+	qp->post_send_one = rv_qp_plain_post_send_one(qp);
 	/* A QP on an SRQ refuses receives through its entry point: no test on
 	 * the data path of the others. */
 	qp->post_recv = a.srq ? post_recv_on_srq_qp
@@ -571,7 +576,13 @@ static __attribute__((noinline)) int post_checked(rv_qp *qp, const void *wrs, si
  * included (the driver's entry takes it, or the adapter above). */
 RV_EXPORT int rv_qp_post_send(rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
-	if (RV_UNLIKELY(!rv_obj_live_fast(qp, RV_OBJ_QP) || !wrs || n == 0))
+	if (RV_UNLIKELY(!rv_obj_live_fast(qp, RV_OBJ_QP) || !wrs))
+		return post_checked(qp, wrs, n, n_posted, true, __func__);
+	/* One WR, the usual post: an entry that need not test n (and, on a
+	 * connected QP of the libibverbs driver, the QP type). */
+	if (RV_LIKELY(n == 1))
+		return qp->post_send_one(qp, wrs, n, n_posted);
+	if (RV_UNLIKELY(n == 0))
 		return post_checked(qp, wrs, n, n_posted, true, __func__);
 	return qp->post_send(qp, wrs, n, n_posted);
 }
@@ -599,7 +610,7 @@ static int post_one(rv_qp *qp, uint32_t opcode, const rv_sge *local, uint64_t ra
 	wr.remote_addr = raddr;
 	wr.rkey = rkey;
 	size_t posted;
-	return qp->post_send(qp, &wr, 1, &posted);
+	return qp->post_send_one(qp, &wr, 1, &posted);
 }
 
 RV_EXPORT int rv_qp_write(rv_qp *qp, const rv_sge *local, uint64_t remote_addr, uint32_t rkey, uint64_t wr_id)

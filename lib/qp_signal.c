@@ -181,6 +181,7 @@ static void attach(struct rv_qp *qp, struct rv_qp_signal *s)
 	cq->sig_qps = qp;
 	cq->poll = sig_cq_poll;
 	qp->post_send = sig_post_send;
+	qp->post_send_one = sig_post_send;
 }
 
 void rv_qp_signal_detach(struct rv_qp *qp)
@@ -199,6 +200,7 @@ void rv_qp_signal_detach(struct rv_qp *qp)
 	if (!cq->sig_qps)
 		cq->poll = cq->ctx->drv->cq_poll;
 	qp->post_send = rv_qp_plain_post_send(qp);
+	qp->post_send_one = rv_qp_plain_post_send_one(qp);
 }
 
 void rv_qp_signal_free(struct rv_qp *qp)

@@ -19,6 +19,8 @@ void rv_qp_signal_detach(struct rv_qp *qp);
 /* The post_send entry of a QP without a policy (lib/qp.c): the driver's,
  * or the facade's adapter when the driver needs a non-NULL n_posted. */
 int (*rv_qp_plain_post_send(const struct rv_qp *qp))(struct rv_qp *, const rv_send_wr *, size_t, size_t *);
+/* What lib/qp.c caches in qp->post_send_one without a signal policy. */
+int (*rv_qp_plain_post_send_one(const struct rv_qp *qp))(struct rv_qp *, const rv_send_wr *, size_t, size_t *);
 
 /* Free the policy state (at the handle's release). */
 void rv_qp_signal_free(struct rv_qp *qp);

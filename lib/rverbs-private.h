@@ -94,6 +94,9 @@ struct rv_qp {
 	/* drv->post_send and drv->post_recv, cached (one load fewer per post);
 	 * lib/qp.c may put a wrapper of its own in post_send. */
 	int (*post_send)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+	/* What rv_qp_post_send calls for exactly one WR: post_send, or the
+	 * driver's post_send_one_connected on an RC or UC QP (lib/qp.c). */
+	int (*post_send_one)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 	int (*post_recv)(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 	void *drv_qp;
 	struct rv_context *ctx;

@@ -164,14 +164,16 @@ static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv
 #endif
 
 /* A WRITE or SEND the caller marked inline, with libibverbs flags only
- * (RV_SEND_INLINE set, nothing outside RV_IBV_SEND_FLAGS_PASSED besides):
- * one load, one mask, one compare. */
-static inline bool as_is_inline(const rv_send_wr *wr)
+ * (RV_SEND_INLINE set, nothing outside RV_IBV_SEND_FLAGS_PASSED besides),
+ * and reserved_next NULL: zero when (opcode, flags) masked equals the
+ * wanted word and reserved_next is NULL, so one OR joins both tests. */
+static inline uint64_t not_as_is_inline(const rv_send_wr *wr)
 {
 	uint64_t w;
 
 	memcpy(&w, &wr->opcode, sizeof(w));
-	return (w & OP_FLAGS(~(uint32_t)RV_WR_SEND, ~RV_IBV_SEND_FLAGS_PASSED)) == OP_FLAGS(0, RV_SEND_INLINE);
+	return ((w & OP_FLAGS(~(uint32_t)RV_WR_SEND, ~RV_IBV_SEND_FLAGS_PASSED)) ^
+		OP_FLAGS(0, RV_SEND_INLINE)) | (uintptr_t)wr->reserved_next;
 }
 
 /* What the failure path of a one-WR post needs lives in the poster's frame
@@ -211,22 +213,28 @@ static inline __attribute__((always_inline)) int post_send_one(struct rv_qp *qp,
 	return send_failed(f->qp, f->wr, 0, rv_ibv_errno(rc));
 }
 
-/* The body of both entries: may_be_ud false for the entry lib/qp.c caches
- * in RC and UC QPs, which then test nothing about the QP type. */
+/* The body of both entries: any false for the one-WR entry lib/qp.c caches
+ * in RC and UC QPs, which then tests neither n nor the QP type. */
 static inline __attribute__((always_inline)) int post_send_entry(struct rv_qp *qp, const rv_send_wr *wrs,
-								 size_t n, size_t *n_posted, bool may_be_ud)
+								 size_t n, size_t *n_posted, bool any)
 {
 	struct send_frame f;
 	uint32_t op, fl, max;
 
-	if (RV_UNLIKELY(n != 1 || wrs->reserved_next || (may_be_ud && qp->qp_type == RV_QPT_UD)))
+	if (RV_UNLIKELY(any && (n != 1 || qp->qp_type == RV_QPT_UD)))
 		return post_send_chains(qp, wrs, n, n_posted);
 	/* A WRITE or SEND the caller marked inline, with libibverbs flags
 	 * only: the caller's WR is the libibverbs WR (rverbs/qp.h,
 	 * translate.c), nothing to build. ibv_post_send() does not write
 	 * through it; the cast only drops the const its prototype lacks. */
-	if (RV_LIKELY(as_is_inline(wrs)))
+	if (RV_LIKELY(!not_as_is_inline(wrs)))
 		return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
+	/* Read reserved_next again here rather than keep it in a register
+	 * from the test above, so that the test above reads it from memory
+	 * in one instruction with the OR. */
+	__asm__ __volatile__("" ::: "memory");
+	if (RV_UNLIKELY(wrs->reserved_next)) /* post_send_chains says why */
+		return post_send_chains(qp, wrs, n, n_posted);
 	/* One common WR of one SGE with plain flags. Without immediate data
 	 * and where rverbs would not choose inline (a READ, no inline room, a
 	 * payload above it) it too goes as it is; otherwise it is built
@@ -249,9 +257,9 @@ int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *
 	return post_send_entry(qp, wrs, n, n_posted, true);
 }
 
-int rv_ibv_post_send_connected(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+int rv_ibv_post_send_one_connected(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
 {
-	return post_send_entry(qp, wrs, n, n_posted, false);
+	return post_send_entry(qp, wrs, 1, n_posted, false);
 }
 
 /* ibv_post_recv refused WR i. */

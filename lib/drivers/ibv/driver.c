@@ -49,7 +49,7 @@ const struct rv_driver rv_driver_ibv = {
 	.qp_modify = rv_ibv_qp_modify,
 	.qp_query = rv_ibv_qp_query,
 	.post_send = rv_ibv_post_send,
-	.post_send_connected = rv_ibv_post_send_connected,
+	.post_send_one_connected = rv_ibv_post_send_one_connected,
 	.post_recv = rv_ibv_post_recv,
 	.post_n_posted_may_be_null = true,
 

@@ -86,8 +86,8 @@ int rv_ibv_qp_query(struct rv_qp *qp, rv_qp_attr *attr);
 
 /* datapath.c */
 int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
-/* rv_ibv_post_send for an RC or UC QP (no UD test). */
-int rv_ibv_post_send_connected(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
+/* rv_ibv_post_send for one WR (n == 1) on an RC or UC QP: tests neither. */
+int rv_ibv_post_send_one_connected(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
