@@ -22,7 +22,7 @@ _Static_assert(offsetof(rv_sge, addr) == offsetof(struct ibv_sge, addr), "rv_sge
 _Static_assert(offsetof(rv_sge, length) == offsetof(struct ibv_sge, length), "rv_sge.length");
 _Static_assert(offsetof(rv_sge, lkey) == offsetof(struct ibv_sge, lkey), "rv_sge.lkey");
 
-/* rv_ibv_send_wr_plain() copies num_sge and opcode as one 8-byte block. */
+/* num_sge and opcode are adjacent 32-bit fields in both structs. */
 _Static_assert(offsetof(rv_send_wr, opcode) == offsetof(rv_send_wr, num_sge) + 4 &&
 	       sizeof(((rv_send_wr *)0)->num_sge) == 4 && sizeof(((rv_send_wr *)0)->opcode) == 4,
 	       "rv_send_wr: num_sge then opcode, 4 bytes each");
@@ -54,6 +54,12 @@ RV_SAME_AT(rv_recv_wr, reserved_next, struct ibv_recv_wr, next);
 RV_SAME_AT(rv_recv_wr, sg_list, struct ibv_recv_wr, sg_list);
 RV_SAME_AT(rv_recv_wr, num_sge, struct ibv_recv_wr, num_sge);
 _Static_assert(sizeof(rv_recv_wr) == sizeof(struct ibv_recv_wr), "rv_recv_wr size");
+/* rv_ibv_send_wr_fill() copies this prefix as one block: every field in it
+ * is matched above, and it lies inside both structs. */
+_Static_assert(RV_IBV_SEND_WR_PREFIX == offsetof(rv_send_wr, rkey) + sizeof(uint32_t) &&
+	       RV_IBV_SEND_WR_PREFIX <= sizeof(rv_send_wr), "rv_send_wr prefix as ibv_send_wr");
+_Static_assert(RV_WR_RDMA_WRITE_WITH_IMM == 1 && RV_WR_SEND_WITH_IMM == 3 && RV_WR_RDMA_WRITE == 0 &&
+	       RV_WR_SEND == 2 && RV_WR_RDMA_READ == 4, "the odd opcodes up to READ carry an immediate");
 /* A provider that copies a whole ibv_send_wr must stay inside the caller's WR. */
 _Static_assert(sizeof(rv_send_wr) == sizeof(struct ibv_send_wr), "rv_send_wr size");
 

@@ -84,8 +84,8 @@ unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in);
  * flags pass unchanged, plus IBV_SEND_INLINE when the payload fits max_inline
  * (qp->cap.max_inline_data; of these opcodes only READ never goes inline).
  * Fields an opcode does not use get whatever the caller's WR held (the
- * immediate, byte-swapped, and the remote address and key): providers read
- * the unions by opcode and QP type only, so zeroing them would be wasted stores.
+ * immediate in host order, the remote address and key): providers read the
+ * unions by opcode and QP type only, so zeroing them would be wasted stores.
  */
 static inline void rv_ibv_send_wr_fill(const rv_send_wr *in, uint32_t f, struct ibv_send_wr *next,
 				       struct ibv_send_wr *out);
@@ -100,22 +100,25 @@ static inline void rv_ibv_send_wr_plain(uint32_t max_inline, const rv_send_wr *i
 	rv_ibv_send_wr_fill(in, f, next, out);
 }
 
-/* rv_ibv_send_wr_plain with the libibverbs send flags f already decided. */
+/* The bytes of rv_send_wr laid out as ibv_send_wr (translate.c proves each
+ * field): wr_id up to and including wr.rdma.rkey. */
+#define RV_IBV_SEND_WR_PREFIX (offsetof(struct ibv_send_wr, wr.rdma.rkey) + sizeof(uint32_t))
+
+/* rv_ibv_send_wr_plain with the libibverbs send flags f already decided: the
+ * caller's WR copied as one block (a few vector moves instead of a load and
+ * a store per field), then next, the flags and, for the two opcodes that
+ * carry one, the immediate in network byte order patched in. */
 static inline void rv_ibv_send_wr_fill(const rv_send_wr *in, uint32_t f, struct ibv_send_wr *next,
 				       struct ibv_send_wr *out)
 {
-	out->wr_id = in->wr_id;
+	/* sg_list is shared: ibv_post_send() does not write through it. */
+	memcpy(out, in, RV_IBV_SEND_WR_PREFIX);
 	out->next = next;
-	/* ibv_post_send() does not write through sg_list; the cast only drops
-	 * the const its prototype lacks. */
-	out->sg_list = (struct ibv_sge *)(uintptr_t)in->sg_list;
-	/* num_sge and opcode are adjacent 32-bit fields in both structs
-	 * (translate.c checks): one 8-byte copy. */
-	memcpy(&out->num_sge, &in->num_sge, 8);
 	out->send_flags = f;
-	out->imm_data = htobe32(in->imm_data);
-	out->wr.rdma.remote_addr = in->remote_addr;
-	out->wr.rdma.rkey = in->rkey;
+	/* WRITE_WITH_IMM (1) and SEND_WITH_IMM (3) are the odd opcodes up to
+	 * READ; the others leave imm_data unread (providers read it by opcode). */
+	if (in->opcode & 1)
+		out->imm_data = htobe32(in->imm_data);
 }
 
 /* The same with any send flags (a loop loads max_inline once). */
