@@ -528,6 +528,68 @@ static void test_faults__placed_sends_land_exactly(void **state)
 	world_close(&w);
 }
 
+/* Large SENDs placed into receive WRs taken from an SRQ (two segments
+ * each): each message whole in the WR it completes, in order. */
+static void test_faults__placed_sends_through_an_srq(void **state)
+{
+	rv_srq_attr sa = {.mask = RV_SRQ_INIT_ATTR_MAX_WR | RV_SRQ_INIT_ATTR_MAX_SGE, .max_wr = 16, .max_sge = 2};
+	enum { N = 4, LEN = 50000, S0 = 20000, GAP = 10, SLOT_LEN = 60000 };
+	rv_qp_init_attr qa;
+	rv_endpoint es, er;
+	struct world w;
+	rv_srq *srq;
+	rv_qp *sq, *rq;
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	assert_int_equal(rv_srq_new(w.b1.pd, &sa, &srq), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_SRQ;
+	qa.send_cq = w.b1.cq;
+	qa.srq = srq;
+	assert_int_equal(rv_qp_new(w.b1.pd, &qa, &rq), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ;
+	qa.send_cq = w.a1.cq;
+	assert_int_equal(rv_qp_new(w.a1.pd, &qa, &sq), 0);
+	assert_int_equal(rv_qp_endpoint(sq, &es), 0);
+	assert_int_equal(rv_qp_endpoint(rq, &er), 0);
+	connect_to(sq, &er);
+	connect_to(rq, &es);
+	memset(w.b1.buf, 0, BUF);
+	for (uint32_t i = 0; i < LEN + N * 100; i++)
+		w.a1.buf[i] = (uint8_t)(i * 29 + (i >> 8));
+	for (uint32_t k = 0; k < N; k++) {
+		rv_sge g[2] = {sge(&w.b1, k * SLOT_LEN, S0), sge(&w.b1, k * SLOT_LEN + S0 + GAP, LEN - S0 + 5)};
+		rv_recv_wr r = {.wr_id = 960 + k, .sg_list = g, .num_sge = 2};
+		assert_int_equal(rv_srq_post_recv(srq, &r, 1, NULL), 0);
+		w.b1.posted++;
+	}
+	for (uint32_t k = 0; k < N; k++) {
+		rv_sge g = sge(&w.a1, k * 100, LEN);
+		assert_int_equal(rv_qp_send(sq, &g, 950 + k), 0);
+		w.a1.posted++;
+	}
+	drain(&w.a1);
+	drain(&w.b1);
+	for (uint32_t k = 0; k < N; k++) {
+		const rv_wc *wc = wc_of(&w.b1, 960 + k);
+		assert_int_equal(wc_of(&w.a1, 950 + k)->status, RV_WC_SUCCESS);
+		assert_int_equal(wc->status, RV_WC_SUCCESS);
+		assert_int_equal(wc->byte_len, LEN);
+		assert_memory_equal(w.b1.buf + k * SLOT_LEN, w.a1.buf + k * 100, S0);
+		assert_memory_equal(w.b1.buf + k * SLOT_LEN + S0 + GAP, w.a1.buf + k * 100 + S0, LEN - S0);
+		for (uint32_t i = 0; i < GAP; i++)
+			assert_int_equal(w.b1.buf[k * SLOT_LEN + S0 + i], 0);
+	}
+	rv_qp_unref(sq);
+	rv_qp_unref(rq);
+	rv_srq_unref(srq);
+	world_close(&w);
+}
+
 /* A large SEND longer than its receive WR: the part that fits may be placed,
  * the FPDU that does not fit is refused as on the buffered path (receiver:
  * local length error; sender: remote invalid request), nothing is written
@@ -1124,6 +1186,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_faults__placed_writes_land_exactly, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__corrupt_placed_write, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__placed_sends_land_exactly, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__placed_sends_through_an_srq, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__placed_send_too_long, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__placed_send_bad_lkey, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__many_large_writes_in_flight, leftovers_close),
