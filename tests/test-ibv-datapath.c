@@ -26,6 +26,11 @@ static struct {
 	unsigned flags[MAX_WRS];
 	const void *sg_lists[MAX_WRS];
 	const void *wr_ptrs[MAX_WRS]; /* the WR the provider was given */
+	unsigned opcodes[MAX_WRS];
+	uint32_t imm_be[MAX_WRS];    /* imm_data as given (network order) */
+	uint64_t raddrs[MAX_WRS];
+	uint32_t rkeys[MAX_WRS];
+	int num_sges[MAX_WRS];
 	size_t seen;            /* WRs seen over all calls */
 	long fail_at;           /* overall index of the WR to refuse, or -1 */
 	int fail_rc;            /* what the provider returns then */
@@ -53,6 +58,11 @@ static int mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		mock.flags[mock.seen] = wr->send_flags;
 		mock.sg_lists[mock.seen] = wr->sg_list;
 		mock.wr_ptrs[mock.seen] = wr;
+		mock.opcodes[mock.seen] = wr->opcode;
+		mock.imm_be[mock.seen] = wr->imm_data;
+		mock.raddrs[mock.seen] = wr->wr.rdma.remote_addr;
+		mock.rkeys[mock.seen] = wr->wr.rdma.rkey;
+		mock.num_sges[mock.seen] = wr->num_sge;
 		mock.seen++;
 	}
 	mock.chain_len[mock.calls - 1] = n;
@@ -187,6 +197,79 @@ static void make_send(rv_send_wr *w, size_t n, uint32_t len)
 		w[i].send_flags = RV_SEND_SIGNALED;
 		w[i].rkey = 9;
 	}
+}
+
+/* A batch mixing what the batch loop builds by block copy with what it
+ * hands to the one-at-a-time path (READ, two SGEs, rverbs' own flag, a
+ * caller's inline mark above the limit, immediates) gives the provider, WR
+ * by WR, what posting each WR alone gives it. */
+static void test_ibv_datapath__post_send_mixed_batch_as_each_alone(void **state)
+{
+	enum { N = 12 };
+	rv_sge two[2] = { { .addr = 0x1000, .length = 20, .lkey = 5 },
+			  { .addr = 0x2000, .length = 12, .lkey = 5 } };
+	rv_send_wr w[N];
+	unsigned flags[N], opcodes[N];
+	uint32_t imm[N], rkeys[N];
+	uint64_t raddrs[N], ids[N];
+	const void *sgl[N];
+	size_t posted = 999;
+
+	(void)state;
+	make_send(w, N, 16);
+	for (size_t i = 0; i < N; i++) {
+		w[i].remote_addr = 0x9000 + i;
+		w[i].imm_data = 0x01020300u + (uint32_t)i;
+	}
+	w[1].opcode = RV_WR_RDMA_READ;
+	w[2].opcode = RV_WR_SEND_WITH_IMM;
+	w[3].send_flags |= RV_SEND_INLINE;
+	sges[3].length = 40; /* above max_inline_data 32, inline as asked */
+	w[4].sg_list = two;
+	w[4].num_sge = 2;
+	w[5].send_flags |= RV_SEND_NO_INLINE;
+	w[6].opcode = RV_WR_RDMA_WRITE_WITH_IMM;
+	sges[7].length = 33; /* above the limit: not inline */
+	w[8].opcode = RV_WR_SEND;
+	w[9].opcode = RV_WR_RDMA_READ;
+	w[10].opcode = RV_WR_RDMA_WRITE_WITH_IMM;
+	sges[10].length = 0;
+	assert_int_equal(post_send(&qp, w, N, &posted), 0);
+	assert_int_equal(posted, N);
+	assert_int_equal(mock.calls, 1);
+	assert_int_equal(mock.chain_len[0], N);
+	for (size_t i = 0; i < N; i++) {
+		flags[i] = mock.flags[i];
+		opcodes[i] = mock.opcodes[i];
+		imm[i] = mock.imm_be[i];
+		rkeys[i] = mock.rkeys[i];
+		raddrs[i] = mock.raddrs[i];
+		ids[i] = mock.wr_ids[i];
+		sgl[i] = mock.sg_lists[i];
+		assert_int_equal(mock.num_sges[i], w[i].num_sge);
+	}
+	for (size_t i = 0; i < N; i++) {
+		size_t k = mock.seen;
+
+		assert_int_equal(post_send(&qp, &w[i], 1, &posted), 0);
+		assert_int_equal(flags[i], mock.flags[k]);
+		assert_int_equal(opcodes[i], mock.opcodes[k]);
+		assert_int_equal(rkeys[i], mock.rkeys[k]);
+		assert_int_equal(raddrs[i], mock.raddrs[k]);
+		assert_int_equal(ids[i], mock.wr_ids[k]);
+		assert_ptr_equal(sgl[i], mock.sg_lists[k]);
+		if (w[i].opcode == RV_WR_RDMA_WRITE_WITH_IMM || w[i].opcode == RV_WR_SEND_WITH_IMM)
+			assert_int_equal(imm[i], htobe32(w[i].imm_data));
+	}
+	/* The flags themselves, against the rule (rverbs/qp.h). */
+	assert_int_equal(flags[0], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	assert_int_equal(flags[1], IBV_SEND_SIGNALED);
+	assert_int_equal(flags[2], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	assert_int_equal(flags[3], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	assert_int_equal(flags[4], IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	assert_int_equal(flags[5], IBV_SEND_SIGNALED);
+	assert_int_equal(flags[7], IBV_SEND_SIGNALED);
+	assert_int_equal(opcodes[9], IBV_WR_RDMA_READ);
 }
 
 static void test_ibv_datapath__post_send_batches_of_16_in_order(void **state)
@@ -571,6 +654,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_batches_of_16_in_order, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_mixed_batch_as_each_alone, setup),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_mixed_batch_as_each_alone,
+							 setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_inline_when_it_fits, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_one_wr_each_path, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_as_is_when_nothing_to_translate, setup),

@@ -82,35 +82,52 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 				size_t want, struct ibv_send_wr *chain, int *terr, int *uerr)
 {
 	uint32_t max_inline = qp->cap.max_inline_data;
+	bool connected = qp->qp_type != RV_QPT_UD;
 	struct ibv_send_wr *out = chain, *end = chain + want;
 
-	if (RV_LIKELY(qp->qp_type != RV_QPT_UD)) {
-		/* Each WR points at the next slot; the caller cuts off the last. */
-		for (; out < end; out++, wr++) {
-			if (RV_UNLIKELY(wr->opcode > RV_WR_RDMA_READ || wr->reserved_next))
+	/* Each WR points at the next slot; the caller cuts off the last. */
+	while (out < end) {
+		/* The usual WR on a connected QP with inline room: a WRITE or
+		 * SEND (with or without immediate), one SGE, libibverbs flags.
+		 * READs and the rest take the one-at-a-time path below, so
+		 * that this loop tests neither the inline room nor READ. A
+		 * caller's RV_SEND_INLINE passes as it is (rv_ibv_send_flags'
+		 * rule for these opcodes). */
+		if (RV_LIKELY(connected && max_inline)) {
+			for (; out < end; out++, wr++) {
+				uint32_t fl = wr->send_flags;
+
+				if (RV_UNLIKELY(wr->opcode > RV_WR_SEND_WITH_IMM || wr->reserved_next ||
+						wr->num_sge != 1 ||
+						(fl & ~(RV_IBV_SEND_FLAGS_PASSED | RV_SEND_INLINE))))
+					break;
+				if (wr->sg_list[0].length <= max_inline)
+					fl |= IBV_SEND_INLINE;
+				rv_ibv_send_wr_fill(wr, fl, out + 1, out);
+			}
+			if (out == end)
 				break;
+		}
+		/* One WR the loop above does not take. */
+		if (RV_LIKELY(wr->opcode <= RV_WR_RDMA_READ && connected && !wr->reserved_next)) {
 			rv_ibv_send_wr_common(qp, max_inline, wr, out + 1, out);
+		} else {
+			if (RV_UNLIKELY(wr->reserved_next)) {
+				*terr = -EINVAL; /* send_untranslatable says why */
+				break;
+			}
+			/* UD: the address handle and QPN are checked before the
+			 * provider dereferences them. */
+			if (!connected &&
+			    (*uerr = rv_ud_wr_check(qp, wr, first + (size_t)(out - chain))) < 0)
+				break;
+			*terr = rv_ibv_send_wr_other(qp, wr, out);
+			if (RV_UNLIKELY(*terr))
+				break;
+			out->next = out + 1;
 		}
-	}
-	for (; out < end; out++, wr++) {
-		if (RV_LIKELY(wr->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD &&
-			      !wr->reserved_next)) {
-			rv_ibv_send_wr_common(qp, max_inline, wr, out + 1, out);
-			continue;
-		}
-		if (RV_UNLIKELY(wr->reserved_next)) {
-			*terr = -EINVAL; /* send_untranslatable says why */
-			break;
-		}
-		/* UD: the address handle and QPN are checked before the provider
-		 * dereferences them. */
-		if (qp->qp_type == RV_QPT_UD &&
-		    (*uerr = rv_ud_wr_check(qp, wr, first + (size_t)(out - chain))) < 0)
-			break;
-		*terr = rv_ibv_send_wr_other(qp, wr, out);
-		if (RV_UNLIKELY(*terr))
-			break;
-		out->next = out + 1;
+		out++;
+		wr++;
 	}
 	return (size_t)(out - chain);
 }
