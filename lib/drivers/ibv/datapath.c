@@ -193,6 +193,17 @@ static inline uint64_t not_as_is_inline(const rv_send_wr *wr)
 		OP_FLAGS(0, RV_SEND_INLINE)) | (uintptr_t)wr->reserved_next;
 }
 
+/* Zero for a WRITE or SEND with or without immediate (opcodes 0 to 3) whose
+ * flags are libibverbs ones without IBV_SEND_INLINE, with reserved_next NULL. */
+static inline uint64_t not_plain_write_or_send(const rv_send_wr *wr)
+{
+	uint64_t w;
+
+	memcpy(&w, &wr->opcode, sizeof(w));
+	return (w & OP_FLAGS(~(uint32_t)RV_WR_SEND_WITH_IMM, ~RV_IBV_SEND_FLAGS_PASSED)) |
+	       (uintptr_t)wr->reserved_next;
+}
+
 /* What the failure path of a one-WR post needs lives in the poster's frame
  * beside the WR, whose address escapes to libibverbs: the compiler reloads
  * it after the call on failure only, instead of saving and restoring three
@@ -236,7 +247,7 @@ static inline __attribute__((always_inline)) int post_send_entry(struct rv_qp *q
 								 size_t n, size_t *n_posted, bool any)
 {
 	struct send_frame f;
-	uint32_t op, fl, max;
+	uint32_t fl, max;
 
 	if (RV_UNLIKELY(any && (n != 1 || qp->qp_type == RV_QPT_UD)))
 		return post_send_chains(qp, wrs, n, n_posted);
@@ -250,23 +261,31 @@ static inline __attribute__((always_inline)) int post_send_entry(struct rv_qp *q
 	 * from the test above, so that the test above reads it from memory
 	 * in one instruction with the OR. */
 	__asm__ __volatile__("" ::: "memory");
+	/* A WRITE or SEND (with or without immediate) with libibverbs flags,
+	 * one SGE, reserved_next NULL: the usual WR whose inline bit rverbs
+	 * decides, found with the same kind of one-word test. It goes inline
+	 * when it fits; otherwise, without immediate data (host order in
+	 * rverbs), as it is. */
+	if (RV_LIKELY(!not_plain_write_or_send(wrs) && wrs->num_sge == 1)) {
+		fl = wrs->send_flags;
+		max = qp->cap.max_inline_data;
+		if (max && wrs->sg_list[0].length <= max)
+			rv_ibv_send_wr_fill(wrs, fl | IBV_SEND_INLINE, NULL, &f.w);
+		else if (wrs->opcode & 1)
+			rv_ibv_send_wr_fill(wrs, fl, NULL, &f.w);
+		else
+			return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
+		return post_send_one(qp, &f.w, wrs, n_posted, &f);
+	}
 	if (RV_UNLIKELY(wrs->reserved_next)) /* post_send_chains says why */
 		return post_send_chains(qp, wrs, n, n_posted);
-	/* One common WR of one SGE with plain flags. Without immediate data
-	 * and where rverbs would not choose inline (a READ, no inline room, a
-	 * payload above it) it too goes as it is; otherwise it is built
-	 * straight onto the stack, no chain, no loop, no call. */
-	if (RV_UNLIKELY((op = wrs->opcode) > RV_WR_RDMA_READ ||
-			((fl = wrs->send_flags) & ~RV_IBV_SEND_FLAGS_PASSED) || wrs->num_sge != 1))
-		return post_send_chains(qp, wrs, n, n_posted);
-	max = qp->cap.max_inline_data;
-	if (max && op != RV_WR_RDMA_READ && wrs->sg_list[0].length <= max)
-		rv_ibv_send_wr_fill(wrs, fl | IBV_SEND_INLINE, NULL, &f.w);
-	else if (op & 1)
-		rv_ibv_send_wr_fill(wrs, fl, NULL, &f.w);
-	else
+	/* A READ of one SGE with plain flags never goes inline: as it is. */
+	if (wrs->opcode == RV_WR_RDMA_READ && !(wrs->send_flags & ~RV_IBV_SEND_FLAGS_PASSED) &&
+	    wrs->num_sge == 1)
 		return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
-	return post_send_one(qp, &f.w, wrs, n_posted, &f);
+	/* Anything else (rverbs' own flags, several SGEs, the other opcodes):
+	 * the general path. */
+	return post_send_chains(qp, wrs, n, n_posted);
 }
 
 int rv_ibv_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
