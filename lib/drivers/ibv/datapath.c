@@ -73,6 +73,27 @@ static int send_failed(struct rv_qp *qp, const rv_send_wr *wr, size_t index, int
 	return -err;
 }
 
+/* opcode and send_flags as one 8-byte word (adjacent 32-bit fields,
+ * translate.c): the opcode in the low half on a little-endian machine. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define OP_FLAGS(op, fl) ((uint64_t)(fl) << 32 | (uint32_t)(op))
+#else
+#define OP_FLAGS(op, fl) ((uint64_t)(op) << 32 | (uint32_t)(fl))
+#endif
+
+/* Zero for a WRITE or SEND with or without immediate (opcodes 0 to 3) whose
+ * flags are libibverbs ones or RV_SEND_INLINE, with reserved_next NULL: what
+ * send_chain's batch loop builds, found with one load, mask and OR. */
+static inline uint64_t batch_not_buildable(const rv_send_wr *wr)
+{
+	uint64_t w;
+
+	memcpy(&w, &wr->opcode, sizeof(w));
+	return (w & OP_FLAGS(~(uint32_t)RV_WR_SEND_WITH_IMM,
+			     ~(RV_IBV_SEND_FLAGS_PASSED | (uint32_t)RV_SEND_INLINE))) |
+	       (uintptr_t)wr->reserved_next;
+}
+
 /* Translate up to want WRs (the first is the caller's WR number first) into
  * chain, linked; stop at the first the driver refuses (*terr: its negative
  * errno) or, on a UD QP, the first whose address handle or QPN is wrong
@@ -95,12 +116,11 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 		 * rule for these opcodes). */
 		if (RV_LIKELY(connected && max_inline)) {
 			for (; out < end; out++, wr++) {
-				uint32_t fl = wr->send_flags;
+				uint32_t fl;
 
-				if (RV_UNLIKELY(wr->opcode > RV_WR_SEND_WITH_IMM || wr->reserved_next ||
-						wr->num_sge != 1 ||
-						(fl & ~(RV_IBV_SEND_FLAGS_PASSED | RV_SEND_INLINE))))
+				if (RV_UNLIKELY(batch_not_buildable(wr) || wr->num_sge != 1))
 					break;
+				fl = wr->send_flags;
 				if (wr->sg_list[0].length <= max_inline)
 					fl |= IBV_SEND_INLINE;
 				rv_ibv_send_wr_fill(wr, fl, out + 1, out);
@@ -172,13 +192,6 @@ static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv
 	return 0;
 }
 
-/* opcode and send_flags as one 8-byte word (adjacent 32-bit fields,
- * translate.c): the opcode in the low half on a little-endian machine. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define OP_FLAGS(op, fl) ((uint64_t)(fl) << 32 | (uint32_t)(op))
-#else
-#define OP_FLAGS(op, fl) ((uint64_t)(op) << 32 | (uint32_t)(fl))
-#endif
 
 /* A WRITE or SEND the caller marked inline, with libibverbs flags only
  * (RV_SEND_INLINE set, nothing outside RV_IBV_SEND_FLAGS_PASSED besides),
