@@ -38,6 +38,7 @@
 
 #include "mock-driver.h"
 #include "rverbs-private.h"
+#include "drivers/soft/soft.h"
 #include <rverbs/rverbs.h>
 
 #define BUF (256u * 1024u)
@@ -977,23 +978,22 @@ static void local_bystanders_ok(rv_context *ctx)
 	side_close(&y);
 }
 
-/* soft0's ring counters (lib/drivers/soft/soft.h, soft_shmring_stats; index 4:
- * bit 0 sends, bit 1 receives through a shared-memory ring). */
-int soft_shmring_stats(rv_qp *qp, uint64_t out[5]);
+/* soft0's ring counters (lib/drivers/soft/soft.h, soft_shmring_stats): the
+ * array as large as the driver fills it (SOFT_RING_NSTATS). */
 
 /* The same-host peer's frames and ours go through the rings (shmring.c), so
  * what follows tests liveness and retry on them (hang guard only). */
 static void expect_rings(struct side *a)
 {
-	uint64_t st[5];
+	uint64_t st[SOFT_RING_NSTATS];
 
 	for (int i = 0; i < 500; i++) {
 		assert_int_equal(soft_shmring_stats(a->qp, st), 0);
-		if (st[4] == 3)
+		if (st[SOFT_RING_STATE] == 3)
 			return;
 		sleep_ms(10);
 	}
-	fail_msg("the shared-memory rings did not come up (state %u)", (unsigned)st[4]);
+	fail_msg("the shared-memory rings did not come up (state %u)", (unsigned)st[SOFT_RING_STATE]);
 }
 
 static void test_faults__peer_killed_mid_transfer(void **state)
