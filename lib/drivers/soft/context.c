@@ -44,6 +44,31 @@ void soft_kick(struct soft_ctx *sc)
 	}
 }
 
+/*
+ * The streams a blocked waiter watched have no reader once it left, until the
+ * progress thread hands them back to epoll (soft_conn_handback); a waiter
+ * that does not come back (the application got what it waited for, while the
+ * peer still needs an answer, e.g. to the confirmation READ of its last
+ * SENDs) must not leave them unread for the progress thread's long sleep
+ * (up to SOFT_WAIT_HANDBACK_MS, or the 100 ms tick when no stream was
+ * polled as it went to sleep). The stamp makes the thread look every
+ * millisecond while waiters come and go; the wake-up is written only when it
+ * went to sleep for longer (once per quiet period, not per message). The
+ * seq_cst pair (stamp, then flag here; flag, then stamp in progress()) means
+ * one side sees the other.
+ */
+void soft_ctx_waiter_left(struct soft_ctx *sc)
+{
+	uint64_t one = 1;
+
+	atomic_store(&sc->wait_left_at, soft_now_us());
+	if (atomic_load(&sc->long_sleep) && atomic_exchange(&sc->long_sleep, false)) {
+		if (write(sc->evfd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is saturated, so the thread is already woken. */
+		}
+	}
+}
+
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q)
 {
 	if (sc->n_qps == sc->cap_qps) {
@@ -173,13 +198,16 @@ static void *progress(void *arg)
 		bool rings = atomic_load_explicit(&sc->rings_live, memory_order_relaxed) != 0;
 		int n;
 
+		/* Before reading n_polled and the stamp: a waiter leaving after
+		 * these reads sees the flag (soft_ctx_waiter_left). */
+		atomic_store(&sc->long_sleep, true);
 		/* Streams a poller reads are not in epoll's EPOLLIN interest: look
 		 * again soon whether their poller stopped (soft_conn_handback). */
-		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed)) {
+		if (atomic_load(&sc->n_polled)) {
 			/* Streams only blocked waiters watch need no look every
-			 * millisecond: their waiter reads them. */
-			int look = atomic_load_explicit(&sc->n_polled, memory_order_relaxed) >
-						   atomic_load_explicit(&sc->n_watched, memory_order_relaxed)
+			 * millisecond while their waiter stays: it reads them. */
+			int look = atomic_load(&sc->n_polled) > atomic_load(&sc->n_watched) ||
+						   now_us - atomic_load(&sc->wait_left_at) < SOFT_WAIT_HANDBACK_MS * 1000
 					   ? SOFT_POLL_HANDBACK_US / 1000
 					   : SOFT_WAIT_HANDBACK_MS;
 			if (timeout > look)
@@ -187,7 +215,10 @@ static void *progress(void *arg)
 		}
 		if (rings && timeout > 0)
 			timeout = soft_shmring_sleep(sc, timeout); /* shmring.c: doorbells while we sleep */
+		if (timeout <= SOFT_POLL_HANDBACK_US / 1000)
+			atomic_store_explicit(&sc->long_sleep, false, memory_order_relaxed);
 		n = epoll_wait(sc->epfd, ev, 64, timeout);
+		atomic_store_explicit(&sc->long_sleep, false, memory_order_relaxed);
 
 		if (n <= 0 && spinning && now < next_timer && !rings)
 			continue; /* spin without the lock: nothing to do */

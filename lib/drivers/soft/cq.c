@@ -484,6 +484,8 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	}
 
 	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
+	if (n)
+		soft_ctx_waiter_left(sc);
 	pthread_mutex_lock(&c->lock);
 	fired = atomic_load(&c->armed) == ARM_NONE;
 	if (atomic_fetch_sub_explicit(&c->waiters, 1, memory_order_relaxed) == 1 && c->wait_armed) {

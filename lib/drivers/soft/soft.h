@@ -207,6 +207,8 @@ struct soft_ctx {
 	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */
 	_Atomic uint32_t n_watched; /* sockets threads blocked in rv_cq_wait watch (soft_cq_block) */
 	_Atomic bool handback;     /* a CQ was armed: give every polled stream back to epoll now */
+	_Atomic int64_t wait_left_at; /* µs: a blocked waiter that watched streams last left (soft_cq_block) */
+	_Atomic bool long_sleep;   /* the progress thread sleeps longer than SOFT_POLL_HANDBACK_US */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	bool shm_ring;             /* RVERBS_SOFT_SHM_RING: shared-memory rings on it (shmring.c) */
 	struct soft_conn **rings;  /* connections with a ring (sc->lock) */
@@ -495,6 +497,9 @@ int64_t soft_now_us(void);
  * has now (without waiting), as the progress thread would. */
 void soft_ctx_poll_progress(struct soft_ctx *sc);
 void soft_kick(struct soft_ctx *sc);
+/* A waiter that watched streams leaves (soft_cq_block): the progress thread
+ * must look within SOFT_POLL_HANDBACK_US whether it comes back. */
+void soft_ctx_waiter_left(struct soft_ctx *sc);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
 void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
 struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn);
