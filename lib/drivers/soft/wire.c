@@ -387,46 +387,62 @@ static int term_decode(const uint8_t *p, size_t len, struct rv_term *t)
 	return 0;
 }
 
+/* The DDP/RDMAP header of the FPDU at p whose ULPDU is ulpdu bytes, of which
+ * len bytes from p are at hand: 1 and *f filled (payload not yet), 0 when
+ * the header is not all there yet, or a negative errno for a bad header.
+ * Shared by rv_wire_fpdu_head and rv_wire_fpdu_decode_crc, which must agree
+ * (the wire fuzzer checks it). */
+static int ddp_header(const uint8_t *p, size_t ulpdu, size_t len, struct rv_fpdu *f)
+{
+	size_t hlen;
+	uint16_t ctl;
+
+	memset(f, 0, sizeof(*f));
+	ctl = get16(p + 2);
+	if ((ctl & CTL_DV_MASK) >> CTL_DV_SHIFT != DDP_VERSION)
+		return -EPROTO;
+	if ((ctl & CTL_RV_MASK) >> CTL_RV_SHIFT != RDMAP_VERSION)
+		return -EPROTONOSUPPORT;
+	f->tagged = ctl & CTL_T;
+	f->last = ctl & CTL_L;
+	f->opcode = ctl & CTL_OPCODE;
+	hlen = rv_wire_ddp_hdr_len(f->tagged);
+	if (ulpdu < hlen)
+		return -EMSGSIZE;
+	if (len < 2 + hlen)
+		return 0;
+	if (f->opcode <= RV_RDMAP_ATOMIC_RESP && opcode_tagged(f->opcode) != f->tagged)
+		return -EBADMSG;
+	if (f->tagged) {
+		f->stag = get32(p + 4);
+		f->to = get64(p + 8);
+	} else {
+		f->inv_stag = get32(p + 4);
+		f->qn = get32(p + 8);
+		f->msn = get32(p + 12);
+		f->mo = get32(p + 16);
+	}
+	f->hdr = p + 2;
+	f->hdr_len = (uint8_t)hlen;
+	f->payload_len = (uint32_t)(ulpdu - hlen);
+	return 1;
+}
+
 int rv_wire_fpdu_head(const void *buf, size_t len, struct rv_fpdu *out)
 {
 	const uint8_t *p = buf;
 	struct rv_fpdu f;
-	size_t ulpdu, hlen;
-	uint16_t ctl;
+	size_t ulpdu;
+	int rc;
 
 	if (len < 2 + RV_DDP_TAGGED_HDR)
 		return 0;
 	ulpdu = get16(p);
 	if (ulpdu < RV_DDP_TAGGED_HDR)
 		return -EMSGSIZE;
-	memset(&f, 0, sizeof(f));
-	ctl = get16(p + 2);
-	if ((ctl & CTL_DV_MASK) >> CTL_DV_SHIFT != DDP_VERSION)
-		return -EPROTO;
-	if ((ctl & CTL_RV_MASK) >> CTL_RV_SHIFT != RDMAP_VERSION)
-		return -EPROTONOSUPPORT;
-	f.tagged = ctl & CTL_T;
-	f.last = ctl & CTL_L;
-	f.opcode = ctl & CTL_OPCODE;
-	hlen = rv_wire_ddp_hdr_len(f.tagged);
-	if (ulpdu < hlen)
-		return -EMSGSIZE;
-	if (len < 2 + hlen)
-		return 0;
-	if (f.opcode <= RV_RDMAP_ATOMIC_RESP && opcode_tagged(f.opcode) != f.tagged)
-		return -EBADMSG;
-	if (f.tagged) {
-		f.stag = get32(p + 4);
-		f.to = get64(p + 8);
-	} else {
-		f.inv_stag = get32(p + 4);
-		f.qn = get32(p + 8);
-		f.msn = get32(p + 12);
-		f.mo = get32(p + 16);
-	}
-	f.hdr = p + 2;
-	f.hdr_len = (uint8_t)hlen;
-	f.payload_len = (uint32_t)(ulpdu - hlen);
+	rc = ddp_header(p, ulpdu, len, &f);
+	if (rc <= 0)
+		return rc;
 	*out = f;
 	return (int)rv_wire_fpdu_len(ulpdu);
 }
@@ -442,7 +458,7 @@ int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bo
 	struct rv_fpdu f;
 	size_t ulpdu, total, hlen, body;
 	uint32_t crc, sent;
-	uint16_t ctl;
+	int rc; /* ddp_header cannot return 0 here: the whole FPDU is at hand */
 
 	if (len < 2)
 		return 0;
@@ -461,33 +477,11 @@ int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bo
 			return -EILSEQ;
 	}
 
-	memset(&f, 0, sizeof(f));
-	ctl = get16(p + 2);
-	if ((ctl & CTL_DV_MASK) >> CTL_DV_SHIFT != DDP_VERSION)
-		return -EPROTO;
-	if ((ctl & CTL_RV_MASK) >> CTL_RV_SHIFT != RDMAP_VERSION)
-		return -EPROTONOSUPPORT;
-	f.tagged = ctl & CTL_T;
-	f.last = ctl & CTL_L;
-	f.opcode = ctl & CTL_OPCODE;
-	hlen = rv_wire_ddp_hdr_len(f.tagged);
-	if (ulpdu < hlen)
-		return -EMSGSIZE;
-	if (f.opcode <= RV_RDMAP_ATOMIC_RESP && opcode_tagged(f.opcode) != f.tagged)
-		return -EBADMSG;
-	if (f.tagged) {
-		f.stag = get32(p + 4);
-		f.to = get64(p + 8);
-	} else {
-		f.inv_stag = get32(p + 4);
-		f.qn = get32(p + 8);
-		f.msn = get32(p + 12);
-		f.mo = get32(p + 16);
-	}
-	f.hdr = p + 2;
-	f.hdr_len = (uint8_t)hlen;
+	rc = ddp_header(p, ulpdu, len, &f);
+	if (rc < 0)
+		return rc;
+	hlen = f.hdr_len;
 	f.payload = p + 2 + hlen;
-	f.payload_len = (uint32_t)(ulpdu - hlen);
 	if (f.opcode == RV_RDMAP_READ_REQ) {
 		if (f.payload_len != RV_RDMAP_READ_REQ_LEN)
 			return -EBADMSG;
