@@ -395,22 +395,13 @@ bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t 
 static void put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b)
 {
 	uint8_t pay[SOFT_SHM_CTL_LEN];
-	struct rv_fpdu f;
-	int n;
 
 	memset(pay, 0, sizeof(pay));
 	pay[0] = kind;
 	pay[1] = flag;
 	memcpy(pay + 4, &a, 4);
 	memcpy(pay + 8, &b, 4);
-	memset(&f, 0, sizeof(f));
-	f.opcode = SOFT_OP_SHM_CTL;
-	f.last = true;
-	f.payload = pay;
-	f.payload_len = sizeof(pay);
-	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
-	if (n > 0)
-		c->tx_len += (size_t)n;
+	soft_tx_emit_shm_ctl(c, pay);
 }
 
 bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)

@@ -152,22 +152,30 @@ static bool emit_user_read(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	return true;
 }
 
-/* The same-host path's control message (shm.c). */
-static void emit_shm_ctl(struct soft_conn *c)
+/* Frame one same-host control message (SOFT_OP_SHM_CTL: shm.c's agreement,
+ * shmring.c's OFFER/ANSWER/SWITCH) into c->tx; the caller checked the room. */
+void soft_tx_emit_shm_ctl(struct soft_conn *c, const uint8_t pay[SOFT_SHM_CTL_LEN])
 {
-	uint8_t pay[SOFT_SHM_CTL_LEN];
 	struct rv_fpdu f;
 	int n;
 
-	soft_shm_ctl_put(c, pay);
 	memset(&f, 0, sizeof(f));
 	f.opcode = SOFT_OP_SHM_CTL;
 	f.last = true;
 	f.payload = pay;
-	f.payload_len = sizeof(pay);
+	f.payload_len = SOFT_SHM_CTL_LEN;
 	n = rv_wire_fpdu_encode_crc(c->tx + c->tx_len, SOFT_TXBUF - c->tx_len, &f, c->crc);
 	if (n > 0)
 		c->tx_len += (size_t)n;
+}
+
+/* The same-host path's control message (shm.c). */
+static void emit_shm_ctl(struct soft_conn *c)
+{
+	uint8_t pay[SOFT_SHM_CTL_LEN];
+
+	soft_shm_ctl_put(c, pay);
+	soft_tx_emit_shm_ctl(c, pay);
 }
 
 /* A whole WRITE or SEND by reference (shm.c): the payload names the source
