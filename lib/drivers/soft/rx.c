@@ -171,18 +171,12 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 	return 0;
 }
 
-/* A WRITE by reference (shm.c): pull the named source segments of the peer's
- * process into the target, after the same checks as rx_write. */
-static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
+/* The source segments (address, length) a by-reference FPDU (shm.c) names, as
+ * iovecs of the sender's process; returns their total length. */
+static uint64_t ref_iov(const struct rv_fpdu *f, struct iovec *iov, uint32_t n)
 {
-	struct iovec iov[SOFT_MAX_SGE];
-	uint32_t n = f->payload_len / SOFT_SHM_REF_LEN;
 	uint64_t total = 0;
-	enum soft_mem_err e;
 
-	if (!q->conn || !q->conn->shm_pull || f->payload_len % SOFT_SHM_REF_LEN || n > SOFT_MAX_SGE)
-		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
-				       RV_WC_WR_FLUSH_ERR);
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t a;
 		uint32_t l;
@@ -192,6 +186,22 @@ static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
 		iov[i].iov_len = l;
 		total += l;
 	}
+	return total;
+}
+
+/* A WRITE by reference (shm.c): pull the named source segments of the peer's
+ * process into the target, after the same checks as rx_write. */
+static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct iovec iov[SOFT_MAX_SGE];
+	uint32_t n = f->payload_len / SOFT_SHM_REF_LEN;
+	uint64_t total;
+	enum soft_mem_err e;
+
+	if (!q->conn || !q->conn->shm_pull || f->payload_len % SOFT_SHM_REF_LEN || n > SOFT_MAX_SGE)
+		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+				       RV_WC_WR_FLUSH_ERR);
+	total = ref_iov(f, iov, n);
 	if (total == 0)
 		return 0;
 	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
@@ -211,7 +221,7 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	struct iovec iov[SOFT_MAX_SGE];
 	uint32_t n = f->payload_len / SOFT_SHM_REF_LEN;
-	uint64_t total = 0, cap = 0;
+	uint64_t total, cap = 0;
 	struct soft_rwqe *rw;
 	enum soft_mem_err e;
 	rv_wc wc;
@@ -225,15 +235,7 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 		return untagged_error(q, f, RV_TERM_DDP_U_MO);
 	if (!soft_rq_peek(q))
 		return 1; /* no receive WR yet: stall, as rx_send */
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t a;
-		uint32_t l;
-		memcpy(&a, f->payload + i * SOFT_SHM_REF_LEN, 8);
-		memcpy(&l, f->payload + i * SOFT_SHM_REF_LEN + 8, 4);
-		iov[i].iov_base = (void *)(uintptr_t)a;
-		iov[i].iov_len = l;
-		total += l;
-	}
+	total = ref_iov(f, iov, n);
 	rw = soft_rq_peek(q);
 	for (uint32_t i = 0; i < rw->num_sge; i++)
 		cap += rw->sge[i].length;
