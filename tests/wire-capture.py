@@ -109,7 +109,8 @@ def main():
         while True:
             cap_err.seek(0)
             text = cap_err.read()
-            if "Capturing on" in text and os.path.exists(pcap):
+            # dumpcap says "Capturing on 'lo'"; some runs only log "Capture started".
+            if ("Capturing on" in text or "Capture started" in text) and os.path.exists(pcap):
                 break
             if cap.poll() is not None or time.monotonic() > deadline:
                 traffic.kill()
