@@ -565,7 +565,7 @@ static __attribute__((noinline)) int post_checked(rv_qp *qp, const void *wrs, si
 	if (!wrs || n == 0) {
 		if (n_posted)
 			*n_posted = 0;
-		return wrs || n == 0 ? 0 : rv_err(EINVAL, func, "wrs is NULL");
+		return n == 0 ? 0 : rv_err(EINVAL, func, "wrs is NULL"); /* here n > 0 means wrs is NULL */
 	}
 	return send ? qp->post_send(qp, wrs, n, n_posted) : qp->post_recv(qp, wrs, n, n_posted);
 }
