@@ -625,7 +625,7 @@ static void rx_broken(struct soft_qp *q, struct soft_conn *c, const char *why)
 void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 {
 	struct soft_shmring *r = c->ring;
-	uint8_t *data = r->rx_map + RING_HDR;
+	uint8_t *data;
 	uint8_t buf[RING_FRAME_MAX];
 	uint32_t prod, done = 0, rc;
 
@@ -636,6 +636,7 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	}
 	if (!c->ring_rx_on || q->conn != c)
 		return;
+	data = r->rx_map + RING_HDR; /* mapped once ring_rx_on: not before (our TX ring may be up alone) */
 	/* rc: our consumer index (one writer, under q->lock; ring_ready reads it). */
 	rc = atomic_load_explicit(&r->rx_cons, memory_order_relaxed);
 	prod = atomic_load_explicit(&r->rx->prod, memory_order_acquire);
