@@ -513,21 +513,40 @@ static size_t write_frame(const struct target *t, uint8_t fill, uint8_t *buf, si
 	return (size_t)n;
 }
 
-static bool wait_bytes(const uint8_t *p, uint8_t v, size_t n)
+/* A zero-length SEND (MSN 1: the first on a QP just connected or reset). The
+ * target executes a connection's frames in order, so the completion of the
+ * receive it consumes says the WRITE framed before it has been placed: the test
+ * waits on that completion instead of reading memory soft0 may be writing. */
+static size_t send_frame(uint8_t *buf, size_t cap)
 {
-	int64_t end = now_ms() + 5000;
+	struct rv_fpdu f;
+	int n;
 
-	for (;;) {
-		bool all = true;
-		for (size_t i = 0; i < n; i++)
-			all = all && p[i] == v;
-		if (all)
-			return true;
-		if (now_ms() > end)
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_SEND, f.qn = RV_DDP_QN_SEND, f.msn = 1, f.last = true;
+	n = rv_wire_fpdu_encode(buf, cap, &f);
+	assert_true(n > 0);
+	return (size_t)n;
+}
+
+/* The receive send_frame's SEND consumes; then wait for it. */
+static void expect_send_received(struct target *t)
+{
+	rv_wc wc = poll_one(t->s.cq);
+
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 77);
+	assert_true(wc.opcode & RV_WC_RECV);
+}
+
+/* true when all n bytes at p are v. Only called once nothing may be writing
+ * there: after a completion, or after the connection that could have was refused. */
+static bool all_bytes(const uint8_t *p, uint8_t v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
 			return false;
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
+	return true;
 }
 
 static void reset_target(struct target *t)
@@ -545,8 +564,8 @@ static void reset_target(struct target *t)
 static void test_soft_auth__replay_rejected(void **state)
 {
 	struct target t;
-	uint8_t ni[16], nr[16], mr[32], want[32], mi[32], req[256], rec[512], w[256];
-	size_t req_len, rec_len, n;
+	uint8_t ni[16], nr[16], mr[32], want[32], mi[32], req[256], rec[512], w[256], tail_buf[64];
+	size_t req_len, rec_len, n, tail;
 	int fd;
 
 	(void)state;
@@ -563,8 +582,12 @@ static void test_soft_auth__replay_rejected(void **state)
 	mac("rverbs-auth-I", ni, nr, &t, mi);
 	rec_len = auth_frame(mi, rec, sizeof(rec));
 	rec_len += write_frame(&t, 0x5a, rec + rec_len, sizeof(rec) - rec_len);
+	assert_int_equal(rv_qp_recv(t.s.qp, NULL, 77), 0);
 	assert_int_equal(send(fd, rec, rec_len, MSG_NOSIGNAL), (ssize_t)rec_len);
-	assert_true(wait_bytes(t.s.buf, 0x5a, 64)); /* authenticated: the WRITE landed */
+	tail = send_frame(tail_buf, sizeof(tail_buf));
+	assert_int_equal(send(fd, tail_buf, tail, MSG_NOSIGNAL), (ssize_t)tail);
+	expect_send_received(&t);
+	assert_true(all_bytes(t.s.buf, 0x5a, 64)); /* authenticated: the WRITE landed */
 	close(fd);
 
 	/* The replay, against the same QP armed again for the same peer. */
@@ -579,7 +602,7 @@ static void test_soft_auth__replay_rejected(void **state)
 	(void)!send(fd, rec, rec_len, MSG_NOSIGNAL);
 	assert_true(closed_by_peer(fd));
 	close(fd);
-	assert_true(wait_bytes(t.s.buf, 0x11, BUF));
+	assert_true(all_bytes(t.s.buf, 0x11, BUF));
 	assert_int_not_equal(rv_qp_state_of(t.s.qp), RV_QPS_ERR);
 
 	/* The real initiator still gets in. */
@@ -591,8 +614,11 @@ static void test_soft_auth__replay_rejected(void **state)
 	mac("rverbs-auth-I", ni, nr, &t, mi);
 	rec_len = auth_frame(mi, rec, sizeof(rec));
 	rec_len += write_frame(&t, 0x5c, rec + rec_len, sizeof(rec) - rec_len);
+	rec_len += send_frame(rec + rec_len, sizeof(rec) - rec_len);
+	assert_int_equal(rv_qp_recv(t.s.qp, NULL, 77), 0);
 	assert_int_equal(send(fd, rec, rec_len, MSG_NOSIGNAL), (ssize_t)rec_len);
-	assert_true(wait_bytes(t.s.buf, 0x5c, 64));
+	expect_send_received(&t);
+	assert_true(all_bytes(t.s.buf, 0x5c, 64));
 	close(fd);
 	side_close(&t.s);
 }
@@ -625,7 +651,7 @@ static void test_soft_auth__bad_proof_or_data_first(void **state)
 		(void)!send(fd, buf, len, MSG_NOSIGNAL);
 		assert_true(closed_by_peer(fd));
 		close(fd);
-		assert_true(wait_bytes(t.s.buf, 0x11, BUF));
+		assert_true(all_bytes(t.s.buf, 0x11, BUF));
 		assert_int_not_equal(rv_qp_state_of(t.s.qp), RV_QPS_ERR);
 		side_close(&t.s);
 	}

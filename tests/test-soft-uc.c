@@ -12,6 +12,7 @@
  * from the internal library). Timeouts are hang guards only.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -410,14 +411,30 @@ static void uc_send_too_long(void **state)
 	pair_close(p);
 }
 
+/* Both contexts' progress threads log, so the message is kept under a lock. */
 static char log_seen[512];
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void log_fn(rv_log_level level, const char *msg, void *user)
 {
 	(void)level;
 	(void)user;
-	if (strstr(msg, "another type"))
+	if (strstr(msg, "another type")) {
+		pthread_mutex_lock(&log_lock);
 		snprintf(log_seen, sizeof(log_seen), "%s", msg);
+		pthread_mutex_unlock(&log_lock);
+	}
+}
+
+static bool log_seen_has(const char *what)
+{
+	bool has;
+
+	pthread_mutex_lock(&log_lock);
+	has = strstr(log_seen, what) != NULL;
+	log_seen[0] = 0;
+	pthread_mutex_unlock(&log_lock);
+	return has;
 }
 
 /* RC to UC, either side active: both QPs fail, nothing is delivered. */
@@ -428,7 +445,7 @@ static void rc_uc_refused(void **state)
 		struct pair *p;
 		rv_wc wc;
 
-		log_seen[0] = 0;
+		(void)log_seen_has("");
 		rv_set_log_handler(log_fn, NULL);
 		p = pair_open(round ? RV_QPT_RC : RV_QPT_UC, round ? RV_QPT_UC : RV_QPT_RC);
 		post_recv(&p->b, 0, 64, 1);
@@ -442,7 +459,7 @@ static void rc_uc_refused(void **state)
 		assert_int_equal(rv_qp_state_of(p->a.qp), RV_QPS_ERR);
 		assert_int_equal(rv_qp_state_of(p->b.qp), RV_QPS_ERR);
 		rv_set_log_handler(NULL, NULL);
-		assert_non_null(strstr(log_seen, "another type"));
+		assert_true(log_seen_has("another type"));
 		pair_close(p);
 	}
 }
