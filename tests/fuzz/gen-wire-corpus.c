@@ -2,7 +2,8 @@
  * Writes the seed corpus of the wire fuzzers (fuzz-wire-fpdu.c,
  * fuzz-wire-mpa.c) with the device's own encoder: a valid FPDU of every
  * RDMAP opcode (tagged and untagged, first/middle/last segments, READ
- * requests, TERMINATEs quoting each kind of header), streams of several
+ * requests, TERMINATEs quoting each kind of header, RFC 7306 Immediate Data
+ * and atomics), streams of several
  * FPDUs, MPA requests and replies (revision 2 accepted, rejected, revision 1,
  * markers, a SEND-only RTR offer, empty and
  * maximal private data), and edge cases the decoders must refuse (bad CRC,
@@ -11,7 +12,8 @@
  *
  * Usage: gen-wire-corpus FPDU_DIR MPA_DIR (scripts/fuzz-wire --gen-corpus).
  * The output is deterministic, so regenerating changes nothing unless the
- * encoder or this list changed.
+ * encoder or this list changed; the test 'fuzz-corpus' fails when the
+ * committed corpus is not what this writes (regenerate it then).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,7 +44,10 @@ static size_t enc(uint8_t *buf, size_t cap, struct rv_fpdu *f, uint32_t plen)
 {
 	int n;
 
-	if (f->opcode != RV_RDMAP_READ_REQ && f->opcode != RV_RDMAP_TERMINATE) {
+	/* The other opcodes' payload comes from their own fields (rreq, term,
+	 * areq, aresp_*, imm): the encoder ignores payload for them. */
+	if (f->opcode != RV_RDMAP_READ_REQ && f->opcode != RV_RDMAP_TERMINATE && f->opcode != RV_RDMAP_IMM &&
+	    f->opcode != RV_RDMAP_IMM_SE && f->opcode != RV_RDMAP_ATOMIC_REQ && f->opcode != RV_RDMAP_ATOMIC_RESP) {
 		f->payload = payload;
 		f->payload_len = plen;
 	}
@@ -115,11 +120,33 @@ static void fpdus(void)
 	f = untagged(RV_RDMAP_SEND_SE_INV, RV_DDP_QN_SEND, 5, 0, true);
 	f.inv_stag = 0x42;
 	one("send-se-inv", f, 2);
-	/* RFC 7306 opcodes 0x8..0xb and beyond, with either header kind. */
-	one("op8-untagged", untagged(0x8, RV_DDP_QN_SEND, 1, 0, true), 12);
-	one("op9-tagged", tagged(0x9, 5, 6, true), 8);
-	one("opa-untagged", untagged(0xa, 3, 1, 0, true), 28);
-	one("opb-untagged", untagged(0xb, 4, 1, 0, true), 24);
+	/* RFC 7306: Immediate Data (with and without SE), Atomic Requests (fetch
+	 * and add, compare and swap with masks), an Atomic Response; then an
+	 * Immediate Data with the T bit (refused) and an opcode beyond them. */
+	f = untagged(RV_RDMAP_IMM, RV_DDP_QN_SEND, 2, 0, true);
+	f.imm = 0x0102030405060708ull;
+	one("imm", f, 0);
+	f = untagged(RV_RDMAP_IMM_SE, RV_DDP_QN_SEND, 3, 0, true);
+	f.imm = 0xfedcba9876543210ull;
+	one("imm-se", f, 0);
+	f = untagged(RV_RDMAP_ATOMIC_REQ, RV_DDP_QN_READ, 1, 0, true);
+	f.areq = (struct rv_atomic_req){.op = RV_ATOMIC_FETCH_ADD, .req_id = 7, .stag = 0x1234abcd,
+					.to = 0x7f0000001008ull, .swap_add = 5, .swap_add_mask = 0};
+	one("atomic-req-fetch-add", f, 0);
+	f.msn = 2;
+	f.areq = (struct rv_atomic_req){.op = RV_ATOMIC_CMP_SWAP, .req_id = 8, .stag = 0x1234abcd,
+					.to = 0x7f0000001010ull, .swap_add = 0xaaaa, .swap_add_mask = ~0ull,
+					.compare = 0x5555, .compare_mask = 0xffff};
+	one("atomic-req-cmp-swap", f, 0);
+	f = untagged(RV_RDMAP_ATOMIC_RESP, RV_DDP_QN_ATOMIC_RESP, 1, 0, true);
+	f.aresp_id = 7;
+	f.aresp_orig = 0x1122334455667788ull;
+	one("atomic-resp", f, 0);
+	f = untagged(RV_RDMAP_IMM, RV_DDP_QN_SEND, 1, 0, true);
+	n = enc(buf, sizeof(buf), &f, 0);
+	buf[2] |= 0x80; /* T bit on an Immediate Data */
+	n = rv_wire_fpdu_seal(buf);
+	put(fpdu_dir, "imm-with-t-bit", buf, n);
 	one("opf-tagged", tagged(0xf, 5, 6, false), 1);
 
 	/* TERMINATEs: bare, quoting a tagged header, an untagged one, a READ request. */
