@@ -891,12 +891,15 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 
 void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 {
-	struct soft_conn *c;
+	struct soft_conn *c = q->conn; /* changes under sc->lock, which the caller holds */
 
+	/* A stream whose peer switched to its ring (shmring.c) carries nothing
+	 * but its end: soft_shmring_poller serves it, without a recv (and
+	 * without q->lock: a busy poller comes here on every empty poll). */
+	if (c && atomic_load_explicit(&c->ring_rx_on, memory_order_relaxed))
+		return;
 	pthread_mutex_lock(&q->lock);
 	c = q->conn;
-	/* A stream whose peer switched to its ring (shmring.c) carries nothing
-	 * but its end: soft_shmring_poller serves it, without a recv. */
 	if (!c || c->state != CONN_UP || c->rx_stalled || c->ring_rx_on) {
 		pthread_mutex_unlock(&q->lock);
 		return;

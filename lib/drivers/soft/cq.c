@@ -301,9 +301,9 @@ int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_c
 }
 
 /* Empty polls in a row by this thread, any CQ (reset by a poll that finds one). */
-static _Thread_local uint32_t empty_polls;
+static _Thread_local uint32_t empty_polls __attribute__((tls_model("initial-exec")));
 /* µs: when this thread last read the clock for poll_progress (see there). */
-static _Thread_local int64_t poll_stamp;
+static _Thread_local int64_t poll_stamp __attribute__((tls_model("initial-exec")));
 
 /* The QPs that complete into c: those a poller of c must keep moving. */
 static void collect_qps(struct soft_cq *c)

@@ -121,6 +121,12 @@ struct soft_shmring {
 	_Atomic uint32_t tx_cons;  /* the last consumer index seen (checked) */
 	struct ring_mark marks[RING_MARKS];
 	uint32_t mark_head, mark_tail;
+	uint32_t want_upto;  /* producer index: a signaled WR's last frame ends here */
+	uint32_t sq_scanned; /* send WRs looked at for want_upto */
+	/* A busy poller reads the peer's consumer index (a line the peer writes
+	 * once per frame) only while someone waits for it: a signaled WR, a send
+	 * queue half full, frames waiting for room (q->lock writes, sc->lock reads). */
+	_Atomic bool want_cons;
 	/* The peer's ring, which we consume. */
 	uint8_t *rx_map;
 	struct ring_hdr *rx;
@@ -486,6 +492,19 @@ static bool tx_cons_load(struct soft_conn *c, uint32_t *out)
 	return true;
 }
 
+/* Whether a busy poller must read the consumer index (q->lock held). The
+ * progress thread reads it on every pass (retry.c's clock, unsignaled WRs),
+ * so nothing waits on it for longer than its 1 ms nap while a poller runs. */
+static void update_want(struct soft_qp *q, struct soft_conn *c, uint32_t cons)
+{
+	struct soft_shmring *r = c->ring;
+	bool want = (int32_t)(r->want_upto - cons) > 0 || c->tx_len > c->tx_off ||
+		    (q && q->sq_tail - q->sq_head >= q->sq_size / 2);
+
+	if (atomic_load_explicit(&r->want_cons, memory_order_relaxed) != want)
+		atomic_store_explicit(&r->want_cons, want, memory_order_relaxed);
+}
+
 /* WRs whose last frame the peer consumed are confirmed (q->lock held). */
 static void reap(struct soft_qp *q, struct soft_conn *c)
 {
@@ -506,6 +525,7 @@ static void reap(struct soft_qp *q, struct soft_conn *c)
 	}
 	if (any)
 		soft_sq_complete(q);
+	update_want(q, c, cons);
 }
 
 static void add_mark(struct soft_shmring *r, uint32_t sq)
@@ -606,10 +626,20 @@ bool soft_shmring_flush(struct soft_conn *c)
 	if (c->tx_off == c->tx_len) {
 		c->tx_off = c->tx_len = 0;
 		if (c->qp && moved) {
-			add_mark(r, c->qp->sq_tx);
-			c->qp->sq_covered = c->qp->sq_tx; /* no zero-length READ needed (tx.c) */
+			struct soft_qp *q = c->qp;
+			uint32_t i = r->sq_scanned;
+
+			if ((int32_t)(i - q->sq_head) < 0 || (int32_t)(q->sq_tx - i) < 0)
+				i = q->sq_head;
+			for (; i != q->sq_tx; i++)
+				if (q->sq[i % q->sq_size].signaled)
+					r->want_upto = r->tx_prod; /* the application polls for it */
+			r->sq_scanned = q->sq_tx;
+			add_mark(r, q->sq_tx);
+			q->sq_covered = q->sq_tx; /* no zero-length READ needed (tx.c) */
 		}
 	}
+	update_want(c->qp, c, atomic_load_explicit(&r->tx_cons, memory_order_relaxed));
 	return true;
 }
 
@@ -622,14 +652,16 @@ static void rx_broken(struct soft_qp *q, struct soft_conn *c, const char *why)
 	soft_rx_bad_frame(q, -EMSGSIZE);
 }
 
-void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
+/* Consume what the peer put in its ring; confirm our WRs first when `cons`
+ * (the progress thread, a poller someone waits for: want_cons). */
+static void ring_rx(struct soft_qp *q, struct soft_conn *c, bool cons)
 {
 	struct soft_shmring *r = c->ring;
 	uint8_t *data;
 	uint8_t buf[RING_FRAME_MAX];
 	uint32_t prod, done = 0, rc;
 
-	if (c->ring_tx_on) {
+	if (c->ring_tx_on && (cons || c->tx_len > c->tx_off)) {
 		reap(q, c);
 		if (c->tx_len > c->tx_off && !soft_fault_held(c))
 			soft_shmring_flush(c); /* the room reap saw is used now */
@@ -710,6 +742,11 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	}
 }
 
+void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
+{
+	ring_rx(q, c, true);
+}
+
 static void set_sleeping(struct soft_ctx *sc, uint32_t v)
 {
 	for (uint32_t i = 0; i < sc->n_rings; i++) {
@@ -722,8 +759,9 @@ static void set_sleeping(struct soft_ctx *sc, uint32_t v)
 	sc->ring_sleeping = v != 0;
 }
 
-/* Work for this connection now: frames to consume, or the consumer moved. */
-static bool ring_ready(const struct soft_conn *c)
+/* Work for this connection now: frames to consume, or the consumer moved
+ * (looked at only when `cons` or someone waits for it: want_cons). */
+static bool ring_ready(const struct soft_conn *c, bool cons)
 {
 	const struct soft_shmring *r = c->ring;
 
@@ -733,8 +771,18 @@ static bool ring_ready(const struct soft_conn *c)
 	    atomic_load_explicit(&r->rx->prod, memory_order_acquire) !=
 		    atomic_load_explicit(&r->rx_cons, memory_order_relaxed))
 		return true;
-	return c->ring_tx_on && atomic_load_explicit(&r->tx->cons, memory_order_acquire) !=
-					atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
+	return c->ring_tx_on && (cons || atomic_load_explicit(&r->want_cons, memory_order_relaxed)) &&
+	       atomic_load_explicit(&r->tx->cons, memory_order_acquire) !=
+		       atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
+}
+
+/* Anything for soft_tx_push after the ring was read (q->lock held): frames
+ * waiting, a TERMINATE, READ responses, WRs not framed yet, the ring's setup
+ * messages; otherwise it is skipped (a 64 B ping-pong has none). */
+static bool tx_work(const struct soft_qp *q, const struct soft_conn *c)
+{
+	return c->tx_len || q->term_pending || q->ird_head != q->ird_tail || q->sq_tx != q->sq_tail ||
+	       q->need_rtr || c->shm_send_ctl || c->rx_stalled || !c->ring_tx_on || !c->ring_rx_on;
 }
 
 void soft_shmring_poll(struct soft_ctx *sc, bool awake)
@@ -762,12 +810,12 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 			soft_retry_progress(q);
 			pthread_mutex_unlock(&q->lock);
 		}
-		if (!ring_ready(c))
+		if (!ring_ready(c, awake))
 			continue;
 		pthread_mutex_lock(&q->lock);
 		if (q->conn == c) {
-			soft_shmring_rx(q, c);
-			if (q->conn == c)
+			ring_rx(q, c, awake || atomic_load_explicit(&c->ring->want_cons, memory_order_relaxed));
+			if (q->conn == c && tx_work(q, c))
 				soft_tx_push(q); /* READ responses, a TERMINATE, what waited for room */
 		}
 		soft_qp_check_overflow(q);
@@ -777,7 +825,7 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 
 /* Empty polls by this thread, per context (hashed): the clock is read on
  * every 16th, which is often enough to say "a poller is busy" (RING_IDLE_US). */
-static _Thread_local uint8_t ring_polls[16];
+static _Thread_local uint8_t ring_polls[16] __attribute__((tls_model("initial-exec")));
 
 void soft_shmring_poller(struct soft_ctx *sc, bool busy)
 {
@@ -828,7 +876,7 @@ int soft_shmring_sleep(struct soft_ctx *sc, int timeout)
 	set_sleeping(sc, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t i = 0; i < sc->n_rings && !work; i++)
-		work = sc->rings[i]->qp && ring_ready(sc->rings[i]);
+		work = sc->rings[i]->qp && ring_ready(sc->rings[i], true);
 	pthread_mutex_unlock(&sc->lock);
 	return work ? 0 : timeout;
 }

@@ -460,7 +460,8 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 			any = true;
 			continue;
 		}
-		if (c->ring && soft_shmring_tx_ctl(q, c)) {
+		/* Ring setup messages (shmring.c): none is due once both directions are on. */
+		if (c->ring && !(c->ring_tx_on && c->ring_rx_on) && soft_shmring_tx_ctl(q, c)) {
 			any = true;
 			continue;
 		}
