@@ -553,6 +553,8 @@ bool soft_shmring_flush(struct soft_conn *c)
 		c->tx_off = c->tx_len = c->ring_tcp_end = 0; /* nothing reaches a broken ring */
 		return true;
 	}
+	if (c->tx_len == 0)
+		return true; /* soft_tx_push flushes before it frames: nothing yet */
 	/* The frames up to the switch still go over TCP. */
 	while (c->ring_tcp_end > c->tx_off) {
 		ssize_t n = send(c->fd, c->tx + c->tx_off, c->ring_tcp_end - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
