@@ -99,11 +99,17 @@ RV_API int rv_srq_post_recv(rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t
 /**
  * Modify the SRQ: with RV_SRQ_LIMIT, arm the limit at @p attr->srq_limit (the
  * next time fewer WRs than that remain, RV_EVENT_SRQ_LIMIT_REACHED is raised
- * once and the limit disarms); with RV_SRQ_MAX_WR, resize.
+ * once and the limit disarms); with RV_SRQ_MAX_WR, resize to @p attr->max_wr
+ * receive WRs, keeping the WRs posted and not yet consumed, in order (a
+ * device may round the size up: rv_srq_query() tells). With both bits, both
+ * apply or neither.
  * @retval 0            success
- * @retval -EINVAL      a NULL argument, an unknown or empty mask, or a limit not
- *                      below max_wr
- * @retval -EOPNOTSUPP  the device cannot resize an SRQ (soft0)
+ * @retval -EINVAL      a NULL argument, an unknown or empty mask, a limit not
+ *                      below max_wr (the new one with RV_SRQ_MAX_WR), a max_wr of
+ *                      0, above the device's max_srq_wr, or below the receive WRs
+ *                      the SRQ holds; nothing changed
+ * @retval -EOPNOTSUPP  the device cannot resize an SRQ (device_cap_flags without
+ *                      IBV_DEVICE_SRQ_RESIZE; some devices say -EINVAL instead)
  * @retval -RV_ECLOSED  the SRQ is closed
  * @retval negative     the driver failed; rv_error_last() says why
  */

@@ -63,7 +63,8 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	a->hw_ver = 1;
 	a->max_qp = SOFT_MAX_QP;
 	a->max_qp_wr = SOFT_MAX_QP_WR;
-	a->device_cap_flags = 0;
+	/* IBV_DEVICE_SRQ_RESIZE (1 << 13): rv_srq_modify with RV_SRQ_MAX_WR works (srq.c). */
+	a->device_cap_flags = 1u << 13;
 	a->max_sge = SOFT_MAX_SGE;
 	a->max_sge_rd = SOFT_MAX_SGE;
 	a->max_cq = SOFT_MAX_CQ;

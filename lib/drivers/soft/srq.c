@@ -62,16 +62,66 @@ int soft_srq_destroy(struct rv_srq *srq)
 	return 0;
 }
 
+/*
+ * Resize (RV_SRQ_MAX_WR), as rv_cq_resize does a CQ: new arrays, the WRs
+ * still posted copied over in order, swapped under the SRQ's lock. No QP
+ * points into the ring (a QP copies its WR out, srq_take), so the swap needs
+ * nothing but that lock. Below what the SRQ holds, or above the device's
+ * max_srq_wr: -EINVAL, nothing changed. With RV_SRQ_LIMIT too, both apply or
+ * neither (the facade checked the limit against the new max_wr).
+ */
 int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr)
 {
+	static const char *const fn = "rv_srq_modify";
 	struct soft_srq *s = srq->drv_srq;
+	struct soft_rwqe *rq = NULL, *old_rq = NULL;
+	rv_sge *sge = NULL, *old_sge = NULL;
+	uint32_t size = attr->max_wr;
 
-	if (attr->mask & RV_SRQ_MAX_WR)
-		return rv_err(EOPNOTSUPP, "rv_srq_modify", "soft0 cannot resize an SRQ "
-			      "(its device caps have no SRQ resize); create a larger one");
+	if (attr->mask & RV_SRQ_MAX_WR) {
+		if (size > SOFT_MAX_QP_WR)
+			return rv_err(EINVAL, fn, "max_wr %u is above soft0's max_srq_wr %u", size,
+				      SOFT_MAX_QP_WR);
+		rq = calloc(size, sizeof(*rq));
+		sge = calloc((size_t)size * s->max_sge, sizeof(*sge));
+		if (!rq || !sge) {
+			free(rq);
+			free(sge);
+			return rv_err(ENOMEM, fn, "out of memory for an SRQ of %u WRs of %u SGEs", size,
+				      s->max_sge);
+		}
+		for (uint32_t i = 0; i < size; i++)
+			rq[i].sge = &sge[(size_t)i * s->max_sge];
+	}
 	pthread_mutex_lock(&s->lock);
-	s->limit = attr->srq_limit;
+	if (rq) {
+		uint32_t held = s->tail - s->head;
+
+		if (held > size) {
+			pthread_mutex_unlock(&s->lock);
+			free(rq);
+			free(sge);
+			return rv_err(EINVAL, fn, "max_wr %u is below the %u receive WRs the SRQ holds; "
+				      "resize once they are consumed", size, held);
+		}
+		for (uint32_t i = 0; i < held; i++) {
+			const struct soft_rwqe *w = &s->rq[(s->head + i) % s->size];
+
+			rq[i].wr_id = w->wr_id;
+			rq[i].num_sge = w->num_sge;
+			memcpy(rq[i].sge, w->sge, w->num_sge * sizeof(rv_sge));
+		}
+		old_rq = s->rq, old_sge = s->sge;
+		s->rq = rq, s->sge = sge;
+		s->size = size;
+		s->head = 0, s->tail = held;
+		srq->max_wr = size; /* the facade holds the graph lock */
+	}
+	if (attr->mask & RV_SRQ_LIMIT)
+		s->limit = attr->srq_limit;
 	pthread_mutex_unlock(&s->lock);
+	free(old_rq);
+	free(old_sge);
 	return 0;
 }
 
