@@ -37,8 +37,14 @@ def test_srq_shared_by_two_qps_and_its_limit_event(context):
         qps[0].recv(mr.sge(0, 64), 1)
     assert "rv_srq_post_recv" in str(e.value)
     srq.post_recv([rverbs.RecvWR(k, [mr.sge(k * 64, 64)]) for k in range(6)])
+    # Resized while it holds 6 receives: below them is refused, 32 keeps them.
+    with pytest.raises(rverbs.RVerbsError) as e:
+        srq.modify(max_wr=5)
+    assert "below the 6 receive WRs" in str(e.value)
+    srq.modify(max_wr=32)
+    assert srq.query()["max_wr"] == 32
     srq.modify(srq_limit=5)
-    assert srq.query() == {"max_wr": 16, "max_sge": 1, "srq_limit": 5}
+    assert srq.query() == {"max_wr": 32, "max_sge": 1, "srq_limit": 5}
     for i, q in enumerate(pqps):
         q.send(pmr.sge(0, 16), i)
     assert len(pcq.wait(2, timeout=10)) == 2
