@@ -790,14 +790,18 @@ static int usage(void)
 			"  --qps N     also the scale run: N connected RC QPs (default 0: none)\n"
 			"  --only TEXT only the figures whose name contains TEXT (e.g. \"WRITE bandwidth\")\n"
 			"  --size B    only the figures of B-byte messages\n"
-			"  --signal N  ping-pong: signal one SEND in N (default 16; 1 = every SEND)\n");
+			"  --signal N  ping-pong: signal one SEND in N (default 16; 1 = every SEND)\n"
+			"  --no-ref    skip the reference runs (to profile the device alone: perf, strace)\n"
+			"  --ref-only  skip the device's runs (to profile the references alone)\n"
+			"  --mib N     bandwidth: N MiB per figure and repetition (default 64)\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	bool quick = false, json = false;
+	bool quick = false, json = false, no_ref = false, ref_only = false;
 	int reps = 5, nqps = 0;
+	uint64_t bw_mib = 64;
 	const char *only = NULL;
 	uint64_t only_size = 0;
 	for (int i = 1; i < argc; i++) {
@@ -817,12 +821,19 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		else if (!strcmp(argv[i], "--size") && i + 1 < argc)
 			only_size = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--no-ref"))
+			no_ref = true;
+		else if (!strcmp(argv[i], "--ref-only"))
+			ref_only = true;
+		else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
+			bw_mib = strtoull(argv[++i], NULL, 0);
 		else
 			return usage();
 	}
 	if (quick && reps == 5)
 		reps = 1;
-	if (reps < 1 || reps > MAX_REPS || nqps < 0 || nqps > 100000 || g_signal < 1 || g_signal > 64)
+	if (reps < 1 || reps > MAX_REPS || nqps < 0 || nqps > 100000 || g_signal < 1 || g_signal > 64 || bw_mib < 1 ||
+	    bw_mib > 65536)
 		return usage();
 
 	/* Shared memory for the raw same-host reference, mapped before the fork. */
@@ -915,14 +926,15 @@ int main(int argc, char **argv)
 			} else if (w->op == OP_SCALE) {
 				iters = quick ? 2 : 20;
 			} else {
-				uint64_t total = quick ? (1u << 20) : (64u << 20);
+				uint64_t total = quick ? (1u << 20) : bw_mib << 20;
 				iters = total / w->size;
-				uint64_t lo = quick ? 20 : 500, hi = quick ? 2000 : 200000;
+				uint64_t lo = quick ? 20 : 500, hi = quick ? 2000 : 200000 * bw_mib / 64;
 				iters = iters < lo ? lo : iters > hi ? hi : iters;
 			}
-			if (run(&s, w->op, w->wait, w->size, iters, &a) < 0)
+			a.value = a.cpu_c = a.cpu_s = a.extra = NAN;
+			if (!ref_only && run(&s, w->op, w->wait, w->size, iters, &a) < 0)
 				failed = 1;
-			if (w->ref_op) {
+			if (w->ref_op && !no_ref) {
 				uint64_t riters = iters;
 				if (w->ref_op == OP_SHM_LAT)
 					riters = lat_iters * 10;

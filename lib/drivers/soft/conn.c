@@ -87,8 +87,10 @@ bool soft_conn_flush(struct soft_conn *c)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				c->tx_blocked = true;
 				break;
+			}
 			c->tx_off = c->tx_len = 0;
 			return false;
 		}
@@ -96,8 +98,10 @@ bool soft_conn_flush(struct soft_conn *c)
 		if (c->qp)
 			soft_retry_progress(c->qp); /* the peer takes bytes */
 	}
-	if (c->tx_off == c->tx_len)
+	if (c->tx_off == c->tx_len) {
 		c->tx_off = c->tx_len = 0;
+		c->tx_blocked = false;
+	}
 	return true;
 }
 
@@ -851,8 +855,10 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 
 static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 {
-	if (events & EPOLLOUT)
+	if (events & EPOLLOUT) {
+		c->tx_blocked = false; /* room again: soft_tx_push may try */
 		soft_tx_push(q);
+	}
 	if (q->conn != c)
 		return;
 	if ((events & (EPOLLERR | EPOLLHUP)) && c->rx_stalled) {

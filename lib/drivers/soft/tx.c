@@ -221,45 +221,75 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	return true;
 }
 
-/* What send_direct needs: the frame's header in c->tx, its payload's length. */
+/* A gathered direct send: consecutive data FPDUs of one WR, framed here and
+ * sent from the registered memory with one sendmsg (send_direct). */
+#define SOFT_TX_BATCH_FRAMES 8u
+#define SOFT_TX_BATCH_BYTES (SOFT_TXBUF / 2) /* what a partial send may leave in c->tx */
+
 struct direct {
 	struct soft_conn *c;
-	size_t hdr;      /* bytes of MPA length + header at c->tx */
-	uint32_t chunk;  /* payload bytes */
-	bool broken;     /* sendmsg failed: the connection broke */
+	uint32_t nf;                                   /* frames */
+	uint32_t chunk[SOFT_TX_BATCH_FRAMES];          /* each one's payload bytes */
+	uint8_t hdr[SOFT_TX_BATCH_FRAMES][2 + RV_DDP_UNTAGGED_HDR]; /* MPA length + DDP/RDMAP header */
+	uint8_t hlen[SOFT_TX_BATCH_FRAMES];
+	uint8_t trail[SOFT_TX_BATCH_FRAMES][8];        /* pad + CRC */
+	uint8_t tlen[SOFT_TX_BATCH_FRAMES];
+	size_t total;                                  /* bytes of all frames */
+	bool broken;                                   /* sendmsg failed: the connection broke */
 };
 
-/* Under the MR lock, on the payload's host addresses (soft_sgl_apply): the
- * CRC, then one sendmsg of header, payload and trailer; whatever the socket
- * did not take is copied into c->tx (the frame from the first unsent byte). */
+/* Under the MR lock, on the payload's host addresses (soft_sgl_apply, all the
+ * frames' payloads in a row): each frame's CRC, then one sendmsg of header,
+ * payload and trailer of every frame; whatever the socket did not take is
+ * copied into c->tx (empty before), from the first unsent byte on. */
 static void send_direct(const struct iovec *pay, uint32_t npay, void *arg)
 {
 	struct direct *d = arg;
 	struct soft_conn *c = d->c;
-	struct iovec iov[SOFT_MAX_SGE + 2];
-	uint8_t trail[8] = {0};
-	size_t pad = (4 - (d->hdr + d->chunk) % 4) % 4, total = d->hdr + d->chunk + pad + 4, at;
+	struct iovec iov[SOFT_TX_BATCH_FRAMES * 3 + SOFT_MAX_SGE];
+	uint32_t niov = 0, pi = 0;
+	size_t pat = 0; /* bytes of pay[pi] already used */
 	struct msghdr mh;
 	ssize_t n;
 
-	if (c->crc) {
-		uint32_t crc = rv_crc32c(0, c->tx, d->hdr);
-		for (uint32_t i = 0; i < npay; i++)
-			crc = rv_crc32c(crc, pay[i].iov_base, pay[i].iov_len);
-		crc = rv_crc32c(crc, trail, pad);
-		trail[pad] = (uint8_t)crc;
-		trail[pad + 1] = (uint8_t)(crc >> 8);
-		trail[pad + 2] = (uint8_t)(crc >> 16);
-		trail[pad + 3] = (uint8_t)(crc >> 24);
+	for (uint32_t f = 0; f < d->nf; f++) {
+		uint32_t left = d->chunk[f], crc = 0;
+		uint8_t *t = d->trail[f];
+		size_t pad = d->tlen[f] - 4u;
+
+		iov[niov].iov_base = d->hdr[f];
+		iov[niov++].iov_len = d->hlen[f];
+		if (c->crc)
+			crc = rv_crc32c(0, d->hdr[f], d->hlen[f]);
+		while (left) {
+			size_t k = pay[pi].iov_len - pat;
+			if (k > left)
+				k = left;
+			iov[niov].iov_base = (uint8_t *)pay[pi].iov_base + pat;
+			iov[niov].iov_len = k;
+			if (c->crc)
+				crc = rv_crc32c(crc, iov[niov].iov_base, k);
+			niov++;
+			left -= (uint32_t)k;
+			pat += k;
+			if (pat == pay[pi].iov_len && pi + 1 < npay) {
+				pi++;
+				pat = 0;
+			}
+		}
+		memset(t, 0, pad);
+		if (c->crc)
+			crc = rv_crc32c(crc, t, pad);
+		t[pad] = (uint8_t)crc;
+		t[pad + 1] = (uint8_t)(crc >> 8);
+		t[pad + 2] = (uint8_t)(crc >> 16);
+		t[pad + 3] = (uint8_t)(crc >> 24);
+		iov[niov].iov_base = t;
+		iov[niov++].iov_len = d->tlen[f];
 	}
-	iov[0].iov_base = c->tx;
-	iov[0].iov_len = d->hdr;
-	memcpy(iov + 1, pay, npay * sizeof(*pay));
-	iov[npay + 1].iov_base = trail;
-	iov[npay + 1].iov_len = pad + 4;
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = iov;
-	mh.msg_iovlen = npay + 2;
+	mh.msg_iovlen = niov;
 	do
 		n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
@@ -271,44 +301,48 @@ static void send_direct(const struct iovec *pay, uint32_t npay, void *arg)
 		soft_retry_progress(c->qp); /* the peer takes bytes */
 	if (n < 0)
 		n = 0;
-	if ((size_t)n == total)
+	if ((size_t)n == d->total)
 		return;
 	c->tx_full = true; /* fill() frames no more data behind it (copies) */
-	/* The rest waits in c->tx as a framed copy would: the whole frame is
-	 * laid out there (header already is), sending resumes at byte n. */
-	at = d->hdr;
-	for (uint32_t i = 0; i < npay; i++) {
-		memcpy(c->tx + at, pay[i].iov_base, pay[i].iov_len);
-		at += pay[i].iov_len;
+	c->tx_blocked = true; /* the socket is full: the rest goes on EPOLLOUT */
+	/* The rest waits in c->tx as copied frames would. */
+	c->tx_off = 0;
+	c->tx_len = 0;
+	for (uint32_t i = 0; i < niov; i++) {
+		size_t skip = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+		memcpy(c->tx + c->tx_len, (const uint8_t *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+		c->tx_len += iov[i].iov_len - skip;
+		n -= (ssize_t)skip;
 	}
-	memcpy(c->tx + at, trail, pad + 4);
-	c->tx_off = (size_t)n;
-	c->tx_len = total;
 }
 
-/* One FPDU of a SEND or WRITE. */
-static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
+static bool is_send(const struct soft_swqe *w)
 {
-	uint32_t chunk = w->length - q->tx_off;
-	uint8_t *buf = c->tx + c->tx_len;
-	struct rv_fpdu f;
-	bool direct;
-	size_t off;
+	return w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_SEND_WITH_INV;
+}
 
-	if (c->shm_push && !q->uc && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
-	    (w->opcode == RV_WR_RDMA_WRITE || (w->opcode == RV_WR_SEND && !(w->flags & RV_SEND_SOLICITED))))
-		return emit_write_ref(q, c, w);
+/* The payload of w's FPDU at offset off: the rest cut into FPDUs of even size
+ * (64 KiB: two of 32 KiB, not 60 + 4), each large enough for the receiver to
+ * place it directly (place.c). */
+static uint32_t chunk_at(const struct soft_conn *c, const struct soft_swqe *w, uint32_t off)
+{
+	uint32_t chunk = w->length - off;
+
 	if (chunk > c->fpdu_payload) {
-		/* Even FPDUs (64 KiB: two of 32 KiB, not 60 + 4): each large enough
-		 * for the receiver to place it directly (place.c). */
 		uint32_t n = (chunk + c->fpdu_payload - 1) / c->fpdu_payload;
 		chunk = (chunk + n - 1) / n;
 	}
+	return chunk;
+}
+
+/* Writes the MPA length and header of w's FPDU at offset off (chunk bytes of
+ * payload) at buf; returns the header's length. */
+static size_t data_head(struct soft_qp *q, struct soft_swqe *w, uint32_t off, uint32_t chunk, uint8_t *buf)
+{
+	struct rv_fpdu f;
+
 	memset(&f, 0, sizeof(f));
-	if ((w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && q->tx_off == 0 &&
-	    soft_ext_refused(q, w))
-		return false;
-	if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_SEND_WITH_INV) {
+	if (is_send(w)) {
 		f.opcode = (w->flags & RV_SEND_SOLICITED) ? RV_RDMAP_SEND_SE : RV_RDMAP_SEND;
 		if (w->opcode == RV_WR_SEND_WITH_IMM)
 			f.inv_stag = RV_SOFT_SEND_IMM_FOLLOWS; /* ext.c: its Immediate Data follows */
@@ -318,57 +352,112 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 			f.inv_stag = w->imm;
 		}
 		f.qn = RV_DDP_QN_SEND;
-		if (q->tx_off == 0)
+		if (off == 0)
 			w->msn = q->msn_tx[RV_DDP_QN_SEND];
 		f.msn = w->msn;
-		f.mo = q->tx_off;
+		f.mo = off;
 	} else {
 		f.opcode = RV_RDMAP_WRITE;
 		f.tagged = true;
 		f.stag = w->rkey;
-		f.to = w->remote_addr + q->tx_off;
+		f.to = w->remote_addr + off;
 	}
-	f.last = q->tx_off + chunk == w->length;
-	off = rv_wire_fpdu_begin(buf, &f, chunk);
-	direct = !w->inl && c->tx_len == 0 && chunk >= SOFT_TX_DIRECT_MIN && !c->ring && !soft_fault_held(c) &&
+	f.last = off + chunk == w->length;
+	return rv_wire_fpdu_begin(buf, &f, chunk);
+}
+
+/* chunk more bytes of w are in the stream (sent or in c->tx). */
+static void data_done(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w, uint32_t chunk)
+{
+	q->tx_off += chunk;
+	if (q->tx_off != w->length)
+		return;
+	if (is_send(w))
+		q->msn_tx[RV_DDP_QN_SEND]++;
+	if (w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM)
+		soft_ext_emit_imm(q, c, w);
+	q->tx_off = 0;
+	q->sq_tx++;
+	/* UC: done once its last frame is handed to the stream; nothing
+	 * will confirm it (the peer drops what it cannot place). */
+	if (q->uc)
+		q->sq_confirmed = q->sq_covered = q->sq_tx;
+}
+
+/*
+ * The next FPDUs of w (up to SOFT_TX_BATCH_FRAMES, SOFT_TX_BATCH_BYTES) sent
+ * directly from the registered memory with one sendmsg: a 64 KiB message is
+ * one system call, not one per FPDU (issue #8), and TCP builds full-sized
+ * segments from it. Only while nothing waits in c->tx.
+ */
+static bool emit_direct(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
+{
+	struct direct d;
+	uint32_t off = q->tx_off;
+
+	d.c = c;
+	d.nf = 0;
+	d.total = 0;
+	d.broken = false;
+	do {
+		uint32_t k = chunk_at(c, w, off);
+		size_t h, len;
+
+		len = rv_wire_fpdu_len(rv_wire_ddp_hdr_len(!is_send(w)) + k);
+		if (d.nf && d.total + len > SOFT_TX_BATCH_BYTES)
+			break;
+		h = data_head(q, w, off, k, d.hdr[d.nf]);
+		d.hlen[d.nf] = (uint8_t)h;
+		d.tlen[d.nf] = (uint8_t)(len - h - k);
+		d.chunk[d.nf++] = k;
+		d.total += len;
+		off += k;
+	} while (off != w->length && d.nf < SOFT_TX_BATCH_FRAMES);
+	if (soft_sgl_apply(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, off - q->tx_off, 0, send_direct, &d) !=
+	    SOFT_MEM_OK) {
+		local_fail(q, RV_WC_LOC_PROT_ERR);
+		return false;
+	}
+	if (d.broken) {
+		c->tx_off = c->tx_len = 0;
+		return false;
+	}
+	for (uint32_t i = 0; i < d.nf; i++)
+		data_done(q, c, w, d.chunk[i]);
+	return true;
+}
+
+/* The next FPDU(s) of a SEND or WRITE. */
+static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
+{
+	uint32_t chunk;
+	uint8_t *buf = c->tx + c->tx_len;
+	size_t off;
+
+	if (c->shm_push && !q->uc && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
+	    (w->opcode == RV_WR_RDMA_WRITE || (w->opcode == RV_WR_SEND && !(w->flags & RV_SEND_SOLICITED))))
+		return emit_write_ref(q, c, w);
+	if ((w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && q->tx_off == 0 &&
+	    soft_ext_refused(q, w))
+		return false;
+	chunk = chunk_at(c, w, q->tx_off);
+	if (!w->inl && c->tx_len == 0 && chunk >= SOFT_TX_DIRECT_MIN && !c->ring && !soft_fault_held(c) &&
 	    !atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
-	    !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed);
-	if (direct) {
+	    !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed))
 		/* Nothing waits before it: send it from the registered memory itself,
 		 * without copying the payload into c->tx (unless the socket leaves
 		 * part of it). Fault injection and the rings take the copy path. */
-		struct direct d = {c, off, chunk, false};
-		if (soft_sgl_apply(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, chunk, 0, send_direct, &d) !=
-		    SOFT_MEM_OK) {
-			local_fail(q, RV_WC_LOC_PROT_ERR);
-			return false;
-		}
-		if (d.broken) {
-			c->tx_off = c->tx_len = 0;
-			return false;
-		}
-	} else if (w->inl) {
+		return emit_direct(q, c, w);
+	off = data_head(q, w, q->tx_off, chunk, buf);
+	if (w->inl) {
 		memcpy(buf + off, w->inline_data + q->tx_off, chunk);
 	} else if (soft_sgl_read(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, buf + off, chunk) !=
 		   SOFT_MEM_OK) {
 		local_fail(q, RV_WC_LOC_PROT_ERR);
 		return false;
 	}
-	if (!direct)
-		c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
-	q->tx_off += chunk;
-	if (f.last) {
-		if (w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_SEND_WITH_INV)
-			q->msn_tx[RV_DDP_QN_SEND]++;
-		if (w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM)
-			soft_ext_emit_imm(q, c, w);
-		q->tx_off = 0;
-		q->sq_tx++;
-		/* UC: done once its last frame is handed to the stream; nothing
-		 * will confirm it (the peer drops what it cannot place). */
-		if (q->uc)
-			q->sq_confirmed = q->sq_covered = q->sq_tx;
-	}
+	c->tx_len += soft_fault_tx(q, c, buf, rv_wire_fpdu_seal_crc(buf, c->crc));
+	data_done(q, c, w, chunk);
 	return true;
 }
 
@@ -520,6 +609,10 @@ void soft_tx_push(struct soft_qp *q)
 
 	if (c && c->state != CONN_DEAD && c->state != CONN_CLOSING) {
 		for (;;) {
+			/* The socket said it is full and EPOLLOUT has not come since:
+			 * a send now would only fail (once per post while streaming). */
+			if (c->tx_blocked && c->tx_len > c->tx_off && !c->ring_tx_on)
+				break;
 			if (!soft_conn_flush(c) || c->tx_len)
 				break; /* broken (the progress thread sees EPOLLERR) or full */
 			if (c->state != CONN_UP || !c->may_send || !fill(q, c))
