@@ -146,7 +146,7 @@ static void side_open(struct side *s, rv_context *ctx)
 	qa.send_cq = s->cq;
 	qa.cap.max_send_wr = 64;
 	qa.cap.max_recv_wr = 64;
-	qa.cap.max_send_sge = 1;
+	qa.cap.max_send_sge = 4; /* gathered_sends_from_segments gathers from four */
 	qa.cap.max_recv_sge = 3; /* placed_sends_land_exactly scatters over three */
 	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
 	s->mem = malloc(3 * BUF);
@@ -472,6 +472,70 @@ static void test_faults__many_large_writes_in_flight(void **state)
 	for (uint64_t k = 0; k < N; k++)
 		assert_int_equal(wc_of(&w.a1, 700 + k)->status, RV_WC_SUCCESS);
 	assert_memory_equal(w.b1.buf + 8 * ((N - 1) % 3), w.a1.buf + (N - 1) % 16, LEN);
+	world_close(&w);
+}
+
+/* Large WRITEs and SENDs gathered from four segments each, many in flight:
+ * the sender sends several FPDUs of one WR with one sendmsg from the
+ * registered memory (tx.c, emit_direct), segment boundaries falling inside
+ * FPDUs, until the socket is full and a send stops part way (the rest then
+ * waits in the connection's buffer). Every message arrives whole (the CRC
+ * checks each FPDU), every byte in order. */
+static void test_faults__gathered_sends_from_segments(void **state)
+{
+	static const uint32_t seg_off[4] = {7, 40100, 40200, 110301}, seg_len[4] = {40001, 3, 70000, 36613};
+	enum { N = 48, LEN = 40001 + 3 + 70000 + 36613 };
+	uint8_t *want = malloc(LEN);
+	rv_sge g[4];
+	struct world w;
+	uint32_t at = 0;
+
+	(void)state;
+	assert_non_null(want);
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	for (uint32_t i = 0; i < 150000; i++)
+		w.a1.buf[i] = (uint8_t)(i * 5 + (i >> 8) + (i >> 13));
+	for (int k = 0; k < 4; k++) {
+		g[k] = sge(&w.a1, seg_off[k], seg_len[k]);
+		memcpy(want + at, w.a1.buf + seg_off[k], seg_len[k]);
+		at += seg_len[k];
+	}
+	for (int op = 0; op < 2; op++) {
+		bool send = op == 1;
+		uint64_t id0 = send ? 1600 : 1500;
+
+		memset(w.b1.buf, 0, BUF);
+		for (uint64_t k = 0; k < N; k++) {
+			rv_send_wr s;
+
+			if (send)
+				post_recv(&w.b1, 8 * (k % 3), LEN, id0 + 100 + k);
+			memset(&s, 0, sizeof(s));
+			s.wr_id = id0 + k;
+			s.opcode = send ? RV_WR_SEND : RV_WR_RDMA_WRITE;
+			s.sg_list = g;
+			s.num_sge = 4;
+			s.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+			s.remote_addr = (uint64_t)(uintptr_t)(w.b1.buf + 8 * (k % 3));
+			s.rkey = rv_mr_rkey(w.b1.mr);
+			assert_int_equal(rv_qp_post_send(w.a1.qp, &s, 1, NULL), 0);
+			w.a1.posted++;
+		}
+		drain(&w.a1);
+		drain(&w.b1);
+		for (uint64_t k = 0; k < N; k++) {
+			assert_int_equal(wc_of(&w.a1, id0 + k)->status, RV_WC_SUCCESS);
+			if (send) {
+				assert_int_equal(wc_of(&w.b1, id0 + 100 + k)->status, RV_WC_SUCCESS);
+				assert_int_equal(wc_of(&w.b1, id0 + 100 + k)->byte_len, LEN);
+			}
+		}
+		/* The last message is the one in place (all carry the same bytes). */
+		assert_memory_equal(w.b1.buf + 8 * ((N - 1) % 3), want, LEN);
+	}
+	free(want);
 	world_close(&w);
 }
 
@@ -1190,6 +1254,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_faults__placed_send_too_long, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__placed_send_bad_lkey, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__many_large_writes_in_flight, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__gathered_sends_from_segments, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__delay, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__drop_is_retry_exceeded, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__peer_killed_mid_transfer, leftovers_close),
