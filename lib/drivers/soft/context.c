@@ -57,16 +57,18 @@ void soft_kick(struct soft_ctx *sc)
  * seq_cst pair (stamp, then flag here; flag, then stamp in progress()) means
  * one side sees the other.
  */
-void soft_ctx_waiter_left(struct soft_ctx *sc)
+int64_t soft_ctx_waiter_left(struct soft_ctx *sc)
 {
 	uint64_t one = 1;
+	int64_t now = soft_now_us();
 
-	atomic_store(&sc->wait_left_at, soft_now_us());
+	atomic_store(&sc->wait_left_at, now);
 	if (atomic_load(&sc->long_sleep) && atomic_exchange(&sc->long_sleep, false)) {
 		if (write(sc->evfd, &one, sizeof(one)) < 0) {
 			/* EAGAIN: the counter is saturated, so the thread is already woken. */
 		}
 	}
+	return now;
 }
 
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q)

@@ -436,6 +436,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	struct pollfd pfd[SOFT_POLL_DIRECT_MAX + 1];
 	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
 	uint32_t n = 0, gen;
+	int64_t now = 0;
 	bool readable = false, fired;
 	int r, err;
 
@@ -485,7 +486,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 
 	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
 	if (n)
-		soft_ctx_waiter_left(sc);
+		now = soft_ctx_waiter_left(sc);
 	pthread_mutex_lock(&c->lock);
 	fired = atomic_load(&c->armed) == ARM_NONE;
 	if (atomic_fetch_sub_explicit(&c->waiters, 1, memory_order_relaxed) == 1 && c->wait_armed) {
@@ -501,7 +502,6 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	if (readable) {
 		pthread_mutex_lock(&sc->lock);
 		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
-			int64_t now = soft_now_us();
 			for (uint32_t i = 0; i < n; i++)
 				if (pfd[i].revents)
 					soft_conn_poll(qs[i], now);

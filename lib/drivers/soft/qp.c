@@ -294,6 +294,8 @@ int soft_qp_destroy(struct rv_qp *qp)
 static void reset_queues(struct soft_qp *q)
 {
 	q->sq_head = q->sq_tx = q->sq_tail = q->sq_confirmed = q->sq_covered = 0;
+	q->any_sig = false;
+	q->resp_deferred = false;
 	q->tx_off = 0;
 	q->rq_head = q->rq_tail = 0;
 	q->srq_have = false; /* to RESET: a WR being filled is discarded, as verbs does */
@@ -527,6 +529,10 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		w->done = false;
 		w->signaled = qp->sq_sig_all || (wr->send_flags & RV_SEND_SIGNALED);
 		w->msn = 0;
+		if (w->signaled && w->opcode != RV_WR_RDMA_READ) {
+			q->last_sig = q->sq_tail; /* tx.c, confirm_now */
+			q->any_sig = true;
+		}
 		if (w->inl) {
 			/* Inline: the caller may reuse its buffer as soon as this returns. */
 			uint32_t off = 0;
@@ -593,6 +599,10 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 	w->done = false;
 	w->signaled = qp->sq_sig_all || (send_flags & RV_SEND_SIGNALED);
 	w->msn = 0;
+	if (w->signaled) {
+		q->last_sig = q->sq_tail; /* tx.c, confirm_now */
+		q->any_sig = true;
+	}
 	q->sq_tail++;
 	if (atomic_load(&q->state) == RV_QPS_ERR)
 		flush_posted(q);

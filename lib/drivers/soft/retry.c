@@ -11,7 +11,9 @@
  * (posted and not completed) must see progress from its peer at least every
  *     bound = 4.096 µs × 2^timeout × (retry_cnt + 1)      (timeout 0: never)
  * where progress is the peer taking bytes (send() accepted some; the peer's
- * TCP window moves only while its process reads) or sending any FPDU. Without
+ * TCP window moves only while its process reads) or sending any FPDU; the hot
+ * path counts it and the timer tick that sees the count move stamps the time
+ * (no clock read per message; at most one tick of slack). Without
  * it, the first outstanding WR completes with RV_WC_RETRY_EXC_ERR, the rest
  * and every receive WR flush, the QP moves to ERR and the connection is
  * closed, so the peer learns at once too. The bound is rounded up to
@@ -152,6 +154,11 @@ void soft_retry_timers(struct soft_ctx *sc, int64_t now)
 		if (q->conn != c) {
 			pthread_mutex_unlock(&q->lock);
 			continue;
+		}
+		if (q->progress_n != q->progress_seen) {
+			/* Progress since the last tick (soft_retry_progress counts it). */
+			q->progress_seen = q->progress_n;
+			q->progress_at = now;
 		}
 		bound = bound_ms(q);
 		/* UC: no transport retry (nothing is acknowledged). */

@@ -415,13 +415,19 @@ struct soft_qp {
 	bool conn_failed;   /* setup failed while in RTR: ERR follows the move to RTS */
 	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
 	bool confirm_late;  /* unsignalled WRs waited a timer tick for their confirmation: ask now */
+	bool resp_deferred; /* READ responses wait for our next send (tx.c, soft_conn_poll) */
+	bool any_sig;       /* last_sig names a WR (tx.c, confirm_now) */
+	uint32_t last_sig;  /* SQ index of the newest signalled WR other than a READ */
+	uint32_t rx_msgs;   /* receive WRs consumed (srq.c): did a batch complete a receive? */
 	bool cq_overflow;   /* one of its CQs overflowed: the QP goes to ERR */
 	int64_t polled_at;  /* µs: a poller last read its stream (sc->lock) */
 
 	bool ud;            /* a UD QP: ud.c sends and receives, no connection */
 	uint32_t ud_psn;    /* UD: the next send PSN */
 	struct soft_fault fault; /* this QP's own faults, taken before the context's */
-	int64_t progress_at; /* retry.c: the peer last showed progress (ms) */
+	int64_t progress_at; /* retry.c: the peer last showed progress (ms), as a timer tick saw it */
+	uint32_t progress_n; /* retry.c: progress events (bytes taken, FPDUs received) */
+	uint32_t progress_seen; /* progress_n at the last timer tick */
 	int64_t rnr_beat_at; /* retry.c: the last keepalive sent while rx was stalled (ms) */
 	bool retry_watch;    /* retry.c: send work is outstanding and the clock runs */
 	/* Shared receive queue (srq.c): receives come from it instead of rq. */
@@ -499,8 +505,9 @@ int64_t soft_now_us(void);
 void soft_ctx_poll_progress(struct soft_ctx *sc);
 void soft_kick(struct soft_ctx *sc);
 /* A waiter that watched streams leaves (soft_cq_block): the progress thread
- * must look within SOFT_POLL_HANDBACK_US whether it comes back. */
-void soft_ctx_waiter_left(struct soft_ctx *sc);
+ * must look within SOFT_POLL_HANDBACK_US whether it comes back. Returns the
+ * time it stamped (µs), for the caller's own use. */
+int64_t soft_ctx_waiter_left(struct soft_ctx *sc);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
 void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
 struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn);
@@ -796,9 +803,11 @@ void soft_fault_timers(struct soft_ctx *sc, int64_t now);
 
 /* ---- retry.c ---- */
 /* The peer showed progress on q (bytes it accepted or sent; q->lock held). */
+/* A count, not a clock read: the hot path pays an increment, the 100 ms
+ * timer stamps the time when it sees the count move (the bound is >= 2 s). */
 static inline void soft_retry_progress(struct soft_qp *q)
 {
-	q->progress_at = soft_now_ms();
+	q->progress_n++;
 }
 /* Fail QPs whose outstanding work saw no progress within the bound their
  * timeout/retry_cnt imply; keep RNR-stalled streams alive (progress thread). */

@@ -114,12 +114,11 @@ static bool confirm_now(const struct soft_qp *q)
 	if (q->confirm_late || q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY ||
 	    q->sq_tail - q->sq_head >= q->sq_size / 2)
 		return true;
-	for (uint32_t i = q->sq_covered; i != q->sq_tx; i++) {
-		const struct soft_swqe *w = &q->sq[i % q->sq_size];
-		if (w->signaled && w->opcode != RV_WR_RDMA_READ)
-			return true;
-	}
-	return false;
+	/* A signalled WR (not a READ) among the unconfirmed [sq_covered, sq_tx):
+	 * the queue is drained (sq_tx == sq_tail), so the newest one posted is
+	 * the last candidate, and an older one lies in the range only if it does
+	 * (one comparison instead of a walk with a division per WR). */
+	return q->any_sig && q->last_sig - q->sq_covered < q->sq_tx - q->sq_covered;
 }
 
 /* Local error while framing sq[sq_tx]: the WR fails, the QP goes to ERR and
@@ -607,6 +606,7 @@ void soft_tx_push(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
 
+	q->resp_deferred = false; /* whatever waits goes now (fill: responses first) */
 	if (c && c->state != CONN_DEAD && c->state != CONN_CLOSING) {
 		for (;;) {
 			/* The socket said it is full and EPOLLOUT has not come since:
