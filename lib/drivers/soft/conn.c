@@ -954,10 +954,11 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 		soft_rx_process(q, c);
 		if (q->conn != c)
 			break;
-		if (!more && q->rx_msgs != msgs && defer_responses(q, c)) {
-			/* Our own completions (a READ response that confirms our
-			 * SENDs) still go to the CQ now. */
-			q->resp_deferred = true;
+		if (soft_tx_idle(q) || (!more && q->rx_msgs != msgs && defer_responses(q, c))) {
+			/* Nothing to send, or READ responses that wait: our own
+			 * completions (a READ response confirmed our SENDs) still
+			 * go to the CQ now. */
+			q->resp_deferred = q->ird_head != q->ird_tail;
 			soft_sq_complete(q);
 			soft_qp_check_overflow(q);
 		} else {

@@ -735,6 +735,9 @@ void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod);
 /* ---- tx.c ---- */
 /* Frame and send as much as the socket takes (q->lock held). */
 void soft_tx_push(struct soft_qp *q);
+/* Nothing for soft_tx_push to frame or flush (q->lock): after receiving, a
+ * poller then only completes (soft_sq_complete) instead of pushing. */
+bool soft_tx_idle(const struct soft_qp *q);
 void soft_tx_emit_shm_ctl(struct soft_conn *c, const uint8_t pay[SOFT_SHM_CTL_LEN]);
 /* Queue a TERMINATE quoting the offending FPDU's header (hdr may be NULL). */
 void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t ecode,

@@ -504,7 +504,9 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 	return true;
 }
 
-static bool fill(struct soft_qp *q, struct soft_conn *c)
+/* Frames what is due into c->tx; *room_out: it stopped only because c->tx
+ * lacked room for another frame (call again once flushed). */
+static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 {
 	/* Room for the largest FPDU and an Immediate Data message after it. */
 	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + c->fpdu_payload +
@@ -512,9 +514,15 @@ static bool fill(struct soft_qp *q, struct soft_conn *c)
 	bool any = false;
 
 	c->tx_full = false; /* called with c->tx empty: the socket took everything */
-	while (SOFT_TXBUF - c->tx_len >= need) {
-		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+	for (;;) {
+		uint32_t st;
 		struct soft_swqe *w;
+
+		if (SOFT_TXBUF - c->tx_len < need) {
+			*room_out = true;
+			break;
+		}
+		st = atomic_load_explicit(&q->state, memory_order_relaxed);
 
 		if (q->term_pending) {
 			memcpy(c->tx + c->tx_len, q->term, q->term_len);
@@ -608,6 +616,8 @@ void soft_tx_push(struct soft_qp *q)
 
 	q->resp_deferred = false; /* whatever waits goes now (fill: responses first) */
 	if (c && c->state != CONN_DEAD && c->state != CONN_CLOSING) {
+		bool again = true;
+
 		for (;;) {
 			/* The socket said it is full and EPOLLOUT has not come since:
 			 * a send now would only fail (once per post while streaming). */
@@ -615,13 +625,29 @@ void soft_tx_push(struct soft_qp *q)
 				break;
 			if (!soft_conn_flush(c) || c->tx_len)
 				break; /* broken (the progress thread sees EPOLLERR) or full */
-			if (c->state != CONN_UP || !c->may_send || !fill(q, c))
+			/* Fill again only if the last fill ran out of room (not to
+			 * find, once more, that nothing else is due). */
+			if (!again || c->state != CONN_UP || !c->may_send)
+				break;
+			again = false;
+			if (!fill(q, c, &again))
 				break;
 		}
 		soft_conn_update_events(c);
 	}
 	soft_sq_complete(q);
 	soft_qp_check_overflow(q);
+}
+
+bool soft_tx_idle(const struct soft_qp *q)
+{
+	const struct soft_conn *c = q->conn;
+
+	/* fill's sources, in its order: a TERMINATE, READ responses, the RTR
+	 * message, same-host control, the send queue, a confirmation READ. */
+	return c && c->tx_len == 0 && !q->term_pending && q->ird_head == q->ird_tail && !q->need_rtr &&
+	       !c->shm_send_ctl && !c->ring && q->sq_tx == q->sq_tail &&
+	       (q->uc || q->sq_tx == q->sq_covered || !confirm_now(q));
 }
 
 void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t ecode, const struct rv_fpdu *bad)
