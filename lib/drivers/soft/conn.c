@@ -916,6 +916,7 @@ static bool defer_responses(const struct soft_qp *q, const struct soft_conn *c)
 void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 {
 	struct soft_conn *c = q->conn; /* changes under sc->lock, which the caller holds */
+	bool touched = false;
 
 	/* A stream whose peer switched to its ring (shmring.c) carries nothing
 	 * but its end: soft_shmring_poller serves it, without a recv (and
@@ -943,7 +944,10 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 		uint32_t msgs = q->rx_msgs;
 		bool more;
 
-		if (n == 0 || n == -2)
+		if (n == 0)
+			break;
+		touched = true;
+		if (n == -2)
 			break;
 		if (n < 0) {
 			qp_conn_failed(q, "the peer closed or reset the connection");
@@ -967,7 +971,8 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 		if (!more)
 			break;
 	}
-	if (q->conn == c)
+	/* An empty poll changed nothing epoll's interest depends on. */
+	if (touched && q->conn == c)
 		update_events(c);
 	pthread_mutex_unlock(&q->lock);
 }
