@@ -769,10 +769,18 @@ static bool ring_ready(const struct soft_conn *c, bool cons)
 
 	if (r->broken)
 		return false;
-	if (c->ring_rx_on && !c->rx_stalled &&
-	    atomic_load_explicit(&r->rx->prod, memory_order_acquire) !=
-		    atomic_load_explicit(&r->rx_cons, memory_order_relaxed))
-		return true;
+	if (c->ring_rx_on && !c->rx_stalled) {
+		uint32_t rc = atomic_load_explicit(&r->rx_cons, memory_order_relaxed);
+		const uint8_t *next = r->rx_map + RING_HDR + rc % RING_DATA;
+
+		/* The lines the next record will be in, fetched together with the
+		 * producer index instead of after it: one cache miss when a frame
+		 * comes, not two in a row (a hint: nothing is read from them here). */
+		__builtin_prefetch(next);
+		__builtin_prefetch(next + 64);
+		if (atomic_load_explicit(&r->rx->prod, memory_order_acquire) != rc)
+			return true;
+	}
 	return c->ring_tx_on && (cons || atomic_load_explicit(&r->want_cons, memory_order_relaxed)) &&
 	       atomic_load_explicit(&r->tx->cons, memory_order_acquire) !=
 		       atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
