@@ -305,6 +305,57 @@ static void test_shmring__off_with_RVERBS_SOFT_SHM_RING_0(void **state)
 	off_by_env("RVERBS_SOFT_SHM_RING");
 }
 
+/* a's ring to b is full (b has no receive WR for the SEND at its head) when a
+ * terminates the connection (b's WRITE names a bad rkey): a's TERMINATE goes
+ * over TCP and b takes it after the frames its ring holds, once receives
+ * come. b's WRITE fails with the TERMINATE's status, not with the end of
+ * the stream (retry exceeded) as when the TERMINATE was lost. */
+static void test_shmring__terminate_over_tcp_when_the_ring_is_full(void **state)
+{
+	const uint32_t len = 4096, sends = 20; /* 4 KiB frames: 15 fill the 64 KiB ring */
+	struct side a, b;
+	uint32_t recvs = 0, flushed = 0;
+	bool write_done = false;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	wait_rings(&a, &b);
+	for (uint32_t i = 0; i < sends; i++)
+		post_send(&a, RV_WR_SEND, 0, len, 0, 0, i);
+	/* b's WRITE reaches a through b's ring; a answers with a TERMINATE. */
+	post_send(&b, RV_WR_RDMA_WRITE, 0, 8, (uint64_t)(uintptr_t)a.buf, rv_mr_rkey(a.mr) ^ 0x5a5a5a5au, 99);
+	for (uint32_t i = 0; i < sends; i++) {
+		wc = poll_one_within(a.cq, GUARD_MS);
+		assert_int_equal(wc.wr_id, i);
+		assert_int_not_equal(wc.status, RV_WC_SUCCESS); /* a's QP failed first */
+	}
+	assert_int_equal(qp_state(a.qp), RV_QPS_ERR);
+	/* Now b's receives: the SENDs in the ring, then the TERMINATE. */
+	for (uint32_t i = 0; i < BUF / len; i++)
+		post_recv(&b, i * len, len, 1000 + i);
+	while (!write_done) {
+		wc = poll_one_within(b.cq, GUARD_MS);
+		if (wc.wr_id == 99) {
+			assert_int_equal(wc.status, RV_WC_REM_ACCESS_ERR);
+			write_done = true;
+		} else if (wc.status == RV_WC_SUCCESS) {
+			assert_int_equal(wc.wr_id, 1000 + recvs);
+			assert_int_equal(flushed, 0);
+			recvs++;
+		} else {
+			assert_int_equal(wc.status, RV_WC_WR_FLUSH_ERR);
+			flushed++;
+		}
+	}
+	assert_true(recvs > 0 && recvs < sends); /* what the ring held */
+	assert_int_equal(qp_state(b.qp), RV_QPS_ERR);
+	side_close(&a);
+	side_close(&b);
+}
+
 enum scribble { BAD_LENGTH, BAD_FRAME, BAD_PRODUCER };
 
 /* What soft0 logged about the ring and the TERMINATE (progress or polling thread). */
@@ -414,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_shmring__frames_without_crc_and_corrupt_still_caught),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_0),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_RING_0),
+		cmocka_unit_test(test_shmring__terminate_over_tcp_when_the_ring_is_full),
 		cmocka_unit_test(test_shmring__hostile_record_length),
 		cmocka_unit_test(test_shmring__hostile_frame_bytes),
 		cmocka_unit_test(test_shmring__hostile_producer_index),

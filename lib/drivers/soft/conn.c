@@ -273,6 +273,8 @@ void soft_conn_detach(struct soft_qp *q, bool graceful)
 		}
 		q->term_pending = false;
 	}
+	if (graceful && c->state == CONN_UP && c->ring_tx_on)
+		soft_shmring_closing(q, c); /* a TERMINATE the ring has no room for goes over TCP */
 	if (graceful && c->state == CONN_UP)
 		conn_closing(c);
 	else

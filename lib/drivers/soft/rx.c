@@ -801,10 +801,20 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 			return;
 		}
 		if (RV_UNLIKELY(c->ring_rx_on)) {
-			/* After the switch to the ring (shmring.c) nothing comes over TCP. */
-			responder_error(q, &f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
-					RV_WC_WR_FLUSH_ERR);
-			return;
+			/* After the switch to the ring (shmring.c) nothing comes over TCP
+			 * but a TERMINATE the ring had no room for when the peer closed:
+			 * taken after what the ring holds (waits while a SEND there waits
+			 * for a receive WR). */
+			if (f.opcode != RV_RDMAP_TERMINATE) {
+				responder_error(q, &f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+						RV_WC_WR_FLUSH_ERR);
+				return;
+			}
+			if (!soft_shmring_drain(q, c)) {
+				if (q->conn != c)
+					return; /* failed on a ring frame: detached */
+				break;          /* stalled: resumed with the next receive WR */
+			}
 		}
 		/* A large WRITE or SEND came buffered: read only up to the next
 		 * header from now on, so that the next one can be placed (place.c). */

@@ -749,6 +749,42 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	ring_rx(q, c, true);
 }
 
+/* The connection closes (soft_conn_detach, graceful): a TERMINATE the ring
+ * has no room for (its consumer is slow or waits for a receive WR) goes over
+ * TCP instead of being lost when the linger time ends. The frames framed
+ * before it belong to WRs that failed with the QP: they are dropped. The
+ * peer takes it after what its ring holds (soft_shmring_drain). */
+void soft_shmring_closing(struct soft_qp *q, struct soft_conn *c)
+{
+	size_t n = q->term_len;
+
+	if (!c->ring || !c->ring_tx_on || c->ring->broken)
+		return;
+	soft_shmring_flush(c); /* the room the consumer freed since */
+	if (n == 0 || c->tx_len - c->tx_off < n || memcmp(c->tx + c->tx_len - n, q->term, n) != 0)
+		return; /* no TERMINATE waits: it is in the ring, or there is none */
+	memmove(c->tx, c->tx + c->tx_len - n, n);
+	c->tx_off = 0;
+	c->tx_len = n;
+	c->ring_tcp_end = n;
+	rv_log(RV_LOG_INFO, "soft0: QP 0x%x: the shared-memory ring to QP 0x%x is full: its TERMINATE goes "
+	       "over TCP", q->qpn, q->peer_qpn);
+}
+
+bool soft_shmring_drain(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+
+	/* Bounded: a ring holds at most RING_DATA / 8 records, RING_BUDGET a pass. */
+	for (uint32_t i = 0; i <= RING_DATA / 8 / RING_BUDGET && q->conn == c && !c->rx_stalled; i++) {
+		if (atomic_load_explicit(&r->rx->prod, memory_order_acquire) ==
+		    atomic_load_explicit(&r->rx_cons, memory_order_relaxed))
+			return true;
+		ring_rx(q, c, true);
+	}
+	return q->conn == c && !c->rx_stalled;
+}
+
 static void set_sleeping(struct soft_ctx *sc, uint32_t v)
 {
 	for (uint32_t i = 0; i < sc->n_rings; i++) {

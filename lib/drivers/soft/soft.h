@@ -723,6 +723,13 @@ void soft_shmring_poller(struct soft_ctx *sc, bool busy);
 void soft_shmring_wake(struct soft_ctx *sc);
 /* The progress thread is about to sleep timeout ms: the timeout to use. */
 int soft_shmring_sleep(struct soft_ctx *sc, int timeout);
+/* conn.c: q's connection closes gracefully (its TERMINATE, if any, is in
+ * c->tx): what the ring has no room for goes over TCP (q->lock held). */
+void soft_shmring_closing(struct soft_qp *q, struct soft_conn *c);
+/* rx.c: a TERMINATE came over TCP after the switch: consume what the ring
+ * holds first. false: the QP failed meanwhile, or a SEND there waits for a
+ * receive WR (the TERMINATE waits too). */
+bool soft_shmring_drain(struct soft_qp *q, struct soft_conn *c);
 /* c leaves the context's ring list (conn_kill, sc->lock held). */
 void soft_shmring_drop(struct soft_conn *c);
 /* Unmap and close (soft_conn_free). */
