@@ -2,7 +2,8 @@
  * Completion channels and completion modes on soft0, through the public API:
  * an event after a SEND with the channel's descriptor readable in epoll,
  * solicited-only arming, timeouts, the close cascade (channel -> CQs -> QPs)
- * with unacknowledged events, rv_cq_wait in its three modes, and the errors
+ * with unacknowledged events, rv_cq_wait in its three modes, a confirmation
+ * READ's response left for an answer that never comes, and the errors
  * (event mode without a channel, closed and NULL handles).
  */
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
@@ -389,6 +391,72 @@ static void spin_then_block_waits_then_channel(void **state)
 	waits_then_channel(RV_CQ_WAIT_SPIN_THEN_BLOCK);
 }
 
+/* A signalled SEND carries a confirmation READ; a poller or blocked waiter
+ * that receives it leaves the READ response for the application's answer
+ * (soft0: conn.c, defer_responses). When the application never answers,
+ * the sender's completion must still come: after a poller that stops
+ * (the progress thread takes the stream back) and while the receiver
+ * blocks in rv_cq_wait again (sent before it sleeps). */
+static void send_completion(struct pair *p, uint64_t wr_id)
+{
+	rv_wc wc;
+	int rc = 0;
+
+	for (int i = 0; i < 100000 && rc == 0; i++) {
+		rc = rv_cq_poll(p->cq_a, &wc, 1);
+		if (rc == 0)
+			usleep(100);
+	}
+	assert_int_equal(rc, 1);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, wr_id);
+}
+
+static void deferred_response_without_an_answer(void **state)
+{
+	struct pair p;
+	struct waiter w = {.p = &p};
+	pthread_t t;
+	rv_wc wc;
+	int rc = 0;
+
+	(void)state;
+	/* Over TCP: the same-host rings confirm without READs. */
+	assert_int_equal(setenv("RVERBS_SOFT_SHM", "0", 1), 0);
+	pair_open(&p);
+	assert_int_equal(unsetenv("RVERBS_SOFT_SHM"), 0);
+	/* Busy poller: a few empty polls make it read the stream itself. */
+	post_recv(&p, 70);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 0);
+	post_send_nowait(&p, 7);
+	for (int i = 0; i < 100000 && rc == 0; i++)
+		rc = rv_cq_poll(p.cq_b, &wc, 1);
+	assert_int_equal(rc, 1);
+	assert_int_equal(wc.wr_id, 70);
+	/* b neither answers nor polls again. */
+	send_completion(&p, 7);
+
+	/* Blocked waiter: receives one SEND, then waits again without answering. */
+	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_EVENT, 0), 0);
+	post_recv(&p, 80);
+	post_recv(&p, 81);
+	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
+	usleep(20000);
+	post_send_nowait(&p, 8);
+	pthread_join(t, NULL);
+	assert_int_equal(w.n, 1);
+	assert_int_equal(w.wc.wr_id, 80);
+	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
+	send_completion(&p, 8); /* while b sleeps in its second wait */
+	post_send_nowait(&p, 9); /* releases it */
+	pthread_join(t, NULL);
+	assert_int_equal(w.n, 1);
+	assert_int_equal(w.wc.wr_id, 81);
+	send_completion(&p, 9);
+	pair_close(&p);
+}
+
 static void close_cascades_and_unacked_events_do_not_hang(void **state)
 {
 	struct pair p;
@@ -485,6 +553,7 @@ int main(void)
 		cmocka_unit_test(blocking_wait_with_a_stalled_receive),
 		cmocka_unit_test(blocking_waits_then_channel),
 		cmocka_unit_test(spin_then_block_waits_then_channel),
+		cmocka_unit_test(deferred_response_without_an_answer),
 		cmocka_unit_test(close_cascades_and_unacked_events_do_not_hang),
 		cmocka_unit_test(errors),
 	};
