@@ -305,6 +305,40 @@ static void test_shmring__off_with_RVERBS_SOFT_SHM_RING_0(void **state)
 	off_by_env("RVERBS_SOFT_SHM_RING");
 }
 
+/* The SEND comes before its receive WR (it waits at the head of the ring);
+ * the receive posted while b busy-polls resumes it (the poller's next ring
+ * pass, no wake-up of the progress thread), in order, data right. */
+static void test_shmring__receive_posted_after_the_send(void **state)
+{
+	struct side a, b;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	wait_rings(&a, &b);
+	for (unsigned i = 0; i < 20; i++) {
+		int64_t until = now_ms() + 2;
+
+		fill(a.buf, SMALL, i);
+		post_send(&a, RV_WR_SEND, 0, SMALL, 0, 0, i);
+		while (now_ms() < until) /* b's poller finds the SEND and no receive WR */
+			assert_int_equal(rv_cq_poll(b.cq, &wc, 1), 0);
+		post_recv(&b, 1024, 1024, 100 + i);
+		wc = poll_one_within(b.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 100 + i);
+		assert_int_equal(wc.byte_len, SMALL);
+		assert_memory_equal(b.buf + 1024, a.buf, SMALL);
+		wc = poll_one_within(a.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, i);
+	}
+	side_close(&a);
+	side_close(&b);
+}
+
 /* a's ring to b is full (b has no receive WR for the SEND at its head) when a
  * terminates the connection (b's WRITE names a bad rkey): a's TERMINATE goes
  * over TCP and b takes it after the frames its ring holds, once receives
@@ -465,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_shmring__frames_without_crc_and_corrupt_still_caught),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_0),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_RING_0),
+		cmocka_unit_test(test_shmring__receive_posted_after_the_send),
 		cmocka_unit_test(test_shmring__terminate_over_tcp_when_the_ring_is_full),
 		cmocka_unit_test(test_shmring__hostile_record_length),
 		cmocka_unit_test(test_shmring__hostile_frame_bytes),

@@ -655,8 +655,9 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 		if (atomic_load(&q->state) == RV_QPS_ERR) {
 			flush_posted(q);
 			soft_qp_check_overflow(q);
-		} else if (q->conn && q->conn->rx_stalled && !q->kick) {
-			/* Rare path: a SEND is waiting for exactly this. */
+		} else if (q->conn && q->conn->rx_stalled && !q->kick && !soft_shmring_resume(q->conn)) {
+			/* Rare path: a SEND is waiting for exactly this (on a ring the
+			 * next ring pass resumes it, unless the progress thread sleeps). */
 			q->kick = true;
 			soft_kick(q->sc);
 		}

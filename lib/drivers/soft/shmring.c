@@ -138,6 +138,9 @@ struct soft_shmring {
 	bool tx_nocrc; /* the peer takes our ring frames without CRC (its ANSWER said so) */
 	bool rx_nocrc; /* we take the peer's ring frames without CRC (we answered so) */
 	_Atomic bool broken;
+	/* A receive WR came for the SEND that stalled this ring (post_recv, q->lock):
+	 * the next pass of a poller or of the progress thread resumes it. */
+	_Atomic bool resume;
 	_Atomic bool progressed; /* the peer showed progress: retry.c's clock, set by the progress thread */
 	uint64_t stat[SOFT_RING_NSTATS];
 };
@@ -749,6 +752,21 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c)
 	ring_rx(q, c, true);
 }
 
+bool soft_shmring_resume(struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+
+	if (!r || !c->ring_rx_on)
+		return false;
+	atomic_store_explicit(&r->resume, true, memory_order_relaxed);
+	/* Against soft_shmring_sleep, which sets "sleeping" and then looks at
+	 * the rings (ring_ready sees `resume`): either it sees the flag, or we
+	 * see it asleep and kick it. Awake, it passes within a millisecond (a
+	 * poller sooner). */
+	atomic_thread_fence(memory_order_seq_cst);
+	return !atomic_load_explicit(&c->sc->ring_sleeping, memory_order_relaxed);
+}
+
 /* The connection closes (soft_conn_detach, graceful): a TERMINATE the ring
  * has no room for (its consumer is slow or waits for a receive WR) goes over
  * TCP instead of being lost when the linger time ends. The frames framed
@@ -805,6 +823,8 @@ static bool ring_ready(const struct soft_conn *c, bool cons)
 
 	if (r->broken)
 		return false;
+	if (c->ring_rx_on && c->rx_stalled && atomic_load_explicit(&r->resume, memory_order_relaxed))
+		return true;
 	if (c->ring_rx_on && !c->rx_stalled) {
 		uint32_t rc = atomic_load_explicit(&r->rx_cons, memory_order_relaxed);
 		const uint8_t *next = r->rx_map + RING_HDR + rc % RING_DATA;
@@ -859,7 +879,13 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 		if (!ring_ready(c, awake))
 			continue;
 		pthread_mutex_lock(&q->lock);
-		if (q->conn == c) {
+		if (q->conn == c && c->rx_stalled && atomic_exchange(&c->ring->resume, false)) {
+			/* As run_kicks: what TCP brought (a TERMINATE after the switch), then the ring. */
+			c->rx_stalled = false;
+			soft_rx_process(q, c);
+			if (q->conn == c)
+				soft_tx_push(q);
+		} else if (q->conn == c) {
 			ring_rx(q, c, awake || atomic_load_explicit(&c->ring->want_cons, memory_order_relaxed));
 			if (q->conn == c && tx_work(q, c))
 				soft_tx_push(q); /* READ responses, a TERMINATE, what waited for room */

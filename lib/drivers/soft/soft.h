@@ -215,7 +215,7 @@ struct soft_ctx {
 	uint32_t n_rings, cap_rings;
 	_Atomic uint32_t rings_live;   /* n_rings, readable without the lock */
 	_Atomic int64_t ring_poll_at;  /* µs: a poller last looked at the rings */
-	bool ring_sleeping;            /* "sleeping" is set in every ring (progress thread asleep) */
+	_Atomic bool ring_sleeping;    /* "sleeping" is set in every ring (progress thread asleep) */
 	bool auth;                 /* auth.c: connections must prove the shared secret */
 	uint8_t auth_key[64];      /* the secret (hashed when longer than 64 bytes, as HMAC does) */
 	size_t auth_key_len;
@@ -723,6 +723,10 @@ void soft_shmring_poller(struct soft_ctx *sc, bool busy);
 void soft_shmring_wake(struct soft_ctx *sc);
 /* The progress thread is about to sleep timeout ms: the timeout to use. */
 int soft_shmring_sleep(struct soft_ctx *sc, int timeout);
+/* qp.c: a receive WR came for the SEND that stalled c's ring (q->lock held):
+ * true when the next ring pass resumes it, false when the progress thread
+ * sleeps and must be kicked. */
+bool soft_shmring_resume(struct soft_conn *c);
 /* conn.c: q's connection closes gracefully (its TERMINATE, if any, is in
  * c->tx): what the ring has no room for goes over TCP (q->lock held). */
 void soft_shmring_closing(struct soft_qp *q, struct soft_conn *c);
