@@ -191,6 +191,7 @@ static void *progress(void *arg)
 	struct soft_ctx *sc = arg;
 	struct epoll_event ev[64];
 	int64_t next_timer = soft_now_ms() + 100;
+	int64_t last_look = soft_now_us(); /* µs: the last pass that took sc->lock */
 
 	for (;;) {
 		int64_t now = soft_now_ms(), now_us = soft_now_us();
@@ -224,7 +225,20 @@ static void *progress(void *arg)
 
 		if (n <= 0 && spinning && now < next_timer && !rings)
 			continue; /* spin without the lock: nothing to do */
-		pthread_mutex_lock(&sc->lock);
+		/* Only a look for streams to hand back while a poller or waiter
+		 * holds the lock, serving streams right now: look again later
+		 * rather than wait for it (its unlock would then cost it a futex
+		 * wake, and this thread a CPU it shares). A kick or a handback
+		 * request writes the eventfd (n > 0); a look still takes the lock
+		 * at least every SOFT_WAIT_HANDBACK_MS. */
+		if (n <= 0 && !rings && now < next_timer && !atomic_load(&sc->kicked) &&
+		    !atomic_load(&sc->handback) && now_us - last_look < SOFT_WAIT_HANDBACK_MS * 1000) {
+			if (pthread_mutex_trylock(&sc->lock) != 0)
+				continue;
+		} else {
+			pthread_mutex_lock(&sc->lock);
+		}
+		last_look = now_us;
 		if (sc->stop) {
 			pthread_mutex_unlock(&sc->lock);
 			break;
