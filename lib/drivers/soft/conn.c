@@ -887,7 +887,9 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 				return;
 			}
 			soft_rx_process(q, c);
-			if (r == 0)
+			/* A read that took less than it asked for emptied the socket:
+			 * the next one would only say EAGAIN (epoll reports new bytes). */
+			if (r == 0 || c->rx_drained)
 				break;
 		}
 		if (q->conn == c)

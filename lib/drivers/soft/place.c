@@ -228,6 +228,7 @@ static ssize_t place_recv(struct soft_qp *q, struct soft_conn *c)
 		return r.err == EAGAIN || r.err == EWOULDBLOCK ? 0 : -1;
 	if (r.n == 0)
 		return -1;
+	c->rx_drained = (size_t)r.n < r.len + r.ahead_len;
 	pl->crc = r.sum;
 	if ((size_t)r.n > r.len) {
 		c->rx_len += (size_t)r.n - r.len; /* read ahead: the payload is complete */
@@ -280,6 +281,7 @@ ssize_t soft_place_read(struct soft_qp *q, struct soft_conn *c)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
 	if (n == 0)
 		return -1;
+	c->rx_drained = (size_t)n < room;
 	c->rx_len += (size_t)n;
 	return n;
 }

@@ -274,6 +274,7 @@ struct soft_conn {
 	size_t tx_off, tx_len;
 	bool tx_full;            /* tx.c: a direct send left part of its frame: frame no more data until tx drains */
 	bool tx_blocked;         /* the socket refused bytes (EAGAIN): no send until EPOLLOUT (on_up) */
+	bool rx_drained;         /* place.c: the last read took less than it asked for: the socket is empty */
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
 	/* fault.c: set under the QP's lock by the sending thread, read by the
 	 * progress thread's timers without it: atomic. */
