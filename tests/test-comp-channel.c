@@ -492,6 +492,108 @@ static void close_cascades_and_unacked_events_do_not_hang(void **state)
 	pair_close(&p);
 }
 
+/*
+ * A sender that waits with rv_cq_wait while its socket is full: soft0's
+ * blocked waiter then watches the socket for room and sends the frames that
+ * waited itself (the progress thread stays out), and switching to busy
+ * polling between rounds hands that back. 48 WRITEs of 1 MiB in flight (far
+ * more than the socket holds), every one signalled; each round's last WRITE
+ * lands whole. Environment RVERBS_SOFT_SHM=0: over TCP, not the same-host
+ * path.
+ */
+static void blocked_sender_waits_for_room(void **state)
+{
+	enum { LEN = 1 << 20, N = 48 };
+	static const int modes[] = {RV_CQ_WAIT_EVENT, RV_CQ_WAIT_POLL, RV_CQ_WAIT_SPIN_THEN_BLOCK, RV_CQ_WAIT_EVENT};
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+	rv_pd *pd = NULL;
+	rv_comp_channel *ch = NULL;
+	rv_cq *cq_a = NULL, *cq_b = NULL;
+	rv_qp *a = NULL, *b = NULL;
+	rv_mr *src = NULL, *dst = NULL;
+	rv_qp_init_attr qa;
+	rv_cq_attr ca;
+	rv_endpoint ea, eb;
+	uint8_t *s;
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
+	unsetenv("RVERBS_SOFT_SHM");
+	rv_device_unref(dev);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_comp_channel_new(ctx, NULL, &ch), 0);
+	memset(&ca, 0, sizeof(ca));
+	ca.mask = RV_CQ_ATTR_CHANNEL | RV_CQ_ATTR_CQE;
+	ca.channel = ch;
+	ca.cqe = 2 * N;
+	assert_int_equal(rv_cq_new(ctx, &ca, &cq_a), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq_b), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.cap.max_send_wr = N;
+	qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.send_cq = cq_a;
+	assert_int_equal(rv_qp_new(pd, &qa, &a), 0);
+	qa.send_cq = cq_b;
+	assert_int_equal(rv_qp_new(pd, &qa, &b), 0);
+	assert_int_equal(rv_mr_alloc(pd, LEN, RV_ACCESS_LOCAL_WRITE, NULL, &src), 0);
+	assert_int_equal(rv_mr_alloc(pd, LEN, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &dst), 0);
+	assert_int_equal(rv_qp_endpoint(a, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b, &eb), 0);
+	assert_int_equal(rv_qp_connect(a, &eb), 0);
+	assert_int_equal(rv_qp_connect(b, &ea), 0);
+	s = rv_mr_addr(src);
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		rv_sge g = {.addr = (uint64_t)(uintptr_t)s, .length = LEN, .lkey = rv_mr_lkey(src)};
+		int done = 0;
+
+		assert_int_equal(rv_cq_set_wait_mode(cq_a, modes[m], 1000), 0);
+		for (size_t i = 0; i < LEN; i++)
+			s[i] = (uint8_t)(i * 3 + (i >> 12) + m * 41);
+		for (int k = 0; k < N; k++) {
+			rv_send_wr wr;
+			size_t np = 0;
+
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = (uint64_t)k;
+			wr.sg_list = &g;
+			wr.num_sge = 1;
+			wr.opcode = RV_WR_RDMA_WRITE;
+			wr.send_flags = RV_SEND_SIGNALED;
+			wr.remote_addr = (uint64_t)(uintptr_t)rv_mr_addr(dst);
+			wr.rkey = rv_mr_rkey(dst);
+			assert_int_equal(rv_qp_post_send(a, &wr, 1, &np), 0);
+		}
+		while (done < N) {
+			rv_wc wc[16];
+			int n = rv_cq_wait(cq_a, wc, 16, 20000); /* hang guard */
+
+			assert_true(n > 0);
+			for (int i = 0; i < n; i++) {
+				assert_int_equal(wc[i].status, RV_WC_SUCCESS);
+				assert_int_equal(wc[i].wr_id, (uint64_t)(done + i));
+			}
+			done += n;
+		}
+		assert_memory_equal(rv_mr_addr(dst), s, LEN);
+	}
+	rv_qp_unref(a);
+	rv_qp_unref(b);
+	rv_mr_unref(src);
+	rv_mr_unref(dst);
+	rv_cq_unref(cq_a);
+	rv_cq_unref(cq_b);
+	rv_comp_channel_unref(ch);
+	rv_pd_unref(pd);
+	assert_int_equal(rv_context_close(ctx), 0);
+	rv_context_unref(ctx);
+}
+
 static void errors(void **state)
 {
 	struct pair p;
@@ -555,6 +657,7 @@ int main(void)
 		cmocka_unit_test(spin_then_block_waits_then_channel),
 		cmocka_unit_test(deferred_response_without_an_answer),
 		cmocka_unit_test(close_cascades_and_unacked_events_do_not_hang),
+		cmocka_unit_test(blocked_sender_waits_for_room),
 		cmocka_unit_test(errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,7 +51,8 @@ static void update_events(struct soft_conn *c)
 		break;
 	case CONN_UP:
 		/* A polled stream is read by its poller (soft_conn_poll): no wake-up per frame. */
-		want = (c->rx_stalled || c->polled ? 0 : EPOLLIN) | (c->tx_len > c->tx_off ? EPOLLOUT : 0);
+		want = (c->rx_stalled || c->polled ? 0 : EPOLLIN) |
+		       (c->tx_len > c->tx_off && !c->out_waited ? EPOLLOUT : 0);
 		break;
 	case CONN_DEAD:
 		return;
@@ -204,6 +205,7 @@ static void unpoll(struct soft_conn *c)
 		c->polled = false;
 		atomic_fetch_sub_explicit(&c->sc->n_polled, 1, memory_order_relaxed);
 	}
+	c->out_waited = false; /* EPOLLOUT is the progress thread's again */
 }
 
 /* Out of epoll and the live list; freed by the progress thread later. */
@@ -917,7 +919,7 @@ static bool defer_responses(const struct soft_qp *q, const struct soft_conn *c)
 	       atomic_load_explicit(&q->state, memory_order_relaxed) == RV_QPS_RTS;
 }
 
-void soft_conn_poll(struct soft_qp *q, int64_t now_us)
+void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 {
 	struct soft_conn *c = q->conn; /* changes under sc->lock, which the caller holds */
 	bool touched = false;
@@ -934,9 +936,11 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us)
 		return;
 	}
 	q->polled_at = now_us;
-	if (!c->polled) {
+	if (!c->polled || (c->out_waited && !waiter)) {
+		atomic_fetch_add_explicit(&c->sc->n_polled, !c->polled, memory_order_relaxed);
 		c->polled = true;
-		atomic_fetch_add_explicit(&c->sc->n_polled, 1, memory_order_relaxed);
+		/* A busy poller does not watch POLLOUT: the progress thread does. */
+		c->out_waited = c->out_waited && waiter;
 		update_events(c);
 	}
 	if (q->resp_deferred)
@@ -1005,21 +1009,29 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 	}
 }
 
-int soft_conn_wait_fd(struct soft_qp *q)
+int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 {
 	struct soft_conn *c;
 	int fd = -1;
 
+	*out = false;
 	pthread_mutex_lock(&q->lock);
 	c = q->conn;
 	if (c && q->resp_deferred)
 		soft_tx_push(q); /* the application waits without answering: send them now */
 	if (c && c->state == CONN_UP && !c->rx_stalled && !c->ring_rx_on) {
-		if (!c->polled) {
+		/* Frames wait for room (issue #8): this thread sends them when the
+		 * socket takes bytes again, not the progress thread, which would
+		 * contend with it for q->lock and the socket. */
+		bool w = c->tx_blocked && c->tx_len > c->tx_off && !c->ring_tx_on && !soft_fault_held(c);
+
+		if (!c->polled || w != c->out_waited) {
+			atomic_fetch_add_explicit(&c->sc->n_polled, !c->polled, memory_order_relaxed);
 			c->polled = true;
-			atomic_fetch_add_explicit(&c->sc->n_polled, 1, memory_order_relaxed);
+			c->out_waited = w;
 			update_events(c);
 		}
+		*out = w;
 		fd = c->fd;
 	} else if (c && c->polled && c->rx_stalled) {
 		/* When the receive resumes (run_kicks), the progress thread reads on. */
@@ -1028,6 +1040,16 @@ int soft_conn_wait_fd(struct soft_qp *q)
 	}
 	pthread_mutex_unlock(&q->lock);
 	return fd;
+}
+
+void soft_conn_wait_out(struct soft_qp *q)
+{
+	pthread_mutex_lock(&q->lock);
+	if (q->conn && q->conn->state == CONN_UP) {
+		q->conn->tx_blocked = false; /* POLLOUT: room again */
+		soft_tx_push(q);
+	}
+	pthread_mutex_unlock(&q->lock);
 }
 
 static void on_closing(struct soft_conn *c, uint32_t events)

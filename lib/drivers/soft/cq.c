@@ -351,7 +351,7 @@ static void poll_progress(struct soft_cq *c)
 		collect_qps(c);
 	if (c->n_qps <= SOFT_POLL_DIRECT_MAX && !sc->stop) {
 		for (uint32_t i = 0; i < c->n_qps; i++)
-			soft_conn_poll(c->qps[i], poll_stamp);
+			soft_conn_poll(c->qps[i], poll_stamp, false);
 	}
 	if ((c->n_qps > SOFT_POLL_DIRECT_MAX || c->has_ud) && (empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0)
 		soft_ctx_poll_progress(sc);
@@ -460,12 +460,13 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	r = c->tail != c->head; /* pushed before the arm: it did not fire */
 	pthread_mutex_unlock(&c->lock);
 	for (uint32_t i = 0; i < c->n_qps && !r; i++) {
-		int fd = soft_conn_wait_fd(c->qps[i]);
+		bool out;
+		int fd = soft_conn_wait_fd(c->qps[i], &out);
 		if (fd < 0)
 			continue;
 		qs[n] = c->qps[i];
 		pfd[n].fd = fd;
-		pfd[n].events = POLLIN;
+		pfd[n].events = (short)(POLLIN | (out ? POLLOUT : 0));
 		pfd[n].revents = 0;
 		n++;
 	}
@@ -502,9 +503,12 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	if (readable) {
 		pthread_mutex_lock(&sc->lock);
 		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
-			for (uint32_t i = 0; i < n; i++)
-				if (pfd[i].revents)
-					soft_conn_poll(qs[i], now);
+			for (uint32_t i = 0; i < n; i++) {
+				if (pfd[i].revents & POLLOUT)
+					soft_conn_wait_out(qs[i]); /* room for frames that waited */
+				if (pfd[i].revents & ~POLLOUT)
+					soft_conn_poll(qs[i], now, true);
+			}
 		}
 		pthread_mutex_unlock(&sc->lock);
 	}

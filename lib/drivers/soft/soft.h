@@ -275,6 +275,7 @@ struct soft_conn {
 	bool tx_full;            /* tx.c: a direct send left part of its frame: frame no more data until tx drains */
 	bool tx_blocked;         /* the socket refused bytes (EAGAIN): no send until EPOLLOUT (on_up) */
 	bool rx_drained;         /* place.c: the last read took less than it asked for: the socket is empty */
+	bool out_waited;         /* a blocked waiter watches POLLOUT (soft_conn_wait_fd): no EPOLLOUT for the progress thread */
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
 	/* fault.c: set under the QP's lock by the sending thread, read by the
 	 * progress thread's timers without it: atomic. */
@@ -643,15 +644,20 @@ bool soft_conn_flush(struct soft_conn *c);
 /* A busy poller reads q's stream itself (sc->lock held, takes q->lock): one
  * recv, then what the progress thread would do with the bytes; the stream
  * leaves epoll's EPOLLIN interest until soft_conn_handback. */
-void soft_conn_poll(struct soft_qp *q, int64_t now_us);
+void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter);
 /* Give polled streams back to epoll: those no poller served since
  * SOFT_POLL_HANDBACK_US, or all of them (progress thread, sc->lock). */
 void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all);
 /* soft_cq_block (sc->lock held): the socket a blocking waiter may read for q,
  * out of epoll's EPOLLIN interest like a polled stream; -1 when the waiter
  * cannot serve it (no connection up, a stalled receive, a ring): the stream
- * is then the progress thread's. */
-int soft_conn_wait_fd(struct soft_qp *q);
+ * is then the progress thread's. *out: the socket refused our bytes, so the
+ * waiter watches POLLOUT too and sends when there is room (as a blocking
+ * TCP send does), and the progress thread's EPOLLOUT is off meanwhile. */
+int soft_conn_wait_fd(struct soft_qp *q, bool *out);
+/* soft_cq_block (sc->lock held) when the socket soft_conn_wait_fd asked
+ * POLLOUT of became writable: push the QP's frames in the waiter's thread. */
+void soft_conn_wait_out(struct soft_qp *q);
 
 /* ---- auth.c: shared-secret authentication of connections ---- */
 #define SOFT_OP_AUTH 0xCu        /* private opcode: the initiator's MAC_I, first FPDU */
