@@ -217,13 +217,16 @@ int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
 	int want = solicited_only ? ARM_SOLICITED : ARM_ALL;
 	int cur = ARM_NONE;
 
-	/* Arming for all completions widens an armed solicited-only CQ; arming
-	 * solicited-only never narrows an armed CQ (as verbs). */
+	/* Under the lock: ordered against concurrent pushes (see
+	 * soft_cq_push_se), and against the last blocking waiter's disarm
+	 * (soft_cq_block), which would otherwise take this arm away if it came
+	 * between the arm and clearing wait_armed. The application's arm stays
+	 * when the last blocking waiter leaves. Arming for all completions
+	 * widens an armed solicited-only CQ; arming solicited-only never
+	 * narrows an armed CQ (as verbs). */
+	pthread_mutex_lock(&c->lock);
 	if (!atomic_compare_exchange_strong(&c->armed, &cur, want) && want == ARM_ALL)
 		atomic_store(&c->armed, ARM_ALL);
-	/* Order the arm against concurrent pushes (see soft_cq_push_se). The
-	 * application's arm stays when the last blocking waiter leaves. */
-	pthread_mutex_lock(&c->lock);
 	c->wait_armed = false;
 	pthread_mutex_unlock(&c->lock);
 	/* The application is about to sleep: streams a poller was reading go
