@@ -224,6 +224,7 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
  * sent from the registered memory with one sendmsg (send_direct). */
 #define SOFT_TX_BATCH_FRAMES 8u
 #define SOFT_TX_BATCH_BYTES (SOFT_TXBUF / 2) /* what a partial send may leave in c->tx */
+#define SOFT_TX_SMALL_FIRST 4096u /* frames before a direct one sent first rather than copied behind */
 
 struct direct {
 	struct soft_conn *c;
@@ -430,8 +431,9 @@ static bool emit_direct(struct soft_qp *q, struct soft_conn *c, struct soft_swqe
 static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *w)
 {
 	uint32_t chunk;
-	uint8_t *buf = c->tx + c->tx_len;
+	uint8_t *buf;
 	size_t off;
+	bool direct;
 
 	if (c->shm_push && !q->uc && !w->inl && q->tx_off == 0 && w->length >= SOFT_SHM_MIN &&
 	    (w->opcode == RV_WR_RDMA_WRITE || (w->opcode == RV_WR_SEND && !(w->flags & RV_SEND_SOLICITED))))
@@ -440,13 +442,22 @@ static bool emit_data(struct soft_qp *q, struct soft_conn *c, struct soft_swqe *
 	    soft_ext_refused(q, w))
 		return false;
 	chunk = chunk_at(c, w, q->tx_off);
-	if (!w->inl && c->tx_len == 0 && chunk >= SOFT_TX_DIRECT_MIN && !c->ring && !soft_fault_held(c) &&
-	    !atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
-	    !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed))
+	direct = !w->inl && chunk >= SOFT_TX_DIRECT_MIN && !c->ring && !soft_fault_held(c) &&
+		 !atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
+		 !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed);
+	/* Only small frames wait before it (the confirmation READ request every
+	 * SOFT_CONFIRM_EVERY WRs, READ responses): send them first rather than
+	 * copy this payload and the next ones behind them (issue #8: one 64 KiB
+	 * WRITE in seven went through c->tx that way). */
+	if (direct && c->tx_len > c->tx_off && c->tx_len - c->tx_off <= SOFT_TX_SMALL_FIRST && !c->tx_blocked &&
+	    !soft_conn_flush(c))
+		return false; /* the connection broke: the progress thread sees it */
+	if (direct && c->tx_len == 0)
 		/* Nothing waits before it: send it from the registered memory itself,
 		 * without copying the payload into c->tx (unless the socket leaves
 		 * part of it). Fault injection and the rings take the copy path. */
 		return emit_direct(q, c, w);
+	buf = c->tx + c->tx_len;
 	off = data_head(q, w, q->tx_off, chunk, buf);
 	if (w->inl) {
 		memcpy(buf + off, w->inline_data + q->tx_off, chunk);
