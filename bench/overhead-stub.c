@@ -12,6 +12,37 @@ static int stub_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
+/* What stub_post_send_seen saw: WRs over all calls, those with
+ * IBV_SEND_INLINE, and those whose other fields differ from the first. */
+static struct stub_seen seen;
+static struct ibv_send_wr seen_first;
+
+/* A post_send that records, for the check before the loops (not timed). */
+static int stub_post_send_seen(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	for (; wr; wr = wr->next) {
+		if (seen.wrs++ == 0)
+			seen_first = *wr;
+		seen.inline_wrs += !!(wr->send_flags & IBV_SEND_INLINE);
+		seen.other_wrs += wr->wr_id != seen_first.wr_id || wr->opcode != seen_first.opcode ||
+				  wr->send_flags != seen_first.send_flags || wr->num_sge != 1 ||
+				  wr->sg_list[0].addr != seen_first.sg_list[0].addr ||
+				  wr->sg_list[0].length != seen_first.sg_list[0].length ||
+				  wr->wr.rdma.remote_addr != seen_first.wr.rdma.remote_addr ||
+				  wr->wr.rdma.rkey != seen_first.wr.rdma.rkey;
+	}
+	return 0;
+}
+
+struct stub_seen stub_record_sends(struct stub *s, bool on)
+{
+	struct stub_seen r = seen;
+
+	s->ctx_empty.ops.post_send = on ? stub_post_send_seen : stub_post_send;
+	memset(&seen, 0, sizeof(seen));
+	return r;
+}
+
 static int stub_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	return 0;

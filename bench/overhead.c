@@ -315,6 +315,7 @@ static void make_handles(void)
 	q->state = RV_QPS_RTS;
 	q->cap = (rv_qp_cap){.max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1, .max_recv_sge = 1,
 			     .max_inline_data = 64};
+	q->inline_below = rv_inline_below(q->cap.max_inline_data); /* as the driver sets it with cap */
 	cq_empty = c[0];
 	cq_one = c[1];
 	qp = q;
@@ -342,6 +343,32 @@ static void make_handles(void)
 		ichain[i] = iwr;
 		ichain[i].next = i + 1 < BATCH ? &ichain[i + 1] : NULL;
 		rarray[i] = rwr;
+	}
+}
+
+/* The rows compare like with like only if the provider is given the same
+ * WR both ways: a signalled 64-byte WRITE with IBV_SEND_INLINE (a QP whose
+ * inline limit was left unset would post the rverbs rows without it, and
+ * they would measure another operation). Checked once before the loops. */
+static void check_same_wr(void)
+{
+	struct stub_seen ibv, rv;
+	struct ibv_send_wr *bad;
+
+	stub_record_sends(&stub, true);
+	ibv_post_send(&stub.qp, &iwr, &bad);
+	ibv_post_send(&stub.qp, ichain, &bad);
+	ibv = stub_record_sends(&stub, true);
+	rv_qp_post_send(qp, &rwr, 1, NULL);
+	rv_qp_post_send(qp, &rwr_inl, 1, NULL);
+	rv_qp_post_send(qp, rarray, BATCH, NULL);
+	rv = stub_record_sends(&stub, false);
+	if (ibv.wrs != BATCH + 1 || rv.wrs != BATCH + 2 || ibv.inline_wrs != ibv.wrs || rv.inline_wrs != rv.wrs ||
+	    ibv.other_wrs || rv.other_wrs) {
+		fprintf(stderr, "overhead: the provider was not given the same inline WRITE both ways "
+			"(libibverbs: %lu WRs, %lu inline, %lu different; rverbs: %lu, %lu, %lu)\n",
+			ibv.wrs, ibv.inline_wrs, ibv.other_wrs, rv.wrs, rv.inline_wrs, rv.other_wrs);
+		exit(1);
 	}
 }
 
@@ -509,6 +536,7 @@ int main(int argc, char **argv)
 	}
 	stub_init(&stub);
 	make_handles();
+	check_same_wr();
 	if (only) {
 		rc = run_only(only, n);
 		free_handles();

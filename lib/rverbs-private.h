@@ -99,6 +99,10 @@ struct rv_qp {
 	int (*post_send_one)(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 	int (*post_recv)(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 	void *drv_qp;
+	/* rv_inline_below(cap.max_inline_data), set with cap by a driver that
+	 * decides inline on its data path (the libibverbs driver): the
+	 * automatic-inline rule as one compare of the payload length. */
+	uint32_t inline_below;
 	struct rv_context *ctx;
 	struct rv_pd *pd;
 	struct rv_cq *send_cq;
@@ -155,6 +159,18 @@ static inline uint64_t rv_send_wr_length(const rv_send_wr *wr)
 	for (uint32_t i = 0; i < wr->num_sge; i++)
 		n += wr->sg_list[i].length;
 	return n;
+}
+
+/* Payloads shorter than this fit a QP whose max_inline_data is max_inline:
+ * max_inline + 1, or 0 (nothing fits) when the QP has no inline room, so
+ * that rv_send_wr_inline's "length <= max_inline_data, and the QP has inline
+ * room" is one unsigned compare. A limit of UINT32_MAX (no device has one)
+ * is taken as UINT32_MAX - 1. */
+static inline uint32_t rv_inline_below(uint32_t max_inline)
+{
+	if (max_inline == 0)
+		return 0;
+	return max_inline == UINT32_MAX ? UINT32_MAX : max_inline + 1;
 }
 
 /* Whether a send WR goes inline: the caller asked, or it fits the QP's

@@ -158,6 +158,7 @@ int main(void)
 	qp.drv_qp = &iqp;
 	qp.qp_type = RV_QPT_RC;
 	qp.cap.max_inline_data = 64;
+	qp.inline_below = rv_inline_below(qp.cap.max_inline_data); /* as the driver sets it */
 	cq.drv_cq = &icq;
 	for (int k = 0; k < BATCH; k++)
 		batch[k] = (rv_send_wr){ .wr_id = (uint64_t)k, .sg_list = &sge, .num_sge = 1,

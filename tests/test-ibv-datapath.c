@@ -154,6 +154,7 @@ static int setup(void **state)
 	qp.state = RV_QPS_RTS;
 	qp.cap = (rv_qp_cap){ .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1,
 			      .max_recv_sge = 1, .max_inline_data = 32 };
+	qp.inline_below = rv_inline_below(qp.cap.max_inline_data); /* as the driver sets it */
 	memset(&cq, 0, sizeof(cq));
 	cq.drv_cq = &fake_ibcq;
 	cq.ctx = &fake_rvctx;
@@ -294,6 +295,112 @@ static void test_ibv_datapath__post_send_batches_of_16_in_order(void **state)
 	}
 }
 
+/* A batch on a connected QP is built chunk by chunk while its WRs are
+ * WRITEs and SENDs of one SGE with libibverbs flags; a WR of another kind in
+ * the second chunk hands the rest, from that chunk's start, to the general
+ * path: every WR reaches the provider once, in order, with the flags and
+ * immediate each gets alone, and the counts and messages name WRs by their
+ * index in the caller's array. */
+static void test_ibv_datapath__post_send_batch_falls_back_from_its_chunk(void **state)
+{
+	enum { N = 36 };
+	rv_send_wr w[N];
+	size_t posted = 999;
+	int dummy;
+
+	(void)state;
+	make_send(w, N, 8);
+	for (size_t i = 0; i < N; i++) {
+		w[i].opcode = i % 4 == 1 ? RV_WR_RDMA_WRITE_WITH_IMM : i % 4 == 3 ? RV_WR_SEND_WITH_IMM
+			    : i % 4 == 2 ? RV_WR_SEND : RV_WR_RDMA_WRITE;
+		w[i].imm_data = 0x0a0b0c00u + (uint32_t)i;
+		w[i].remote_addr = 0x7000 + i;
+		sges[i].length = i % 3 == 0 ? 33 : 32; /* every third above max_inline_data 32 */
+	}
+	w[5].send_flags |= RV_SEND_INLINE; /* the caller's inline, as it is */
+	sges[5].length = 40;
+	w[18].opcode = RV_WR_RDMA_READ; /* second chunk: the general path from WR 16 */
+	assert_int_equal(post_send(&qp, w, N, &posted), 0);
+	assert_int_equal(posted, N);
+	assert_int_equal(mock.seen, N);
+	assert_int_equal(mock.calls, 3);
+	assert_int_equal(mock.chain_len[0], 16);
+	assert_int_equal(mock.chain_len[1], 16);
+	assert_int_equal(mock.chain_len[2], 4);
+	for (size_t i = 0; i < N; i++) {
+		unsigned want = IBV_SEND_SIGNALED;
+
+		if (i == 5 || (i != 18 && sges[i].length <= 32))
+			want |= IBV_SEND_INLINE;
+		assert_int_equal(mock.wr_ids[i], 100 + i);
+		assert_int_equal(mock.flags[i], want);
+		assert_int_equal(mock.raddrs[i], 0x7000 + i);
+		assert_ptr_equal(mock.sg_lists[i], &sges[i]);
+		if (w[i].opcode == RV_WR_RDMA_WRITE_WITH_IMM || w[i].opcode == RV_WR_SEND_WITH_IMM)
+			assert_int_equal(mock.imm_be[i], htobe32(w[i].imm_data));
+	}
+	assert_int_equal(mock.opcodes[18], IBV_WR_RDMA_READ);
+
+	/* A WR the driver refuses in the second chunk: the first chunk and
+	 * the WRs of the second before it are posted, the message names it
+	 * by its index in the array. */
+	setup(NULL);
+	make_send(w, N, 8);
+	w[20].opcode = RV_WR_BIND_MW;
+	assert_int_equal(post_send(&qp, w, N, &posted), -EOPNOTSUPP);
+	assert_int_equal(posted, 20);
+	assert_int_equal(mock.seen, 20);
+	assert_non_null(strstr(rv_error_last(), "WR 20 (BIND_MW)"));
+
+	setup(NULL);
+	make_send(w, N, 8);
+	w[33].reserved_next = &dummy;
+	assert_int_equal(post_send(&qp, w, N, &posted), -EINVAL);
+	assert_int_equal(posted, 33);
+	assert_int_equal(mock.seen, 33);
+	assert_non_null(strstr(rv_error_last(), "WR 33 has reserved_next"));
+}
+
+/* A QP without inline room sends nothing inline by itself, on every path;
+ * the caller's RV_SEND_INLINE still goes through. */
+static void test_ibv_datapath__no_inline_room_no_automatic_inline(void **state)
+{
+	rv_send_wr w[20];
+	size_t posted;
+
+	(void)state;
+	qp.cap.max_inline_data = 0;
+	qp.inline_below = rv_inline_below(0);
+	make_send(w, 20, 0);
+	w[3].send_flags |= RV_SEND_INLINE;
+	w[4].opcode = RV_WR_SEND_WITH_IMM;
+	assert_int_equal(post_send(&qp, w, 20, &posted), 0);
+	assert_int_equal(post_send(&qp, &w[0], 1, &posted), 0);
+	assert_int_equal(post_send(&qp, &w[4], 1, &posted), 0);
+	assert_int_equal(mock.seen, 22);
+	for (size_t i = 0; i < 22; i++)
+		assert_int_equal(mock.flags[i], i == 3 ? IBV_SEND_SIGNALED | IBV_SEND_INLINE : IBV_SEND_SIGNALED);
+}
+
+/* rv_inline_below: the automatic-inline rule (length <= max_inline_data, and
+ * some inline room) as one compare. */
+static void test_ibv_datapath__inline_below_is_the_rule(void **state)
+{
+	static const uint32_t limits[] = {0, 1, 32, 220, UINT32_MAX - 1};
+	static const uint32_t lengths[] = {0, 1, 31, 32, 33, 220, 221, UINT32_MAX - 1};
+
+	(void)state;
+	for (size_t a = 0; a < sizeof(limits) / sizeof(limits[0]); a++)
+		for (size_t b = 0; b < sizeof(lengths) / sizeof(lengths[0]); b++) {
+			bool rule = limits[a] != 0 && lengths[b] <= limits[a];
+
+			assert_int_equal(lengths[b] < rv_inline_below(limits[a]), rule);
+		}
+	/* The one value it cannot express: a payload of 4 GiB - 1 on a QP
+	 * claiming that much inline room goes by reference. */
+	assert_int_equal(rv_inline_below(UINT32_MAX), UINT32_MAX);
+}
+
 static void test_ibv_datapath__post_send_inline_when_it_fits(void **state)
 {
 	rv_send_wr w[3];
@@ -395,6 +502,7 @@ static void test_ibv_datapath__post_send_as_is_when_nothing_to_translate(void **
 		w.opcode = cases[i].opcode;
 		w.send_flags = cases[i].flags;
 		qp.cap.max_inline_data = cases[i].max_inline;
+		qp.inline_below = rv_inline_below(cases[i].max_inline);
 		assert_int_equal(post_send(&qp, &w, 1, &posted), 0);
 		assert_int_equal(posted, 1);
 		assert_int_equal(mock.flags[i], cases[i].ibv_flags);
@@ -658,6 +766,13 @@ int main(void)
 		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_mixed_batch_as_each_alone,
 							 setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_inline_when_it_fits, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__post_send_batch_falls_back_from_its_chunk, setup),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_batch_falls_back_from_its_chunk,
+							 setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_setup(test_ibv_datapath__no_inline_room_no_automatic_inline, setup),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__no_inline_room_no_automatic_inline,
+							 setup_connected, teardown_connected, NULL),
+		cmocka_unit_test(test_ibv_datapath__inline_below_is_the_rule),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_one_wr_each_path, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_as_is_when_nothing_to_translate, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__reserved_next_is_refused, setup),

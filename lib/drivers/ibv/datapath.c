@@ -152,13 +152,14 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 	return (size_t)(out - chain);
 }
 
-/* The rest of a batch, or a WR the one-WR path does not take: translated into
- * chains of RV_IBV_BATCH on the stack. */
-static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv_send_wr *wrs,
-						      size_t n, size_t *n_posted)
+/* The WRs of wrs from done on (those before it are posted), or a WR the
+ * one-WR path does not take: translated into chains of RV_IBV_BATCH on the
+ * stack. */
+static __attribute__((noinline)) int post_send_chains_from(struct rv_qp *qp, const rv_send_wr *wrs,
+							   size_t n, size_t *n_posted, size_t done)
 {
 	struct ibv_send_wr chain[RV_IBV_BATCH];
-	size_t done = 0, sink;
+	size_t sink;
 
 	if (!n_posted) /* the caller's NULL, passed through (driver.c) */
 		n_posted = &sink;
@@ -192,6 +193,79 @@ static __attribute__((noinline)) int post_send_chains(struct rv_qp *qp, const rv
 	return 0;
 }
 
+static int post_send_chains(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	return post_send_chains_from(qp, wrs, n, n_posted, 0);
+}
+
+/*
+ * A batch on a connected QP, while its WRs are WRITEs and SENDs (with or
+ * without immediate) of one SGE, with libibverbs flags (RV_SEND_INLINE
+ * allowed) and reserved_next NULL: each chunk of RV_IBV_BATCH is checked
+ * and built in one loop that tests nothing else, then posted with one call.
+ * A WR of another kind hands the array, from the start of its chunk
+ * (nothing of that chunk posted yet), to post_send_chains_from. The test
+ * of a WR is one load, mask and OR (batch_not_buildable) and its SGE count;
+ * the build is a block copy with next, the inline bit (one compare with
+ * inline_below) and, for the two opcodes with one, the immediate patched
+ * in. What is needed after a post is kept in the frame, not in callee-saved
+ * registers (saving and restoring them costs more than reloading it once
+ * per chunk).
+ */
+static __attribute__((noinline)) int post_send_batch(struct rv_qp *qp, const rv_send_wr *wrs, size_t n,
+						     size_t *n_posted)
+{
+	struct {
+		struct ibv_send_wr chain[RV_IBV_BATCH], *bad;
+		struct rv_qp *qp;
+		const rv_send_wr *wrs;
+		size_t *n_posted, n, done, k;
+	} f;
+	int rc;
+
+	/* Every way out below but success sets *n_posted again. */
+	if (n_posted) /* may be NULL (driver.c) */
+		*n_posted = n;
+	f.qp = qp;
+	f.wrs = wrs;
+	f.n_posted = n_posted;
+	f.n = n;
+	f.done = 0;
+	do {
+		size_t k = f.n - f.done < RV_IBV_BATCH ? f.n - f.done : RV_IBV_BATCH;
+		const rv_send_wr *wr = f.wrs + f.done, *end = wr + k;
+
+		f.k = k;
+		struct ibv_send_wr *out = f.chain;
+		uint32_t below = f.qp->inline_below;
+
+		do { /* k >= 1 */
+			if (RV_UNLIKELY(batch_not_buildable(wr) || wr->num_sge != 1))
+				return post_send_chains_from(f.qp, f.wrs, f.n, f.n_posted, f.done);
+			rv_ibv_send_wr_copy(wr, out);
+			out->next = out + 1;
+			if (wr->sg_list[0].length < below)
+				out->send_flags |= IBV_SEND_INLINE;
+			if (wr->opcode & 1)
+				out->imm_data = htobe32(wr->imm_data);
+			out++;
+		} while (++wr != end);
+		out[-1].next = NULL;
+		rc = ibv_post_send(f.qp->drv_qp, f.chain, &f.bad);
+		/* The empty asm says the call may have changed f: the
+		 * compiler reloads what it needs from the frame. */
+		__asm__ __volatile__("" : "+m"(f));
+		if (RV_UNLIKELY(rc != 0)) {
+			size_t i = f.done + bad_index(f.chain, f.bad, sizeof(f.chain[0]), f.k);
+
+			if (f.n_posted)
+				*f.n_posted = i;
+			return send_failed(f.qp, &f.wrs[i], i, rv_ibv_errno(rc));
+		}
+		f.done += f.k;
+	} while (f.done < f.n);
+	return 0;
+}
 
 /* A WRITE or SEND the caller marked inline, with libibverbs flags only
  * (RV_SEND_INLINE set, nothing outside RV_IBV_SEND_FLAGS_PASSED besides),
@@ -204,6 +278,26 @@ static inline uint64_t not_as_is_inline(const rv_send_wr *wr)
 	memcpy(&w, &wr->opcode, sizeof(w));
 	return ((w & OP_FLAGS(~(uint32_t)RV_WR_SEND, ~RV_IBV_SEND_FLAGS_PASSED)) ^
 		OP_FLAGS(0, RV_SEND_INLINE)) | (uintptr_t)wr->reserved_next;
+}
+
+/* (num_sge, opcode) as one 8-byte word (adjacent 32-bit fields, translate.c). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SGE_OP(nsge, op) ((uint64_t)(op) << 32 | (uint32_t)(nsge))
+#else
+#define SGE_OP(nsge, op) ((uint64_t)(nsge) << 32 | (uint32_t)(op))
+#endif
+
+/* Zero for one SGE and a WRITE or SEND without immediate (opcodes 0 and 2),
+ * with reserved_next NULL: one load, mask, flip and OR, as above but on the
+ * (num_sge, opcode) word, whose mask differs from the one above (with the
+ * same mask the compiler would keep it in a register for both tests, one
+ * move more on the as-is post). The flags are tested apart. */
+static inline uint64_t not_one_sge_write_or_send(const rv_send_wr *wr)
+{
+	uint64_t w;
+
+	memcpy(&w, &wr->num_sge, sizeof(w));
+	return ((w & SGE_OP(~0u, ~(uint32_t)RV_WR_SEND)) ^ SGE_OP(1, 0)) | (uintptr_t)wr->reserved_next;
 }
 
 /* Zero for a WRITE or SEND with or without immediate (opcodes 0 to 3) whose
@@ -260,34 +354,46 @@ static inline __attribute__((always_inline)) int post_send_entry(struct rv_qp *q
 								 size_t n, size_t *n_posted, bool any)
 {
 	struct send_frame f;
-	uint32_t fl, max;
 
-	if (RV_UNLIKELY(any && (n != 1 || qp->qp_type == RV_QPT_UD)))
+	if (RV_UNLIKELY(any && (n != 1 || qp->qp_type == RV_QPT_UD))) {
+		if (n > 1 && qp->qp_type != RV_QPT_UD)
+			return post_send_batch(qp, wrs, n, n_posted);
 		return post_send_chains(qp, wrs, n, n_posted);
+	}
 	/* A WRITE or SEND the caller marked inline, with libibverbs flags
 	 * only: the caller's WR is the libibverbs WR (rverbs/qp.h,
 	 * translate.c), nothing to build. ibv_post_send() does not write
 	 * through it; the cast only drops the const its prototype lacks. */
 	if (RV_LIKELY(!not_as_is_inline(wrs)))
 		return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
-	/* Read reserved_next again here rather than keep it in a register
+	/* Read reserved_next again below rather than keep it in a register
 	 * from the test above, so that the test above reads it from memory
 	 * in one instruction with the OR. */
 	__asm__ __volatile__("" ::: "memory");
-	/* A WRITE or SEND (with or without immediate) with libibverbs flags,
-	 * one SGE, reserved_next NULL: the usual WR whose inline bit rverbs
-	 * decides, found with the same kind of one-word test. It goes inline
-	 * when it fits; otherwise, without immediate data (host order in
-	 * rverbs), as it is. */
+	/* A WRITE or SEND without immediate, one SGE, reserved_next NULL,
+	 * libibverbs flags without inline: the usual WR whose inline bit
+	 * rverbs decides. It goes inline when its length is below the QP's
+	 * inline_below (one compare), as it is otherwise. */
+	if (RV_LIKELY(!not_one_sge_write_or_send(wrs) &&
+		      !(wrs->send_flags & ~RV_IBV_SEND_FLAGS_PASSED))) {
+		if (RV_LIKELY(wrs->sg_list[0].length < qp->inline_below)) {
+			/* The caller's WR (reserved_next, NULL, becomes
+			 * next) with the inline bit set in the copy. */
+			rv_ibv_send_wr_copy(wrs, &f.w);
+			f.w.send_flags |= IBV_SEND_INLINE;
+			return post_send_one(qp, &f.w, wrs, n_posted, &f);
+		}
+		return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
+	}
+	/* reserved_next read again below too, for the same reason. */
+	__asm__ __volatile__("" ::: "memory");
+	/* The same with immediate data (host order in rverbs): built on the
+	 * stack, inline when it fits. */
 	if (RV_LIKELY(!not_plain_write_or_send(wrs) && wrs->num_sge == 1)) {
-		fl = wrs->send_flags;
-		max = qp->cap.max_inline_data;
-		if (max && wrs->sg_list[0].length <= max)
-			rv_ibv_send_wr_fill(wrs, fl | IBV_SEND_INLINE, NULL, &f.w);
-		else if (wrs->opcode & 1)
-			rv_ibv_send_wr_fill(wrs, fl, NULL, &f.w);
-		else
-			return post_send_one(qp, (struct ibv_send_wr *)(uintptr_t)wrs, wrs, n_posted, &f);
+		rv_ibv_send_wr_copy(wrs, &f.w);
+		if (wrs->sg_list[0].length < qp->inline_below)
+			f.w.send_flags |= IBV_SEND_INLINE;
+		f.w.imm_data = htobe32(wrs->imm_data);
 		return post_send_one(qp, &f.w, wrs, n_posted, &f);
 	}
 	if (RV_UNLIKELY(wrs->reserved_next)) /* post_send_chains says why */

@@ -363,6 +363,7 @@ int rv_ibv_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 		 * inline limit in particular may exceed the request, and
 		 * rv_send_wr_inline() relies on it. */
 		rv_ibv_qp_cap_from_ibv(&init.cap, &qp->cap);
+		qp->inline_below = rv_inline_below(qp->cap.max_inline_data);
 		return 0;
 	}
 	err = errno ? errno : ENOMEM;

@@ -104,6 +104,17 @@ static inline void rv_ibv_send_wr_plain(uint32_t max_inline, const rv_send_wr *i
  * field): wr_id up to and including wr.rdma.rkey. */
 #define RV_IBV_SEND_WR_PREFIX (offsetof(struct ibv_send_wr, wr.rdma.rkey) + sizeof(uint32_t))
 
+/* The caller's WR copied as one block into out (a few vector moves instead
+ * of a load and a store per field): next is the caller's reserved_next, the
+ * flags and the immediate are the caller's. The empty asm makes the compiler
+ * forget what it copied, so that a patch of send_flags after it is one
+ * read-modify-write of out's memory, not a reload from in and a store. */
+static inline void rv_ibv_send_wr_copy(const rv_send_wr *in, struct ibv_send_wr *out)
+{
+	memcpy(out, in, RV_IBV_SEND_WR_PREFIX);
+	__asm__("" : "+m"(*out));
+}
+
 /* rv_ibv_send_wr_plain with the libibverbs send flags f already decided: the
  * caller's WR copied as one block (a few vector moves instead of a load and
  * a store per field), then next, the flags and, for the two opcodes that
