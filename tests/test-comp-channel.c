@@ -391,12 +391,11 @@ static void spin_then_block_waits_then_channel(void **state)
 	waits_then_channel(RV_CQ_WAIT_SPIN_THEN_BLOCK);
 }
 
-/* A signalled SEND carries a confirmation READ; a poller or blocked waiter
- * that receives it leaves the READ response for the application's answer
- * (soft0: conn.c, defer_responses). When the application never answers,
- * the sender's completion must still come: after a poller that stops
- * (the progress thread takes the stream back) and while the receiver
- * blocks in rv_cq_wait again (sent before it sleeps). */
+/* A signalled SEND carries a confirmation READ (soft0); the receiver's
+ * READ response must not wait for the application's answer (an earlier
+ * soft0 held it back, see its README): when the application never answers,
+ * the sender's completion must still come, after a poller that stops and
+ * while the receiver blocks in rv_cq_wait again. */
 static void send_completion(struct pair *p, uint64_t wr_id)
 {
 	rv_wc wc;

@@ -901,24 +901,6 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 		update_events(c);
 }
 
-/*
- * A poller or a blocked waiter (soft_conn_poll) just completed a receive and
- * the only thing to send is READ responses (the peer's confirmation READs:
- * tx.c): they wait for the application's answer, which it is about to post
- * (rv_qp_post_send's soft_tx_push frames them first, in one send() with it),
- * instead of costing a send() of their own here and the peer a wake-up of
- * its own for them. Whoever serves the stream next sends them if the
- * application did not: its next poll (soft_conn_poll), its next blocking
- * wait (soft_conn_wait_fd), the progress thread when it takes the stream back
- * (soft_conn_handback) or at its next timer tick (soft_conn_timers).
- */
-static bool defer_responses(const struct soft_qp *q, const struct soft_conn *c)
-{
-	return q->ird_head != q->ird_tail && !q->term_pending && !q->need_rtr && q->sq_tx == q->sq_tail &&
-	       c->tx_len == 0 && !c->rx_stalled && !c->ring && !c->shm_send_ctl &&
-	       atomic_load_explicit(&q->state, memory_order_relaxed) == RV_QPS_RTS;
-}
-
 void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 {
 	struct soft_conn *c = q->conn; /* changes under sc->lock, which the caller holds */
@@ -943,13 +925,10 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 		c->out_waited = c->out_waited && waiter;
 		update_events(c);
 	}
-	if (q->resp_deferred)
-		soft_tx_push(q); /* the application did not send since: the responses go alone */
 	/* One recv per poll, as a busy-polling TCP application does; more only
 	 * while there is more (bounded, like on_up). */
 	for (int round = 0; round < 16 && q->conn == c && !c->rx_stalled; round++) {
 		ssize_t n = soft_place_read(q, c);
-		uint32_t msgs = q->rx_msgs;
 		bool more;
 
 		if (n == 0)
@@ -966,11 +945,11 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 		soft_rx_process(q, c);
 		if (q->conn != c)
 			break;
-		if (soft_tx_idle(q) || (!more && q->rx_msgs != msgs && defer_responses(q, c))) {
-			/* Nothing to send, or READ responses that wait: our own
-			 * completions (a READ response confirmed our SENDs) still
-			 * go to the CQ now. */
-			q->resp_deferred = q->ird_head != q->ird_tail;
+		if (soft_tx_idle(q)) {
+			/* Nothing to send: our own completions (a READ response
+			 * confirmed our SENDs) still go to the CQ now. READ
+			 * responses are never held back for the application's
+			 * answer: see the soft README, "Not done yet". */
 			soft_sq_complete(q);
 			soft_qp_check_overflow(q);
 		} else {
@@ -1000,8 +979,6 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 		if (c->qp)
 			pthread_mutex_lock(&c->qp->lock);
 		unpoll(c);
-		if (c->qp && c->qp->resp_deferred && c->qp->conn == c)
-			soft_tx_push(c->qp); /* READ responses its poller left (defer_responses) */
 		/* Level-triggered: bytes that arrived meanwhile are reported at once. */
 		update_events(c);
 		if (c->qp)
@@ -1017,8 +994,6 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 	*out = false;
 	pthread_mutex_lock(&q->lock);
 	c = q->conn;
-	if (c && q->resp_deferred)
-		soft_tx_push(q); /* the application waits without answering: send them now */
 	if (c && c->state == CONN_UP && !c->rx_stalled && !c->ring_rx_on) {
 		/* Frames wait for room (issue #8): this thread sends them when the
 		 * socket takes bytes again, not the progress thread, which would
@@ -1159,8 +1134,6 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 			if (q->conn && q->sq_tx == q->sq_tail && q->sq_tx != q->sq_covered) {
 				q->confirm_late = true;
 				soft_tx_push(q);
-			} else if (q->conn && q->resp_deferred) {
-				soft_tx_push(q); /* READ responses a poller left (defer_responses) */
 			}
 			pthread_mutex_unlock(&q->lock);
 		}

@@ -295,7 +295,6 @@ static void reset_queues(struct soft_qp *q)
 {
 	q->sq_head = q->sq_tx = q->sq_tail = q->sq_confirmed = q->sq_covered = 0;
 	q->any_sig = false;
-	q->resp_deferred = false;
 	q->tx_off = 0;
 	q->rq_head = q->rq_tail = 0;
 	q->srq_have = false; /* to RESET: a WR being filled is discarded, as verbs does */

@@ -417,10 +417,8 @@ struct soft_qp {
 	bool conn_failed;   /* setup failed while in RTR: ERR follows the move to RTS */
 	bool kick;          /* rx stalled and a receive was posted (under q->lock) */
 	bool confirm_late;  /* unsignalled WRs waited a timer tick for their confirmation: ask now */
-	bool resp_deferred; /* READ responses wait for our next send (tx.c, soft_conn_poll) */
 	bool any_sig;       /* last_sig names a WR (tx.c, confirm_now) */
 	uint32_t last_sig;  /* SQ index of the newest signalled WR other than a READ */
-	uint32_t rx_msgs;   /* receive WRs consumed (srq.c): did a batch complete a receive? */
 	bool cq_overflow;   /* one of its CQs overflowed: the QP goes to ERR */
 	int64_t polled_at;  /* µs: a poller last read its stream (sc->lock) */
 

@@ -223,7 +223,6 @@ struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
 
 void soft_rq_consume(struct soft_qp *q)
 {
-	q->rx_msgs++;
 	if (q->srq)
 		q->srq_have = false;
 	else

@@ -625,7 +625,6 @@ void soft_tx_push(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
 
-	q->resp_deferred = false; /* whatever waits goes now (fill: responses first) */
 	if (c && c->state != CONN_DEAD && c->state != CONN_CLOSING) {
 		bool again = true;
 
