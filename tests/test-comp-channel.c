@@ -411,7 +411,7 @@ static void send_completion(struct pair *p, uint64_t wr_id)
 	assert_int_equal(wc.wr_id, wr_id);
 }
 
-static void deferred_response_without_an_answer(void **state)
+static void send_completes_without_an_answer(void **state)
 {
 	struct pair p;
 	struct waiter w = {.p = &p};
@@ -654,7 +654,7 @@ int main(void)
 		cmocka_unit_test(blocking_wait_with_a_stalled_receive),
 		cmocka_unit_test(blocking_waits_then_channel),
 		cmocka_unit_test(spin_then_block_waits_then_channel),
-		cmocka_unit_test(deferred_response_without_an_answer),
+		cmocka_unit_test(send_completes_without_an_answer),
 		cmocka_unit_test(close_cascades_and_unacked_events_do_not_hang),
 		cmocka_unit_test(blocked_sender_waits_for_room),
 		cmocka_unit_test(errors),
