@@ -187,7 +187,9 @@ bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
 	int armed;
 
 	pthread_mutex_lock(&c->lock);
-	if (c->tail - c->head > c->mask) {
+	/* An overflowed CQ stays in error (as a NIC's): nothing more enters it,
+	 * not even into room a poll made since (the flushes of its QPs). */
+	if (c->tail - c->head > c->mask || atomic_load_explicit(&c->overflow, memory_order_relaxed)) {
 		if (!atomic_exchange(&c->overflow, true))
 			soft_event_post(cq->ctx->drv_ctx, RV_EVENT_CQ_ERR, &cq->obj);
 		ok = false;
