@@ -441,7 +441,18 @@ static void mac(const char *label, const uint8_t ni[16], const uint8_t nr[16], c
 	rv_hmac_sha256(secret_a, strlen(secret_a), p, 4, out);
 }
 
-/* The MPA request with our nonce; returns its length in req. */
+/* The request's MAC_Q: HMAC(secret, "rverbs-auth-Q" || N_i || ids). */
+static void mac_q(const uint8_t ni[16], const struct target *t, uint8_t out[32])
+{
+	uint8_t ids[44];
+	struct rv_hmac_part p[3] = {{"rverbs-auth-Q", 13}, {ni, 16}, {ids, 44}};
+
+	put_id(ids, t->ep.gid, FAKE_PORT, FAKE_QPN);
+	put_id(ids + 22, t->ep.gid, t->ep.lid, t->ep.qpn);
+	rv_hmac_sha256(secret_a, strlen(secret_a), p, 3, out);
+}
+
+/* The MPA request with our nonce and its MAC_Q; returns its length in req. */
 static size_t make_request(const struct target *t, const uint8_t ni[16], uint8_t *req, size_t cap)
 {
 	uint8_t pd[RV_SOFT_CPD_LEN + AUTH_EXT_LEN];
@@ -459,6 +470,7 @@ static size_t make_request(const struct target *t, const uint8_t ni[16], uint8_t
 	memset(pd + RV_SOFT_CPD_LEN, 0, AUTH_EXT_LEN);
 	memcpy(pd + RV_SOFT_CPD_LEN, "RAU1", 4);
 	memcpy(pd + RV_SOFT_CPD_LEN + 8, ni, 16);
+	mac_q(ni, t, pd + RV_SOFT_CPD_LEN + 24);
 	return (size_t)rv_wire_mpa_encode(req, cap, &f);
 }
 
@@ -688,6 +700,77 @@ static void test_soft_auth__no_block_gets_reject_9(void **state)
 	side_close(&t.s);
 }
 
+/* The reply on fd is an MPA reject with this reason. */
+static bool rejected_with(int fd, uint32_t reason)
+{
+	uint8_t reply[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN];
+	struct rv_mpa_frame r;
+	struct rv_soft_cpd rc;
+
+	return recv_some(fd, reply, sizeof(reply)) == sizeof(reply) &&
+	       rv_wire_mpa_decode(reply, sizeof(reply), &r) > 0 && (r.flags & RV_MPA_FLAG_REJECT) &&
+	       rv_wire_cpd_decode(r.pd, r.pd_len, &rc) > 0 && rc.reason == reason;
+}
+
+/* Issue 16, item 3: a request for a QP still in INIT holds nothing unless it
+ * proves the secret (MAC_Q): one with a made-up proof is rejected at once,
+ * a copy of a held request too; a copy of a request that is no longer held
+ * waits beside the real peer's, and at RTR only the real peer answers the
+ * challenge and gets the QP. */
+static void test_soft_auth__unproven_request_holds_nothing(void **state)
+{
+	struct target t;
+	uint8_t ni_copy[16], ni_real[16], nr[16], mr[32], mi[32], req[256], buf[512];
+	size_t len;
+	int bogus, copy, dup, real;
+
+	(void)state;
+	side_open(&t.s, secret_a);
+	assert_int_equal(rv_qp_endpoint(t.s.qp, &t.ep), 0);
+	assert_int_equal(rv_qp_to_init(t.s.qp, NULL), 0);
+	memset(ni_copy, 0x42, sizeof(ni_copy));
+	memset(ni_real, 0x24, sizeof(ni_real));
+
+	/* A dummy block (the MAC of another secret): refused, nothing held. */
+	len = make_request(&t, ni_copy, req, sizeof(req));
+	req[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN + 30] ^= 1;
+	bogus = raw_connect(&t);
+	assert_int_equal(send(bogus, req, len, MSG_NOSIGNAL), (ssize_t)len);
+	assert_true(rejected_with(bogus, RV_SOFT_REJECT_AUTH));
+	close(bogus);
+
+	/* A recorded request parks; the same request again is refused. */
+	len = make_request(&t, ni_copy, req, sizeof(req));
+	copy = raw_connect(&t);
+	assert_int_equal(send(copy, req, len, MSG_NOSIGNAL), (ssize_t)len);
+	dup = raw_connect(&t);
+	assert_int_equal(send(dup, req, len, MSG_NOSIGNAL), (ssize_t)len);
+	assert_true(rejected_with(dup, RV_SOFT_REJECT_AUTH));
+	close(dup);
+
+	/* The real peer's request is not refused because of the copy. */
+	len = make_request(&t, ni_real, req, sizeof(req));
+	real = raw_connect(&t);
+	assert_int_equal(send(real, req, len, MSG_NOSIGNAL), (ssize_t)len);
+	target_arm(&t); /* to RTR and RTS: both requests get their challenge */
+	assert_true(read_reply(real, nr, mr));
+	mac("rverbs-auth-I", ni_real, nr, &t, mi);
+	len = auth_frame(mi, buf, sizeof(buf));
+	len += write_frame(&t, 0x77, buf + len, sizeof(buf) - len);
+	len += send_frame(buf + len, sizeof(buf) - len);
+	assert_int_equal(rv_qp_recv(t.s.qp, NULL, 77), 0);
+	assert_int_equal(send(real, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+	expect_send_received(&t);
+	assert_true(all_bytes(t.s.buf, 0x77, 64));
+	/* The copy got a challenge it cannot answer; it is closed. */
+	assert_true(read_reply(copy, nr, mr));
+	assert_true(closed_by_peer(copy));
+	close(copy);
+	assert_int_equal(rv_qp_state_of(t.s.qp), RV_QPS_RTS);
+	close(real);
+	side_close(&t.s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -701,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_soft_auth__no_block_gets_reject_9),
 		cmocka_unit_test(test_soft_auth__replay_rejected),
 		cmocka_unit_test(test_soft_auth__bad_proof_or_data_first),
+		cmocka_unit_test(test_soft_auth__unproven_request_holds_nothing),
 	};
 
 	/* The passive side of a refused connection fails its work after the setup limit. */

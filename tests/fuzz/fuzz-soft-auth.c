@@ -24,7 +24,7 @@
  *    another (longer) one leaves no trace of it.
  *
  * Layout (lib/drivers/soft/README.md, "Authentication"): after the 44-byte
- * rverbs private data, optionally a same-host block ("RSH1", 32 bytes), then
+ * rverbs private data, optionally a same-host block ("RSH2", 32 bytes), then
  * the auth block: "RAU1", kind (0 request, 1 reply), 3 bytes of padding, a
  * 16-byte nonce and a 32-byte MAC (56 bytes). Anything else there: no block.
  *
@@ -63,7 +63,7 @@ static int expected_find(const uint8_t *pd, size_t len, bool reply, size_t *at)
 {
 	size_t off = CPD_LEN;
 
-	if (off + 4 <= len && memcmp(pd + off, "RSH1", 4) == 0)
+	if (off + 4 <= len && memcmp(pd + off, "RSH2", 4) == 0)
 		off += SHM_LEN;
 	if (off + 4 > len || memcmp(pd + off, "RAU1", 4) != 0)
 		return 0;
@@ -129,7 +129,7 @@ static void check_block_roundtrip(struct reader *r, uint8_t flags)
 
 	take(r, pd, CPD_LEN);
 	if (with_shm) {
-		memcpy(pd + off, "RSH1", 4);
+		memcpy(pd + off, "RSH2", 4);
 		take(r, pd + off + 4, SHM_LEN - 4);
 		off += SHM_LEN;
 	}

@@ -56,7 +56,7 @@ static void seed(enum shape s, uint8_t secret_len_byte)
 	if (s == SHM_REPLY || s == TWO_SHM) {
 		buf[0] |= 2;
 		for (int k = 0; k < (s == TWO_SHM ? 2 : 1); k++) {
-			memcpy(buf + len, "RSH1", 4);
+			memcpy(buf + len, "RSH2", 4);
 			memset(buf + len + 4, 0x5c, SOFT_SHM_EXT_LEN - 4);
 			len += SOFT_SHM_EXT_LEN;
 		}

@@ -2,7 +2,12 @@
  * Mutual authentication of soft0 connections with a shared secret (README.md,
  * "Authentication"). Challenge-response carried by the MPA exchange:
  * 1. request: the initiator appends a block (magic "RAU1", kind 0) with a
- *    fresh 16-byte nonce N_i;
+ *    fresh 16-byte nonce N_i and MAC_Q = HMAC(secret, "rverbs-auth-Q" ||
+ *    N_i || ids), so that the responder holds no state (a request waiting
+ *    for its QP, a slot of the QP) for a peer that does not know the secret;
+ *    a copied request is the only way around that, and it repeats an N_i
+ *    (conn.c refuses a second request with the N_i of one it holds), and
+ *    cannot answer the challenge of step 2;
  * 2. reply: the responder appends its block (kind 1) with a fresh N_r and
  *    MAC_R = HMAC-SHA256(secret, "rverbs-auth-R" || N_i || N_r || ids);
  * 3. the initiator checks MAC_R and sends, as its first FPDU (before the RTR
@@ -68,6 +73,18 @@ void soft_auth_ids(uint8_t ids[SOFT_AUTH_IDS_LEN], const uint8_t igid[16], uint1
 	put_id(ids + 22, rgid, rport, rqpn);
 }
 
+void soft_auth_mac_request(const struct soft_ctx *sc, const uint8_t ni[SOFT_AUTH_NONCE_LEN],
+			   const uint8_t ids[SOFT_AUTH_IDS_LEN], uint8_t out[SOFT_AUTH_MAC_LEN])
+{
+	static const char lq[] = "rverbs-auth-Q";
+	struct rv_hmac_part parts[3] = {
+		{lq, sizeof(lq) - 1},
+		{ni, SOFT_AUTH_NONCE_LEN},
+		{ids, SOFT_AUTH_IDS_LEN},
+	};
+	rv_hmac_sha256(sc->auth_key, sc->auth_key_len, parts, 3, out);
+}
+
 size_t soft_auth_block_put(uint8_t *buf, bool reply, const uint8_t nonce[SOFT_AUTH_NONCE_LEN],
 			   const uint8_t *mac)
 {
@@ -95,7 +112,7 @@ int soft_auth_block_find(const uint8_t *pd, size_t len, bool reply, uint8_t nonc
 			memcpy(mac, x + 8 + SOFT_AUTH_NONCE_LEN, SOFT_AUTH_MAC_LEN);
 			return 1;
 		}
-		if (memcmp(x, "RSH1", 4) == 0 && off == RV_SOFT_CPD_LEN) {
+		if (memcmp(x, SOFT_SHM_EXT_MAGIC, 4) == 0 && off == RV_SOFT_CPD_LEN) {
 			off += SOFT_SHM_EXT_LEN;
 			continue;
 		}

@@ -28,6 +28,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,36 @@
 
 #include "sha256.h"
 #include "soft.h"
+
+/* A connection-setup warning: at most SOFT_SETUP_LOG_PER_S a second per
+ * context (a flood of bad requests must not become a flood of log lines);
+ * the next line that gets through says how many were left out. */
+RV_PRINTF(2, 3) static void setup_warn(struct soft_ctx *sc, const char *fmt, ...)
+{
+	int64_t now = soft_now_ms();
+	char msg[512];
+	va_list ap;
+
+	if (now - sc->setup_log_window_ms >= 1000) {
+		sc->setup_log_window_ms = now;
+		sc->setup_log_lines = 0;
+	}
+	if (sc->setup_log_lines >= SOFT_SETUP_LOG_PER_S) {
+		sc->setup_log_dropped++;
+		return;
+	}
+	sc->setup_log_lines++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (sc->setup_log_dropped) {
+		rv_log(RV_LOG_WARN, "%s (and %u more connection-setup warnings left out)", msg,
+		       sc->setup_log_dropped);
+		sc->setup_log_dropped = 0;
+	} else {
+		rv_log(RV_LOG_WARN, "%s", msg);
+	}
+}
 
 static void update_events(struct soft_conn *c)
 {
@@ -162,6 +194,7 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 	}
 	c->sc = sc;
 	c->fd = fd;
+	c->shm_pidfd = -1;
 	c->state = state;
 	c->fpdu_payload = SOFT_FPDU_PAYLOAD;
 	c->events = state == CONN_CONNECTING ? EPOLLOUT : EPOLLIN;
@@ -191,6 +224,7 @@ static void close_socket(int fd)
 void soft_conn_free(struct soft_conn *c)
 {
 	soft_shmring_free(c);
+	soft_shm_release(c);
 	if (c->fd >= 0)
 		close_socket(c->fd);
 	free(c->rx);
@@ -392,9 +426,11 @@ int soft_conn_start(struct soft_qp *q)
 	p.rtr = RV_SOFT_RTR_P2P | RV_SOFT_RTR_READ | RV_SOFT_RTR_WRITE;
 	c->crc = sc->crc_required;
 	if (sc->auth) {
-		uint8_t blk[SOFT_AUTH_EXT_LEN];
+		uint8_t blk[SOFT_AUTH_EXT_LEN], ids[SOFT_AUTH_IDS_LEN], mac[SOFT_AUTH_MAC_LEN];
 		rv_random_bytes(c->auth_ni, sizeof(c->auth_ni));
-		soft_auth_block_put(blk, false, c->auth_ni, NULL);
+		soft_auth_ids(ids, sc->gid, sc->port, q->qpn, q->peer_gid, q->peer_port, q->peer_qpn);
+		soft_auth_mac_request(sc, c->auth_ni, ids, mac);
+		soft_auth_block_put(blk, false, c->auth_ni, mac);
 		queue_mpa(c, false, c->crc ? RV_MPA_FLAG_CRC : 0, &p, blk);
 	} else {
 		queue_mpa(c, false, c->crc ? RV_MPA_FLAG_CRC : 0, &p, NULL);
@@ -431,8 +467,8 @@ static void reject(struct soft_conn *c, uint32_t reason)
 	struct rv_soft_cpd p;
 
 	if (reason >= RV_SOFT_REJECT_PROTOCOL)
-		rv_log(RV_LOG_WARN, "soft0: rejecting an MPA request for QP 0x%x from QP 0x%x: %s",
-		       c->req.dst_qpn, c->req.src_qpn, reject_reason(reason));
+		setup_warn(c->sc, "soft0: rejecting an MPA request for QP 0x%x from QP 0x%x: %s", c->req.dst_qpn,
+			   c->req.src_qpn, reject_reason(reason));
 
 	memset(&p, 0, sizeof(p));
 	memcpy(p.gid, c->sc->gid, 16);
@@ -442,6 +478,9 @@ static void reject(struct soft_conn *c, uint32_t reason)
 	p.reason = reason;
 	queue_mpa(c, true, (uint8_t)(RV_MPA_FLAG_REJECT | (c->sc->crc_required ? RV_MPA_FLAG_CRC : 0)), &p, NULL);
 	conn_closing(c);
+	/* Nothing of ours waits on it: it goes soon, and counts until then. */
+	if (c->state == CONN_CLOSING)
+		c->deadline = soft_now_ms() + SOFT_REJECT_LINGER_MS;
 }
 
 /* What both sides agreed on, recorded in the QP (either side). */
@@ -536,9 +575,9 @@ static void on_wait_auth(struct soft_conn *c)
 	if (n == 0 && r >= 0)
 		return;
 	if (n <= 0) {
-		rv_log(RV_LOG_WARN, "soft0: connection for QP 0x%x from QP 0x%x: authentication failed: the "
-		       "initiator %s before proving the shared secret (it has another secret?)",
-		       c->auth_qpn, c->req.src_qpn, r < 0 ? "closed the connection" : "sent a malformed frame");
+		setup_warn(c->sc, "soft0: connection for QP 0x%x from QP 0x%x: authentication failed: the "
+			   "initiator %s before proving the shared secret (it has another secret?)",
+			   c->auth_qpn, c->req.src_qpn, r < 0 ? "closed the connection" : "sent a malformed frame");
 		conn_kill(c);
 		return;
 	}
@@ -546,10 +585,10 @@ static void on_wait_auth(struct soft_conn *c)
 	soft_auth_mac(c->sc, true, c, ids, mac);
 	if (f.opcode != SOFT_OP_AUTH || f.tagged || f.payload_len != SOFT_AUTH_MAC_LEN ||
 	    !rv_mem_equal_ct(f.payload, mac, SOFT_AUTH_MAC_LEN)) {
-		rv_log(RV_LOG_WARN, "soft0: connection for QP 0x%x from QP 0x%x: authentication failed: %s; "
-		       "closed, nothing was accepted from it", c->auth_qpn, c->req.src_qpn,
-		       f.opcode != SOFT_OP_AUTH ? "the initiator sent other frames before its proof"
-						: "the initiator's proof is wrong (another secret, or a replay)");
+		setup_warn(c->sc, "soft0: connection for QP 0x%x from QP 0x%x: authentication failed: %s; "
+			   "closed, nothing was accepted from it", c->auth_qpn, c->req.src_qpn,
+			   f.opcode != SOFT_OP_AUTH ? "the initiator sent other frames before its proof"
+						    : "the initiator's proof is wrong (another secret, or a replay)");
 		conn_kill(c);
 		return;
 	}
@@ -576,12 +615,20 @@ static bool peer_matches(const struct soft_qp *q, const struct rv_soft_cpd *r)
 	       q->peer_qpn == r->src_qpn;
 }
 
-static bool pending_for(const struct soft_ctx *sc, uint32_t qpn)
+/* The requests waiting for QP qpn to reach RTR; *oldest: the first of them. */
+static uint32_t pending_for(const struct soft_ctx *sc, uint32_t qpn, struct soft_conn **oldest)
 {
-	for (const struct soft_conn *c = sc->conns; c; c = c->next)
-		if (c->state == CONN_PENDING && c->req.dst_qpn == qpn)
-			return true;
-	return false;
+	uint32_t n = 0;
+
+	*oldest = NULL;
+	for (struct soft_conn *c = sc->conns; c; c = c->next) {
+		if (c->state != CONN_PENDING || c->req.dst_qpn != qpn)
+			continue;
+		if (!*oldest || c->born_ms <= (*oldest)->born_ms)
+			*oldest = c;
+		n++;
+	}
+	return n;
 }
 
 /* Passive side: a complete MPA request is in c->req. */
@@ -596,11 +643,21 @@ static void handle_request(struct soft_conn *c)
 	}
 	pthread_mutex_lock(&q->lock);
 	st = atomic_load(&q->state);
-	if ((st == RV_QPS_RESET || st == RV_QPS_INIT) && pending_for(c->sc, q->qpn)) {
-		/* One request may wait per QP: that bounds PENDING by the QPs the
-		 * application created, so they need not count as unauthenticated. */
-		reject(c, RV_SOFT_REJECT_BUSY);
-	} else if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
+	if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
+		struct soft_conn *oldest;
+		uint32_t n = pending_for(c->sc, q->qpn, &oldest);
+
+		/* Without a secret, one request waits per QP, first come. With
+		 * one, every request here proved it (MAC_Q): a few may wait, and
+		 * the QP's challenge at RTR tells the peer from a copy of its
+		 * request; past that, the oldest makes room. */
+		if (n && !c->sc->auth) {
+			reject(c, RV_SOFT_REJECT_BUSY);
+			pthread_mutex_unlock(&q->lock);
+			return;
+		}
+		if (n >= SOFT_MAX_PENDING_PER_QP)
+			reject(oldest, RV_SOFT_REJECT_BUSY);
 		c->state = CONN_PENDING;
 		c->deadline = soft_now_ms() + c->sc->timeout_ms;
 		update_events(c);
@@ -632,20 +689,72 @@ void soft_conn_adopt_pending(struct soft_qp *q)
 	}
 }
 
-static uint32_t unattached(const struct soft_ctx *sc)
+/* Not attached to a QP: what an unauthenticated peer can make us hold. */
+static bool is_unattached(const struct soft_conn *c)
 {
-	uint32_t n = 0;
+	return c->state == CONN_WAIT_REQ || c->state == CONN_PENDING || c->state == CONN_WAIT_AUTH ||
+	       c->state == CONN_CLOSING;
+}
 
-	/* PENDING requests name a QP of ours, at most one each (handle_request). */
-	for (const struct soft_conn *c = sc->conns; c; c = c->next)
-		n += c->state == CONN_WAIT_REQ || c->state == CONN_WAIT_AUTH;
-	return n;
+/* Which to evict first: what is closing anyway, then connections that sent
+ * nothing, then part of a request, then those authenticating or waiting. */
+static int idleness(const struct soft_conn *c)
+{
+	switch (c->state) {
+	case CONN_CLOSING:
+		return 4;
+	case CONN_WAIT_REQ:
+		return c->rx_len ? 2 : 3;
+	case CONN_WAIT_AUTH:
+		return 1;
+	default:
+		return 0; /* PENDING */
+	}
+}
+
+/* Counts the unattached connections, and those from src; true at a bound. */
+static bool full(const struct soft_ctx *sc, const uint8_t src[16], uint32_t *n, uint32_t *from)
+{
+	*n = *from = 0;
+	for (const struct soft_conn *c = sc->conns; c; c = c->next) {
+		if (!is_unattached(c))
+			continue;
+		(*n)++;
+		*from += memcmp(c->src, src, 16) == 0;
+	}
+	return *from >= SOFT_MAX_UNATTACHED_PER_SOURCE || *n >= SOFT_MAX_UNATTACHED;
+}
+
+/* Make room for one more unattached connection from src: closes the idlest,
+ * oldest one (of that source, when it is the source's bound that is reached). */
+static void evict_one(struct soft_ctx *sc, const uint8_t src[16])
+{
+	struct soft_conn *victim = NULL;
+	uint32_t n, from;
+	bool per_source;
+
+	if (!full(sc, src, &n, &from))
+		return;
+	per_source = from >= SOFT_MAX_UNATTACHED_PER_SOURCE;
+	for (struct soft_conn *c = sc->conns; c; c = c->next) {
+		if (!is_unattached(c) || (per_source && memcmp(c->src, src, 16) != 0))
+			continue;
+		if (!victim || idleness(c) > idleness(victim) ||
+		    (idleness(c) == idleness(victim) && c->born_ms < victim->born_ms))
+			victim = c;
+	}
+	if (!victim)
+		return;
+	setup_warn(sc, "soft0: %u connections not attached to a QP (%u from this one's address); closing the "
+		   "oldest idle one to make room", n, from);
+	conn_kill(victim);
 }
 
 static void on_wait_req(struct soft_conn *c);
 
-/* Read the requests that have arrived on connections waiting for one (a burst
- * of legitimate connects can fill the bound before the batch reaches them). */
+/* Read the requests that have arrived on connections waiting for one, so
+ * that what looks idle is idle (a burst of legitimate connects can fill the
+ * bound before the batch of events reaches them). */
 static void sweep_wait_req(struct soft_ctx *sc)
 {
 	struct soft_conn *c, *next;
@@ -657,38 +766,51 @@ static void sweep_wait_req(struct soft_ctx *sc)
 	}
 }
 
+static void peer_addr16(int fd, uint8_t out[16])
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	memset(out, 0, 16);
+	if (getpeername(fd, (struct sockaddr *)&ss, &l) < 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+	} else if (ss.ss_family == AF_INET6) {
+		memcpy(out, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+	}
+}
+
 void soft_conn_accept(struct soft_ctx *sc)
 {
-	uint32_t waiting = unattached(sc);
 	bool swept = false;
 
 	for (;;) {
 		struct soft_conn *c;
 		int fd = accept4(sc->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		uint8_t src[16];
+		uint32_t n, from;
 
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error (EMFILE): try at the next event */
-		if (waiting >= SOFT_MAX_UNATTACHED && !swept) {
+		peer_addr16(fd, src);
+		if (!swept && full(sc, src, &n, &from)) {
 			swept = true; /* once per batch: idle connections cost one recv each */
 			sweep_wait_req(sc);
-			waiting = unattached(sc);
 		}
-		if (waiting >= SOFT_MAX_UNATTACHED) {
-			/* Unauthenticated connections cost buffers: bound them. */
-			rv_log(RV_LOG_WARN, "soft0: %u connections are waiting for setup; dropping another",
-			       waiting);
-			close_socket(fd);
-			continue;
-		}
+		evict_one(sc, src);
 		c = conn_new(sc, fd, CONN_WAIT_REQ);
 		if (!c) {
-			rv_log(RV_LOG_WARN, "soft0: out of memory for an incoming connection; dropped");
+			setup_warn(sc, "soft0: out of memory for an incoming connection; dropped");
 			close_socket(fd);
 			continue;
 		}
-		c->deadline = soft_now_ms() + (sc->timeout_ms < SOFT_REQ_TIMEOUT_MS ? sc->timeout_ms
-										     : SOFT_REQ_TIMEOUT_MS);
-		waiting++;
+		memcpy(c->src, src, 16);
+		c->born_ms = soft_now_ms();
+		/* Its first byte soon (an initiator sends its request at once),
+		 * the whole request within SOFT_REQ_TIMEOUT_MS (on_wait_req). */
+		c->deadline = c->born_ms + (sc->timeout_ms < SOFT_FIRST_BYTE_MS ? sc->timeout_ms : SOFT_FIRST_BYTE_MS);
 	}
 }
 
@@ -719,6 +841,53 @@ static void consume(struct soft_conn *c, size_t n)
 	c->rx_len -= n;
 }
 
+/* The request's authentication block matches what this context requires,
+ * and with a secret its MAC_Q proves it (auth.c) and its nonce is not that
+ * of a request we hold (a copy). Otherwise it is rejected: false. */
+static bool request_proven(struct soft_conn *c, const struct rv_mpa_frame *f)
+{
+	uint8_t mac[SOFT_AUTH_MAC_LEN], want[SOFT_AUTH_MAC_LEN], ids[SOFT_AUTH_IDS_LEN];
+	int a = soft_auth_block_find(f->pd, f->pd_len, false, c->auth_ni, mac);
+	const char *why = NULL;
+
+	if (a < 0)
+		why = "malformed authentication block";
+	else if (a > 0 && !c->sc->auth)
+		why = "the peer authenticates with a shared secret but this context has none "
+		      "(rv_context_attr.auth_secret, RVERBS_SOFT_SECRET_FILE)";
+	else if (a == 0 && c->sc->auth)
+		why = "this context requires authentication but the peer sent none (it has no secret)";
+	if (!why && c->sc->auth) {
+		soft_auth_ids(ids, c->req.gid, c->req.port, c->req.src_qpn, c->sc->gid, c->sc->port,
+			      c->req.dst_qpn);
+		soft_auth_mac_request(c->sc, c->auth_ni, ids, want);
+		if (!rv_mem_equal_ct(mac, want, sizeof(want)))
+			why = "authentication failed: the request's proof does not match our secret (the two "
+			      "contexts have different secrets)";
+		for (const struct soft_conn *o = c->sc->conns; !why && o; o = o->next)
+			if (o != c && (o->state == CONN_PENDING || o->state == CONN_WAIT_AUTH) &&
+			    memcmp(o->auth_ni, c->auth_ni, SOFT_AUTH_NONCE_LEN) == 0)
+				why = "a copy of a request this context holds (the same nonce)";
+	}
+	if (!why)
+		return true;
+	setup_warn(c->sc, "soft0: MPA request for QP 0x%x from QP 0x%x: %s", c->req.dst_qpn, c->req.src_qpn, why);
+	reject(c, RV_SOFT_REJECT_AUTH);
+	return false;
+}
+
+/* The request names a loopback GID but did not come from loopback. */
+static bool claims_loopback(const struct soft_conn *c)
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	bool claim = (memcmp(c->req.gid, v4mapped, 12) == 0 && c->req.gid[12] == 127) ||
+		     memcmp(c->req.gid, v6lo, 16) == 0;
+	bool from = (memcmp(c->src, v4mapped, 12) == 0 && c->src[12] == 127) || memcmp(c->src, v6lo, 16) == 0;
+
+	return claim && !from;
+}
+
 static void on_wait_req(struct soft_conn *c)
 {
 	struct rv_mpa_frame f;
@@ -728,6 +897,9 @@ static void on_wait_req(struct soft_conn *c)
 		conn_kill(c);
 		return;
 	}
+	if (c->rx_len) /* it spoke: the whole request may take SOFT_REQ_TIMEOUT_MS */
+		c->deadline = c->born_ms + (c->sc->timeout_ms < SOFT_REQ_TIMEOUT_MS ? c->sc->timeout_ms
+										    : SOFT_REQ_TIMEOUT_MS);
 	n = rv_wire_mpa_decode(c->rx, c->rx_len, &f);
 	if (n == 0)
 		return;
@@ -745,19 +917,15 @@ static void on_wait_req(struct soft_conn *c)
 		return;
 	}
 	c->req_flags = f.flags;
-	{
-		uint8_t mac[SOFT_AUTH_MAC_LEN];
-		int a = soft_auth_block_find(f.pd, f.pd_len, false, c->auth_ni, mac);
-		if (a < 0 || (a > 0) != c->sc->auth) {
-			rv_log(RV_LOG_WARN, "soft0: MPA request for QP 0x%x from QP 0x%x: %s", c->req.dst_qpn,
-			       c->req.src_qpn,
-			       a < 0 ? "malformed authentication block"
-			       : a ? "the peer authenticates with a shared secret but this context has none "
-				     "(rv_context_attr.auth_secret, RVERBS_SOFT_SECRET_FILE)"
-				   : "this context requires authentication but the peer sent none (it has no secret)");
-			reject(c, RV_SOFT_REJECT_AUTH);
-			return;
-		}
+	if (!request_proven(c, &f))
+		return;
+	if (claims_loopback(c)) {
+		/* A GID on loopback from another host: it could not be connected
+		 * back to, and names some local peer it is not. */
+		setup_warn(c->sc, "soft0: MPA request for QP 0x%x from QP 0x%x: it names a loopback GID but comes "
+			   "from another address; refused", c->req.dst_qpn, c->req.src_qpn);
+		reject(c, RV_SOFT_REJECT_PEER);
+		return;
 	}
 	soft_shm_ext_got(c, false, f.pd, f.pd_len);
 	consume(c, (size_t)n);
@@ -1166,8 +1334,8 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 			conn_kill(c);
 			break;
 		case CONN_WAIT_AUTH:
-			rv_log(RV_LOG_WARN, "soft0: connection for QP 0x%x from QP 0x%x: no proof of the shared "
-			       "secret in time; closed", c->auth_qpn, c->req.src_qpn);
+			setup_warn(sc, "soft0: connection for QP 0x%x from QP 0x%x: no proof of the shared secret in "
+				   "time; closed", c->auth_qpn, c->req.src_qpn);
 			conn_kill(c);
 			break;
 		case CONN_PENDING:

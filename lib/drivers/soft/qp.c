@@ -310,6 +310,7 @@ static void reset_queues(struct soft_qp *q)
 	q->rx_write_acc = q->last_write_len = 0;
 	q->need_rtr = q->term_pending = q->kick = false;
 	q->uc_drop_send = q->uc_drop_write = q->uc_write_dropped = q->uc_drop_imm = false;
+	q->uc_bad_keys = 0;
 	q->have_peer = q->active = q->conn_failed = false;
 }
 

@@ -136,6 +136,20 @@ static int uc_write_drop(struct soft_qp *q, const struct rv_fpdu *f, bool count)
 	return 0;
 }
 
+/* UC: a WRITE the target refuses (bad key, bounds, access) is dropped, as the
+ * IB spec has UC do; but a peer that keeps guessing keys is cut off after
+ * SOFT_UC_BAD_KEYS refusals on the QP (TERMINATE, QP to error, an async
+ * event), so a brute force of the 32-bit key space gets that many tries. */
+static int uc_write_refused(struct soft_qp *q, const struct rv_fpdu *f, enum soft_mem_err e)
+{
+	if (++q->uc_bad_keys < SOFT_UC_BAD_KEYS)
+		return uc_write_drop(q, f, true);
+	q->uc_count[SOFT_UC_DROP_WRITE]++;
+	rv_log(RV_LOG_WARN, "soft0: UC QP 0x%x: %u WRITEs from QP 0x%x named a key, range or access it may not "
+	       "use; taking it for a key search and closing the connection", q->qpn, SOFT_UC_BAD_KEYS, q->peer_qpn);
+	return tagged_error(q, f, e);
+}
+
 static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	enum soft_mem_err e;
@@ -159,13 +173,13 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 		return 0;
 	}
 	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
-		return q->uc ? uc_write_drop(q, f, true)
+		return q->uc ? uc_write_refused(q, f, SOFT_MEM_ACCESS)
 			     : responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
 					       RV_WC_WR_FLUSH_ERR);
 	e = soft_mem_write(q->sc, q->qp, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, f->payload,
 			   f->payload_len);
 	if (e != SOFT_MEM_OK)
-		return q->uc ? uc_write_drop(q, f, true) : tagged_error(q, f, e);
+		return q->uc ? uc_write_refused(q, f, e) : tagged_error(q, f, e);
 	if (f->last)
 		q->uc_write_dropped = false;
 	return 0;
@@ -207,8 +221,9 @@ static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	if (!(q->access & RV_ACCESS_REMOTE_WRITE))
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, RV_TERM_RDMAP_ACCESS,
 				       RV_WC_WR_FLUSH_ERR);
-	e = soft_mem_pull(q->sc, q->qp, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, total, (int)q->conn->shm_pid,
-			  iov, n);
+	e = soft_shm_peer_alive(q->conn) ? soft_mem_pull(q->sc, q->qp, f->stag, RV_ACCESS_REMOTE_WRITE, f->to, total,
+							 (int)q->conn->shm_pid, iov, n)
+					 : SOFT_MEM_PEER;
 	if (e == SOFT_MEM_PEER)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
 				       RV_WC_WR_FLUSH_ERR);
@@ -244,7 +259,9 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	if (total > cap)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_TOO_LONG,
 				       RV_WC_LOC_LEN_ERR);
-	e = soft_sgl_pull(q->sc, q->qp->pd, rw->sge, rw->num_sge, total, (int)q->conn->shm_pid, iov, n);
+	e = soft_shm_peer_alive(q->conn)
+		    ? soft_sgl_pull(q->sc, q->qp->pd, rw->sge, rw->num_sge, total, (int)q->conn->shm_pid, iov, n)
+		    : SOFT_MEM_PEER;
 	if (e == SOFT_MEM_PEER)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
 				       RV_WC_WR_FLUSH_ERR);

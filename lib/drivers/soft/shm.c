@@ -8,153 +8,291 @@
  * completion and error semantics are unchanged: a WRITE completes once the
  * peer confirmed it, i.e. after it pulled the data.
  *
- * Agreement, per connection, so that no one else ever sees a private opcode:
- * 1. both sides allow it (RVERBS_SOFT_SHM, default 1) and append an
- *    extension to the MPA private data: magic, pid, a fresh random nonce; the
- *    responder's also gives the address where it keeps the initiator's nonce;
- * 2. the initiator reads that address in the responder's process: its own
- *    nonce there, next to the two ends of this very TCP connection as the
- *    responder's kernel reports them, proves the pid is the process at the
- *    other end of this connection (not some other process the peer named, or
- *    relayed a nonce to) and that the kernel lets it read the peer's memory;
- *    it then sends
- *    SOFT_OP_SHM_CTL naming where it keeps the responder's nonce, and whether
- *    its read succeeded;
- * 3. the responder does the same read and answers with its own result.
- * A side sends WRITEs by reference only once the other said it can read its
- * memory; anything else (another host, another PID namespace, a kernel or
- * security module that refuses) leaves the connection on TCP. A peer that did
- * not agree gets a TERMINATE (unexpected opcode) for a private opcode.
+ * Who the peer is, is what the kernel says, never what the peer says
+ * (docs/software-device.md, "Threat model"). The agreement, once per
+ * connection:
+ * 1. both sides allow it (RVERBS_SOFT_SHM, default 1) and see both ends of
+ *    the TCP connection on this host; each appends an extension to its MPA
+ *    private data that says only that (magic, kind, flags): no pid, no
+ *    address, nothing about the process before authentication;
+ * 2. once the connection is up (after authentication when a secret is set),
+ *    the initiator sends SOFT_OP_SHM_CTL kind 1 naming its pid and the
+ *    descriptor number of its end of this TCP connection; the responder
+ *    takes that descriptor out of that process with pidfd_getfd(2) (which
+ *    needs the ptrace permission process_vm_readv needs) and accepts the
+ *    process only if the descriptor is the other end of this very connection:
+ *    same network namespace (SO_NETNS_COOKIE), our peer address its local
+ *    one and our local address its peer one. A peer that names another
+ *    process (the target itself, a victim) names one that does not hold this
+ *    connection, and is refused. The pidfd is kept: before every read the
+ *    process must still be alive (no pid reuse);
+ * 3. the responder answers with kind 2: whether it accepted, and its own pid
+ *    and descriptor, which the initiator checks the same way; kind 6 carries
+ *    the initiator's result back.
+ * A side sends WRITEs by reference only once the other said it accepted; a
+ * second agreement on a connection, or a message out of order, is a
+ * TERMINATE. Anything refused leaves the connection on TCP.
  *
  * Runs under the connection's rules (conn.c, rx.c, tx.c): sc->lock and/or
  * q->lock held by the caller.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "soft.h"
 
-static const uint8_t ext_magic[4] = {'R', 'S', 'H', '1'};
+enum { CTL_ID_I = 1, CTL_ID_R = 2, CTL_RESULT_I = 6 };
 
-/* An end of c's TCP connection as 16 address bytes (IPv4-mapped) and a port. */
-static void end_of(const struct soft_conn *c, bool local, uint8_t out[18])
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
+/* An end of a TCP socket as 16 address bytes (IPv4-mapped) and a port. */
+static bool end_of(int fd, bool local, uint8_t out[18])
 {
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof(ss);
 
 	memset(out, 0, 18);
-	if ((local ? getsockname(c->fd, (struct sockaddr *)&ss, &l) : getpeername(c->fd, (struct sockaddr *)&ss, &l)) < 0)
-		return;
+	if ((local ? getsockname(fd, (struct sockaddr *)&ss, &l) : getpeername(fd, (struct sockaddr *)&ss, &l)) < 0)
+		return false;
 	if (ss.ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
 		out[10] = out[11] = 0xff;
 		memcpy(out + 12, &a->sin_addr, 4);
 		memcpy(out + 16, &a->sin_port, 2);
-	} else if (ss.ss_family == AF_INET6) {
+		return true;
+	}
+	if (ss.ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
 		memcpy(out, &a->sin6_addr, 16);
 		memcpy(out + 16, &a->sin6_port, 2);
+		return true;
 	}
+	return false;
 }
 
-/* Keep the peer's nonce, with both ends of the connection, where it reads them. */
-static void keep_proof(struct soft_conn *c, uint64_t nonce)
+static bool is_loopback(const uint8_t a[16])
 {
-	c->shm_echo.nonce = nonce;
-	end_of(c, true, c->shm_echo.local);
-	end_of(c, false, c->shm_echo.peer);
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+	return (memcmp(a, v4mapped, 12) == 0 && a[12] == 127) || memcmp(a, v6lo, 16) == 0;
 }
 
-/* Does process pid hold, at addr, our nonce and this connection seen from its end? */
-static bool probe(const struct soft_conn *c, uint32_t pid, uint64_t addr)
+/* Both ends of c's connection are on this host: the peer's address is a
+ * loopback one or our own. (A host's other addresses reach it too, but a
+ * peer behind them is not the one we connected to by that address.) Before
+ * the connection is established (the initiator's request), the peer's
+ * address is the GID its endpoint named. */
+static bool peer_is_local(const struct soft_conn *c)
 {
-	struct soft_shm_proof got, want;
-	struct iovec l = {&got, sizeof(got)}, r = {(void *)(uintptr_t)addr, sizeof(got)};
+	uint8_t l[18], p[18];
 
-	if (!pid || !addr)
+	if (!end_of(c->fd, true, l))
 		return false;
-	memset(&want, 0, sizeof(want));
-	want.nonce = c->shm_nonce;
-	end_of(c, false, want.local); /* its local end is our peer end */
-	end_of(c, true, want.peer);
-	return process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(got) &&
-	       memcmp(&got, &want, sizeof(got)) == 0;
+	if (!end_of(c->fd, false, p)) {
+		if (!c->qp)
+			return false;
+		memcpy(p, c->qp->peer_gid, 16);
+	}
+	return is_loopback(p) || memcmp(p, l, 16) == 0;
 }
 
 size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf)
 {
-	uint32_t pid = (uint32_t)getpid(), kind = reply;
-	uint64_t addr = reply ? (uint64_t)(uintptr_t)&c->shm_echo : 0;
+	uint32_t kind = reply;
 
-	if (!c->sc->shm_enabled || (reply && !c->shm_peer))
+	if (!c->sc->shm_enabled || (reply && !c->shm_peer) || (!reply && !peer_is_local(c)))
 		return 0;
-	rv_random_bytes(&c->shm_nonce, sizeof(c->shm_nonce));
-	memcpy(buf, ext_magic, 4);
+	memset(buf, 0, SOFT_SHM_EXT_LEN);
+	memcpy(buf, SOFT_SHM_EXT_MAGIC, 4);
 	memcpy(buf + 4, &kind, 4);
-	memcpy(buf + 8, &pid, 4);
-	memset(buf + 12, 0, 4);
 	buf[12] = c->sc->shm_ring ? 1 : 0; /* flags: 1 = shared-memory rings (shmring.c) */
-	memcpy(buf + 16, &c->shm_nonce, 8);
-	memcpy(buf + 24, &addr, 8);
 	return SOFT_SHM_EXT_LEN;
 }
 
 void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t len)
 {
 	const uint8_t *x = pd + RV_SOFT_CPD_LEN;
-	uint32_t kind, pid;
-	uint64_t nonce, addr;
+	uint32_t kind;
 
+	if (c->shm_offered)
+		return; /* once per connection */
+	c->shm_offered = true;
 	c->shm_peer = c->shm_pull = c->shm_push = false;
-	if (!c->sc->shm_enabled || len < RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN || memcmp(x, ext_magic, 4) != 0)
+	if (!c->sc->shm_enabled || len < RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN || memcmp(x, SOFT_SHM_EXT_MAGIC, 4) != 0)
 		return;
 	memcpy(&kind, x + 4, 4);
-	memcpy(&pid, x + 8, 4);
-	memcpy(&nonce, x + 16, 8);
-	memcpy(&addr, x + 24, 8);
-	if (kind != (uint32_t)reply)
+	if (kind != (uint32_t)reply || !peer_is_local(c))
 		return;
 	c->shm_peer = true;
 	c->shm_ring_peer = (x[12] & 1) != 0;
-	c->shm_pid = pid;
-	keep_proof(c, nonce); /* the peer reads it back from &c->shm_echo */
 	if (reply) {
-		c->shm_peer_addr = addr;
-		c->shm_pull = probe(c, pid, addr);
+		c->shm_ctl_due = CTL_ID_I; /* after the RTR message (tx.c) */
 		c->shm_send_ctl = true;
 	}
+}
+
+/* Is fd the other end of c's TCP connection, in c's network namespace? */
+static bool other_end(const struct soft_conn *c, int fd)
+{
+	uint8_t ml[18], mp[18], tl[18], tp[18];
+	uint64_t ma = 0, ta = 0;
+	socklen_t la = sizeof(ma), lb = sizeof(ta);
+	int type = 0, proto = 0;
+	socklen_t lt = sizeof(type), lp = sizeof(proto);
+
+	uint64_t ka = 0, kb = 0;
+	socklen_t lka = sizeof(ka), lkb = sizeof(kb);
+
+	/* Not our own socket (a stream connected to itself has both ends alike). */
+	if (getsockopt(c->fd, SOL_SOCKET, SO_COOKIE, &ka, &lka) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_COOKIE, &kb, &lkb) == 0 && ka == kb)
+		return false;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &lt) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &lp) < 0 || proto != IPPROTO_TCP)
+		return false;
+	/* Both ends in one namespace: there, an established 4-tuple is unique. */
+	if (getsockopt(c->fd, SOL_SOCKET, SO_NETNS_COOKIE, &ma, &la) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &ta, &lb) < 0 || ma != ta)
+		return false;
+	return end_of(c->fd, true, ml) && end_of(c->fd, false, mp) && end_of(fd, true, tl) &&
+	       end_of(fd, false, tp) && memcmp(ml, tp, 18) == 0 && memcmp(mp, tl, 18) == 0;
+}
+
+/* Accept process pid as the peer if its descriptor num is the other end of
+ * c. Keeps a pidfd on it (or -1 when it is this process). */
+static bool verify_peer(struct soft_conn *c, uint32_t pid, uint32_t num)
+{
+	int pfd = -1, fd = -1;
+	bool ok;
+
+	if (!pid || num > (uint32_t)INT32_MAX)
+		return false;
+	if (pid == (uint32_t)getpid()) {
+		/* Both ends in this process (two contexts): only if we do hold
+		 * the other end, which no one else can make true. */
+		fd = fcntl((int)num, F_DUPFD_CLOEXEC, 0);
+	} else {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+		pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		if (pfd >= 0)
+			fd = (int)syscall(SYS_pidfd_getfd, pfd, (int)num, 0);
+#endif
+	}
+	ok = fd >= 0 && other_end(c, fd);
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		if (pfd >= 0)
+			close(pfd);
+		return false;
+	}
+	c->shm_pid = pid;
+	c->shm_pidfd = pfd;
+	return true;
+}
+
+bool soft_shm_peer_alive(const struct soft_conn *c)
+{
+	struct pollfd p = {.fd = c->shm_pidfd, .events = POLLIN};
+
+	if (c->shm_pidfd < 0)
+		return c->shm_pid == (uint32_t)getpid();
+	/* A pidfd is readable once its process exited: its pid may be reused. */
+	return poll(&p, 1, 0) == 0;
+}
+
+int soft_shm_dup_fd(const struct soft_conn *c, uint32_t num)
+{
+	if (!c->shm_pull || num > (uint32_t)INT32_MAX)
+		return -1;
+	if (c->shm_pidfd < 0)
+		return c->shm_pid == (uint32_t)getpid() ? fcntl((int)num, F_DUPFD_CLOEXEC, 0) : -1;
+#if defined(SYS_pidfd_getfd)
+	return (int)syscall(SYS_pidfd_getfd, c->shm_pidfd, (int)num, 0);
+#else
+	return -1;
+#endif
+}
+
+void soft_shm_release(struct soft_conn *c)
+{
+	if (c->shm_pidfd >= 0)
+		close(c->shm_pidfd);
+	c->shm_pidfd = -1;
 }
 
 void soft_shm_ctl_put(struct soft_conn *c, uint8_t *buf)
 {
-	uint64_t addr = c->active ? (uint64_t)(uintptr_t)&c->shm_echo : 0;
+	uint32_t pid = (uint32_t)getpid(), num = (uint32_t)c->fd;
 
-	buf[0] = c->active ? 1 : 2; /* 1: the initiator's step 2, 2: the responder's answer */
+	memset(buf, 0, SOFT_SHM_CTL_LEN);
+	buf[0] = c->shm_ctl_due;
 	buf[1] = c->shm_pull;
-	buf[2] = buf[3] = 0;
-	memcpy(buf + 4, &addr, 8);
+	if (c->shm_ctl_due != CTL_RESULT_I) {
+		memcpy(buf + 4, &pid, 4);
+		memcpy(buf + 8, &num, 4);
+	}
+	if (c->shm_ctl_due == CTL_ID_I)
+		c->shm_step = 1; /* sent: kind 2 may come */
+	c->shm_ctl_due = 0;
 }
 
-bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len)
+static void agreed(struct soft_qp *q, struct soft_conn *c)
 {
-	uint64_t addr;
-
-	if (c->shm_peer && len == SOFT_SHM_CTL_LEN && p[0] >= 3)
-		return soft_shmring_ctl_got(q, c, p); /* the rings (shmring.c) */
-	if (!c->shm_peer || len != SOFT_SHM_CTL_LEN || p[0] != (c->active ? 2 : 1))
-		return false;
-	memcpy(&addr, p + 4, 8);
-	if (!c->active) {
-		c->shm_pull = probe(c, c->shm_pid, addr);
-		c->shm_send_ctl = true;
-	}
-	c->shm_push = p[1] != 0;
+	c->shm_step = 3; /* done: no further agreement message is taken */
 	rv_log(RV_LOG_INFO, "soft0: QP 0x%x: same-host path to QP 0x%x: WRITEs and SENDs of %u bytes or more from us %s, "
 	       "to us %s", q->qpn, q->peer_qpn, SOFT_SHM_MIN, c->shm_push ? "by reference" : "over TCP",
 	       c->shm_pull ? "by reference" : "over TCP");
 	soft_shmring_start(q, c); /* both directions hold: rings for every frame */
-	return true;
+}
+
+bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len)
+{
+	uint32_t pid, num;
+
+	if (!c->shm_peer || len != SOFT_SHM_CTL_LEN || p[2] || p[3])
+		return false;
+	if (p[0] >= 3 && p[0] <= 5)
+		return c->shm_step == 3 && soft_shmring_ctl_got(q, c, p); /* the rings (shmring.c) */
+	memcpy(&pid, p + 4, 4);
+	memcpy(&num, p + 8, 4);
+	switch (p[0]) {
+	case CTL_ID_I: /* responder: the initiator's identity */
+		if (c->active || c->shm_step != 0 || p[1])
+			return false;
+		c->shm_pull = verify_peer(c, pid, num);
+		c->shm_step = 1;
+		c->shm_ctl_due = CTL_ID_R;
+		c->shm_send_ctl = true;
+		return true;
+	case CTL_ID_R: /* initiator: the responder's result and identity */
+		if (!c->active || c->shm_step != 1 || p[1] > 1)
+			return false;
+		c->shm_push = p[1] != 0;
+		c->shm_pull = verify_peer(c, pid, num);
+		c->shm_ctl_due = CTL_RESULT_I;
+		c->shm_send_ctl = true;
+		agreed(q, c);
+		return true;
+	case CTL_RESULT_I: /* responder: the initiator's result */
+		if (c->active || c->shm_step != 1 || p[1] > 1 || pid || num)
+			return false;
+		c->shm_push = p[1] != 0;
+		agreed(q, c);
+		return true;
+	default:
+		return false;
+	}
 }

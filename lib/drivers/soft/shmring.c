@@ -49,7 +49,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "soft.h"
@@ -144,28 +143,6 @@ struct soft_shmring {
 	_Atomic bool progressed; /* the peer showed progress: retry.c's clock, set by the progress thread */
 	uint64_t stat[SOFT_RING_NSTATS];
 };
-
-static int dup_from_peer(uint32_t pid, uint32_t num)
-{
-	/* Two contexts of one process: the number is ours already (what
-	 * pidfd_getfd on ourselves gives, also where pidfd_getfd is missing,
-	 * as under valgrind 3.19, whose callgrind then sees the rings). */
-	if (pid == (uint32_t)getpid())
-		return fcntl((int)num, F_DUPFD_CLOEXEC, 0);
-#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-	int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0), fd;
-
-	if (pfd < 0)
-		return -1;
-	fd = (int)syscall(SYS_pidfd_getfd, pfd, (int)num, 0);
-	close(pfd);
-	return fd;
-#else
-	(void)pid;
-	(void)num;
-	return -1;
-#endif
-}
 
 /* fd is an eventfd (the kernel names its anonymous inode so). */
 static bool is_eventfd(int fd)
@@ -296,7 +273,7 @@ fail:
 static bool map_peer_ring(struct soft_conn *c, uint32_t num)
 {
 	struct soft_shmring *r = c->ring;
-	int fd = dup_from_peer(c->shm_pid, num), seals;
+	int fd = soft_shm_dup_fd(c, num), seals;
 	struct stat st;
 	void *m;
 
@@ -325,7 +302,7 @@ static bool take_peer_evfd(struct soft_conn *c, uint32_t num)
 
 	if (r->peer_evfd >= 0)
 		return true;
-	fd = dup_from_peer(c->shm_pid, num);
+	fd = soft_shm_dup_fd(c, num);
 	if (fd < 0)
 		return false;
 	if (!is_eventfd(fd)) {

@@ -70,12 +70,25 @@
 /* Connection setup gives up after this long (peer never reaches RTR, host
  * unreachable); the environment variable RVERBS_SOFT_TIMEOUT_MS overrides it. */
 #define SOFT_CONNECT_TIMEOUT_MS 60000
-/* An accepted connection must send its MPA request within this time. */
+/* An accepted connection must send its MPA request within this time, and
+ * its first byte within SOFT_FIRST_BYTE_MS. */
 #define SOFT_REQ_TIMEOUT_MS 5000
-/* At most this many accepted connections that have not sent their MPA
- * request yet per context; more are closed at once. (A request waiting for
- * its QP to reach RTR, PENDING, names one of our QPs, at most one per QP.) */
+#define SOFT_FIRST_BYTE_MS 1000
+/* Connections not attached to a QP (waiting for or holding a request,
+ * authenticating, rejected and closing) per context, and from one source
+ * address: a new one past either bound evicts the oldest, idlest one
+ * (conn.c, evict_one), never the newcomer. */
 #define SOFT_MAX_UNATTACHED 128
+#define SOFT_MAX_UNATTACHED_PER_SOURCE 64
+/* Requests (proven, with a secret) waiting for one QP to reach RTR. */
+#define SOFT_MAX_PENDING_PER_QP 4
+/* A rejected connection waits this long for the peer's FIN. */
+#define SOFT_REJECT_LINGER_MS 250
+/* Connection-setup warnings a context logs per second; the rest are counted. */
+#define SOFT_SETUP_LOG_PER_S 10
+/* A UC QP whose peer sent this many WRITEs with a key, range or access the
+ * QP refuses is taken for a key search: TERMINATE, QP to error (rx.c). */
+#define SOFT_UC_BAD_KEYS 256u
 /* A closing connection waits this long for the peer's FIN before it is dropped. */
 #define SOFT_LINGER_MS 2000
 /* The transport retry bound (retry.c) is at least this long: the peer is a
@@ -188,6 +201,9 @@ struct soft_ctx {
 	uint32_t n_qps, cap_qps;
 	struct soft_conn *conns;   /* every live connection */
 	struct soft_conn *zombies; /* out of epoll, freed by the progress thread */
+	/* Connection-setup warnings, at most SOFT_SETUP_LOG_PER_S a second (conn.c). */
+	int64_t setup_log_window_ms;
+	uint32_t setup_log_lines, setup_log_dropped;
 
 	int epfd, evfd, lfd;
 	int family; /* AF_INET or AF_INET6 */
@@ -251,6 +267,8 @@ struct soft_conn {
 	uint32_t fpdu_payload;   /* payload bytes per FPDU we send (SOFT_FPDU_PAYLOAD, more with a large MSS) */
 	uint8_t req_flags;       /* passive: the MPA request's flags, while PENDING */
 	int64_t deadline;        /* ms, CLOCK_MONOTONIC; 0 = none */
+	int64_t born_ms;         /* passive: accepted at (eviction takes the oldest first) */
+	uint8_t src[16];         /* passive: the peer's address (IPv4-mapped), for the per-source bound */
 	uint8_t *rx;
 	size_t rx_off, rx_len;   /* unprocessed bytes: rx[rx_off, rx_len) (rx_off is 0 before CONN_UP) */
 	/* Direct placement (place.c): the payload of the WRITE FPDU at the head
@@ -281,21 +299,18 @@ struct soft_conn {
 	 * progress thread's timers without it: atomic. */
 	_Atomic bool fault_stopped;  /* a frame was dropped or the stream reset; send no more */
 	_Atomic int64_t fault_hold;  /* send nothing before this time (ms); 0 = no hold */
-	/* Same-host path (shm.c): negotiated in the MPA private data, proven by
-	 * each side reading a nonce out of the other's memory. */
-	bool shm_peer;           /* the peer offered it (and we allow it) */
+	/* Same-host path (shm.c): offered in the MPA private data, the peer's
+	 * process proven by the kernel once the connection is up. */
+	bool shm_offered;        /* the MPA extension was looked at (once per connection) */
+	bool shm_peer;           /* the peer offered it (and we allow it, both ends local) */
 	bool shm_pull;           /* we read the peer's memory: it may send WRITEs by reference */
 	bool shm_push;           /* the peer reads ours: we may send WRITEs by reference */
-	bool shm_send_ctl;       /* our SHM control FPDU is due */
+	bool shm_send_ctl;       /* our SHM control FPDU (kind shm_ctl_due) is due */
 	bool shm_ring_peer;      /* the peer's extension offers shared-memory rings (flag 1) */
-	uint32_t shm_pid;        /* the peer's process */
-	uint64_t shm_nonce;      /* ours: the peer must show it in its memory */
-	struct soft_shm_proof {  /* what the peer reads in our memory (shm.c) */
-		uint64_t nonce;          /* the peer's nonce */
-		uint8_t local[18];       /* our end of this TCP connection: address, port */
-		uint8_t peer[18];        /* its end, as the kernel tells us */
-	} shm_echo;
-	uint64_t shm_peer_addr;  /* initiator: where the responder keeps our nonce */
+	uint8_t shm_ctl_due;     /* the agreement message to send next */
+	uint8_t shm_step;        /* 0: none yet, 1: identity exchanged, 3: agreed (no more) */
+	uint32_t shm_pid;        /* the peer's process, as verified */
+	int shm_pidfd;           /* a pidfd on it (-1: none, or this process) */
 	/* Shared-memory rings (shmring.c), once both directions of the path hold. */
 	struct soft_shmring *ring;
 	_Atomic bool ring_tx_on; /* our frames go into our ring (after ring_tcp_end bytes of tx) */
@@ -446,6 +461,7 @@ struct soft_qp {
 	bool uc_write_dropped; /* the last WRITE was dropped: its Immediate Data goes too */
 	bool uc_drop_imm;      /* the SEND being dropped had an Immediate Data message */
 	uint64_t uc_count[3];  /* soft_uc_counter */
+	uint32_t uc_bad_keys;  /* WRITEs refused on this UC QP (rx.c: SOFT_UC_BAD_KEYS ends the connection) */
 };
 
 /* What a UC QP's receive side dropped or failed without a TERMINATE (soft_uc_counters). */
@@ -661,7 +677,7 @@ void soft_conn_wait_out(struct soft_qp *q);
 #define SOFT_OP_AUTH 0xCu        /* private opcode: the initiator's MAC_I, first FPDU */
 #define SOFT_AUTH_NONCE_LEN 16u
 #define SOFT_AUTH_MAC_LEN 32u
-#define SOFT_AUTH_EXT_LEN 56u    /* magic, kind, pad, nonce, MAC (zero in the request) */
+#define SOFT_AUTH_EXT_LEN 56u    /* magic, kind, pad, nonce, MAC (MAC_Q in the request) */
 #define SOFT_AUTH_IDS_LEN 44u
 #define SOFT_AUTH_SECRET_MAX 4096u
 int soft_auth_set_key(struct soft_ctx *sc, const void *secret, size_t len);
@@ -669,6 +685,9 @@ void soft_auth_ids(uint8_t ids[SOFT_AUTH_IDS_LEN], const uint8_t igid[16], uint1
 		   const uint8_t rgid[16], uint16_t rport, uint32_t rqpn);
 void soft_auth_mac(const struct soft_ctx *sc, bool initiator_proof, const struct soft_conn *c,
 		   const uint8_t ids[SOFT_AUTH_IDS_LEN], uint8_t out[SOFT_AUTH_MAC_LEN]);
+/* The initiator's MAC_Q over its nonce and the ids, carried in its request. */
+void soft_auth_mac_request(const struct soft_ctx *sc, const uint8_t ni[SOFT_AUTH_NONCE_LEN],
+			   const uint8_t ids[SOFT_AUTH_IDS_LEN], uint8_t out[SOFT_AUTH_MAC_LEN]);
 size_t soft_auth_block_put(uint8_t *buf, bool reply, const uint8_t nonce[SOFT_AUTH_NONCE_LEN],
 			   const uint8_t *mac);
 /* 1: found (nonce, mac filled), 0: absent, -1: malformed. */
@@ -683,6 +702,7 @@ int soft_auth_block_find(const uint8_t *pd, size_t len, bool reply, uint8_t nonc
 #define SOFT_OP_SHM_CTL 0xEu
 #define SOFT_OP_WRITE_REF 0xFu
 #define SOFT_SHM_EXT_LEN 32u   /* MPA private data after rv_soft_cpd */
+#define SOFT_SHM_EXT_MAGIC "RSH2" /* first 4 bytes; RSH1 (the old pid-naming agreement) is ignored */
 #define SOFT_SHM_CTL_LEN 12u   /* payload of SOFT_OP_SHM_CTL */
 #define SOFT_SHM_REF_LEN 12u   /* per source segment of SOFT_OP_WRITE_REF */
 #define SOFT_SHM_MIN 8192u     /* smaller WRITEs go through TCP */
@@ -694,6 +714,12 @@ void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t
 void soft_shm_ctl_put(struct soft_conn *c, uint8_t *buf);
 /* The peer's SOFT_OP_SHM_CTL; false if it is malformed or unexpected. */
 bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
+/* The verified peer process is still the one verified (before every read). */
+bool soft_shm_peer_alive(const struct soft_conn *c);
+/* A duplicate of descriptor num of the verified peer process (shmring.c); -1. */
+int soft_shm_dup_fd(const struct soft_conn *c, uint32_t num);
+/* Drop what the agreement holds (the pidfd): the connection is freed. */
+void soft_shm_release(struct soft_conn *c);
 
 /* ---- shmring.c: shared-memory rings on the same-host path ---- */
 struct soft_shmring;
