@@ -173,7 +173,8 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	qp->sq_sig_all = a.sq_sig_all;
 	qp->state = RV_QPS_RESET;
 	qp->port_num = 1;
-	rv_random_bytes(&qp->init_psn, sizeof(qp->init_psn));
+	if (rv_random_bytes(&qp->init_psn, sizeof(qp->init_psn)) < 0)
+		qp->init_psn = 0; /* not a secret: a PSN only has to differ between connections */
 	qp->init_psn &= 0xffffff;
 
 	rv_graph_lock(&pd->obj);

@@ -195,7 +195,8 @@ static inline bool rv_send_wr_inline(const struct rv_qp *qp, const rv_send_wr *w
  */
 int rv_ud_wr_check(const struct rv_qp *qp, const rv_send_wr *wr, size_t i);
 
-/* Random bytes from getrandom(), falling back to a seeded generator. */
-void rv_random_bytes(void *buf, size_t len);
+/* Random bytes from the kernel (getrandom(), else /dev/urandom): 0, or -EIO
+ * (logged) when it gives none; never a guessable fallback. */
+int rv_random_bytes(void *buf, size_t len) __attribute__((warn_unused_result));
 
 #endif

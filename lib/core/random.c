@@ -1,45 +1,58 @@
 /*
- * Random numbers for keys, PSNs and QP numbers. Keys must be unguessable, so
- * the kernel's generator is used; the fallback only covers kernels without
- * getrandom(2) and is seeded from the clock and the address space.
+ * Random numbers for keys, nonces, PSNs and QP numbers. Keys and nonces must
+ * be unguessable, so they come from the kernel's generator only: getrandom(2),
+ * else /dev/urandom (a kernel without getrandom, a seccomp filter that
+ * refuses it). When neither gives the bytes, the caller gets an error; there
+ * is no clock-seeded fallback, which an attacker could reproduce.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "rverbs-private.h"
 
-static uint64_t splitmix(uint64_t *s)
+/* Fills p[done, len) from /dev/urandom; the bytes it got. */
+static size_t from_urandom(uint8_t *p, size_t done, size_t len)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return done;
+	while (done < len) {
+		ssize_t n = read(fd, p + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	close(fd);
+	return done;
 }
 
-void rv_random_bytes(void *buf, size_t len)
+int rv_random_bytes(void *buf, size_t len)
 {
 	uint8_t *p = buf;
 	size_t done = 0;
 
 	while (done < len) {
 		ssize_t n = getrandom(p + done, len - done, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break;
 		done += (size_t)n;
 	}
+	if (done < len)
+		done = from_urandom(p, done, len);
 	if (done < len) {
-		static _Thread_local uint64_t state;
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		state ^= (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)&ts;
-		while (done < len) {
-			uint64_t r = splitmix(&state);
-			size_t k = len - done < sizeof(r) ? len - done : sizeof(r);
-			memcpy(p + done, &r, k);
-			done += k;
-		}
+		rv_log(RV_LOG_ERROR, "no random bytes from the kernel (getrandom(2) and /dev/urandom both "
+		       "failed): keys and nonces cannot be made; allow getrandom in the seccomp filter or "
+		       "provide /dev/urandom");
+		return -EIO;
 	}
+	return 0;
 }

@@ -395,7 +395,11 @@ int soft_conn_start(struct soft_qp *q)
 	struct soft_conn *c;
 	socklen_t sl;
 	int fd, err, family = peer_sockaddr(q, &ss, &sl);
+	uint8_t ni[SOFT_AUTH_NONCE_LEN];
 
+	if (sc->auth && rv_random_bytes(ni, sizeof(ni)) < 0)
+		return rv_err(EIO, "rv_qp_modify", "no random bytes from the kernel for the authentication "
+			      "nonce (getrandom(2) and /dev/urandom failed); not connecting");
 	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		err = errno;
@@ -427,7 +431,7 @@ int soft_conn_start(struct soft_qp *q)
 	c->crc = sc->crc_required;
 	if (sc->auth) {
 		uint8_t blk[SOFT_AUTH_EXT_LEN], ids[SOFT_AUTH_IDS_LEN], mac[SOFT_AUTH_MAC_LEN];
-		rv_random_bytes(c->auth_ni, sizeof(c->auth_ni));
+		memcpy(c->auth_ni, ni, sizeof(ni));
 		soft_auth_ids(ids, sc->gid, sc->port, q->qpn, q->peer_gid, q->peer_port, q->peer_qpn);
 		soft_auth_mac_request(sc, c->auth_ni, ids, mac);
 		soft_auth_block_put(blk, false, c->auth_ni, mac);
@@ -543,7 +547,10 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 	if (c->sc->auth) {
 		/* Answer the challenge; the QP is not ours before MAC_I checks. */
 		uint8_t ids[SOFT_AUTH_IDS_LEN], mac[SOFT_AUTH_MAC_LEN], blk[SOFT_AUTH_EXT_LEN];
-		rv_random_bytes(c->auth_nr, sizeof(c->auth_nr));
+		if (rv_random_bytes(c->auth_nr, sizeof(c->auth_nr)) < 0) {
+			conn_kill(c); /* no challenge without a fresh nonce (logged) */
+			return;
+		}
 		soft_auth_ids(ids, c->req.gid, c->req.port, c->req.src_qpn, c->sc->gid, c->sc->port, q->qpn);
 		soft_auth_mac(c->sc, false, c, ids, mac);
 		soft_auth_block_put(blk, true, c->auth_nr, mac);

@@ -96,16 +96,21 @@ static void grow(struct soft_ctx *sc)
 }
 
 /* A random STag nobody in the table has (never 0, never @p avoid); under the
- * write lock. Keys are unguessable on purpose: a peer must not find one. */
+ * write lock. Keys are unguessable on purpose: a peer must not find one. 0
+ * when the kernel gives no random bytes. */
 static uint32_t fresh_key(struct soft_ctx *sc, uint32_t avoid)
 {
 	uint32_t key;
 
 	do
-		rv_random_bytes(&key, sizeof(key));
+		if (rv_random_bytes(&key, sizeof(key)) < 0)
+			return 0;
 	while (key == 0 || key == avoid || lookup(sc, key));
 	return key;
 }
+
+#define NO_RANDOM_KEY "soft0 makes its keys from the kernel's random bytes, and got none (getrandom(2) and " \
+		      "/dev/urandom failed)"
 
 /* Gives @p m a fresh key and links it into the STag table; -ENOMEM (with
  * the message naming @p fn) when the context is at its MR/MW limit. */
@@ -118,6 +123,10 @@ static int stag_add(struct soft_ctx *sc, struct soft_mr *m, const char *fn)
 			      SOFT_MAX_MR);
 	}
 	m->key = fresh_key(sc, 0);
+	if (!m->key) {
+		pthread_rwlock_unlock(&sc->mr_lock);
+		return rv_err(EIO, fn, NO_RANDOM_KEY);
+	}
 	if (sc->n_mr >= sc->mr_buckets * 2)
 		grow(sc);
 	m->next = sc->mr_hash[bucket(sc, m->key)];
@@ -142,9 +151,10 @@ int soft_mr_reg(struct rv_mr *mr)
 		free(m);
 		return rv_err(EINVAL, "rv_mr_reg", "the region wraps around the address space");
 	}
-	if (stag_add(sc, m, "rv_mr_reg") != 0) {
+	int rc = stag_add(sc, m, "rv_mr_reg");
+	if (rc != 0) {
 		free(m);
-		return -ENOMEM;
+		return rc;
 	}
 	mr->lkey = m->key;
 	mr->rkey = m->key;
@@ -194,6 +204,12 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 		}
 	}
 	key = fresh_key(sc, m->key);
+	if (!key) {
+		m->next = sc->mr_hash[bucket(sc, m->key)]; /* unchanged */
+		sc->mr_hash[bucket(sc, m->key)] = m;
+		pthread_rwlock_unlock(&sc->mr_lock);
+		return rv_err(EIO, "rv_mr_rereg", NO_RANDOM_KEY);
+	}
 	m->key = key;
 	m->pd = pd;
 	m->addr = a;
@@ -424,9 +440,10 @@ int soft_mw_alloc(struct rv_mw *mw)
 	m->mw = true;
 	m->mw_type = (uint8_t)mw->type;
 	/* Random index and key, as for MRs; each bind increments the low byte. */
-	if (stag_add(sc, m, "rv_mw_alloc") != 0) {
+	int rc = stag_add(sc, m, "rv_mw_alloc");
+	if (rc != 0) {
 		free(m);
-		return -ENOMEM;
+		return rc;
 	}
 	mw->rkey = m->key;
 	mw->drv_mw = m;

@@ -28,11 +28,13 @@ static bool before(uint32_t a, uint32_t b)
 
 static _Atomic uint32_t qpn_counter;
 static uint32_t qpn_base;
+static bool qpn_ok;
 static pthread_once_t qpn_once = PTHREAD_ONCE_INIT;
 
+/* A random start, so that a peer cannot guess the QPNs of a process. */
 static void qpn_init(void)
 {
-	rv_random_bytes(&qpn_base, sizeof(qpn_base));
+	qpn_ok = rv_random_bytes(&qpn_base, sizeof(qpn_base)) == 0;
 }
 
 static uint32_t next_qpn(void)
@@ -207,6 +209,10 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	if (cap->max_inline_data > SOFT_MAX_INLINE)
 		return rv_err(EINVAL, fn, "cap.max_inline_data %u exceeds soft0's limit of %u bytes",
 			      cap->max_inline_data, SOFT_MAX_INLINE);
+	pthread_once(&qpn_once, qpn_init);
+	if (!qpn_ok)
+		return rv_err(EIO, fn, "soft0 needs random bytes from the kernel for its QP numbers, and got none "
+			      "(getrandom(2) and /dev/urandom failed)");
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return rv_err(ENOMEM, fn, "out of memory for the QP");
