@@ -1,0 +1,433 @@
+/*
+ * Attack class 1 of issue 16: reading a process's memory through soft0's
+ * same-host path. The target is this process (a passive QP with a remote-
+ * writable MR, and a secret in memory it never registered); the attacker is
+ * a forked child speaking raw MPA/DDP/RDMAP, which asks for the same-host
+ * agreement and then sends a WRITE by reference naming the secret, so that
+ * the target would copy it into the MR for the attacker to READ back.
+ *
+ * - naming the target's own pid, with each descriptor number it may hold;
+ * - naming another local process (a victim that holds the target's
+ *   connections, and the secret too);
+ * - the agreement of older rverbs (pid, nonce and an address in the MPA
+ *   private data);
+ * - as uid 65534 against a root target, and from another network namespace
+ *   (with root);
+ * - a second agreement on one connection.
+ * Each fails: the target answers "refused" or terminates the connection,
+ * the MR holds no byte of the secret, the target lives and its QP takes the
+ * next peer. The control: an attacker that names its own process and its own
+ * end of the connection is accepted, and its by-reference WRITE lands (so the
+ * refusals above are the verification at work, not a path that never works).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "attack-peer.h"
+
+#define MR_LEN 65536u
+#define SECRET_LEN 16384u /* by reference only from SOFT_SHM_MIN (8 KiB) up */
+#define SECRET_BYTE 0x5e
+#define OWN_BYTE 0x3c
+
+/* What the child reports (its exit status). */
+enum { REFUSED = 0, ACCEPTED = 1, NO_ANSWER = 2, NOT_ACCEPTED = 3, NOT_OFFERED = 4 };
+
+static uint8_t secret[SECRET_LEN]; /* the target's, never registered */
+static uint8_t own[SECRET_LEN];    /* the attacker's (child) */
+
+static void shm_ext(uint8_t ext[ATK_SHM_EXT_LEN], const char *magic)
+{
+	memset(ext, 0, ATK_SHM_EXT_LEN);
+	memcpy(ext, magic, 4); /* kind 0: a request; flags 0: no rings */
+}
+
+static bool send_ctl(int fd, uint8_t kind, uint8_t result, uint32_t pid, uint32_t num)
+{
+	uint8_t pay[12] = {kind, result, 0, 0};
+	struct rv_fpdu f;
+
+	memcpy(pay + 4, &pid, 4);
+	memcpy(pay + 8, &num, 4);
+	memset(&f, 0, sizeof(f));
+	f.opcode = ATK_OP_SHM_CTL;
+	f.last = true;
+	f.payload = pay;
+	f.payload_len = sizeof(pay);
+	return atk_send(fd, &f);
+}
+
+/* A WRITE by reference of (src, len) to the target's MR, then a zero-length
+ * SEND whose receive completion tells the target's test it was processed. */
+static void send_ref_write(int fd, const struct atk_target *t, uint32_t rkey, const void *src, uint32_t len)
+{
+	uint8_t pay[12];
+	uint64_t a = (uint64_t)(uintptr_t)src;
+	struct rv_fpdu f;
+
+	memcpy(pay, &a, 8);
+	memcpy(pay + 8, &len, 4);
+	memset(&f, 0, sizeof(f));
+	f.opcode = ATK_OP_WRITE_REF;
+	f.tagged = true;
+	f.last = true;
+	f.stag = rkey;
+	f.to = (uint64_t)(uintptr_t)t->buf;
+	f.payload = pay;
+	f.payload_len = sizeof(pay);
+	atk_send(fd, &f);
+	memset(&f, 0, sizeof(f));
+	f.opcode = RV_RDMAP_SEND;
+	f.qn = RV_DDP_QN_SEND;
+	f.msn = 1;
+	f.last = true;
+	atk_send(fd, &f);
+}
+
+struct attack {
+	const char *magic;   /* of the extension: "RSH2", or the old "RSH1" */
+	bool old_fields;     /* RSH1: the old fields (pid, nonce, address) filled in */
+	bool own;            /* name our own pid and descriptor (the control) */
+	uint32_t pid, num;   /* otherwise, these */
+	bool twice;          /* a second agreement message on the connection */
+	uid_t uid;           /* run as this user (0: as we are) */
+	const char *netns;   /* from this network namespace (NULL: ours) */
+	uint32_t rkey;       /* the target MR's (run() fills it in: a fork child has no handles) */
+};
+
+/* The attacker, in a child: returns its report. */
+static int attacker(const struct atk_target *t, const struct attack *a)
+{
+	uint8_t ext[ATK_SHM_EXT_LEN], reply[512], buf[1024];
+	size_t reply_len = 0;
+	struct rv_fpdu f;
+	int fd, r, result = NO_ANSWER;
+	bool offered;
+
+	if (a->netns) {
+		char path[128];
+		int nfd;
+
+		snprintf(path, sizeof(path), "/run/netns/%s", a->netns);
+		nfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (nfd < 0 || setns(nfd, CLONE_NEWNET) < 0)
+			return NO_ANSWER;
+		close(nfd);
+	}
+	if (a->uid && (setgid(a->uid) < 0 || setuid(a->uid) < 0))
+		return NO_ANSWER;
+	memset(own, OWN_BYTE, sizeof(own));
+	shm_ext(ext, a->magic);
+	if (a->old_fields) {
+		/* The old agreement: "my pid is the target's, my nonce is there". */
+		uint32_t pid = (uint32_t)getppid();
+		uint64_t addr = (uint64_t)(uintptr_t)secret;
+		memcpy(ext + 8, &pid, 4);
+		memcpy(ext + 24, &addr, 8);
+	}
+	fd = atk_connect(t);
+	if (fd < 0)
+		return NO_ANSWER;
+	r = atk_request(fd, t, 0, ext, sizeof(ext), reply, sizeof(reply), &reply_len);
+	if (r != 1) {
+		fprintf(stderr, "attacker: the MPA request was %s\n", r == 0 ? "rejected" : "not answered");
+		return r == 0 ? NOT_ACCEPTED : NO_ANSWER;
+	}
+	offered = reply_len >= RV_SOFT_CPD_LEN + ATK_SHM_EXT_LEN && memcmp(reply + RV_SOFT_CPD_LEN, "RSH2", 4) == 0;
+	/* Ask anyway: a target that did not offer must refuse (TERMINATE). */
+	send_ctl(fd, 1, 0, a->own ? (uint32_t)getpid() : a->pid, a->own ? (uint32_t)fd : a->num);
+	while (offered && atk_recv(fd, buf, sizeof(buf), &f, 5000) == 1) {
+		if (f.opcode == ATK_OP_SHM_CTL && f.payload_len == 12 && f.payload[0] == 2) {
+			result = f.payload[1] ? ACCEPTED : REFUSED;
+			break;
+		}
+	}
+	if (result == ACCEPTED)
+		send_ctl(fd, 6, 0, 0, 0); /* we read nothing of the target's */
+	/* The attack proper (or the control's own bytes). */
+	send_ref_write(fd, t, a->rkey, a->own ? (const void *)own : (const void *)secret, SECRET_LEN);
+	if (a->twice)
+		send_ctl(fd, 1, 0, (uint32_t)getpid(), (uint32_t)fd);
+	/* Stay (our memory may be read) until the target is done with us. */
+	atk_closed(fd, 20000);
+	close(fd);
+	return offered ? result : NOT_OFFERED;
+}
+
+/* The recv completion of the attacker's SEND (1), the QP in ERR (0), or
+ * neither within 10 s (-1). */
+static int outcome(struct atk_target *t)
+{
+	for (int i = 0; i < 10000; i++) {
+		rv_wc wc;
+		if (rv_cq_poll(t->cq, &wc, 1) == 1 && wc.wr_id == 77)
+			return wc.status == RV_WC_SUCCESS ? 1 : 0;
+		if (rv_qp_state_of(t->qp) == RV_QPS_ERR)
+			return 0;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static bool holds_byte(const uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == v)
+			return true;
+	return false;
+}
+
+/* Runs one attack against t (armed); returns the child's report and leaves
+ * t armed again. *landed: the attacker's SEND completed at the target. */
+static int run(struct atk_target *t, const struct attack *attack, int *landed)
+{
+	struct attack a = *attack;
+	pid_t pid;
+	int st;
+
+	a.rkey = rv_mr_rkey(t->mr);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(attacker(t, &a));
+	*landed = outcome(t);
+	assert_false(holds_byte(t->buf, t->len, SECRET_BYTE));
+	atk_target_rearm(t); /* closes the connection: the child ends */
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static struct atk_target target;
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(secret, SECRET_BYTE, sizeof(secret));
+	atk_target_open(&target, NULL, RV_QPT_RC, MR_LEN);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	atk_target_close(&target);
+	return 0;
+}
+
+/* The control first: the path works for a peer that is who it says. */
+static void test_attack_samehost__own_process_is_accepted(void **state)
+{
+	struct attack a = {.magic = "RSH2", .own = true};
+	int landed;
+
+	(void)state;
+	assert_int_equal(run(&target, &a, &landed), ACCEPTED);
+	assert_int_equal(landed, 1);
+}
+
+static void test_attack_samehost__own_bytes_land(void **state)
+{
+	struct attack a = {.magic = "RSH2", .own = true, .rkey = rv_mr_rkey(target.mr)};
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(attacker(&target, &a));
+	assert_int_equal(outcome(&target), 1);
+	/* Pulled from the attacker's memory, exactly. */
+	for (size_t i = 0; i < SECRET_LEN; i++)
+		assert_int_equal(target.buf[i], OWN_BYTE);
+	atk_target_rearm(&target);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(WEXITSTATUS(st), ACCEPTED);
+}
+
+/* Naming the target itself, with every descriptor number it may hold. */
+static void test_attack_samehost__target_pid_is_refused(void **state)
+{
+	int landed;
+
+	(void)state;
+	for (uint32_t num = 0; num < 24; num++) {
+		struct attack a = {.magic = "RSH2", .pid = (uint32_t)getpid(), .num = num};
+		assert_int_equal(run(&target, &a, &landed), REFUSED);
+		assert_int_not_equal(landed, 1); /* the WRITE by reference was terminated */
+	}
+}
+
+/* A victim: another process that holds the secret and connections of its own
+ * to the target's listener. */
+static void test_attack_samehost__other_process_is_refused(void **state)
+{
+	int ready[2], landed;
+	pid_t victim;
+	char c;
+
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	victim = fork();
+	assert_true(victim >= 0);
+	if (victim == 0) {
+		for (int i = 0; i < 8; i++)
+			(void)atk_connect(&target);
+		(void)!write(ready[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	for (uint32_t num = 0; num < 16; num++) {
+		struct attack a = {.magic = "RSH2", .pid = (uint32_t)victim, .num = num};
+		assert_int_equal(run(&target, &a, &landed), REFUSED);
+		assert_int_not_equal(landed, 1);
+	}
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+}
+
+/* The agreement of older rverbs: not understood, nothing offered, and the
+ * by-reference WRITE is a TERMINATE. */
+static void test_attack_samehost__old_agreement_is_ignored(void **state)
+{
+	struct attack a = {.magic = "RSH1", .old_fields = true, .pid = (uint32_t)getpid(), .num = 3};
+	int landed;
+
+	(void)state;
+	assert_int_equal(run(&target, &a, &landed), NOT_OFFERED);
+	assert_int_equal(landed, 0);
+}
+
+/* Accepted once; the second agreement message on the connection ends it. */
+static void test_attack_samehost__second_agreement_is_refused(void **state)
+{
+	struct attack a = {.magic = "RSH2", .own = true, .twice = true, .rkey = rv_mr_rkey(target.mr)};
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(attacker(&target, &a));
+	assert_int_equal(outcome(&target), 1);
+	assert_int_equal(atk_wait_state(&target, RV_QPS_ERR, 10000), RV_QPS_ERR);
+	atk_target_rearm(&target);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(WEXITSTATUS(st), ACCEPTED);
+}
+
+/* As uid 65534 against a root target: naming the target is refused. */
+static void test_attack_samehost__as_nobody(void **state)
+{
+	int landed;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	for (uint32_t num = 0; num < 8; num++) {
+		struct attack a = {.magic = "RSH2", .pid = (uint32_t)getpid(), .num = num, .uid = 65534};
+		assert_int_equal(run(&target, &a, &landed), REFUSED);
+		assert_int_not_equal(landed, 1);
+	}
+}
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* From another network namespace as uid 65534, to a target listening on a
+ * veth address: not a local peer, so nothing is offered and the attempt is
+ * a TERMINATE. */
+static void test_attack_samehost__from_another_namespace(void **state)
+{
+	char ns[32], ip_t[32], ip_a[32], listen[40];
+	int id = getpid() % 250 + 1, landed;
+	rv_context_attr attr = {.mask = RV_CONTEXT_ATTR_LISTEN_ADDR, .listen_addr = listen};
+	struct atk_target t;
+
+	(void)state;
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0)
+		skip();
+	snprintf(ns, sizeof(ns), "rvatk%d", (int)getpid());
+	snprintf(ip_t, sizeof(ip_t), "10.214.%d.1", id);
+	snprintf(ip_a, sizeof(ip_a), "10.214.%d.2", id);
+	if (sh("ip netns add %s && ip link add rvT%d type veth peer name rvN%d netns %s && "
+	       "ip addr add %s/24 dev rvT%d && ip link set rvT%d up && "
+	       "ip -n %s addr add %s/24 dev rvN%d && ip -n %s link set rvN%d up && ip -n %s link set lo up",
+	       ns, (int)getpid(), (int)getpid(), ns, ip_t, (int)getpid(), (int)getpid(), ns, ip_a, (int)getpid(),
+	       ns, (int)getpid(), ns) != 0) {
+		sh("ip netns del %s 2>/dev/null; ip link del rvT%d 2>/dev/null", ns, (int)getpid());
+		skip();
+	}
+	snprintf(listen, sizeof(listen), "%s", ip_t);
+	atk_target_open(&t, &attr, RV_QPT_RC, MR_LEN);
+	for (uint32_t num = 0; num < 4; num++) {
+		struct attack a = {.magic = "RSH2", .pid = (uint32_t)getpid(), .num = num, .uid = 65534, .netns = ns};
+		assert_int_equal(run(&t, &a, &landed), NOT_OFFERED);
+		assert_int_equal(landed, 0);
+	}
+	atk_target_close(&t);
+	sh("ip netns del %s 2>/dev/null; ip link del rvT%d 2>/dev/null", ns, (int)getpid());
+}
+
+static void on_log(rv_log_level level, const char *msg, void *user)
+{
+	(void)user;
+	if (level <= RV_LOG_WARN || getenv("ATTACK_VERBOSE"))
+		fprintf(stderr, "rverbs: %s\n", msg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attack_samehost__own_process_is_accepted),
+		cmocka_unit_test(test_attack_samehost__own_bytes_land),
+		cmocka_unit_test(test_attack_samehost__target_pid_is_refused),
+		cmocka_unit_test(test_attack_samehost__other_process_is_refused),
+		cmocka_unit_test(test_attack_samehost__old_agreement_is_ignored),
+		cmocka_unit_test(test_attack_samehost__second_agreement_is_refused),
+		cmocka_unit_test(test_attack_samehost__as_nobody),
+		cmocka_unit_test(test_attack_samehost__from_another_namespace),
+	};
+	rv_device *dev;
+
+	if (rv_device_find("soft0", &dev) < 0) {
+		fprintf(stderr, "skip: soft0 is not built in\n");
+		return 77;
+	}
+	rv_device_unref(dev);
+	unsetenv("RVERBS_SOFT_SHM");
+	rv_set_log_handler(on_log, NULL);
+	rv_set_log_level(RV_LOG_INFO);
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("attack-samehost", tests, setup, teardown);
+}
