@@ -773,6 +773,8 @@ enum soft_ud_counter {
 	SOFT_UD_DROP_PKEY,    /* P_Key not the default partition */
 	SOFT_UD_DROP_QKEY,    /* Q_Key differs from the QP's */
 	SOFT_UD_DROP_NO_RECV, /* no receive WR posted */
+	SOFT_UD_DROP_AUTH,    /* no valid MAC under the context's secret, or a MAC it cannot check */
+	SOFT_UD_DROP_REPLAY,  /* a valid MAC, but its (epoch, seq) was seen or is too old */
 	SOFT_UD_NCOUNTERS
 };
 /* Open the UDP socket (sc->ud) on ss's address with port sc->port; 0 without
