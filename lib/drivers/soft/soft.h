@@ -498,6 +498,8 @@ int soft_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, ui
 /* ---- context.c ---- */
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
 int soft_context_close(struct rv_context *ctx);
+/* rv_driver.auth_mac: HMAC-SHA256 with the context's secret (1), or 0 without one. */
+int soft_context_auth_mac(struct rv_context *ctx, const void *msg, size_t len, uint8_t out[32]);
 int64_t soft_now_ms(void);
 int64_t soft_now_us(void);
 /* From a poller that found its CQ empty, sc->lock held: handle what epoll
