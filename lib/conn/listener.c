@@ -640,6 +640,12 @@ RV_EXPORT int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr
 				continue;
 			}
 			struct pending *p = ptr;
+			bool live = false;
+			/* accept_new may have evicted it earlier in this batch. */
+			for (uint32_t k = 0; k < l->n_pending && !live; k++)
+				live = l->pending[k] == p;
+			if (!live)
+				continue;
 			rc = serve(l, p, &o, &c, __func__);
 			if (rc == 0)
 				continue;
