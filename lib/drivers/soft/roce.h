@@ -2,9 +2,10 @@
  * RoCEv2 framing of soft0's UD datagrams (IBTA Annex A17 over IBA 1.4 ch. 9):
  * the UDP payload is BTH + DETH (+ ImmDt) + payload + pad + ICRC.
  *
- * Owns: the encoding and decoding of that payload, the ICRC and the IP
- * headers soft0 puts in a receive buffer's GRH area. Pure: no I/O, no
- * allocation, no locks; fuzzable (tests/test-soft-roce.c).
+ * Owns: the encoding and decoding of that payload, the ICRC, the IP
+ * headers soft0 puts in a receive buffer's GRH area, and the MAC trailer and
+ * replay window of authenticated UD (below). Pure: no I/O, no allocation, no
+ * locks; fuzzable (tests/test-soft-roce.c, tests/fuzz/fuzz-roce-ud.c).
  *
  * The ICRC (IBA §7.8.1, Annex A17.3.3) is the CRC-32 of Ethernet (reflected
  * polynomial 0xEDB88320, initial value and final XOR all ones), sent least
