@@ -158,6 +158,12 @@ struct rv_driver {
 
 	/* Escape hatch: the struct ibv_* behind a handle, or NULL. May be NULL. */
 	void *(*raw)(struct rv_object *obj);
+
+	/* The context's shared secret (rv_context_attr.auth_secret) for the
+	 * connection helper's exchange, without handing the key out: 1 with
+	 * out = HMAC-SHA256(secret, msg), 0 when the context has no secret.
+	 * May be NULL (no device of the driver has a secret). */
+	int (*auth_mac)(struct rv_context *ctx, const void *msg, size_t len, uint8_t out[32]);
 };
 
 /* A device handle served by drv, outside discovery: for tests with a mock

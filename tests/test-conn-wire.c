@@ -181,6 +181,7 @@ static void test_conn_wire__random_input(void **state)
 	static uint8_t buf[RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX];
 	struct rv_wire_hello h;
 	struct rv_wire_reject r;
+	struct rv_wire_auth au;
 	struct rv_wire_hdr hd;
 	uint32_t x = 12345;
 
@@ -193,6 +194,7 @@ static void test_conn_wire__random_input(void **state)
 			buf[RV_WIRE_HDR_LEN] = (uint8_t)(1 + it % 3); /* plausible QP counts */
 		(void)rv_wire_hdr_decode(buf, len, &hd, F);
 		(void)rv_wire_reject_decode(buf, len, &r, F);
+		(void)rv_wire_auth_decode(buf, len, &au, F);
 		if (rv_wire_hello_decode(buf, len, &h, F) == 0) {
 			assert_true(h.num_qps >= 1 && h.num_qps <= RV_CONN_MAX_QPS);
 			assert_true(h.data_len <= RV_CONN_PRIVATE_DATA_MAX);
@@ -229,6 +231,49 @@ static void test_conn_wire__reject_round_trip(void **state)
 	buf[RV_WIRE_HDR_LEN] = 0x7f;
 	assert_int_equal(rv_wire_reject_decode(buf + RV_WIRE_HDR_LEN, (size_t)n - RV_WIRE_HDR_LEN, &r, F), 0);
 	assert_int_equal(r.errnum, ECONNREFUSED);
+}
+
+/* The AUTH message of an exchange under a shared secret: round trip, exact
+ * length, known steps, zero reserved bytes, its header's length limit. */
+static void test_conn_wire__auth_round_trip_and_faults(void **state)
+{
+	uint8_t buf[RV_WIRE_HDR_LEN + RV_WIRE_AUTH_LEN];
+	struct rv_wire_auth a, d;
+	struct rv_wire_hdr h;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.step = RV_AUTH_CHALLENGE;
+	for (int i = 0; i < RV_WIRE_AUTH_NONCE_LEN; i++)
+		a.nonce[i] = (uint8_t)i;
+	for (int i = 0; i < RV_WIRE_AUTH_MAC_LEN; i++)
+		a.mac[i] = (uint8_t)(0x80 + i);
+	assert_int_equal(rv_wire_auth_encode(&a, buf), (int)sizeof(buf));
+	assert_int_equal(rv_wire_hdr_decode(buf, RV_WIRE_HDR_LEN, &h, F), 0);
+	assert_int_equal(h.type, RV_WIRE_AUTH);
+	assert_int_equal(h.length, RV_WIRE_AUTH_LEN);
+	assert_string_equal(rv_wire_type_name(RV_WIRE_AUTH), "AUTH");
+	assert_int_equal(rv_wire_auth_decode(buf + RV_WIRE_HDR_LEN, h.length, &d, F), 0);
+	assert_int_equal(d.step, RV_AUTH_CHALLENGE);
+	assert_memory_equal(d.nonce, a.nonce, sizeof(a.nonce));
+	assert_memory_equal(d.mac, a.mac, sizeof(a.mac));
+	/* Not exactly 52 bytes. */
+	assert_int_equal(rv_wire_auth_decode(buf + RV_WIRE_HDR_LEN, RV_WIRE_AUTH_LEN - 1, &d, F), -EBADMSG);
+	assert_int_equal(rv_wire_auth_decode(buf + RV_WIRE_HDR_LEN, 0, &d, F), -EBADMSG);
+	/* A longer AUTH is refused by its header, before it is read. */
+	rv_wire_hdr_encode(buf, RV_WIRE_AUTH, RV_WIRE_AUTH_LEN + 1);
+	assert_int_equal(rv_wire_hdr_decode(buf, RV_WIRE_HDR_LEN, &h, F), -EMSGSIZE);
+	rv_wire_auth_encode(&a, buf);
+	/* Unknown steps, reserved bytes. */
+	buf[RV_WIRE_HDR_LEN] = 0;
+	assert_int_equal(rv_wire_auth_decode(buf + RV_WIRE_HDR_LEN, RV_WIRE_AUTH_LEN, &d, F), -EBADMSG);
+	buf[RV_WIRE_HDR_LEN] = RV_AUTH_REP_MAC + 1;
+	assert_int_equal(rv_wire_auth_decode(buf + RV_WIRE_HDR_LEN, RV_WIRE_AUTH_LEN, &d, F), -EBADMSG);
+	assert_non_null(strstr(rv_error_last(), "unknown step"));
+	buf[RV_WIRE_HDR_LEN] = RV_AUTH_HELLO;
+	buf[RV_WIRE_HDR_LEN + 2] = 1;
+	assert_int_equal(rv_wire_auth_decode(buf + RV_WIRE_HDR_LEN, RV_WIRE_AUTH_LEN, &d, F), -EBADMSG);
+	assert_non_null(strstr(rv_error_last(), "reserved"));
 }
 
 static void test_conn_wire__addr_parse(void **state)
@@ -348,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_conn_wire__hello_rejects_every_truncation_and_corruption),
 		cmocka_unit_test(test_conn_wire__random_input),
 		cmocka_unit_test(test_conn_wire__reject_round_trip),
+		cmocka_unit_test(test_conn_wire__auth_round_trip_and_faults),
 		cmocka_unit_test(test_conn_wire__addr_parse),
 		cmocka_unit_test(test_conn_wire__cm_private_data),
 		cmocka_unit_test(test_conn_wire__cm_qp_attr_translation),

@@ -209,6 +209,118 @@ static void test_soft_roce__ipv4_header_for_the_grh_area(void **state)
  * only inside the buffer (a copy of exactly len bytes on the heap, so that
  * AddressSanitizer or valgrind sees any overread) and accepts nothing whose
  * ICRC it did not verify. */
+/* The MAC trailer of authenticated UD: sealed datagrams open with the same
+ * key and give back message, epoch and seq; another key, another address or
+ * port, any bit of the covered part changed, or no mark: refused. */
+static void test_soft_roce__auth_trailer_seals_and_opens(void **state)
+{
+	static const uint8_t key[] = "k1", other[] = "k2";
+	struct rv_roce_addr a = loop4(), b;
+	uint8_t pkt[RV_ROCE_UD_OVERHEAD + RV_ROCE_UD_AUTH_LEN + 64], copy[sizeof(pkt)];
+
+	(void)state;
+	for (uint32_t len = 0; len <= 9; len++) {
+		struct rv_roce_ud h = {.opcode = len & 1 ? RV_ROCE_UD_SEND_ONLY_IMM : RV_ROCE_UD_SEND_ONLY,
+				       .pkey = 0xffff, .dest_qp = 0x12, .qkey = 0x11111111, .src_qp = 0x34,
+				       .deth_rsvd = RV_ROCE_UD_AUTH_MARK};
+		struct rv_roce_ud d;
+		uint64_t ep = 0, sq = 0;
+		size_t hl, n, off;
+		uint32_t plen;
+
+		hl = rv_roce_ud_encode_hdr(&h, len + RV_ROCE_UD_AUTH_LEN, pkt);
+		assert_int_equal(pkt[16], RV_ROCE_UD_AUTH_MARK);
+		memset(pkt + hl, 0x61, len);
+		n = rv_roce_ud_auth_seal(key, 2, &a, pkt, hl + len, 0x0102030405060708u, 99 + len);
+		assert_int_equal(n, hl + len + RV_ROCE_UD_AUTH_LEN);
+		n = rv_roce_ud_finish(&a, pkt, n);
+		assert_int_equal(rv_roce_ud_decode(&a, pkt, n, &d, &off, &plen), RV_ROCE_OK);
+		assert_int_equal(d.deth_rsvd, RV_ROCE_UD_AUTH_MARK);
+		assert_int_equal(plen, len + RV_ROCE_UD_AUTH_LEN);
+		{
+			uint32_t pl = plen;
+			assert_true(rv_roce_ud_auth_open(key, 2, &a, pkt, off, &pl, &ep, &sq));
+			assert_int_equal(pl, len);
+			assert_true(ep == 0x0102030405060708u);
+			assert_true(sq == 99 + len);
+		}
+		{
+			uint32_t pl = plen;
+			assert_false(rv_roce_ud_auth_open(other, 2, &a, pkt, off, &pl, &ep, &sq));
+			assert_int_equal(pl, plen);
+			b = a;
+			b.sport++;
+			assert_false(rv_roce_ud_auth_open(key, 2, &b, pkt, off, &pl, &ep, &sq));
+			b = a;
+			b.src[3] = 2;
+			assert_false(rv_roce_ud_auth_open(key, 2, &b, pkt, off, &pl, &ep, &sq));
+		}
+		/* Every bit of the covered part but BTH byte 4. */
+		for (size_t bit = 0; bit < (off + plen) * 8; bit++) {
+			uint32_t pl = plen;
+			if (bit / 8 == 4)
+				continue;
+			memcpy(copy, pkt, n);
+			copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			assert_false(rv_roce_ud_auth_open(key, 2, &a, copy, off, &pl, &ep, &sq));
+		}
+		/* BTH byte 4 is masked, as the ICRC masks it. */
+		memcpy(copy, pkt, n);
+		copy[4] ^= 0xc0;
+		{
+			uint32_t pl = plen;
+			assert_true(rv_roce_ud_auth_open(key, 2, &a, copy, off, &pl, &ep, &sq));
+		}
+		/* Without the mark the trailer is not looked at. */
+		memcpy(copy, pkt, n);
+		copy[16] = 0;
+		{
+			uint32_t pl = plen;
+			assert_false(rv_roce_ud_auth_open(key, 2, &a, copy, off, &pl, &ep, &sq));
+		}
+	}
+	/* Too short for a trailer. */
+	{
+		struct rv_roce_ud h = {.opcode = RV_ROCE_UD_SEND_ONLY, .deth_rsvd = RV_ROCE_UD_AUTH_MARK};
+		uint32_t pl = RV_ROCE_UD_AUTH_LEN - 1;
+		uint64_t ep, sq;
+		rv_roce_ud_encode_hdr(&h, pl, pkt);
+		assert_false(rv_roce_ud_auth_open(key, 2, &a, pkt, 20, &pl, &ep, &sq));
+	}
+}
+
+/* The replay window: each (epoch, seq) once; 64 below the newest; 64 senders,
+ * the one heard least recently forgotten. */
+static void test_soft_roce__replay_window(void **state)
+{
+	static struct rv_roce_replay r;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_true(rv_roce_replay_check(&r, 1, 1000));
+	assert_false(rv_roce_replay_check(&r, 1, 1000));
+	assert_true(rv_roce_replay_check(&r, 1, 999)); /* late, inside the window */
+	assert_false(rv_roce_replay_check(&r, 1, 999));
+	assert_true(rv_roce_replay_check(&r, 2, 1000)); /* another sender */
+	assert_true(rv_roce_replay_check(&r, 1, 1063)); /* the window now 1000..1063 */
+	assert_false(rv_roce_replay_check(&r, 1, 1000)); /* seen, at the window's edge */
+	assert_false(rv_roce_replay_check(&r, 1, 999));  /* below the window */
+	assert_true(rv_roce_replay_check(&r, 1, 1001));  /* inside, not seen */
+	assert_true(rv_roce_replay_check(&r, 1, 5000));  /* a jump */
+	assert_false(rv_roce_replay_check(&r, 1, 1063));
+	assert_true(rv_roce_replay_check(&r, 1, 4999));
+	/* 62 more senders fill the 64 places; sender 1 is heard again, then a
+	 * new one takes the place of the least recently heard: sender 2, whose
+	 * datagrams would then be accepted again (the documented limit). */
+	for (uint64_t e = 100; e < 100 + RV_ROCE_REPLAY_SENDERS - 2; e++)
+		assert_true(rv_roce_replay_check(&r, e, 7));
+	assert_true(rv_roce_replay_check(&r, 1, 5001));
+	assert_true(rv_roce_replay_check(&r, 200, 7));
+	assert_false(rv_roce_replay_check(&r, 1, 5001));
+	assert_false(rv_roce_replay_check(&r, 100, 7));
+	assert_true(rv_roce_replay_check(&r, 2, 1000));
+}
+
 static void test_soft_roce__random_input(void **state)
 {
 	struct rv_roce_addr a = loop4();
@@ -264,6 +376,8 @@ int main(void)
 		cmocka_unit_test(test_soft_roce__every_single_bit_error_is_caught),
 		cmocka_unit_test(test_soft_roce__ipv6_icrc_masks_class_flow_and_hop_limit),
 		cmocka_unit_test(test_soft_roce__ipv4_header_for_the_grh_area),
+		cmocka_unit_test(test_soft_roce__auth_trailer_seals_and_opens),
+		cmocka_unit_test(test_soft_roce__replay_window),
 		cmocka_unit_test(test_soft_roce__random_input),
 	};
 

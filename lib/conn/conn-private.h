@@ -40,6 +40,7 @@ enum rv_conn_phase {
 	RV_PH_WAIT_RTU,           /* server: REP sent */
 	RV_PH_ESTABLISHED,
 	RV_PH_DONE,               /* disconnected or failed; fd closed */
+	RV_PH_WAIT_CHALLENGE,     /* client with a secret: AUTH HELLO sent, REQ held back */
 };
 
 struct rv_cm_conn;
@@ -74,6 +75,13 @@ struct rv_conn {
 	uint32_t path_mtu;
 
 	struct rv_cm_conn *cm; /* rdma_cm transport state, or NULL */
+
+	/* trust.c: the shared secret over the exchange (client side). */
+	bool auth;                                  /* the context has a secret */
+	bool have_rep_mac;                          /* the server's AUTH REP_MAC arrived */
+	uint8_t auth_nc[RV_WIRE_AUTH_NONCE_LEN];     /* our nonce */
+	uint8_t auth_ns[RV_WIRE_AUTH_NONCE_LEN];     /* the server's */
+	uint8_t rep_mac[RV_WIRE_AUTH_MAC_LEN];
 };
 
 /* conn.c */
@@ -92,6 +100,25 @@ void rv_conn_qps_to_err(struct rv_conn *c);
 /* Close and unreference a connection that never reached the caller,
  * keeping the thread's error message. */
 void rv_conn_discard(struct rv_conn *c);
+
+/* trust.c: the shared secret and the peer's address. */
+/* Whether ctx has a shared secret (rv_context_attr.auth_secret). */
+bool rv_conn_has_secret(struct rv_context *ctx);
+/* HMAC-SHA256(secret, "rverbs-conn-" role || nc || ns || hdr || payload):
+ * role 'S' the server's proof (hdr NULL, len 0), 'Q' a REQ, 'P' a REP (hdr:
+ * its RV_WIRE_HDR_LEN header bytes). Only with a secret. */
+void rv_conn_auth_mac(struct rv_context *ctx, char role, const uint8_t nc[RV_WIRE_AUTH_NONCE_LEN],
+		      const uint8_t ns[RV_WIRE_AUTH_NONCE_LEN], const uint8_t *hdr, const uint8_t *payload,
+		      size_t len, uint8_t out[RV_WIRE_AUTH_MAC_LEN]);
+/* Equal in time independent of where two MACs differ. */
+bool rv_conn_mac_equal(const uint8_t *a, const uint8_t *b);
+/* Send an AUTH message (nonce, mac may be NULL: zeros). */
+int rv_conn_send_auth(int fd, uint8_t step, const uint8_t *nonce, const uint8_t *mac, int64_t deadline,
+		      const char *peer, const char *func);
+/* -EACCES (named) unless every endpoint of h names the address of the
+ * control socket fd's peer, or both are this host (software device only). */
+int rv_conn_check_peer_addr(struct rv_context *ctx, int fd, const struct rv_wire_hello *h, const char *peer,
+			    const char *func);
 
 /* cm.c: the rdma_cm transport. */
 struct rv_cm_listener;

@@ -456,11 +456,50 @@ static int reject(struct rv_conn *c, int rc)
 	return fail(c, rc);
 }
 
+/* The client's side of an AUTH message (trust.c): 0 to read on, < 0 failed. */
+static int client_auth(struct rv_conn *c, int64_t deadline, const char *func)
+{
+	struct rv_wire_auth a;
+	uint8_t want[RV_WIRE_AUTH_MAC_LEN];
+	int rc = rv_wire_auth_decode(c->rx->payload, c->rx->hdr.length, &a, func);
+
+	if (rc < 0)
+		return reject(c, rc);
+	if (!c->auth)
+		return reject(c, rv_err(EACCES, func, "%s wants to authenticate the exchange with a shared secret, "
+					"but this context has none (rv_context_attr.auth_secret, "
+					"RVERBS_SOFT_SECRET_FILE)", c->peer_addr));
+	if (c->phase == RV_PH_WAIT_CHALLENGE && a.step == RV_AUTH_CHALLENGE) {
+		memcpy(c->auth_ns, a.nonce, sizeof(c->auth_ns));
+		rv_conn_auth_mac(c->ctx, 'S', c->auth_nc, c->auth_ns, NULL, NULL, 0, want);
+		if (!rv_conn_mac_equal(want, a.mac))
+			return reject(c, rv_err(EACCES, func, "%s did not prove the shared secret: its context has "
+						"another one", c->peer_addr));
+		/* Our proof covers the REQ that follows it. */
+		rv_conn_auth_mac(c->ctx, 'Q', c->auth_nc, c->auth_ns, c->out, c->out + RV_WIRE_HDR_LEN,
+				 c->out_len - RV_WIRE_HDR_LEN, want);
+		rc = rv_conn_send_auth(c->fd, RV_AUTH_REQ_MAC, NULL, want, deadline, c->peer_addr, func);
+		if (rc == 0)
+			rc = rv_sock_send_all(c->fd, c->out, c->out_len, deadline, c->peer_addr, func);
+		if (rc < 0)
+			return fail(c, rc);
+		c->phase = RV_PH_WAIT_REP;
+		return 0;
+	}
+	if (c->phase == RV_PH_WAIT_REP && a.step == RV_AUTH_REP_MAC && !c->have_rep_mac) {
+		memcpy(c->rep_mac, a.mac, sizeof(c->rep_mac));
+		c->have_rep_mac = true;
+		return 0;
+	}
+	return reject(c, rv_err(EBADMSG, func, "%s sent AUTH step %u out of order", c->peer_addr, a.step));
+}
+
 /* One step of the client: 1 established, 0 waiting for the socket, < 0 failed. */
 static int client_step(struct rv_conn *c, int64_t deadline, const char *func)
 {
 	struct rv_wire_hello h;
 	struct rv_wire_reject rj;
+	uint8_t want[RV_WIRE_AUTH_MAC_LEN];
 	int rc;
 
 	if (c->phase == RV_PH_TCP_CONNECTING) {
@@ -468,22 +507,44 @@ static int client_step(struct rv_conn *c, int64_t deadline, const char *func)
 		if (poll(&pfd, 1, 0) <= 0)
 			return 0;
 		rc = rv_sock_connect_finish(c->fd, c->peer_addr, func);
-		if (rc == 0)
+		if (rc == 0 && c->auth)
+			rc = rv_conn_send_auth(c->fd, RV_AUTH_HELLO, c->auth_nc, NULL, deadline, c->peer_addr, func);
+		else if (rc == 0)
 			rc = rv_sock_send_all(c->fd, c->out, c->out_len, deadline, c->peer_addr, func);
 		if (rc < 0)
 			return fail(c, rc);
-		c->phase = RV_PH_WAIT_REP;
+		c->phase = c->auth ? RV_PH_WAIT_CHALLENGE : RV_PH_WAIT_REP;
 	}
-	rc = rv_msg_rx_read(c->fd, c->rx, c->peer_addr, func);
-	if (rc == -ENOTCONN)
-		rc = rv_err(ECONNRESET, func, "%s closed the connection before answering our request",
-			    c->peer_addr);
-	if (rc <= 0)
-		return rc < 0 ? fail(c, rc) : 0;
-	rv_msg_rx_reset(c->rx);
+	for (;;) {
+		rc = rv_msg_rx_read(c->fd, c->rx, c->peer_addr, func);
+		if (rc == -ENOTCONN)
+			rc = rv_err(ECONNRESET, func, "%s closed the connection before answering our request",
+				    c->peer_addr);
+		if (rc <= 0)
+			return rc < 0 ? fail(c, rc) : 0;
+		rv_msg_rx_reset(c->rx);
+		if (c->rx->hdr.type != RV_WIRE_AUTH)
+			break;
+		rc = client_auth(c, deadline, func);
+		if (rc < 0)
+			return rc;
+	}
 	switch (c->rx->hdr.type) {
 	case RV_WIRE_REP:
+		if (c->auth) {
+			/* Nothing in a REP is acted on before its MAC checks. */
+			if (c->phase != RV_PH_WAIT_REP || !c->have_rep_mac)
+				return reject(c, rv_err(EACCES, func, "%s answered without proving the shared secret "
+							"(its context has none)", c->peer_addr));
+			rv_conn_auth_mac(c->ctx, 'P', c->auth_nc, c->auth_ns, c->rx->hdr_buf, c->rx->payload,
+					 c->rx->hdr.length, want);
+			if (!rv_conn_mac_equal(want, c->rep_mac))
+				return reject(c, rv_err(EACCES, func, "the MAC of %s's REP does not match: the answer "
+							"was altered on the way", c->peer_addr));
+		}
 		rc = rv_wire_hello_decode(c->rx->payload, c->rx->hdr.length, &h, func);
+		if (rc == 0)
+			rc = rv_conn_check_peer_addr(c->ctx, c->fd, &h, c->peer_addr, func);
 		if (rc < 0)
 			return reject(c, rc);
 		rc = rv_conn_apply_peer(c, &h, func);
@@ -565,6 +626,9 @@ static int connect_start(rv_context *ctx, const char *addr, struct rv_conn_opts 
 		return n;
 	}
 	c->out_len = (size_t)n;
+	c->auth = rv_conn_has_secret(ctx);
+	if (c->auth)
+		rv_random_bytes(c->auth_nc, sizeof(c->auth_nc));
 	rc = rv_sock_connect_start(addr, &c->fd, c->peer_addr, func);
 	if (rc < 0) {
 		rv_conn_discard(c);

@@ -5,11 +5,20 @@
  * middle of its exchange and a timerfd armed for the nearest handshake
  * deadline; it is the descriptor rv_listener_fd() hands out.
  *
+ * Pending clients are bounded and served fairly (docs/connection-helper.md,
+ * "Bad peers"): a client has LISTENER_FIRST_BYTE_MS (at most the handshake
+ * timeout) for its first byte; one source address holds at most
+ * per_source_max of the max_pending places; a new client always finds a
+ * place: when its source is at its cap, its own longest idle client is
+ * evicted, else when the listener is full, the longest idle client of all.
+ * Evictions and timeouts are logged at most once a second, as counts.
+ *
  * Owns: those descriptors and the half-made connections of pending clients.
  * Never blocks beyond the caller's timeout; never waits holding a lock.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +28,27 @@
 
 #include "conn/conn-private.h"
 
+/* How long a new client may stay silent (capped by the handshake timeout). */
+#define LISTENER_FIRST_BYTE_MS 1000
+/* At most one log line per kind of trouble per this many ms. */
+#define LISTENER_LOG_INTERVAL_MS 1000
+/* Clients accepted per wakeup of the listening socket, at most. */
+#define LISTENER_ACCEPT_BATCH 64
+
 struct pending {
 	int fd;
-	int64_t deadline;
+	int64_t deadline;   /* first byte, then the whole exchange */
+	int64_t accepted;   /* rv_now_ms() at accept */
+	int64_t last_heard; /* rv_now_ms() when a byte last arrived (or accepted) */
+	bool heard;         /* a byte arrived */
+	uint8_t src[16];    /* the client's address, as a GID (per-source cap) */
 	char peer[RV_ADDR_STR_MAX];
 	struct rv_conn *conn; /* made when the REQ arrived; NULL before */
 	struct rv_msg_rx rx;
+	/* trust.c: the shared secret over the exchange. */
+	int auth_step;        /* 0 nothing yet, 1 challenged, 2 the REQ's MAC arrived */
+	uint8_t auth_nc[RV_WIRE_AUTH_NONCE_LEN], auth_ns[RV_WIRE_AUTH_NONCE_LEN];
+	uint8_t req_mac[RV_WIRE_AUTH_MAC_LEN];
 };
 
 struct rv_listener {
@@ -32,11 +56,14 @@ struct rv_listener {
 	struct rv_context *ctx;
 	int lfd, epfd, tfd;
 	int port;
-	bool lfd_in_set;
 	uint32_t hs_timeout_ms;
 	uint32_t max_pending;
+	uint32_t per_source_max;
 	struct pending **pending;
 	uint32_t n_pending;
+	/* Rate-limited log: what happened since the last line. */
+	int64_t log_at;
+	uint64_t n_evicted, n_evicted_source, n_silent;
 	struct rv_cm_listener *cm; /* rdma_cm transport: its channel is in the epoll set instead of lfd */
 	int cm_fd;
 };
@@ -139,6 +166,8 @@ RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listen
 	l->lfd = l->tfd = l->epfd = -1;
 	l->hs_timeout_ms = hs;
 	l->max_pending = max_pending;
+	/* A quarter of the places per source address, at least 4 (all when fewer). */
+	l->per_source_max = max_pending / 4 > 4 ? max_pending / 4 : (max_pending < 4 ? max_pending : 4);
 	l->cm_fd = -1;
 	if (transport == RV_CONN_TRANSPORT_RDMA_CM)
 		rc = rv_cm_listen(ctx, addr, backlog, &l->cm, &l->port, &l->cm_fd, __func__);
@@ -150,7 +179,6 @@ RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listen
 		if (l->epfd < 0 || l->tfd < 0 || epoll_add(l->epfd, l->tfd, &l->tfd) < 0 ||
 		    (l->cm ? epoll_add(l->epfd, l->cm_fd, &l->cm_fd) : epoll_add(l->epfd, l->lfd, &l->lfd)) < 0)
 			rc = rv_err(errno, __func__, "epoll/timerfd: %s", strerror(errno));
-		l->lfd_in_set = !l->cm;
 	}
 	if (rc == 0) {
 		rv_graph_lock(&ctx->obj);
@@ -223,37 +251,96 @@ static void arm_timer(struct rv_listener *l)
 	timerfd_settime(l->tfd, 0, &its, NULL);
 }
 
-static void set_lfd_armed(struct rv_listener *l, bool on)
-{
-	if (on == l->lfd_in_set || l->cm)
-		return;
-	if (on)
-		epoll_add(l->epfd, l->lfd, &l->lfd);
-	else
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->lfd, NULL);
-	l->lfd_in_set = on;
-}
-
 static void remove_pending(struct rv_listener *l, uint32_t i)
 {
 	l->pending[i] = l->pending[--l->n_pending];
-	set_lfd_armed(l, true);
 	arm_timer(l);
 }
 
-/* Accept every waiting client while there is room. */
+/* One line per LISTENER_LOG_INTERVAL_MS at most, with the counts since the last. */
+static void log_trouble(struct rv_listener *l)
+{
+	int64_t now = rv_now_ms();
+
+	if (now - l->log_at < LISTENER_LOG_INTERVAL_MS || !(l->n_evicted || l->n_evicted_source || l->n_silent))
+		return;
+	rv_log(RV_LOG_WARN, "listener #%" PRIu64 ": %" PRIu64 " client(s) evicted to make room (listener full, "
+	       "max_pending %u), %" PRIu64 " evicted for their address's cap (%u), %" PRIu64 " silent past %u ms",
+	       l->obj.id, l->n_evicted, l->max_pending, l->n_evicted_source, l->per_source_max, l->n_silent,
+	       LISTENER_FIRST_BYTE_MS);
+	l->n_evicted = l->n_evicted_source = l->n_silent = 0;
+	l->log_at = now;
+}
+
+/* Drop pending client i to make room (no error for the caller: logged). */
+static void evict(struct rv_listener *l, uint32_t i, bool for_source)
+{
+	struct pending *p = l->pending[i];
+
+	rv_sock_send_reject(p->fd, EBUSY, "the server evicted this idle client to make room for others");
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+	remove_pending(l, i);
+	pending_free(p);
+	if (for_source)
+		l->n_evicted_source++;
+	else
+		l->n_evicted++;
+	log_trouble(l);
+}
+
+/* The longest idle pending client (of address src when not NULL), or -1. */
+static int64_t longest_idle(const struct rv_listener *l, const uint8_t *src, uint32_t *count)
+{
+	int64_t best = -1;
+
+	*count = 0;
+	for (uint32_t i = 0; i < l->n_pending; i++) {
+		const struct pending *p = l->pending[i];
+		if (src && memcmp(p->src, src, 16) != 0)
+			continue;
+		(*count)++;
+		if (best < 0 || p->last_heard < l->pending[best]->last_heard)
+			best = i;
+	}
+	return best;
+}
+
+static void addr_key(const struct sockaddr_storage *ss, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	}
+}
+
+/* Accept the waiting clients (a batch), making room for each: a new client
+ * never waits in the kernel's backlog behind idle ones. */
 static void accept_new(struct rv_listener *l)
 {
-	while (l->n_pending < l->max_pending) {
+	for (int k = 0; k < LISTENER_ACCEPT_BATCH; k++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		struct pending *p;
+		uint8_t src[16];
+		uint32_t n_src, n_all;
+		int64_t victim;
 		int fd = accept4(l->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
 				rv_log(RV_LOG_WARN, "listener #%" PRIu64 ": accept: %s", l->obj.id, strerror(errno));
 			return;
+		}
+		addr_key(&ss, src);
+		victim = longest_idle(l, src, &n_src);
+		if (n_src >= l->per_source_max) {
+			evict(l, (uint32_t)victim, true);
+		} else if (l->n_pending >= l->max_pending) {
+			victim = longest_idle(l, NULL, &n_all);
+			evict(l, (uint32_t)victim, false);
 		}
 		if (l->n_pending % 64 == 0) {
 			struct pending **n = realloc(l->pending, (l->n_pending + 64) * sizeof(*n));
@@ -269,7 +356,10 @@ static void accept_new(struct rv_listener *l)
 			return;
 		}
 		p->fd = fd;
-		p->deadline = rv_now_ms() + l->hs_timeout_ms;
+		p->accepted = p->last_heard = rv_now_ms();
+		p->deadline = p->accepted +
+			      (l->hs_timeout_ms < LISTENER_FIRST_BYTE_MS ? l->hs_timeout_ms : LISTENER_FIRST_BYTE_MS);
+		memcpy(p->src, src, 16);
 		rv_sockaddr_str((struct sockaddr *)&ss, p->peer);
 		if (epoll_add(l->epfd, fd, p) < 0) {
 			close(fd);
@@ -278,7 +368,64 @@ static void accept_new(struct rv_listener *l)
 		}
 		l->pending[l->n_pending++] = p;
 	}
-	set_lfd_armed(l, false);
+}
+
+/* Tell the client why, with the current error message; returns rc. */
+static int reject_pending(struct pending *p, int rc)
+{
+	const char *msg = rv_error_last(), *sep = strstr(msg, ": ");
+	rv_sock_send_reject(p->fd, -rc, sep ? sep + 2 : msg);
+	return rc;
+}
+
+/* The server's side of an AUTH message (trust.c): 0 to read on, < 0 failed. */
+static int on_auth(struct rv_listener *l, struct pending *p, const char *func)
+{
+	struct rv_wire_auth a;
+	uint8_t mac[RV_WIRE_AUTH_MAC_LEN];
+	int rc = rv_wire_auth_decode(p->rx.payload, p->rx.hdr.length, &a, func);
+
+	if (rc < 0)
+		return reject_pending(p, rc);
+	if (!rv_conn_has_secret(l->ctx))
+		return reject_pending(p, rv_err(EACCES, func, "client %s wants to authenticate the exchange with a "
+						"shared secret, but this server's context has none "
+						"(rv_context_attr.auth_secret, RVERBS_SOFT_SECRET_FILE)", p->peer));
+	if (p->auth_step == 0 && a.step == RV_AUTH_HELLO) {
+		memcpy(p->auth_nc, a.nonce, sizeof(p->auth_nc));
+		rv_random_bytes(p->auth_ns, sizeof(p->auth_ns));
+		rv_conn_auth_mac(l->ctx, 'S', p->auth_nc, p->auth_ns, NULL, NULL, 0, mac);
+		rc = rv_conn_send_auth(p->fd, RV_AUTH_CHALLENGE, p->auth_ns, mac, p->deadline, p->peer, func);
+		if (rc < 0)
+			return rc;
+		p->auth_step = 1;
+		return 0;
+	}
+	if (p->auth_step == 1 && a.step == RV_AUTH_REQ_MAC) {
+		memcpy(p->req_mac, a.mac, sizeof(p->req_mac));
+		p->auth_step = 2;
+		return 0;
+	}
+	return reject_pending(p, rv_err(EBADMSG, func, "client %s sent AUTH step %u out of order", p->peer, a.step));
+}
+
+/* With a secret: whether the REQ in p->rx carries the client's proof. */
+static int check_request_mac(struct rv_listener *l, struct pending *p, const char *func)
+{
+	uint8_t want[RV_WIRE_AUTH_MAC_LEN];
+
+	if (!rv_conn_has_secret(l->ctx))
+		return 0;
+	if (p->auth_step != 2)
+		return reject_pending(p, rv_err(EACCES, func, "client %s sent its request without proving the shared "
+						"secret, which this server's context has (give the client's context "
+						"the same rv_context_attr.auth_secret or RVERBS_SOFT_SECRET_FILE)",
+						p->peer));
+	rv_conn_auth_mac(l->ctx, 'Q', p->auth_nc, p->auth_ns, p->rx.hdr_buf, p->rx.payload, p->rx.hdr.length, want);
+	if (!rv_conn_mac_equal(want, p->req_mac))
+		return reject_pending(p, rv_err(EACCES, func, "client %s does not know the shared secret (the MAC of "
+						"its request does not match)", p->peer));
+	return 0;
 }
 
 /* A REQ arrived: make the connection, connect its QPs, answer with a REP. */
@@ -288,6 +435,9 @@ static int on_request(struct rv_listener *l, struct pending *p, const struct rv_
 	uint8_t *out;
 	int n, rc = rv_wire_hello_decode(p->rx.payload, p->rx.hdr.length, &h, func);
 
+	/* Before anything is made: the endpoints must name the client's address. */
+	if (rc == 0)
+		rc = rv_conn_check_peer_addr(l->ctx, p->fd, &h, p->peer, func);
 	if (rc == 0 && o->num_qps && o->num_qps != h.num_qps)
 		rc = rv_err(EPROTO, func, "asks for %u QP(s); this server accepts %u", h.num_qps, o->num_qps);
 	for (uint32_t i = 0; rc == 0 && o->caller_qps && i < o->num_qps; i++)
@@ -309,7 +459,16 @@ static int on_request(struct rv_listener *l, struct pending *p, const struct rv_
 	}
 	rv_conn_hello(p->conn, o, &mine);
 	n = rv_wire_hello_encode(RV_WIRE_REP, &mine, out, RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX, func);
-	rc = n < 0 ? n : rv_sock_send_all(p->fd, out, (size_t)n, p->deadline, p->peer, func);
+	rc = n < 0 ? n : 0;
+	if (rc == 0 && p->auth_step == 2) {
+		/* The REP's MAC first: the client acts on nothing it cannot check. */
+		uint8_t mac[RV_WIRE_AUTH_MAC_LEN];
+		rv_conn_auth_mac(l->ctx, 'P', p->auth_nc, p->auth_ns, out, out + RV_WIRE_HDR_LEN,
+				 (size_t)n - RV_WIRE_HDR_LEN, mac);
+		rc = rv_conn_send_auth(p->fd, RV_AUTH_REP_MAC, NULL, mac, p->deadline, p->peer, func);
+	}
+	if (rc == 0)
+		rc = rv_sock_send_all(p->fd, out, (size_t)n, p->deadline, p->peer, func);
 	free(out);
 	if (rc < 0)
 		return rc;
@@ -329,7 +488,15 @@ static int serve(struct rv_listener *l, struct pending *p, const struct rv_conn_
 	int rc;
 
 	for (;;) {
+		size_t before = p->rx.got;
+
 		rc = rv_msg_rx_read(p->fd, &p->rx, p->peer, func);
+		if (rc > 0 || p->rx.got != before) {
+			p->last_heard = rv_now_ms();
+			if (!p->heard) /* it spoke: the whole handshake timeout from its accept */
+				p->deadline = p->accepted + l->hs_timeout_ms;
+			p->heard = true;
+		}
 		if (rc == -ENOTCONN)
 			rc = rv_err(ECONNRESET, func, "client %s closed the connection %s", p->peer,
 				    p->conn ? "before confirming our answer" : "before sending its request");
@@ -337,9 +504,19 @@ static int serve(struct rv_listener *l, struct pending *p, const struct rv_conn_
 			return rc;
 		rv_msg_rx_reset(&p->rx);
 		switch (p->rx.hdr.type) {
+		case RV_WIRE_AUTH:
+			if (p->conn)
+				return rv_err(EBADMSG, func, "client %s sent AUTH after its REQ", p->peer);
+			rc = on_auth(l, p, func);
+			if (rc < 0)
+				return rc;
+			continue;
 		case RV_WIRE_REQ:
 			if (p->conn)
 				return rv_err(EBADMSG, func, "client %s sent a second REQ", p->peer);
+			rc = check_request_mac(l, p, func);
+			if (rc < 0)
+				return rc;
 			rc = on_request(l, p, o, func);
 			if (rc < 0) {
 				char why[400];
@@ -379,10 +556,18 @@ static int expire(struct rv_listener *l, const char *func)
 		struct pending *p = l->pending[i];
 		if (p->deadline > now)
 			continue;
-		int rc = rv_err(ETIMEDOUT, func, "client %s did not complete its exchange within %u ms (%s)", p->peer,
-				l->hs_timeout_ms,
-				p->conn ? "no confirmation of our answer"
-					: p->rx.got ? "its request is incomplete" : "it sent nothing");
+		int rc;
+		if (!p->heard) {
+			l->n_silent++;
+			log_trouble(l);
+			rc = rv_err(ETIMEDOUT, func, "client %s sent nothing within %u ms", p->peer,
+				    (unsigned)(p->deadline - p->accepted));
+		} else {
+			rc = rv_err(ETIMEDOUT, func, "client %s did not complete its exchange within %u ms (%s)",
+				    p->peer, l->hs_timeout_ms,
+				    p->conn ? "no confirmation of our answer"
+					    : p->rx.got ? "its request is incomplete" : "it sent no request");
+		}
 		rv_sock_send_reject(p->fd, ETIMEDOUT, "the exchange took too long");
 		remove_pending(l, i);
 		pending_free(p);
@@ -455,6 +640,12 @@ RV_EXPORT int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr
 				continue;
 			}
 			struct pending *p = ptr;
+			bool live = false;
+			/* accept_new may have evicted it earlier in this batch. */
+			for (uint32_t k = 0; k < l->n_pending && !live; k++)
+				live = l->pending[k] == p;
+			if (!live)
+				continue;
 			rc = serve(l, p, &o, &c, __func__);
 			if (rc == 0)
 				continue;

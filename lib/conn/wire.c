@@ -20,7 +20,7 @@ static uint32_t get32(const uint8_t *p) { return ((uint32_t)get16(p) << 16) | ge
 const char *rv_wire_type_name(unsigned type)
 {
 	static const char *const names[] = {"?", "REQ", "REP", "RTU", "REJECT", "DISCONNECT",
-					    "DISCONNECT_ACK"};
+					    "DISCONNECT_ACK", "AUTH"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }
 
@@ -33,6 +33,8 @@ static uint32_t payload_max(unsigned type)
 		return RV_WIRE_PAYLOAD_MAX;
 	case RV_WIRE_REJECT:
 		return 6 + RV_WIRE_REJECT_TEXT_MAX;
+	case RV_WIRE_AUTH:
+		return RV_WIRE_AUTH_LEN;
 	default:
 		return 0;
 	}
@@ -64,7 +66,7 @@ int rv_wire_hdr_decode(const void *buf, size_t len, struct rv_wire_hdr *h, const
 		return rv_err(EPROTONOSUPPORT, func,
 			      "the peer speaks version %u of the connection exchange; this library speaks version %d",
 			      p[4], RV_WIRE_VERSION);
-	if (p[5] < RV_WIRE_REQ || p[5] > RV_WIRE_DISCONNECT_ACK)
+	if (p[5] < RV_WIRE_REQ || p[5] > RV_WIRE_AUTH)
 		return rv_err(EBADMSG, func, "unknown message type %u", p[5]);
 	if (get16(p + 6) != 0)
 		return rv_err(EBADMSG, func, "reserved flags 0x%04x are set in a %s message", get16(p + 6),
@@ -202,5 +204,34 @@ int rv_wire_reject_decode(const void *payload, size_t len, struct rv_wire_reject
 	for (size_t i = 0; i < n; i++)
 		r->text[i] = (p[6 + i] >= 0x20 && p[6 + i] < 0x7f) ? (char)p[6 + i] : '?';
 	r->text[n] = '\0';
+	return 0;
+}
+
+int rv_wire_auth_encode(const struct rv_wire_auth *a, void *buf)
+{
+	uint8_t *p = buf;
+
+	rv_wire_hdr_encode(p, RV_WIRE_AUTH, RV_WIRE_AUTH_LEN);
+	p += RV_WIRE_HDR_LEN;
+	p[0] = a->step;
+	p[1] = p[2] = p[3] = 0;
+	memcpy(p + 4, a->nonce, RV_WIRE_AUTH_NONCE_LEN);
+	memcpy(p + 4 + RV_WIRE_AUTH_NONCE_LEN, a->mac, RV_WIRE_AUTH_MAC_LEN);
+	return RV_WIRE_HDR_LEN + RV_WIRE_AUTH_LEN;
+}
+
+int rv_wire_auth_decode(const void *payload, size_t len, struct rv_wire_auth *a, const char *func)
+{
+	const uint8_t *p = payload;
+
+	if (len != RV_WIRE_AUTH_LEN)
+		return rv_err(EBADMSG, func, "an AUTH message carries %d bytes, not %zu", RV_WIRE_AUTH_LEN, len);
+	if (p[0] < RV_AUTH_HELLO || p[0] > RV_AUTH_REP_MAC)
+		return rv_err(EBADMSG, func, "an AUTH message with unknown step %u", p[0]);
+	if (p[1] || p[2] || p[3])
+		return rv_err(EBADMSG, func, "an AUTH message's reserved bytes are not 0");
+	a->step = p[0];
+	memcpy(a->nonce, p + 4, RV_WIRE_AUTH_NONCE_LEN);
+	memcpy(a->mac, p + 4 + RV_WIRE_AUTH_NONCE_LEN, RV_WIRE_AUTH_MAC_LEN);
 	return 0;
 }

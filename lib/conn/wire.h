@@ -14,6 +14,12 @@
  * REJECT payload: errno u32, text_len u16, text (UTF-8, no NUL). RTU (ready to
  * use), DISCONNECT and DISCONNECT_ACK have no payload.
  *
+ * AUTH (only between sides whose contexts have a shared secret; trust.c):
+ *
+ *   0 step u8 (1..4)   1 reserved u8[3] (0)   4 nonce[16]   20 mac[32]
+ *
+ * (steps 1 and 3 carry zeros where they have no nonce or MAC).
+ *
  * Owns: encoding and decoding. PURE: no I/O, no handles, no allocation. The
  * decoders read only inside [buf, buf + len) and reject anything malformed
  * with a negative errno and an rv_err() message naming the fault.
@@ -41,6 +47,25 @@ enum rv_wire_type {
 	RV_WIRE_REJECT = 4,
 	RV_WIRE_DISCONNECT = 5,
 	RV_WIRE_DISCONNECT_ACK = 6,
+	RV_WIRE_AUTH = 7,
+};
+
+/* The AUTH message's steps (docs/connection-helper.md, "The shared secret"). */
+enum rv_wire_auth_step {
+	RV_AUTH_HELLO = 1,     /* client: its nonce */
+	RV_AUTH_CHALLENGE = 2, /* server: its nonce and its proof */
+	RV_AUTH_REQ_MAC = 3,   /* client: the MAC of the REQ that follows */
+	RV_AUTH_REP_MAC = 4,   /* server: the MAC of the REP that follows */
+};
+
+#define RV_WIRE_AUTH_NONCE_LEN 16
+#define RV_WIRE_AUTH_MAC_LEN 32
+#define RV_WIRE_AUTH_LEN (4 + RV_WIRE_AUTH_NONCE_LEN + RV_WIRE_AUTH_MAC_LEN)
+
+struct rv_wire_auth {
+	uint8_t step;
+	uint8_t nonce[RV_WIRE_AUTH_NONCE_LEN];
+	uint8_t mac[RV_WIRE_AUTH_MAC_LEN];
 };
 
 struct rv_wire_hdr {
@@ -79,5 +104,10 @@ int rv_wire_hello_decode(const void *payload, size_t len, struct rv_wire_hello *
 /* Encode header + REJECT payload; returns the total length or a negative errno. */
 int rv_wire_reject_encode(int errnum, const char *text, void *buf, size_t cap);
 int rv_wire_reject_decode(const void *payload, size_t len, struct rv_wire_reject *r, const char *func);
+
+/* Encode header + AUTH payload into buf (RV_WIRE_HDR_LEN + RV_WIRE_AUTH_LEN
+ * bytes); returns the total length. */
+int rv_wire_auth_encode(const struct rv_wire_auth *a, void *buf);
+int rv_wire_auth_decode(const void *payload, size_t len, struct rv_wire_auth *a, const char *func);
 
 #endif

@@ -15,7 +15,15 @@
  *   gives a datagram that decodes to the same fields and payload, and equals
  *   the input when the input's reserved bits and pad bytes were zero;
  * - flipping any bit outside BTH byte 4 (FECN/BECN, masked by the ICRC) of a
- *   decoded datagram makes it fail.
+ *   decoded datagram makes it fail;
+ * - authenticated UD (the MAC trailer): the decoded datagram's trailer never
+ *   checks under the fuzzer's key unless the input was sealed with it;
+ *   sealing the decoded message under that key, finishing and decoding again
+ *   gives a datagram whose trailer checks and gives back the message, epoch
+ *   and sequence number, and that no longer checks with any one bit of its
+ *   MAC-covered part flipped (ICRC recomputed, so only the MAC can refuse);
+ * - the replay window, fed the payload's bytes as sequence numbers, accepts
+ *   each (epoch, seq) at most once.
  *
  * Built and run by scripts/fuzz-wire (target "roce"); seed corpus in
  * tests/fuzz/corpus/roce-ud, written by tests/fuzz/gen-wire-corpus.c.
@@ -27,6 +35,8 @@
 #include <string.h>
 
 #include "drivers/soft/roce.h"
+
+static const uint8_t key[] = "fuzz-roce-ud key";
 
 #define CHECK(cond)                                                                                   \
 	do {                                                                                          \
@@ -92,9 +102,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(off2 == off && plen2 == plen && memcmp(again + off2, pkt + off, plen) == 0);
 	CHECK(h2.opcode == h.opcode && h2.solicited == h.solicited && h2.pkey == h.pkey &&
 	      h2.dest_qp == h.dest_qp && h2.psn == h.psn && h2.qkey == h.qkey && h2.src_qp == h.src_qp &&
-	      h2.imm == h.imm);
+	      h2.imm == h.imm && h2.deth_rsvd == h.deth_rsvd);
 	{
-		bool canonical = (pkt[1] & 0x40) == 0 && pkt[4] == 0 && pkt[8] == 0 && pkt[16] == 0 &&
+		bool canonical = (pkt[1] & 0x40) == 0 && pkt[4] == 0 && pkt[8] == 0 &&
 				 h.pad == ((4 - plen % 4) % 4);
 		for (size_t i = 0; canonical && i < h.pad; i++)
 			canonical = pkt[off + plen + i] == 0;
@@ -102,6 +112,68 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(n == len && memcmp(again, pkt, len) == 0);
 	}
 	free(again);
+
+	/* The MAC trailer: open the input as it is (checks only when the seed
+	 * was sealed with our key), then seal the message and open it again. */
+	{
+		uint32_t pl = plen, pl2;
+		uint64_t ep, sq, ep2, sq2;
+		bool opened = rv_roce_ud_auth_open(key, sizeof(key) - 1, &a, pkt, off, &pl, &ep, &sq);
+		uint8_t *s = malloc(off + plen + RV_ROCE_UD_OVERHEAD + RV_ROCE_UD_AUTH_LEN);
+		size_t sl, hl;
+		struct rv_roce_ud hs = h;
+
+		CHECK(s != NULL);
+		if (opened)
+			CHECK(h.deth_rsvd == RV_ROCE_UD_AUTH_MARK && pl + RV_ROCE_UD_AUTH_LEN == plen);
+		else
+			CHECK(pl == plen);
+		hs.deth_rsvd = RV_ROCE_UD_AUTH_MARK;
+		ep = (uint64_t)data[0] << 56 | plen;
+		sq = (uint64_t)plen * 977u;
+		hl = rv_roce_ud_encode_hdr(&hs, plen + RV_ROCE_UD_AUTH_LEN, s);
+		memcpy(s + hl, pkt + off, plen);
+		sl = rv_roce_ud_auth_seal(key, sizeof(key) - 1, &a, s, hl + plen, ep, sq);
+		CHECK(sl == hl + plen + RV_ROCE_UD_AUTH_LEN);
+		sl = rv_roce_ud_finish(&a, s, sl);
+		CHECK(rv_roce_ud_decode(&a, s, sl, &h2, &off2, &pl2) == RV_ROCE_OK);
+		CHECK(rv_roce_ud_auth_open(key, sizeof(key) - 1, &a, s, off2, &pl2, &ep2, &sq2));
+		CHECK(pl2 == plen && ep2 == ep && sq2 == sq && memcmp(s + off2, pkt + off, plen) == 0);
+		{
+			/* A bit of the covered part (BTH bytes but 4, DETH, ImmDt,
+			 * message, trailer), with a valid ICRC again. */
+			size_t covered = off2 + plen + RV_ROCE_UD_AUTH_LEN;
+			size_t bit = ((size_t)data[0] * 257 + plen) % (covered * 8);
+			if (bit / 8 != 4) {
+				uint32_t ic;
+				pl2 = plen + RV_ROCE_UD_AUTH_LEN;
+				s[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+				ic = rv_roce_icrc(&a, s, sl - RV_ROCE_ICRC_LEN);
+				for (int i = 0; i < 4; i++)
+					s[sl - 4 + (size_t)i] = (uint8_t)(ic >> (8 * i));
+				if (rv_roce_ud_decode(&a, s, sl, &h2, &off2, &pl2) == RV_ROCE_OK)
+					CHECK(!rv_roce_ud_auth_open(key, sizeof(key) - 1, &a, s, off2, &pl2, &ep2, &sq2));
+			}
+		}
+		free(s);
+	}
+
+	/* The replay window: every (epoch, seq) at most once. */
+	{
+		static struct rv_roce_replay r;
+		uint8_t seen[256];
+		memset(&r, 0, sizeof(r));
+		memset(seen, 0, sizeof(seen));
+		for (uint32_t i = 0; i < plen; i++) {
+			uint8_t v = pkt[off + i];
+			uint64_t ep = v >> 7;        /* two senders */
+			uint64_t sq = 1000 + (v & 0x7f);
+			if (rv_roce_replay_check(&r, ep, sq)) {
+				CHECK(!seen[v]);
+				seen[v] = 1;
+			}
+		}
+	}
 
 	/* One bit flipped anywhere but the masked byte: refused. */
 	{

@@ -3,7 +3,8 @@
  * SEND Only datagrams with and without immediate data, every pad length,
  * payloads of 0 to 4096 bytes, IPv4 and IPv6 addressing (the first byte of
  * each file is the fuzz target's selector; bit 7 clear: the ICRC in the file
- * is the real one), and a few with the recompute bit set.
+ * is the real one), a few with the recompute bit set, and authenticated
+ * datagrams (DETH mark and MAC trailer) sealed with the fuzz target's key.
  *
  * usage: gen-roce-corpus DIR
  */
@@ -14,6 +15,8 @@
 #include "drivers/soft/roce.h"
 
 static const char *dir;
+/* The fuzz target's key (kept in step with it). */
+static const uint8_t key[] = "fuzz-roce-ud key";
 
 static void put(const char *name, const uint8_t *buf, size_t len)
 {
@@ -48,7 +51,7 @@ static void addr_from(uint8_t sel, struct rv_roce_addr *a)
 int main(int argc, char **argv)
 {
 	static const uint32_t sizes[] = {0, 1, 2, 3, 4, 5, 17, 256, 1023, 4096};
-	static uint8_t buf[1 + RV_ROCE_UD_OVERHEAD + 4096];
+	static uint8_t buf[1 + RV_ROCE_UD_OVERHEAD + 4096 + RV_ROCE_UD_AUTH_LEN];
 	int k = 0;
 
 	if (argc != 2) {
@@ -80,6 +83,18 @@ int main(int argc, char **argv)
 					/* The same with the recompute bit: mutations keep a valid ICRC. */
 					buf[0] |= 0x80;
 					snprintf(name, sizeof(name), "ud-fixicrc-%d", k++);
+					put(name, buf, 1 + n);
+				}
+				if (s < 4 || sizes[s] == 4096) {
+					/* Authenticated: marked, sealed, then finished. */
+					h.deth_rsvd = RV_ROCE_UD_AUTH_MARK;
+					buf[0] = (uint8_t)sel;
+					hl = rv_roce_ud_encode_hdr(&h, sizes[s] + RV_ROCE_UD_AUTH_LEN, buf + 1);
+					n = rv_roce_ud_auth_seal(key, sizeof(key) - 1, &a, buf + 1, hl + sizes[s],
+								 0x0123456789abcdefu, s);
+					n = rv_roce_ud_finish(&a, buf + 1, n);
+					snprintf(name, sizeof(name), "ud-auth-%s-%s-%u", sel ? "v6" : "v4",
+						 imm ? "imm" : "plain", sizes[s]);
 					put(name, buf, 1 + n);
 				}
 			}

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "soft.h"
 
 /* epoll tags for the two fds that are not connections. */
@@ -311,6 +312,17 @@ static int soft_context_secret(struct soft_ctx *sc, const rv_context_attr *attr)
 	soft_auth_set_key(sc, buf, len);
 	memset(buf, 0, sizeof(buf));
 	return 0;
+}
+
+int soft_context_auth_mac(struct rv_context *ctx, const void *msg, size_t len, uint8_t out[32])
+{
+	const struct soft_ctx *sc = ctx->drv_ctx;
+	struct rv_hmac_part part = {msg, len};
+
+	if (!sc || !sc->auth)
+		return 0;
+	rv_hmac_sha256(sc->auth_key, sc->auth_key_len, &part, 1, out);
+	return 1;
 }
 
 static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len, uint8_t gid[16])

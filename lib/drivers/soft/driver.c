@@ -52,4 +52,5 @@ const struct rv_driver rv_driver_soft = {
 	.async_fd = soft_async_fd,
 	.get_async_event = soft_get_async_event,
 	.raw = NULL,
+	.auth_mac = soft_context_auth_mac,
 };

@@ -1,10 +1,12 @@
 /*
  * RoCEv2 UD framing: BTH, DETH, ImmDt, pad and ICRC (see roce.h for the
- * exact bytes the ICRC covers). Pure: no I/O, no allocation, no locks.
+ * exact bytes the ICRC covers), and the MAC trailer of authenticated UD.
+ * Pure: no I/O, no allocation, no locks.
  */
 #include <string.h>
 
 #include "roce.h"
+#include "sha256.h"
 
 /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), one byte per step. */
 static const uint32_t crc_table[256] = {
@@ -167,7 +169,7 @@ size_t rv_roce_ud_encode_hdr(const struct rv_roce_ud *h, uint32_t len, uint8_t *
 	put24(out + 9, h->psn & 0xffffff);
 	/* DETH: Q_Key; reserved byte; SrcQP. */
 	put32(out + 12, h->qkey);
-	out[16] = 0;
+	out[16] = h->deth_rsvd;
 	put24(out + 17, h->src_qp & 0xffffff);
 	if (h->opcode == RV_ROCE_UD_SEND_ONLY_IMM)
 		put32(out + 20, h->imm);
@@ -222,9 +224,112 @@ enum rv_roce_status rv_roce_ud_decode(const struct rv_roce_addr *a, const uint8_
 	h->qkey = get32(pkt + 12);
 	h->src_qp = get24(pkt + 17);
 	h->imm = h->opcode == RV_ROCE_UD_SEND_ONLY_IMM ? get32(pkt + 20) : 0;
+	h->deth_rsvd = pkt[16];
 	*off = hl;
 	*plen = (uint32_t)(body - h->pad);
 	return RV_ROCE_OK;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* The MAC of the len bytes of pkt (headers, payload, epoch, seq). */
+static void auth_mac(const uint8_t *key, size_t key_len, const struct rv_roce_addr *a, const uint8_t *pkt,
+		     size_t len, uint8_t out[RV_SHA256_LEN])
+{
+	static const char label[] = "rverbs-ud-1";
+	uint8_t ad[1 + 16 + 16 + 4], bth[RV_ROCE_BTH_LEN];
+
+	ad[0] = (uint8_t)a->family;
+	memcpy(ad + 1, a->src, 16);
+	memcpy(ad + 17, a->dst, 16);
+	put16(ad + 33, a->sport);
+	put16(ad + 35, a->dport);
+	memcpy(bth, pkt, RV_ROCE_BTH_LEN);
+	bth[4] = 0xff; /* FECN, BECN, reserved: the network may change them */
+	struct rv_hmac_part parts[4] = {
+		{label, sizeof(label) - 1},
+		{ad, sizeof(ad)},
+		{bth, sizeof(bth)},
+		{pkt + RV_ROCE_BTH_LEN, len - RV_ROCE_BTH_LEN},
+	};
+	rv_hmac_sha256(key, key_len, parts, 4, out);
+}
+
+size_t rv_roce_ud_auth_seal(const uint8_t *key, size_t key_len, const struct rv_roce_addr *a, uint8_t *pkt,
+			    size_t hdr_and_payload, uint64_t epoch, uint64_t seq)
+{
+	uint8_t mac[RV_SHA256_LEN];
+	size_t n = hdr_and_payload;
+
+	put64(pkt + n, epoch);
+	put64(pkt + n + 8, seq);
+	n += 16;
+	auth_mac(key, key_len, a, pkt, n, mac);
+	memcpy(pkt + n, mac, RV_ROCE_UD_AUTH_MAC_LEN);
+	return n + RV_ROCE_UD_AUTH_MAC_LEN;
+}
+
+bool rv_roce_ud_auth_open(const uint8_t *key, size_t key_len, const struct rv_roce_addr *a, const uint8_t *pkt,
+			  size_t off, uint32_t *plen, uint64_t *epoch, uint64_t *seq)
+{
+	uint8_t mac[RV_SHA256_LEN];
+	size_t end;
+
+	if (off < RV_ROCE_BTH_LEN + RV_ROCE_DETH_LEN || *plen < RV_ROCE_UD_AUTH_LEN ||
+	    pkt[16] != RV_ROCE_UD_AUTH_MARK)
+		return false;
+	end = off + *plen - RV_ROCE_UD_AUTH_MAC_LEN; /* after epoch and seq */
+	auth_mac(key, key_len, a, pkt, end, mac);
+	if (!rv_mem_equal_ct(mac, pkt + end, RV_ROCE_UD_AUTH_MAC_LEN))
+		return false;
+	*epoch = get64(pkt + end - 16);
+	*seq = get64(pkt + end - 8);
+	*plen -= RV_ROCE_UD_AUTH_LEN;
+	return true;
+}
+
+bool rv_roce_replay_check(struct rv_roce_replay *r, uint64_t epoch, uint64_t seq)
+{
+	int found = -1, lru = 0;
+
+	for (int i = 0; i < RV_ROCE_REPLAY_SENDERS; i++) {
+		if (r->w[i].used && r->w[i].epoch == epoch) {
+			found = i;
+			break;
+		}
+		if (r->w[i].used < r->w[lru].used)
+			lru = i;
+	}
+	r->clock++;
+	if (found < 0) {
+		/* A free slot (used 0) or the sender heard least recently. */
+		r->w[lru].epoch = epoch;
+		r->w[lru].top = seq;
+		r->w[lru].bits = 1;
+		r->w[lru].used = r->clock;
+		return true;
+	}
+	r->w[found].used = r->clock;
+	uint64_t top = r->w[found].top, *bits = &r->w[found].bits;
+	if (seq > top) {
+		uint64_t d = seq - top;
+		*bits = d >= RV_ROCE_REPLAY_WINDOW ? 1 : (*bits << d) | 1;
+		r->w[found].top = seq;
+		return true;
+	}
+	if (top - seq >= RV_ROCE_REPLAY_WINDOW || ((*bits >> (top - seq)) & 1))
+		return false;
+	*bits |= UINT64_C(1) << (top - seq);
+	return true;
 }
 
 /* The IPv4 header checksum (RFC 791, RFC 1071). */

@@ -2,9 +2,10 @@
  * RoCEv2 framing of soft0's UD datagrams (IBTA Annex A17 over IBA 1.4 ch. 9):
  * the UDP payload is BTH + DETH (+ ImmDt) + payload + pad + ICRC.
  *
- * Owns: the encoding and decoding of that payload, the ICRC and the IP
- * headers soft0 puts in a receive buffer's GRH area. Pure: no I/O, no
- * allocation, no locks; fuzzable (tests/test-soft-roce.c).
+ * Owns: the encoding and decoding of that payload, the ICRC, the IP
+ * headers soft0 puts in a receive buffer's GRH area, and the MAC trailer and
+ * replay window of authenticated UD (below). Pure: no I/O, no allocation, no
+ * locks; fuzzable (tests/test-soft-roce.c, tests/fuzz/fuzz-roce-ud.c).
  *
  * The ICRC (IBA §7.8.1, Annex A17.3.3) is the CRC-32 of Ethernet (reflected
  * polynomial 0xEDB88320, initial value and final XOR all ones), sent least
@@ -63,7 +64,67 @@ struct rv_roce_ud {
 	uint32_t qkey;
 	uint32_t src_qp;   /* 24 bits */
 	uint32_t imm;      /* host order; with _IMM only */
+	uint8_t deth_rsvd; /* DETH byte 4, reserved: 0, or RV_ROCE_UD_AUTH_MARK */
 };
+
+/*
+ * Authenticated UD (a soft0 context with a shared secret; docs/software-
+ * device.md "UD under the secret"). The datagram stays RoCEv2: the DETH's
+ * reserved byte is RV_ROCE_UD_AUTH_MARK and the last RV_ROCE_UD_AUTH_LEN
+ * bytes of the payload area (before the pad and the ICRC) are a trailer:
+ *
+ *   epoch u64   the sending context's random identity (fresh per context)
+ *   seq   u64   its datagram counter (replay window at the receiver)
+ *   mac   16    HMAC-SHA256(secret, "rverbs-ud-1" || family || src || dst ||
+ *               sport || dport || BTH (byte 4 masked as the ICRC masks it) ||
+ *               DETH || ImmDt || payload || epoch || seq), first 16 bytes
+ *
+ * The BTH's PadCnt counts the trailer as payload, so a dissector shows the
+ * trailer as the message's last 32 bytes.
+ */
+#define RV_ROCE_UD_AUTH_MARK 0x01
+#define RV_ROCE_UD_AUTH_LEN 32
+#define RV_ROCE_UD_AUTH_MAC_LEN 16
+
+/*
+ * Write the trailer after the payload: pkt holds hdr_and_payload bytes (the
+ * headers encoded for a length that includes RV_ROCE_UD_AUTH_LEN, with
+ * deth_rsvd RV_ROCE_UD_AUTH_MARK) and has room for the trailer. Returns the
+ * new length, to pass to rv_roce_ud_finish.
+ */
+size_t rv_roce_ud_auth_seal(const uint8_t *key, size_t key_len, const struct rv_roce_addr *a, uint8_t *pkt,
+			    size_t hdr_and_payload, uint64_t epoch, uint64_t seq);
+
+/*
+ * Check the trailer of a datagram rv_roce_ud_decode accepted (its payload at
+ * pkt + off, plen bytes, trailer included): true when the MAC matches (in
+ * constant time), with *plen reduced to the message and the trailer's epoch
+ * and sequence number. Reads nothing outside [pkt, pkt + off + plen).
+ */
+bool rv_roce_ud_auth_open(const uint8_t *key, size_t key_len, const struct rv_roce_addr *a, const uint8_t *pkt,
+			  size_t off, uint32_t *plen, uint64_t *epoch, uint64_t *seq);
+
+/*
+ * Replay windows of authenticated senders (RFC 4303 §3.4.3 style): per
+ * epoch, the highest sequence number seen and a bit for each of the 64 below
+ * it. RV_ROCE_REPLAY_SENDERS epochs are remembered; the one heard least
+ * recently is forgotten first. Only datagrams with a valid MAC reach it, so
+ * only holders of the secret take a slot. Zero-initialise.
+ */
+#define RV_ROCE_REPLAY_SENDERS 64
+#define RV_ROCE_REPLAY_WINDOW 64
+struct rv_roce_replay {
+	uint64_t clock;
+	struct {
+		uint64_t epoch, top;
+		uint64_t bits; /* bit i: top - i was seen */
+		uint64_t used; /* clock when last heard; 0: free */
+	} w[RV_ROCE_REPLAY_SENDERS];
+};
+
+/* True when (epoch, seq) is new (and now recorded); false when it was seen
+ * or is older than the window. */
+bool rv_roce_replay_check(struct rv_roce_replay *r, uint64_t epoch, uint64_t seq);
 
 /* Why a datagram was refused. */
 enum rv_roce_status {

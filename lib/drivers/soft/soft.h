@@ -514,6 +514,8 @@ int soft_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, ui
 /* ---- context.c ---- */
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
 int soft_context_close(struct rv_context *ctx);
+/* rv_driver.auth_mac: HMAC-SHA256 with the context's secret (1), or 0 without one. */
+int soft_context_auth_mac(struct rv_context *ctx, const void *msg, size_t len, uint8_t out[32]);
 int64_t soft_now_ms(void);
 int64_t soft_now_us(void);
 /* From a poller that found its CQ empty, sc->lock held: handle what epoll
@@ -799,6 +801,8 @@ enum soft_ud_counter {
 	SOFT_UD_DROP_PKEY,    /* P_Key not the default partition */
 	SOFT_UD_DROP_QKEY,    /* Q_Key differs from the QP's */
 	SOFT_UD_DROP_NO_RECV, /* no receive WR posted */
+	SOFT_UD_DROP_AUTH,    /* no valid MAC under the context's secret, or a MAC it cannot check */
+	SOFT_UD_DROP_REPLAY,  /* a valid MAC, but its (epoch, seq) was seen or is too old */
 	SOFT_UD_NCOUNTERS
 };
 /* Open the UDP socket (sc->ud) on ss's address with port sc->port; 0 without

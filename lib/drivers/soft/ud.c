@@ -17,6 +17,11 @@
  *   a wrong P_Key or Q_Key, or finds no receive WR; otherwise it writes the
  *   40-byte GRH area and the payload through soft_sgl_write (key, PD and
  *   LOCAL_WRITE checked) and completes the receive.
+ * - under a shared secret (sc->auth): every datagram carries roce.h's MAC
+ *   trailer (the context's random epoch, a counter, a truncated HMAC); the
+ *   receiver drops, before looking at the QP, whatever lacks a valid one or
+ *   repeats a (epoch, seq) it has seen, and a context without a secret drops
+ *   marked datagrams, which it cannot check (docs/software-device.md).
  * Never blocks the progress thread; never writes outside a receive WR's SGEs.
  */
 #include <arpa/inet.h>
@@ -51,6 +56,11 @@ struct soft_ud {
 	uint8_t addr[16]; /* our address, network order (IPv4 in the first 4 bytes) */
 	uint16_t port;
 	_Atomic uint64_t n[SOFT_UD_NCOUNTERS];
+	/* Authenticated UD: our identity and counter as a sender (any posting
+	 * thread), the windows of the senders we heard (progress thread only). */
+	uint64_t epoch;
+	_Atomic uint64_t seq;
+	struct rv_roce_replay replay;
 	uint8_t rx[SOFT_UD_RXBUF];
 };
 
@@ -90,6 +100,7 @@ int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen
 		return rv_err(ENOMEM, fn, "out of memory for soft0's UDP side");
 	u->family = sc->family;
 	u->port = sc->port;
+	rv_random_bytes(&u->epoch, sizeof(u->epoch));
 	if (sc->family == AF_INET)
 		memcpy(u->addr, &((struct sockaddr_in *)&a)->sin_addr, 4);
 	else
@@ -308,7 +319,8 @@ int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t
 	static const char *const fn = "rv_qp_post_send";
 	struct soft_ud *u = q->sc->ud;
 	uint32_t st = atomic_load(&q->state);
-	uint8_t pkt[RV_ROCE_UD_OVERHEAD + SOFT_UD_MTU];
+	uint8_t pkt[RV_ROCE_UD_OVERHEAD + SOFT_UD_MTU + RV_ROCE_UD_AUTH_LEN];
+	bool auth = q->sc->auth;
 	size_t i = 0;
 	int rc = 0;
 
@@ -344,7 +356,8 @@ int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t
 		h.qkey = (wr->remote_qkey & 0x80000000u) ? q->attr.qkey : wr->remote_qkey;
 		h.src_qp = q->qpn;
 		h.imm = wr->imm_data;
-		hl = rv_roce_ud_encode_hdr(&h, (uint32_t)len, pkt);
+		h.deth_rsvd = auth ? RV_ROCE_UD_AUTH_MARK : 0;
+		hl = rv_roce_ud_encode_hdr(&h, (uint32_t)len + (auth ? RV_ROCE_UD_AUTH_LEN : 0), pkt);
 		if (rv_send_wr_inline(q->qp, wr)) {
 			/* Inline: the caller vouches for the memory, no key applies. */
 			size_t off = hl;
@@ -371,7 +384,11 @@ int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t
 		a.dport = av->dlid;
 		a.ip_id = SOFT_UD_IP_ID;
 		a.ip_frag = SOFT_UD_IP_DF;
-		total = rv_roce_ud_finish(&a, pkt, hl + len);
+		total = hl + len;
+		if (auth)
+			total = rv_roce_ud_auth_seal(q->sc->auth_key, q->sc->auth_key_len, &a, pkt, total, u->epoch,
+						     atomic_fetch_add_explicit(&u->seq, 1, memory_order_relaxed));
+		total = rv_roce_ud_finish(&a, pkt, total);
 		/* A datagram a fault loses counts as sent: the network lost it. */
 		count(u, soft_fault_dgram_lost(q, pkt, total) || send_datagram(u, av, pkt, total) ? SOFT_UD_TX
 											       : SOFT_UD_TX_DROP);
@@ -384,6 +401,34 @@ int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t
 }
 
 /* ---- receive -------------------------------------------------------------- */
+
+/* Whether a decoded datagram passes the context's authentication; *plen
+ * loses the trailer (progress thread). */
+static bool ud_auth_ok(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce_addr *a,
+		       const struct rv_roce_ud *h, const uint8_t *pkt, size_t off, uint32_t *plen)
+{
+	uint64_t epoch, seq;
+
+	if (!sc->auth) {
+		if (h->deth_rsvd != RV_ROCE_UD_AUTH_MARK)
+			return true;
+		/* An authenticated sender: we cannot check it, and its payload
+		 * ends with the trailer. */
+		count(u, SOFT_UD_DROP_AUTH);
+		rv_log(RV_LOG_DEBUG, "soft0: dropped an authenticated UD datagram from port %u: this context "
+		       "has no secret (rv_context_attr.auth_secret, RVERBS_SOFT_SECRET_FILE)", a->sport);
+		return false;
+	}
+	if (!rv_roce_ud_auth_open(sc->auth_key, sc->auth_key_len, a, pkt, off, plen, &epoch, &seq)) {
+		count(u, SOFT_UD_DROP_AUTH);
+		return false;
+	}
+	if (!rv_roce_replay_check(&u->replay, epoch, seq)) {
+		count(u, SOFT_UD_DROP_REPLAY);
+		return false;
+	}
+	return true;
+}
 
 /* Deliver one verified datagram (sc->lock held). */
 static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce_addr *a,
@@ -530,6 +575,8 @@ void soft_ud_rx(struct soft_ctx *sc)
 			       rv_roce_status_name(s));
 			continue;
 		}
+		if (!ud_auth_ok(sc, u, &a, &h, u->rx, off, &plen))
+			continue;
 		if (plen > SOFT_UD_MTU) {
 			count(u, SOFT_UD_DROP_LONG);
 			continue;
