@@ -627,8 +627,11 @@ static int connect_start(rv_context *ctx, const char *addr, struct rv_conn_opts 
 	}
 	c->out_len = (size_t)n;
 	c->auth = rv_conn_has_secret(ctx);
-	if (c->auth)
-		rv_random_bytes(c->auth_nc, sizeof(c->auth_nc));
+	if (c->auth && rv_random_bytes(c->auth_nc, sizeof(c->auth_nc)) < 0) {
+		rv_conn_discard(c);
+		return rv_err(EIO, func, "no random bytes from the kernel for the authentication nonce "
+			      "(getrandom(2) and /dev/urandom failed)");
+	}
 	rc = rv_sock_connect_start(addr, &c->fd, c->peer_addr, func);
 	if (rc < 0) {
 		rv_conn_discard(c);

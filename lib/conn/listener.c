@@ -393,7 +393,9 @@ static int on_auth(struct rv_listener *l, struct pending *p, const char *func)
 						"(rv_context_attr.auth_secret, RVERBS_SOFT_SECRET_FILE)", p->peer));
 	if (p->auth_step == 0 && a.step == RV_AUTH_HELLO) {
 		memcpy(p->auth_nc, a.nonce, sizeof(p->auth_nc));
-		rv_random_bytes(p->auth_ns, sizeof(p->auth_ns));
+		if (rv_random_bytes(p->auth_ns, sizeof(p->auth_ns)) < 0)
+			return reject_pending(p, rv_err(EIO, func, "no random bytes from the kernel for the "
+							"authentication nonce; client %s refused", p->peer));
 		rv_conn_auth_mac(l->ctx, 'S', p->auth_nc, p->auth_ns, NULL, NULL, 0, mac);
 		rc = rv_conn_send_auth(p->fd, RV_AUTH_CHALLENGE, p->auth_ns, mac, p->deadline, p->peer, func);
 		if (rc < 0)

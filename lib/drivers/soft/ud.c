@@ -100,7 +100,11 @@ int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen
 		return rv_err(ENOMEM, fn, "out of memory for soft0's UDP side");
 	u->family = sc->family;
 	u->port = sc->port;
-	rv_random_bytes(&u->epoch, sizeof(u->epoch));
+	if (rv_random_bytes(&u->epoch, sizeof(u->epoch)) < 0) {
+		free(u);
+		return rv_err(EIO, fn, "no random bytes from the kernel for soft0's UD epoch (getrandom(2) and "
+			      "/dev/urandom failed)");
+	}
 	if (sc->family == AF_INET)
 		memcpy(u->addr, &((struct sockaddr_in *)&a)->sin_addr, 4);
 	else
