@@ -19,7 +19,8 @@
  *    malformed (absent when not even the magic fits). Then the MACs from a
  *    secret, nonces and QP identities read from the input: they equal
  *    HMAC-SHA256 computed directly (RFC 2104: a key longer than 64 bytes is
- *    hashed first), the initiator's and the responder's proofs differ, one
+ *    hashed first), and so does the request's MAC_Q (over N_i and the ids);
+ *    the three differ from each other, one
  *    flipped bit of a nonce or of the ids changes them, and a key set after
  *    another (longer) one leaves no trace of it.
  *
@@ -234,6 +235,22 @@ static void check_macs(struct reader *r)
 	reference_mac(secret, slen, "rverbs-auth-R", c.auth_ni, c.auth_nr, ids, ref);
 	CHECK(memcmp(mr, ref, MAC_LEN) == 0);
 	CHECK(memcmp(mi, mr, MAC_LEN) != 0);
+	/* The request's MAC_Q: over N_i and the ids only (no N_r yet), a label
+	 * of its own, so it is neither proof of the handshake. */
+	{
+		uint8_t mq[MAC_LEN], key[RV_SHA256_LEN];
+		struct rv_hmac_part q[3] = {{"rverbs-auth-Q", 13}, {c.auth_ni, NONCE_LEN}, {ids, SOFT_AUTH_IDS_LEN}};
+
+		soft_auth_mac_request(&sc, c.auth_ni, ids, mq);
+		if (slen > RV_SHA256_BLOCK) {
+			rv_sha256(secret, slen, key);
+			rv_hmac_sha256(key, sizeof(key), q, 3, ref);
+		} else {
+			rv_hmac_sha256(secret, slen, q, 3, ref);
+		}
+		CHECK(memcmp(mq, ref, MAC_LEN) == 0);
+		CHECK(memcmp(mq, mi, MAC_LEN) != 0 && memcmp(mq, mr, MAC_LEN) != 0);
+	}
 
 	/* A key set after a longer one: the same MACs as on a fresh context. */
 	memset(&sc2, 0, sizeof(sc2));
