@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -209,6 +211,18 @@ bool atk_closed(int fd, int ms)
 		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
 			return true;
 	}
+}
+
+pid_t atk_fork(void)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1); /* the parent went before the line above */
+	}
+	return pid;
 }
 
 int atk_open_fds(void)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <rverbs/rverbs.h>
 
@@ -68,6 +69,9 @@ bool atk_send(int fd, const struct rv_fpdu *f);
 int atk_recv(int fd, uint8_t *buf, size_t cap, struct rv_fpdu *f, int timeout_ms);
 /* The peer closed the connection within ms (EOF or reset). */
 bool atk_closed(int fd, int ms);
+/* fork(), the child killed when the test process ends (a failed assertion
+ * must not leave an attacker or a victim behind). */
+pid_t atk_fork(void);
 /* Open descriptors of this process (/proc/self/fd). */
 int atk_open_fds(void);
 

@@ -125,7 +125,7 @@ static void real_peer_gets_through(struct atk_target *t)
 /* Children that open n idle connections each, then wait for SIGTERM. */
 static pid_t idle_flood(const struct atk_target *t, int n, int ready_fd)
 {
-	pid_t pid = fork();
+	pid_t pid = atk_fork();
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -171,7 +171,7 @@ static void test_attack_flood__idle_connections_do_not_block_a_real_peer(void **
  * as fast as it can, for ms; reports how many it made. */
 static pid_t reject_flood(const struct atk_target *t, int ms, int ready_fd)
 {
-	pid_t pid = fork();
+	pid_t pid = atk_fork();
 
 	assert_true(pid >= 0);
 	if (pid == 0) {

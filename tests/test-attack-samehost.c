@@ -203,7 +203,7 @@ static int run(struct atk_target *t, const struct attack *attack, int *landed)
 	int st;
 
 	a.rkey = rv_mr_rkey(t->mr);
-	pid = fork();
+	pid = atk_fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(attacker(t, &a));
@@ -250,7 +250,7 @@ static void test_attack_samehost__own_bytes_land(void **state)
 	int st;
 
 	(void)state;
-	pid = fork();
+	pid = atk_fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(attacker(&target, &a));
@@ -286,7 +286,7 @@ static void test_attack_samehost__other_process_is_refused(void **state)
 
 	(void)state;
 	assert_int_equal(pipe(ready), 0);
-	victim = fork();
+	victim = atk_fork();
 	assert_true(victim >= 0);
 	if (victim == 0) {
 		for (int i = 0; i < 8; i++)
@@ -327,7 +327,7 @@ static void test_attack_samehost__second_agreement_is_refused(void **state)
 	int st;
 
 	(void)state;
-	pid = fork();
+	pid = atk_fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(attacker(&target, &a));
