@@ -55,8 +55,10 @@ typedef struct rv_context_attr {
 	/**
 	 * Software device: a shared secret (1 to 4096 bytes, copied) that every
 	 * connection of this context must prove, both ways, in its MPA exchange
-	 * (HMAC-SHA256 challenge-response; no encryption). A peer without the
-	 * same secret is rejected. Default: none, unless the environment
+	 * (HMAC-SHA256 challenge-response; no encryption); that every UD datagram
+	 * carries a MAC of; and that the connection helper (rv_connect,
+	 * rv_listener) proves over its TCP exchange. A peer without the same
+	 * secret is rejected. Default: none, unless the environment
 	 * variable `RVERBS_SOFT_SECRET_FILE` names a file whose contents are the
 	 * secret. Other devices: rv_context_new() fails with -EOPNOTSUPP.
 	 */
