@@ -406,9 +406,58 @@ static void on_log(rv_log_level level, const char *msg, void *user)
 		fprintf(stderr, "rverbs: %s\n", msg);
 }
 
+/* Finding 8: before the peer proved anything, the MPA reply says nothing
+ * about the target process: no pid, no address, anywhere in its private
+ * data (the offer of the same-host path is a flag; the identities come
+ * after authentication, test-soft-auth covers the challenge). */
+static bool mentions_process(const uint8_t *pd, size_t len)
+{
+	uint32_t pid = (uint32_t)getpid();
+	uintptr_t heap = (uintptr_t)malloc(16), stack = (uintptr_t)&len;
+
+	free((void *)heap);
+	for (size_t i = 0; i + 4 <= len; i++) {
+		uint32_t v32;
+		memcpy(&v32, pd + i, 4);
+		if (v32 == pid || __builtin_bswap32(v32) == pid)
+			return true;
+		if (i + 8 <= len) {
+			uint64_t v;
+			memcpy(&v, pd + i, 8);
+			/* Within 4 GiB of the heap or the stack: a pointer. */
+			if ((v > heap ? v - heap : heap - v) < (1ull << 32) ||
+			    (v > stack ? v - stack : stack - v) < (1ull << 32))
+				return true;
+		}
+	}
+	return false;
+}
+
+static void test_attack_samehost__nothing_about_the_process_before_proof(void **state)
+{
+	uint8_t ext[ATK_SHM_EXT_LEN], reply[512];
+	size_t reply_len = 0;
+	int fd;
+
+	(void)state;
+	shm_ext(ext, "RSH2");
+	fd = atk_connect(&target);
+	assert_true(fd >= 0);
+	assert_int_equal(atk_request(fd, &target, 0, ext, sizeof(ext), reply, sizeof(reply), &reply_len), 1);
+	/* The offer is there (a local peer), and is only that. */
+	assert_int_equal(reply_len, RV_SOFT_CPD_LEN + ATK_SHM_EXT_LEN);
+	assert_memory_equal(reply + RV_SOFT_CPD_LEN, "RSH2\1\0\0\0", 8);
+	for (size_t i = RV_SOFT_CPD_LEN + 8; i < reply_len; i++)
+		assert_true(i == RV_SOFT_CPD_LEN + 12 || reply[i] == 0);
+	assert_false(mentions_process(reply, reply_len));
+	close(fd);
+	atk_target_rearm(&target);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attack_samehost__nothing_about_the_process_before_proof),
 		cmocka_unit_test(test_attack_samehost__own_process_is_accepted),
 		cmocka_unit_test(test_attack_samehost__own_bytes_land),
 		cmocka_unit_test(test_attack_samehost__target_pid_is_refused),
