@@ -35,7 +35,10 @@ static const struct rv_object_class context_class = {
 
 RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_context **ret_ctx)
 {
-	rv_context_attr a = {.mask = 0, .listen_addr = "127.0.0.1"};
+	/* RVERBS_SOFT_LISTEN_ADDR: the default for programs that pass none
+	 * (examples, tools, bindings) when they must be reached from elsewhere. */
+	const char *env_listen = getenv("RVERBS_SOFT_LISTEN_ADDR");
+	rv_context_attr a = {.mask = 0, .listen_addr = env_listen && *env_listen ? env_listen : "127.0.0.1"};
 	pthread_mutexattr_t ma;
 	struct rv_context *ctx;
 	int rc;

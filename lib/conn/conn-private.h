@@ -97,6 +97,9 @@ int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const c
 void rv_conn_hello(const struct rv_conn *c, const struct rv_conn_opts *o, struct rv_wire_hello *h);
 /* Move every live QP to ERR (flushing its work). */
 void rv_conn_qps_to_err(struct rv_conn *c);
+/* -ECONNABORTED (named) when a QP of c is already in the error state: a
+ * connection is never reported established with a dead QP. */
+int rv_conn_check_qps_alive(const struct rv_conn *c, const char *func);
 /* Close and unreference a connection that never reached the caller,
  * keeping the thread's error message. */
 void rv_conn_discard(struct rv_conn *c);
@@ -115,6 +118,10 @@ bool rv_conn_mac_equal(const uint8_t *a, const uint8_t *b);
 /* Send an AUTH message (nonce, mac may be NULL: zeros). */
 int rv_conn_send_auth(int fd, uint8_t step, const uint8_t *nonce, const uint8_t *mac, int64_t deadline,
 		      const char *peer, const char *func);
+/* -EADDRNOTAVAIL (named, with the fix) when this context's soft0 GID is a
+ * loopback or unspecified address and the control socket fd's peer is not
+ * on this host: the peer could not reach our QPs. */
+int rv_conn_check_own_addr(struct rv_context *ctx, int fd, const char *peer, const char *func);
 /* -EACCES (named) unless every endpoint of h names the address of the
  * control socket fd's peer, or both are this host (software device only). */
 int rv_conn_check_peer_addr(struct rv_context *ctx, int fd, const struct rv_wire_hello *h, const char *peer,

@@ -434,6 +434,16 @@ void rv_conn_hello(const struct rv_conn *c, const struct rv_conn_opts *o, struct
 	h->data_len = o->data_len;
 }
 
+int rv_conn_check_qps_alive(const struct rv_conn *c, const char *func)
+{
+	for (uint32_t i = 0; i < c->num_qps; i++)
+		if (c->qps[i]->state == RV_QPS_ERR || rv_qp_state_of(c->qps[i]) == RV_QPS_ERR)
+			return rv_err(ECONNABORTED, func, "QP %u (0x%x) to %s is in the error state already: its "
+				      "connection to the peer's QP failed (the log says why)",
+				      i, c->qps[i]->qpn, c->peer_addr);
+	return 0;
+}
+
 /* ---- client ---- */
 
 static int fail(struct rv_conn *c, int rc)
@@ -507,6 +517,8 @@ static int client_step(struct rv_conn *c, int64_t deadline, const char *func)
 		if (poll(&pfd, 1, 0) <= 0)
 			return 0;
 		rc = rv_sock_connect_finish(c->fd, c->peer_addr, func);
+		if (rc == 0)
+			rc = rv_conn_check_own_addr(c->ctx, c->fd, c->peer_addr, func);
 		if (rc == 0 && c->auth)
 			rc = rv_conn_send_auth(c->fd, RV_AUTH_HELLO, c->auth_nc, NULL, deadline, c->peer_addr, func);
 		else if (rc == 0)
@@ -697,6 +709,8 @@ RV_EXPORT int rv_connect(rv_context *ctx, const char *addr, const rv_conn_attr *
 	rc = client_run(c, deadline, &established, __func__);
 	if (rc == 0 && !established)
 		rc = rv_err(ETIMEDOUT, __func__, "no connection to %s within %d ms", c->peer_addr, timeout_ms);
+	if (rc == 0)
+		rc = rv_conn_check_qps_alive(c, __func__);
 	if (rc < 0) {
 		rv_conn_discard(c);
 		return rc;

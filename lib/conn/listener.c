@@ -440,6 +440,8 @@ static int on_request(struct rv_listener *l, struct pending *p, const struct rv_
 	/* Before anything is made: the endpoints must name the client's address. */
 	if (rc == 0)
 		rc = rv_conn_check_peer_addr(l->ctx, p->fd, &h, p->peer, func);
+	if (rc == 0)
+		rc = rv_conn_check_own_addr(l->ctx, p->fd, p->peer, func);
 	if (rc == 0 && o->num_qps && o->num_qps != h.num_qps)
 		rc = rv_err(EPROTO, func, "asks for %u QP(s); this server accepts %u", h.num_qps, o->num_qps);
 	for (uint32_t i = 0; rc == 0 && o->caller_qps && i < o->num_qps; i++)
@@ -530,6 +532,9 @@ static int serve(struct rv_listener *l, struct pending *p, const struct rv_conn_
 		case RV_WIRE_RTU:
 			if (!p->conn)
 				return rv_err(EBADMSG, func, "client %s sent an RTU before its REQ", p->peer);
+			rc = rv_conn_check_qps_alive(p->conn, func);
+			if (rc < 0)
+				return rc;
 			p->conn->fd = p->fd;
 			p->fd = -1;
 			p->conn->phase = RV_PH_ESTABLISHED;

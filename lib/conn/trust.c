@@ -145,6 +145,29 @@ static void gid_str(const uint8_t g[16], char *buf, size_t len)
 		inet_ntop(AF_INET6, g, buf, (socklen_t)len);
 }
 
+int rv_conn_check_own_addr(struct rv_context *ctx, int fd, const char *peer, const char *func)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	uint8_t pa[16], g[16];
+	char gs[INET6_ADDRSTRLEN];
+
+	if (ctx->dev->kind != RV_DEVICE_SOFT || !ctx->drv->query_gid || ctx->drv->query_gid(ctx, 1, 0, g) < 0)
+		return 0;
+	if (!is_loopback_or_any(g))
+		return 0;
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0 || !to_gid_form((struct sockaddr *)&ss, pa) ||
+	    is_this_host(pa))
+		return 0;
+	gid_str(g, gs, sizeof(gs));
+	return rv_err(EADDRNOTAVAIL, func,
+		      "the soft0 device of this side's context is on %s (its GID: the address its QPs are reached at), which %s, "
+		      "on another host or network namespace, cannot reach; open the context with "
+		      "rv_context_attr.listen_addr (or RVERBS_SOFT_LISTEN_ADDR) set to an address of this host the "
+		      "peer can reach, or \"0.0.0.0\" for this host's routable address",
+		      gs, peer);
+}
+
 int rv_conn_check_peer_addr(struct rv_context *ctx, int fd, const struct rv_wire_hello *h, const char *peer,
 			    const char *func)
 {
@@ -175,8 +198,11 @@ int rv_conn_check_peer_addr(struct rv_context *ctx, int fd, const struct rv_wire
 		return rv_err(EACCES, func,
 			      "endpoint %u names address %s, but the exchange came from %s: the connection helper "
 			      "connects QPs only to the address of the peer it talks to (or to this host when the "
-			      "peer is on it)",
-			      i, gs, peer);
+			      "peer is on it)%s",
+			      i, gs, peer,
+			      is_loopback_or_any(g) ? "; the peer's soft0 context listens on loopback only: give it "
+						      "rv_context_attr.listen_addr or RVERBS_SOFT_LISTEN_ADDR"
+						    : "");
 	}
 	return 0;
 }

@@ -12,6 +12,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,12 +327,72 @@ int soft_context_auth_mac(struct rv_context *ctx, const void *msg, size_t len, u
 	return 1;
 }
 
+/* The interface of the IPv4 default route (/proc/net/route), "" if none. */
+static void default_route_ifname(char name[IF_NAMESIZE])
+{
+	FILE *f = fopen("/proc/net/route", "re");
+	char line[256], ifn[IF_NAMESIZE];
+	unsigned long dst, mask;
+
+	name[0] = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%15s %lx %*x %*x %*d %*d %*d %lx", ifn, &dst, &mask) == 3 && dst == 0 &&
+		    mask == 0) {
+			memcpy(name, ifn, IF_NAMESIZE);
+			break;
+		}
+	fclose(f);
+}
+
+/* A listener on the unspecified address takes connections to every address
+ * of this host, but its GID is what peers connect to: the address of the
+ * default route's interface, else the first other interface that is up and
+ * not loopback (IPv6: not link-local, which needs a scope), else loopback. */
+static void routable_gid(int family, uint8_t gid[16])
+{
+	struct ifaddrs *ifs, *i;
+	char dflt[IF_NAMESIZE];
+	bool found = false;
+
+	memset(gid, 0, 16);
+	if (family == AF_INET) {
+		gid[10] = gid[11] = 0xff;
+		gid[12] = 127;
+		gid[15] = 1;
+	} else {
+		gid[15] = 1;
+	}
+	if (getifaddrs(&ifs) < 0)
+		return;
+	default_route_ifname(dflt);
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		for (i = ifs; i && !found; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != family || !(i->ifa_flags & IFF_UP) ||
+			    (i->ifa_flags & IFF_LOOPBACK) || (pass == 0 && strcmp(i->ifa_name, dflt) != 0))
+				continue;
+			if (family == AF_INET) {
+				memcpy(gid + 12, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+				found = true;
+			} else if (!IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr)) {
+				memcpy(gid, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+				found = true;
+			}
+		}
+	}
+	freeifaddrs(ifs);
+}
+
+/* "*" is 0.0.0.0; an unspecified address gets a routable GID (above). */
 static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len, uint8_t gid[16])
 {
 	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
 
 	memset(ss, 0, sizeof(*ss));
+	if (strcmp(s, "*") == 0)
+		s = "0.0.0.0";
 	if (inet_pton(AF_INET, s, &a4->sin_addr) == 1) {
 		a4->sin_family = AF_INET;
 		*len = sizeof(*a4);
@@ -338,12 +400,16 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len
 		gid[10] = 0xff;
 		gid[11] = 0xff;
 		memcpy(gid + 12, &a4->sin_addr, 4);
+		if (a4->sin_addr.s_addr == htonl(INADDR_ANY))
+			routable_gid(AF_INET, gid);
 		return AF_INET;
 	}
 	if (inet_pton(AF_INET6, s, &a6->sin6_addr) == 1) {
 		a6->sin6_family = AF_INET6;
 		*len = sizeof(*a6);
 		memcpy(gid, &a6->sin6_addr, 16);
+		if (IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+			routable_gid(AF_INET6, gid);
 		return AF_INET6;
 	}
 	return -1;
