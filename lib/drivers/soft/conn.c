@@ -638,6 +638,22 @@ static uint32_t pending_for(const struct soft_ctx *sc, uint32_t qpn, struct soft
 	return n;
 }
 
+/* The connections waiting for MAC_I for QP qpn; *oldest: the first of them. */
+static uint32_t authenticating_for(const struct soft_ctx *sc, uint32_t qpn, struct soft_conn **oldest)
+{
+	uint32_t n = 0;
+
+	*oldest = NULL;
+	for (struct soft_conn *c = sc->conns; c; c = c->next) {
+		if (c->state != CONN_WAIT_AUTH || c->auth_qpn != qpn)
+			continue;
+		if (!*oldest || c->born_ms <= (*oldest)->born_ms)
+			*oldest = c;
+		n++;
+	}
+	return n;
+}
+
 /* Passive side: a complete MPA request is in c->req. */
 static void handle_request(struct soft_conn *c)
 {
@@ -669,10 +685,17 @@ static void handle_request(struct soft_conn *c)
 		c->deadline = soft_now_ms() + c->sc->timeout_ms;
 		update_events(c);
 	} else if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && peer_matches(q, &c->req)) {
-		if (q->conn)
+		struct soft_conn *oldest;
+
+		if (q->conn) {
 			reject(c, RV_SOFT_REJECT_BUSY);
-		else
+		} else {
+			/* Proven requests answering this QP's challenge: a few, the
+			 * oldest making room (copies of an old request prove too). */
+			if (authenticating_for(c->sc, q->qpn, &oldest) >= SOFT_MAX_PENDING_PER_QP)
+				conn_kill(oldest);
 			accept_on(q, c);
+		}
 	} else if (st == RV_QPS_RTR || st == RV_QPS_RTS) {
 		reject(c, RV_SOFT_REJECT_PEER);
 	} else {
@@ -696,30 +719,33 @@ void soft_conn_adopt_pending(struct soft_qp *q)
 	}
 }
 
-/* Not attached to a QP: what an unauthenticated peer can make us hold. */
+/* Not attached to a QP and naming none of ours: what any peer that reaches
+ * the listener can make us hold. (A request that names a QP, PENDING or
+ * WAIT_AUTH, is bounded per QP instead: SOFT_MAX_PENDING_PER_QP, one without
+ * a secret; a burst of real requests for many QPs must all wait.) */
 static bool is_unattached(const struct soft_conn *c)
 {
-	return c->state == CONN_WAIT_REQ || c->state == CONN_PENDING || c->state == CONN_WAIT_AUTH ||
-	       c->state == CONN_CLOSING;
+	return c->state == CONN_WAIT_REQ || c->state == CONN_CLOSING;
 }
 
 /* Which to evict first: what is closing anyway, then connections that sent
- * nothing, then part of a request, then those authenticating or waiting. */
+ * nothing, then part of a request. */
 static int idleness(const struct soft_conn *c)
 {
-	switch (c->state) {
-	case CONN_CLOSING:
-		return 4;
-	case CONN_WAIT_REQ:
-		return c->rx_len ? 2 : 3;
-	case CONN_WAIT_AUTH:
-		return 1;
-	default:
-		return 0; /* PENDING */
-	}
+	return c->state == CONN_CLOSING ? 2 : c->rx_len ? 0 : 1;
 }
 
-/* Counts the unattached connections, and those from src; true at a bound. */
+static bool is_loopback16(const uint8_t a[16])
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+	return (memcmp(a, v4mapped, 12) == 0 && a[12] == 127) || memcmp(a, v6lo, 16) == 0;
+}
+
+/* Counts the unattached connections, and those from src; true at a bound.
+ * Loopback is every local process, so it has no bound of its own: a burst
+ * of a local peer's connections (many QPs at once) may take them all. */
 static bool full(const struct soft_ctx *sc, const uint8_t src[16], uint32_t *n, uint32_t *from)
 {
 	*n = *from = 0;
@@ -729,7 +755,7 @@ static bool full(const struct soft_ctx *sc, const uint8_t src[16], uint32_t *n, 
 		(*n)++;
 		*from += memcmp(c->src, src, 16) == 0;
 	}
-	return *from >= SOFT_MAX_UNATTACHED_PER_SOURCE || *n >= SOFT_MAX_UNATTACHED;
+	return (*from >= SOFT_MAX_UNATTACHED_PER_SOURCE && !is_loopback16(src)) || *n >= SOFT_MAX_UNATTACHED;
 }
 
 /* Make room for one more unattached connection from src: closes the idlest,
@@ -742,7 +768,7 @@ static void evict_one(struct soft_ctx *sc, const uint8_t src[16])
 
 	if (!full(sc, src, &n, &from))
 		return;
-	per_source = from >= SOFT_MAX_UNATTACHED_PER_SOURCE;
+	per_source = from >= SOFT_MAX_UNATTACHED_PER_SOURCE && !is_loopback16(src);
 	for (struct soft_conn *c = sc->conns; c; c = c->next) {
 		if (!is_unattached(c) || (per_source && memcmp(c->src, src, 16) != 0))
 			continue;
@@ -886,13 +912,7 @@ static bool request_proven(struct soft_conn *c, const struct rv_mpa_frame *f)
 /* The request names a loopback GID but did not come from loopback. */
 static bool claims_loopback(const struct soft_conn *c)
 {
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-	bool claim = (memcmp(c->req.gid, v4mapped, 12) == 0 && c->req.gid[12] == 127) ||
-		     memcmp(c->req.gid, v6lo, 16) == 0;
-	bool from = (memcmp(c->src, v4mapped, 12) == 0 && c->src[12] == 127) || memcmp(c->src, v6lo, 16) == 0;
-
-	return claim && !from;
+	return is_loopback16(c->req.gid) && !is_loopback16(c->src);
 }
 
 static void on_wait_req(struct soft_conn *c)

@@ -74,13 +74,15 @@
  * its first byte within SOFT_FIRST_BYTE_MS. */
 #define SOFT_REQ_TIMEOUT_MS 5000
 #define SOFT_FIRST_BYTE_MS 1000
-/* Connections not attached to a QP (waiting for or holding a request,
- * authenticating, rejected and closing) per context, and from one source
- * address: a new one past either bound evicts the oldest, idlest one
- * (conn.c, evict_one), never the newcomer. */
+/* Connections that name no QP of ours yet (waiting for their request) or
+ * no more (rejected, closing) per context, and from one source address: a
+ * new one past either bound evicts the oldest, idlest one (conn.c,
+ * evict_one), never the newcomer. Requests that name a QP (PENDING,
+ * WAIT_AUTH) are bounded per QP: SOFT_MAX_PENDING_PER_QP. */
 #define SOFT_MAX_UNATTACHED 128
 #define SOFT_MAX_UNATTACHED_PER_SOURCE 64
-/* Requests (proven, with a secret) waiting for one QP to reach RTR. */
+/* Requests (proven, with a secret) waiting for one QP to reach RTR, and
+ * connections waiting for MAC_I for one QP; without a secret, one request. */
 #define SOFT_MAX_PENDING_PER_QP 4
 /* A rejected connection waits this long for the peer's FIN. */
 #define SOFT_REJECT_LINGER_MS 250
