@@ -127,11 +127,23 @@ static int stag_add(struct soft_ctx *sc, struct soft_mr *m, const char *fn)
 	return 0;
 }
 
+/* Zero-based MRs (remote addresses as offsets from 0) would need every
+ * remote access to translate its TO, on every placement path; soft0 refuses
+ * them, as the kernel does for a device without zero-based support. */
+static int zero_based_refused(const char *fn)
+{
+	return rv_err(EOPNOTSUPP, fn, "soft0 does not implement zero-based MRs (RV_ACCESS_ZERO_BASED): "
+		      "address the region with its virtual addresses (rv_mr_addr() + offset)");
+}
+
 int soft_mr_reg(struct rv_mr *mr)
 {
 	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
-	struct soft_mr *m = calloc(1, sizeof(*m));
+	struct soft_mr *m;
 
+	if (mr->access & RV_ACCESS_ZERO_BASED)
+		return zero_based_refused("rv_mr_reg");
+	m = calloc(1, sizeof(*m));
 	if (!m)
 		return rv_err(ENOMEM, "rv_mr_reg", "out of memory for the software MR");
 	m->pd = mr->pd;
@@ -184,6 +196,8 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	uint32_t key;
 
 	(void)flags;
+	if (access & RV_ACCESS_ZERO_BASED)
+		return zero_based_refused("rv_mr_rereg");
 	if (length > UINT64_MAX - a)
 		return rv_err(EINVAL, "rv_mr_rereg", "the region wraps around the address space");
 	pthread_rwlock_wrlock(&sc->mr_lock);

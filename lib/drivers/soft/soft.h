@@ -47,6 +47,17 @@
  * for applications sizing tables, not a limit soft0 counts. */
 #define SOFT_MAX_AH (1u << 20)
 
+/* The MPA revision soft0 speaks and accepts (conn.c: RFC 6581's enhanced
+ * connection setup needs revision 2); rv_device_attr.fw_ver names it. */
+#define RV_SOFT_MPA_REV 2u
+/* rv_device_attr.device_cap_flags, with libibverbs' IBV_DEVICE_* values:
+ * SRQ_RESIZE (1 << 13: rv_srq_modify with RV_SRQ_MAX_WR, srq.c),
+ * MEM_WINDOW (1 << 17: rv_mw_alloc and rv_qp_bind_mw, mr.c) and
+ * MEM_WINDOW_TYPE_2B (1 << 24: a type 2 window is checked against both the
+ * QP that bound it and its PD, mr.c check()); type 1 windows come with
+ * MEM_WINDOW. tests/test-misuse.c checks each against what the device does. */
+#define SOFT_DEVICE_CAP_FLAGS ((1u << 13) | (1u << 17) | (1u << 24))
+
 /* The RFC 7306 extensions this device implements (offered unless RV_SOFT_NO_EXT). */
 #define SOFT_CAPS (RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC | RV_SOFT_CAP_RNR)
 /* A zero-length WRITE with STag 0 whose TO carries this tag and an MSN: "the
