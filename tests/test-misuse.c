@@ -1,0 +1,388 @@
+/*
+ * Misuse never crashes (issue 17): what a careless or hostile caller does
+ * with handles, work requests and memory gets an error or an error
+ * completion, never a crash, a use after free or a wrong success. One case
+ * per finding of the issue; each failed before its fix. soft0, two contexts
+ * on 127.0.0.1 (tests/soft-pair.c); in the default test set, so .ci/run runs
+ * it under ASan and UBSan too.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rverbs/rverbs.h>
+
+#include "soft-pair.h"
+
+/* IBV_DEVICE_* bits of rv_device_attr.device_cap_flags (libibverbs' values). */
+#define CAP_MEM_WINDOW (1u << 17)
+#define CAP_MEM_WINDOW_TYPE_2A (1u << 23)
+#define CAP_MEM_WINDOW_TYPE_2B (1u << 24)
+
+static void assert_msg_starts(const char *prefix)
+{
+	const char *m = rv_error_last();
+
+	if (strncmp(m, prefix, strlen(prefix)) != 0)
+		fail_msg("expected a message starting with \"%s\", got \"%s\"", prefix, m);
+}
+
+static void assert_msg_has(const char *text)
+{
+	const char *m = rv_error_last();
+
+	if (!strstr(m, text))
+		fail_msg("expected \"%s\" in the message, got \"%s\"", text, m);
+}
+
+static void pair_open(struct side *a, struct side *b)
+{
+	side_open(a, 0, RV_ACCESS_ALL_REMOTE);
+	side_open(b, 0, RV_ACCESS_ALL_REMOTE);
+	connect_pair(a, &DEFAULTS, b, &DEFAULTS);
+}
+
+/* Item 3: a post on a closed QP (or SRQ) says that nothing was posted. */
+static void test_misuse__post_on_closed_qp_sets_n_posted(void **state)
+{
+	struct side a;
+	rv_sge g;
+	rv_send_wr wr;
+	rv_recv_wr rw;
+	rv_srq *srq = NULL;
+	size_t posted;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	g = sge(&a, 0, 8);
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_SEND;
+	rw = (rv_recv_wr){.sg_list = &g, .num_sge = 1};
+	assert_int_equal(rv_srq_new(a.pd, NULL, &srq), 0);
+	assert_int_equal(rv_qp_close(a.qp), 0);
+	assert_int_equal(rv_srq_close(srq), 0);
+
+	posted = 99;
+	assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, &posted), -RV_ECLOSED);
+	assert_int_equal(posted, 0);
+	assert_msg_starts("rv_qp_post_send: QP #");
+	posted = 99;
+	assert_int_equal(rv_qp_post_send(a.qp, (rv_send_wr[]){wr, wr}, 2, &posted), -RV_ECLOSED);
+	assert_int_equal(posted, 0);
+	posted = 99;
+	assert_int_equal(rv_qp_post_recv(a.qp, &rw, 1, &posted), -RV_ECLOSED);
+	assert_int_equal(posted, 0);
+	posted = 99;
+	assert_int_equal(rv_srq_post_recv(srq, &rw, 1, &posted), -RV_ECLOSED);
+	assert_int_equal(posted, 0);
+	/* NULL stays allowed. */
+	assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, NULL), -RV_ECLOSED);
+	rv_srq_unref(srq);
+	side_close(&a);
+}
+
+/* Item 4: num_sge > 0 with a NULL sg_list is -EINVAL on every post path. */
+static void test_misuse__sge_count_without_list_is_einval(void **state)
+{
+	static const uint32_t ops[] = {RV_WR_SEND, RV_WR_RDMA_WRITE, RV_WR_RDMA_READ, RV_WR_SEND_WITH_IMM,
+				       RV_WR_RDMA_WRITE_WITH_IMM};
+	struct side a, b;
+	rv_srq *srq = NULL;
+	rv_sge g;
+	size_t posted;
+
+	(void)state;
+	pair_open(&a, &b);
+	g = sge(&a, 0, 8);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		for (uint32_t flags = 0; flags <= RV_SEND_INLINE; flags += RV_SEND_INLINE) {
+			rv_send_wr wrs[2];
+
+			memset(wrs, 0, sizeof(wrs));
+			wrs[0].num_sge = 1;
+			wrs[0].sg_list = NULL;
+			wrs[0].opcode = ops[i];
+			wrs[0].send_flags = RV_SEND_SIGNALED | (ops[i] == RV_WR_RDMA_READ ? 0 : flags);
+			wrs[0].remote_addr = (uint64_t)(uintptr_t)b.buf;
+			wrs[0].rkey = rv_mr_rkey(b.mr);
+			posted = 99;
+			assert_int_equal(rv_qp_post_send(a.qp, wrs, 1, &posted), -EINVAL);
+			assert_int_equal(posted, 0);
+			assert_msg_has("sg_list is NULL");
+			/* The second of two: the first is posted. */
+			wrs[1] = wrs[0];
+			wrs[0].sg_list = &g;
+			wrs[0].opcode = RV_WR_RDMA_WRITE;
+			posted = 99;
+			assert_int_equal(rv_qp_post_send(a.qp, wrs, 2, &posted), -EINVAL);
+			assert_int_equal(posted, 1);
+			assert_msg_has("wrs[1] has num_sge 1 but sg_list is NULL");
+			assert_int_equal(poll_one(a.cq).status, RV_WC_SUCCESS);
+		}
+	}
+	posted = 99;
+	assert_int_equal(rv_qp_post_recv(b.qp, &(rv_recv_wr){.num_sge = 2}, 1, &posted), -EINVAL);
+	assert_int_equal(posted, 0);
+	assert_msg_has("sg_list is NULL");
+	assert_int_equal(rv_srq_new(b.pd, NULL, &srq), 0);
+	assert_int_equal(rv_srq_post_recv(srq, &(rv_recv_wr){.num_sge = 1}, 1, &posted), -EINVAL);
+	assert_int_equal(posted, 0);
+	assert_msg_has("sg_list is NULL");
+	/* A NULL list with no SGEs is a zero-length operation. */
+	{
+		rv_send_wr z = {.opcode = RV_WR_RDMA_WRITE, .send_flags = RV_SEND_SIGNALED,
+				.remote_addr = (uint64_t)(uintptr_t)b.buf, .rkey = rv_mr_rkey(b.mr)};
+		assert_int_equal(rv_qp_post_send(a.qp, &z, 1, NULL), 0);
+		assert_int_equal(poll_one(a.cq).status, RV_WC_SUCCESS);
+	}
+	rv_srq_unref(srq);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* Item 5: a second unref of a freed handle is detected, not a use after free. */
+static void test_misuse__double_unref_is_detected(void **state)
+{
+	rv_context *ctx = open_ctx(0);
+	rv_pd *pd = NULL, *pd2 = NULL;
+	rv_cq *cq = NULL;
+	rv_mr *mr = NULL;
+	rv_mr_cache *cache = NULL;
+	rv_qp *qp = NULL;
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ};
+
+	(void)state;
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd2), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	qa.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
+	assert_int_equal(rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &mr), 0);
+	assert_int_equal(rv_mr_cache_new(pd, NULL, &cache), 0);
+
+	assert_null(rv_qp_unref(qp));
+	rv_error_clear();
+	assert_null(rv_qp_unref(qp));
+	assert_msg_has("QP handle was already freed");
+	assert_int_equal(rv_qp_close(qp), -EINVAL);
+	assert_msg_has("already freed");
+
+	assert_null(rv_mr_unref(mr));
+	assert_null(rv_mr_unref(mr));
+	assert_msg_has("MR handle was already freed");
+
+	assert_null(rv_mr_cache_unref(cache));
+	assert_null(rv_mr_cache_unref(cache));
+	assert_msg_has("cache handle was already freed");
+
+	assert_null(rv_pd_unref(pd2));
+	assert_null(rv_pd_unref(pd2));
+	assert_msg_has("PD handle was already freed");
+	assert_int_equal(rv_pd_close(pd2), -EINVAL);
+
+	/* The others are still fine. */
+	assert_int_equal(rv_pd_close(pd), 0);
+	assert_null(rv_pd_unref(pd));
+	assert_null(rv_cq_unref(cq));
+	assert_null(rv_cq_unref(cq));
+	assert_msg_has("CQ handle was already freed");
+	assert_int_equal(rv_context_close(ctx), 0);
+	rv_context_unref(ctx);
+}
+
+/* Item 8: rv_cq_wait's errors name rv_cq_wait. */
+static void test_misuse__cq_wait_errors_name_cq_wait(void **state)
+{
+	rv_context *ctx = open_ctx(0);
+	rv_cq *cq = NULL;
+	rv_wc wc;
+
+	(void)state;
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_int_equal(rv_cq_wait(cq, NULL, 1, 0), -EINVAL);
+	assert_msg_starts("rv_cq_wait: ");
+	assert_int_equal(rv_cq_wait(cq, &wc, 0, 0), -EINVAL);
+	assert_msg_starts("rv_cq_wait: ");
+	assert_int_equal(rv_cq_wait(NULL, &wc, 1, 0), -EINVAL);
+	assert_msg_starts("rv_cq_wait: ");
+	assert_int_equal(rv_cq_wait(cq, &wc, 1, 0), -EAGAIN);
+	assert_msg_starts("rv_cq_wait: ");
+	assert_int_equal(rv_cq_close(cq), 0);
+	assert_int_equal(rv_cq_wait(cq, &wc, 1, 100), -RV_ECLOSED);
+	assert_msg_starts("rv_cq_wait: CQ #");
+	rv_cq_unref(cq);
+	assert_int_equal(rv_context_close(ctx), 0);
+	rv_context_unref(ctx);
+}
+
+/* Item 8: RV_ACCESS_ZERO_BASED is refused on soft0, not ignored. */
+static void test_misuse__zero_based_refused_on_soft0(void **state)
+{
+	struct side a;
+	rv_mr *mr = NULL;
+	static uint8_t buf[4096];
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	assert_int_equal(rv_mr_reg(a.pd, buf, sizeof(buf), RV_ACCESS_ALL_REMOTE | RV_ACCESS_ZERO_BASED, &mr),
+			 -EOPNOTSUPP);
+	assert_null(mr);
+	assert_msg_has("RV_ACCESS_ZERO_BASED");
+	assert_int_equal(rv_mr_alloc(a.pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_ZERO_BASED, NULL, &mr),
+			 -EOPNOTSUPP);
+	assert_null(mr);
+	assert_int_equal(rv_mr_rereg(a.mr, RV_REREG_ACCESS, NULL, NULL, 0,
+				     RV_ACCESS_LOCAL_WRITE | RV_ACCESS_ZERO_BASED), -EOPNOTSUPP);
+	assert_msg_has("RV_ACCESS_ZERO_BASED");
+	side_close(&a);
+}
+
+/* Item 8: device_cap_flags says what the device does: memory windows of
+ * both types (type 2 as 2B: checked against the QP and the PD), and the
+ * firmware string names the MPA revision on the wire. */
+static void test_misuse__soft0_caps_are_truthful(void **state)
+{
+	rv_context *ctx = open_ctx(0);
+	rv_device_attr da = {.mask = RV_DEVICE_ATTR_ALL};
+	rv_pd *pd = NULL;
+	rv_mw *mw1 = NULL, *mw2 = NULL;
+
+	(void)state;
+	assert_int_equal(rv_context_query_device(ctx, &da), 0);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_mw_alloc(pd, RV_MW_TYPE_1, &mw1), 0);
+	assert_int_equal(rv_mw_alloc(pd, RV_MW_TYPE_2, &mw2), 0);
+	assert_true(da.device_cap_flags & CAP_MEM_WINDOW);
+	assert_true(da.device_cap_flags & CAP_MEM_WINDOW_TYPE_2B);
+	assert_false(da.device_cap_flags & CAP_MEM_WINDOW_TYPE_2A);
+	assert_true(da.max_mw > 0);
+	if (!strstr(da.fw_ver, "MPA rev 2"))
+		fail_msg("fw_ver \"%s\" does not name MPA revision 2", da.fw_ver);
+	rv_mw_unref(mw1);
+	rv_mw_unref(mw2);
+	rv_pd_unref(pd);
+	assert_int_equal(rv_context_close(ctx), 0);
+	rv_context_unref(ctx);
+}
+
+/*
+ * Item 2: automatic inline checks the lkey as the non-inline path does. The
+ * QP asked for no inline room and got soft0's minimum, 64 bytes; a 64-byte
+ * WRITE from a closed MR, or from one whose last reference is gone (its
+ * memory unmapped), completes with RV_WC_LOC_PROT_ERR like a 4 KiB one.
+ */
+static void inline_after(bool unref, uint32_t len)
+{
+	struct side a, b;
+	rv_qp_cap cap;
+	rv_mr *mr = NULL;
+	rv_sge g;
+	rv_wc wc;
+
+	pair_open(&a, &b);
+	assert_int_equal(rv_qp_get_cap(a.qp, &cap), 0);
+	assert_int_equal(cap.max_inline_data, 64);
+	assert_int_equal(rv_mr_alloc(a.pd, 8192, RV_ACCESS_LOCAL_WRITE, NULL, &mr), 0);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)rv_mr_addr(mr), .length = len, .lkey = rv_mr_lkey(mr)};
+	memset(rv_mr_addr(mr), 0x5a, len);
+	if (unref)
+		rv_mr_unref(mr); /* frees the handle and unmaps its memory */
+	else
+		assert_int_equal(rv_mr_close(mr), 0);
+	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)b.buf, rv_mr_rkey(b.mr), 3), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
+	for (uint32_t i = 0; i < len; i++)
+		assert_int_equal(b.buf[i], 0);
+	if (!unref)
+		rv_mr_unref(mr);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_misuse__automatic_inline_checks_lkey_after_close(void **state)
+{
+	(void)state;
+	inline_after(false, 64);
+	inline_after(false, 4096); /* the non-inline path, for comparison */
+}
+
+static void test_misuse__automatic_inline_checks_lkey_after_unref(void **state)
+{
+	(void)state;
+	inline_after(true, 64);
+	inline_after(true, 1);
+	inline_after(true, 4096);
+}
+
+/* The same on a SEND; and an inline the caller asked for copies without
+ * looking at the lkey (the verbs rule), so it still succeeds. */
+static void test_misuse__automatic_inline_send_and_explicit_inline(void **state)
+{
+	struct side a, b;
+	static uint8_t own[64];
+	rv_mr *mr = NULL;
+	rv_sge g, rg;
+	rv_send_wr wr;
+	rv_wc wc;
+
+	(void)state;
+	pair_open(&a, &b);
+	rg = sge(&b, 0, 64);
+	assert_int_equal(rv_qp_recv(b.qp, &rg, 1), 0);
+	assert_int_equal(rv_mr_reg(a.pd, own, sizeof(own), RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	memset(own, 0x77, sizeof(own));
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)own, .length = sizeof(own), .lkey = rv_mr_lkey(mr)};
+	assert_int_equal(rv_mr_close(mr), 0);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 4;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_RDMA_WRITE;
+	wr.send_flags = RV_SEND_SIGNALED | RV_SEND_INLINE;
+	wr.remote_addr = (uint64_t)(uintptr_t)b.buf + 1024;
+	wr.rkey = rv_mr_rkey(b.mr);
+	assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, NULL), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(b.buf[1024], 0x77);
+	/* Automatic inline of a SEND from the closed MR. */
+	assert_int_equal(rv_qp_send(a.qp, &g, 5), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
+	assert_int_equal(b.buf[0], 0);
+	rv_mr_unref(mr);
+	side_close(&a);
+	side_close(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_misuse__post_on_closed_qp_sets_n_posted),
+		cmocka_unit_test(test_misuse__sge_count_without_list_is_einval),
+		cmocka_unit_test(test_misuse__double_unref_is_detected),
+		cmocka_unit_test(test_misuse__cq_wait_errors_name_cq_wait),
+		cmocka_unit_test(test_misuse__zero_based_refused_on_soft0),
+		cmocka_unit_test(test_misuse__soft0_caps_are_truthful),
+		cmocka_unit_test(test_misuse__automatic_inline_checks_lkey_after_close),
+		cmocka_unit_test(test_misuse__automatic_inline_checks_lkey_after_unref),
+		cmocka_unit_test(test_misuse__automatic_inline_send_and_explicit_inline),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
