@@ -7,14 +7,105 @@
  * 64-bit overflow checked). Keys are random, unguessable 32-bit values (never
  * 0, which the zero-length confirm READ uses); lkey == rkey. Copies run under
  * the read lock so that a concurrent deregistration waits for them.
+ *
+ * Registration checks the range as ibv_reg_mr's pinning does (maps.c), but
+ * soft0 pins nothing: memory unmapped after registration is gone for soft0
+ * too. So every copy to or from registered memory is fault-safe
+ * (process_vm_readv/writev on this process, which the kernel fails with
+ * EFAULT instead of a signal) and a failed one is SOFT_MEM_FAULT: the WR
+ * completes in error (docs/software-device.md, "Memory"). Never a plain
+ * memcpy on registered memory here.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sys/uio.h>
 
 #include "soft.h"
+
+/* This process, for process_vm_readv/writev on itself. A context is used only
+ * by the process that opened it (lib/memory.c refuses it in a fork child),
+ * so the pid read once per process stays right for every context it opens:
+ * the cached value is refreshed when a context opens (soft_mem_self_init). */
+static pid_t self_pid;
+
+void soft_mem_self_init(void)
+{
+	__atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
+}
+
+/* Fault-safe copies (the kernel copies, and fails with EFAULT where memcpy
+ * would take a signal); logged once per failure, at WARN. */
+static bool copy_fault(const void *where, size_t len, bool to_mr)
+{
+	rv_log(RV_LOG_WARN, "soft0: registered memory [%p, +%zu) is no longer %s: the process unmapped or "
+	       "protected it after registration; the work request completes in error", where, len,
+	       to_mr ? "writable" : "readable");
+	return false;
+}
+
+bool soft_copy_to_mr(void *dst, const void *src, size_t len)
+{
+	struct iovec l = {(void *)(uintptr_t)src, len}, r = {dst, len};
+	ssize_t n;
+
+	if (len == 0)
+		return true;
+	do
+		n = process_vm_writev(__atomic_load_n(&self_pid, __ATOMIC_RELAXED), &l, 1, &r, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len || copy_fault(dst, len, true);
+}
+
+bool soft_copy_from_mr(void *dst, const void *src, size_t len)
+{
+	struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
+	ssize_t n;
+
+	if (len == 0)
+		return true;
+	do
+		n = process_vm_readv(__atomic_load_n(&self_pid, __ATOMIC_RELAXED), &l, 1, &r, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len || copy_fault(src, len, false);
+}
+
+/* Read one byte of each of the k pages r names; false if one is not readable. */
+static bool probe_pages(struct iovec *r, uint32_t k)
+{
+	uint8_t sink[64];
+	struct iovec l = {sink, k};
+	ssize_t got;
+
+	do
+		got = process_vm_readv(__atomic_load_n(&self_pid, __ATOMIC_RELAXED), &l, 1, r, k, 0);
+	while (got < 0 && errno == EINTR);
+	return got == (ssize_t)k;
+}
+
+bool soft_mem_probe(const struct iovec *iov, uint32_t n)
+{
+	const uintptr_t page = 4096; /* a larger page is probed more than once, never skipped */
+	struct iovec r[64];
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)iov[i].iov_base, end = a + iov[i].iov_len;
+
+		for (uintptr_t p = a; p < end; p = (p & ~(page - 1)) + page) {
+			r[k].iov_base = (void *)p;
+			r[k].iov_len = 1;
+			if (++k == 64) {
+				if (!probe_pages(r, k))
+					return copy_fault(iov[i].iov_base, iov[i].iov_len, false);
+				k = 0;
+			}
+		}
+	}
+	return k == 0 || probe_pages(r, k) || copy_fault(r[0].iov_base, 1, false);
+}
 
 int soft_pd_alloc(struct rv_pd *pd)
 {
@@ -31,6 +122,7 @@ int soft_pd_dealloc(struct rv_pd *pd)
 
 int soft_mr_table_init(struct soft_ctx *sc)
 {
+	soft_mem_self_init();
 	sc->mr_buckets = 256;
 	sc->mr_hash = calloc(sc->mr_buckets, sizeof(*sc->mr_hash));
 	if (!sc->mr_hash)
@@ -143,6 +235,9 @@ int soft_mr_reg(struct rv_mr *mr)
 
 	if (mr->access & RV_ACCESS_ZERO_BASED)
 		return zero_based_refused("rv_mr_reg");
+	/* As ibv_reg_mr: the whole range present, with the rights asked for. */
+	if (soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
+		return -EFAULT;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return rv_err(ENOMEM, "rv_mr_reg", "out of memory for the software MR");
@@ -198,6 +293,8 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	(void)flags;
 	if (access & RV_ACCESS_ZERO_BASED)
 		return zero_based_refused("rv_mr_rereg");
+	if (soft_range_check(addr, length, access, "rv_mr_rereg") < 0)
+		return -EFAULT;
 	if (length > UINT64_MAX - a)
 		return rv_err(EINVAL, "rv_mr_rereg", "the region wraps around the address space");
 	pthread_rwlock_wrlock(&sc->mr_lock);
@@ -278,8 +375,8 @@ enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
 	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
-	if (e == SOFT_MEM_OK && len)
-		memcpy((void *)(uintptr_t)addr, src, len);
+	if (e == SOFT_MEM_OK && !soft_copy_to_mr((void *)(uintptr_t)addr, src, len))
+		e = SOFT_MEM_FAULT;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
@@ -291,8 +388,8 @@ enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_qp *qp, uint32_t 
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
 	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
-	if (e == SOFT_MEM_OK && len)
-		memcpy(dst, (const void *)(uintptr_t)addr, len);
+	if (e == SOFT_MEM_OK && !soft_copy_from_mr(dst, (const void *)(uintptr_t)addr, len))
+		e = SOFT_MEM_FAULT;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
@@ -322,10 +419,11 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 			  sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
-		if (to_sgl)
-			memcpy((void *)(uintptr_t)(sge[i].addr + off), p, k);
-		else
-			memcpy(p, (const void *)(uintptr_t)(sge[i].addr + off), k);
+		if (!(to_sgl ? soft_copy_to_mr((void *)(uintptr_t)(sge[i].addr + off), p, k)
+			     : soft_copy_from_mr(p, (const void *)(uintptr_t)(sge[i].addr + off), k))) {
+			e = SOFT_MEM_FAULT;
+			break;
+		}
 		p += k;
 		len -= k;
 	}

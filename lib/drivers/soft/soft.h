@@ -554,7 +554,23 @@ enum soft_mem_err {
 	SOFT_MEM_ACCESS,  /* the MR lacks the access right */
 	SOFT_MEM_BOUNDS,  /* outside the MR (or address arithmetic overflows) */
 	SOFT_MEM_PEER,    /* soft_mem_pull: the peer's memory could not be read */
+	SOFT_MEM_FAULT,   /* the registered memory is no longer mapped (or no longer writable) */
 };
+
+/* Registered memory is touched only through these (mr.c): copies the kernel
+ * makes (process_vm_readv/writev on this process), which fail (false, logged
+ * at WARN) where memcpy would fault, and a probe of one byte per page before
+ * memory is read in place (the CRC of a zero-copy send, an atomic). */
+struct iovec;
+bool soft_copy_to_mr(void *dst, const void *src, size_t len);
+bool soft_copy_from_mr(void *dst, const void *src, size_t len);
+bool soft_mem_probe(const struct iovec *iov, uint32_t n);
+/* Called when a context opens: the pid the copies above name. */
+void soft_mem_self_init(void);
+/* maps.c: [addr, addr + length) is mapped and readable, and writable when
+ * access asks for writes, as ibv_reg_mr's pinning requires; else -EFAULT
+ * with the message naming fn and the first bad address. */
+int soft_range_check(const void *addr, size_t length, uint32_t access, const char *fn);
 
 /* Copy len bytes into (key, addr), checking key, PD, access and bounds first. */
 enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
