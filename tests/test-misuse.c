@@ -463,7 +463,11 @@ static void gone_cases(void)
 		rv_send_wr wr;
 		rv_wc wc;
 
-		/* Local source of a WRITE (not inline: 64 B with NO_INLINE). */
+		/* Local source of a WRITE, sent zero-copy (probed first); a
+		 * small one is copied with memcpy when framed: this process's
+		 * own use after free, not tested (docs/software-device.md). */
+		if (len < 8192)
+			goto remote;
 		pair_open(&a, &b);
 		gone_open(&g, &a, 65536);
 		s = gone_sge(&g, len);
@@ -485,6 +489,7 @@ static void gone_cases(void)
 		side_close(&a);
 		side_close(&b);
 
+remote:
 		/* Target of a remote WRITE. */
 		pair_open(&a, &b);
 		gone_open(&g, &b, 65536);

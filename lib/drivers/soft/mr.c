@@ -10,11 +10,16 @@
  *
  * Registration checks the range as ibv_reg_mr's pinning does (maps.c), but
  * soft0 pins nothing: memory unmapped after registration is gone for soft0
- * too. So every copy to or from registered memory is fault-safe
- * (process_vm_readv/writev on this process, which the kernel fails with
- * EFAULT instead of a signal) and a failed one is SOFT_MEM_FAULT: the WR
- * completes in error (docs/software-device.md, "Memory"). Never a plain
- * memcpy on registered memory here.
+ * too. So what a peer makes soft0 do to registered memory (a WRITE, READ or
+ * atomic on it, a SEND into a receive WR) and what lands in it (READ and
+ * atomic responses) is done fault-safe: copies the kernel makes
+ * (process_vm_readv/writev on this process, EFAULT instead of a signal), or a
+ * probe first (atomics, the CRC of a zero-copy send); a failure is
+ * SOFT_MEM_FAULT and the WR completes in error. Large transfers move with
+ * recv/sendmsg, which fail with EFAULT the same way. Only the source of this
+ * process's own sends is copied with memcpy (soft_sgl_read), at the price of
+ * a system call per small message otherwise (docs/software-device.md,
+ * "Memory", has the trade-off and the figures).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -419,11 +424,15 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 			  sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
-		if (!(to_sgl ? soft_copy_to_mr((void *)(uintptr_t)(sge[i].addr + off), p, k)
-			     : soft_copy_from_mr(p, (const void *)(uintptr_t)(sge[i].addr + off), k))) {
+		/* Into registered memory: fault-safe (a peer's SEND, a READ
+		 * response). Out of it: the source of this process's own send,
+		 * framed for a WR it posted, with memcpy (see the top of the file). */
+		if (to_sgl && !soft_copy_to_mr((void *)(uintptr_t)(sge[i].addr + off), p, k)) {
 			e = SOFT_MEM_FAULT;
 			break;
 		}
+		if (!to_sgl)
+			memcpy(p, (const void *)(uintptr_t)(sge[i].addr + off), k);
 		p += k;
 		len -= k;
 	}
