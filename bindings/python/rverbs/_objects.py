@@ -644,8 +644,11 @@ class CQ(_Handle):
         """Poll until ``count`` completions arrived or ``timeout`` seconds passed;
         returns the list of WC (possibly shorter on timeout).
 
-        Busy-polls, yielding the GIL between polls (rverbs has no completion
-        channel yet), so other Python threads keep running.
+        This is the fallback for a library without rv_cq_wait: it busy-polls,
+        yielding the GIL between polls, so other Python threads keep running.
+        With rv_cq_wait (rverbs/_channel.py replaces this method) the wait
+        happens in C without the GIL, blocking on the CQ's completion channel
+        in the mode set_wait_mode() chose.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         got = []
