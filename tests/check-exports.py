@@ -7,8 +7,11 @@ once took librdmacm's calls from librverbs. The tools and examples are built
 with hidden visibility (gnu_symbol_visibility : 'hidden'), so their dynamic
 symbol table may hold only what the runtime itself put there: copy
 relocations of system libraries' data (stderr@GLIBC_2.2.5, a C++ vtable
-@GLIBCXX_...), each carrying the version of the library that defines it.
-Anything unversioned, or versioned by rverbs, is the executable's own.
+@GLIBCXX_...), each carrying the version of the library that defines it;
+in a sanitizer build, the sanitizer runtime's own (__asan_*, __ubsan_*);
+and weak instantiations of the C++ standard library's templates (namespace
+std, which libstdc++ declares with default visibility). Anything else,
+unversioned or versioned by rverbs, is the executable's own.
 
 usage: check-exports.py EXECUTABLE...
 """
@@ -18,6 +21,8 @@ import sys
 
 # Versions of the system libraries whose data an executable may copy-relocate.
 RUNTIME_VERSIONS = re.compile(r"^(GLIBC|GLIBCXX|CXXABI|GCC)_[0-9.]+$")
+SANITIZER = re.compile(r"^__(asan|ubsan|lsan|tsan|sanitizer)_")
+STD_TEMPLATE = re.compile(r"^_Z(N|NK|GVZN)?St")
 
 
 def own_exports(path):
@@ -28,11 +33,14 @@ def own_exports(path):
         fields = line.split()
         if len(fields) < 3:
             continue
-        name = fields[2]
+        kind, name = fields[1], fields[2]
         sym, _, version = name.partition("@")
         version = version.lstrip("@")
-        if not version or not RUNTIME_VERSIONS.match(version):
-            bad.append(name)
+        if version and RUNTIME_VERSIONS.match(version):
+            continue
+        if SANITIZER.match(sym) or (kind in "WVu" and STD_TEMPLATE.match(sym)):
+            continue
+        bad.append(name)
     return bad
 
 
