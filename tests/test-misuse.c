@@ -370,6 +370,75 @@ static void test_misuse__automatic_inline_send_and_explicit_inline(void **state)
 	side_close(&b);
 }
 
+/* Item 2 on UD: a send rverbs would have inlined (it fits max_inline_data)
+ * from a closed MR completes with RV_WC_LOC_PROT_ERR, as without inline; one
+ * the caller marked RV_SEND_INLINE goes out without looking at the lkey. */
+static void test_misuse__ud_automatic_inline_checks_lkey(void **state)
+{
+	struct side s;
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_CAP,
+			      .qp_type = RV_QPT_UD,
+			      .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+	rv_qp *qp[2];
+	rv_endpoint ep;
+	rv_ah_attr av;
+	rv_ah *ah = NULL;
+	rv_mr *mr = NULL;
+	static uint8_t own[32];
+	rv_sge g, r;
+	rv_send_wr wr;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&s, 0, RV_ACCESS_LOCAL_WRITE);
+	qa.send_cq = s.cq;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rv_qp_new(s.pd, &qa, &qp[i]), 0);
+		assert_int_equal(rv_qp_to_init(qp[i], &(rv_qp_attr){.mask = RV_QP_QKEY, .qkey = 0x1234}), 0);
+		assert_int_equal(rv_qp_to_rtr(qp[i], NULL), 0);
+		assert_int_equal(rv_qp_to_rts(qp[i], NULL), 0);
+	}
+	assert_int_equal(rv_qp_endpoint(qp[1], &ep), 0);
+	memset(&av, 0, sizeof(av));
+	memcpy(av.dgid, ep.gid, 16);
+	av.is_global = 1;
+	av.dlid = ep.lid;
+	assert_int_equal(rv_ah_new(s.pd, &av, &ah), 0);
+	r = sge(&s, 0, 256);
+	assert_int_equal(rv_qp_recv(qp[1], &r, 9), 0);
+	assert_int_equal(rv_mr_reg(s.pd, own, sizeof(own), RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	memset(own, 0x42, sizeof(own));
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)own, .length = sizeof(own), .lkey = rv_mr_lkey(mr)};
+	assert_int_equal(rv_mr_close(mr), 0);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_SEND;
+	wr.send_flags = RV_SEND_SIGNALED | RV_SEND_INLINE;
+	wr.ah = ah;
+	wr.remote_qpn = rv_qp_num(qp[1]);
+	wr.remote_qkey = 0x1234;
+	assert_int_equal(rv_qp_post_send(qp[0], &wr, 1, NULL), 0);
+	for (int got = 0; got < 2; got++) {
+		wc = poll_one(s.cq);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_true(wc.wr_id == 1 || wc.wr_id == 9);
+	}
+	assert_int_equal(s.buf[RV_UD_GRH_LEN], 0x42);
+	wr.wr_id = 2;
+	wr.send_flags = RV_SEND_SIGNALED; /* fits: rverbs would inline it */
+	assert_int_equal(rv_qp_post_send(qp[0], &wr, 1, NULL), 0);
+	wc = poll_one(s.cq);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
+	rv_mr_unref(mr);
+	rv_ah_unref(ah);
+	rv_qp_unref(qp[0]);
+	rv_qp_unref(qp[1]);
+	side_close(&s);
+}
+
 /* Item 1: registration checks the range as ibv_reg_mr's pinning does. */
 static void test_misuse__register_memory_the_process_cannot_touch(void **state)
 {
@@ -615,6 +684,7 @@ int main(void)
 		cmocka_unit_test(test_misuse__automatic_inline_checks_lkey_after_close),
 		cmocka_unit_test(test_misuse__automatic_inline_checks_lkey_after_unref),
 		cmocka_unit_test(test_misuse__automatic_inline_send_and_explicit_inline),
+		cmocka_unit_test(test_misuse__ud_automatic_inline_checks_lkey),
 		cmocka_unit_test(test_misuse__register_memory_the_process_cannot_touch),
 		cmocka_unit_test(test_misuse__mr_memory_gone_after_registration),
 		cmocka_unit_test(test_misuse__atomic_and_unmapped_mr),
