@@ -16,9 +16,11 @@
  * (process_vm_readv/writev on this process, EFAULT instead of a signal), or a
  * probe first (atomics, the CRC of a zero-copy send); a failure is
  * SOFT_MEM_FAULT and the WR completes in error. Large transfers move with
- * recv/sendmsg, which fail with EFAULT the same way. Only the source of this
- * process's own sends is copied with memcpy (soft_sgl_read), at the price of
- * a system call per small message otherwise (docs/software-device.md,
+ * recv/sendmsg, which fail with EFAULT the same way. memcpy stays for memory
+ * rverbs mapped itself (soft_mr.trusted: rv_mr_alloc, pool chunks, unmapped
+ * only after deregistration), for every MR under RVERBS_SOFT_TRUST_MEMORY=1,
+ * and for the source of this process's own sends (soft_sgl_read): a
+ * fault-safe copy is a system call per small message (docs/software-device.md,
  * "Memory", has the trade-off and the figures).
  */
 #include <errno.h>
@@ -77,6 +79,27 @@ bool soft_copy_from_mr(void *dst, const void *src, size_t len)
 	return n == (ssize_t)len || copy_fault(src, len, false);
 }
 
+/* A copy into / out of the memory of MR m: memcpy when rverbs mapped that
+ * memory itself (m->trusted: it stays mapped while m exists, and the caller
+ * holds the MR lock), fault-safe otherwise. */
+static inline bool copy_in(const struct soft_mr *m, void *dst, const void *src, size_t len)
+{
+	if (m->trusted) {
+		memcpy(dst, src, len);
+		return true;
+	}
+	return soft_copy_to_mr(dst, src, len);
+}
+
+static inline bool copy_out(const struct soft_mr *m, void *dst, const void *src, size_t len)
+{
+	if (m->trusted) {
+		memcpy(dst, src, len);
+		return true;
+	}
+	return soft_copy_from_mr(dst, src, len);
+}
+
 /* Read one byte of each of the k pages r names; false if one is not readable. */
 static bool probe_pages(struct iovec *r, uint32_t k)
 {
@@ -127,7 +150,13 @@ int soft_pd_dealloc(struct rv_pd *pd)
 
 int soft_mr_table_init(struct soft_ctx *sc)
 {
+	const char *trust = getenv("RVERBS_SOFT_TRUST_MEMORY");
+
 	soft_mem_self_init();
+	/* The application promises never to unmap memory it registered while
+	 * the registration lives: soft0 then copies the caller's MRs with
+	 * memcpy too (docs/software-device.md, "Memory"). */
+	sc->trust_memory = trust && strcmp(trust, "1") == 0;
 	sc->mr_buckets = 256;
 	sc->mr_hash = calloc(sc->mr_buckets, sizeof(*sc->mr_hash));
 	if (!sc->mr_hash)
@@ -240,8 +269,9 @@ int soft_mr_reg(struct rv_mr *mr)
 
 	if (mr->access & RV_ACCESS_ZERO_BASED)
 		return zero_based_refused("rv_mr_reg");
-	/* As ibv_reg_mr: the whole range present, with the rights asked for. */
-	if (soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
+	/* As ibv_reg_mr: the whole range present, with the rights asked for
+	 * (memory rverbs just mapped read-write needs no look). */
+	if (!mr->memory_ours && soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
 		return -EFAULT;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -250,6 +280,7 @@ int soft_mr_reg(struct rv_mr *mr)
 	m->addr = (uint64_t)(uintptr_t)mr->addr;
 	m->length = mr->length;
 	m->access = mr->access;
+	m->trusted = mr->memory_ours || sc->trust_memory;
 	if (m->length > UINT64_MAX - m->addr) {
 		free(m);
 		return rv_err(EINVAL, "rv_mr_reg", "the region wraps around the address space");
@@ -315,6 +346,9 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	m->addr = a;
 	m->length = length;
 	m->access = access;
+	/* New memory is the caller's (the facade refuses RV_REREG_TRANS on
+	 * memory rverbs owns); the same memory keeps what it was. */
+	m->trusted = sc->trust_memory || (m->trusted && a == (uint64_t)(uintptr_t)mr->addr);
 	m->next = sc->mr_hash[bucket(sc, key)];
 	sc->mr_hash[bucket(sc, key)] = m;
 	pthread_rwlock_unlock(&sc->mr_lock);
@@ -376,11 +410,13 @@ enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, const void *src, uint64_t len)
 {
+	const struct soft_mr *m;
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
-	if (e == SOFT_MEM_OK && !soft_copy_to_mr((void *)(uintptr_t)addr, src, len))
+	m = lookup(sc, key);
+	e = check(m, qp->pd, qp, access, addr, len);
+	if (e == SOFT_MEM_OK && !copy_in(m, (void *)(uintptr_t)addr, src, len))
 		e = SOFT_MEM_FAULT;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
@@ -389,11 +425,13 @@ enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				uint64_t addr, void *dst, uint64_t len)
 {
+	const struct soft_mr *m;
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
-	if (e == SOFT_MEM_OK && !soft_copy_from_mr(dst, (const void *)(uintptr_t)addr, len))
+	m = lookup(sc, key);
+	e = check(m, qp->pd, qp, access, addr, len);
+	if (e == SOFT_MEM_OK && !copy_out(m, dst, (const void *)(uintptr_t)addr, len))
 		e = SOFT_MEM_FAULT;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
@@ -420,14 +458,16 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 			k = len;
 		if (k == 0)
 			continue;
-		e = check(lookup(sc, sge[i].lkey), pd, NULL, to_sgl ? RV_ACCESS_LOCAL_WRITE : 0, sge[i].addr,
-			  sge[i].length);
+		const struct soft_mr *m = lookup(sc, sge[i].lkey);
+
+		e = check(m, pd, NULL, to_sgl ? RV_ACCESS_LOCAL_WRITE : 0, sge[i].addr, sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
-		/* Into registered memory: fault-safe (a peer's SEND, a READ
-		 * response). Out of it: the source of this process's own send,
-		 * framed for a WR it posted, with memcpy (see the top of the file). */
-		if (to_sgl && !soft_copy_to_mr((void *)(uintptr_t)(sge[i].addr + off), p, k)) {
+		/* Into registered memory: fault-safe unless rverbs owns it (a
+		 * peer's SEND, a READ response). Out of it: the source of this
+		 * process's own send, framed for a WR it posted, with memcpy
+		 * (see the top of the file). */
+		if (to_sgl && !copy_in(m, (void *)(uintptr_t)(sge[i].addr + off), p, k)) {
 			e = SOFT_MEM_FAULT;
 			break;
 		}

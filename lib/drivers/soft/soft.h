@@ -173,6 +173,10 @@ struct soft_mr {
 	bool bound;
 	uint8_t mw_type;
 	struct rv_qp *qp;
+	/* Memory rverbs mapped itself (rv_mr::memory_ours): mapped while this
+	 * entry exists, so copies use memcpy; the caller's memory (rv_mr_reg)
+	 * and windows are copied fault-safe (mr.c). */
+	bool trusted;
 };
 
 #define SOFT_REMOTE_ACCESS (RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)
@@ -206,6 +210,7 @@ struct soft_ctx {
 	uint16_t port;
 	int64_t timeout_ms; /* connection setup limit (RVERBS_SOFT_TIMEOUT_MS) */
 	bool crc_required;  /* MPA C bit in our request/reply (RV_SOFT_CRC_OPTIONAL clears it) */
+	bool trust_memory;  /* RVERBS_SOFT_TRUST_MEMORY=1: the caller's MRs are copied with memcpy too (mr.c) */
 	uint32_t caps;      /* rv_soft_caps this context offers (RV_SOFT_NO_EXT clears them) */
 	pthread_t thread;
 	bool thread_started;
