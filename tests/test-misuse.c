@@ -15,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -672,6 +676,169 @@ static void test_misuse__atomic_and_unmapped_mr(void **state)
 	side_close(&b);
 }
 
+/* ---- item 7: a loopback GID between two hosts (network namespaces) ---- */
+
+static char ns_a[32], ns_b[32], ip_a[32], ip_b[32];
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static int enter_ns(const char *name)
+{
+	char path[128];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return rc < 0 ? -errno : 0;
+}
+
+/* A soft0 context in this process's namespace; listen_addr NULL: the default (127.0.0.1). */
+static rv_context *ctx_on(const char *listen_addr)
+{
+	rv_context_attr ca = {.mask = listen_addr ? RV_CONTEXT_ATTR_LISTEN_ADDR : 0, .listen_addr = listen_addr};
+	rv_device *dev = NULL;
+	rv_context *ctx = NULL;
+
+	if (rv_device_find("soft0", &dev) < 0)
+		return NULL;
+	if (rv_context_new(dev, &ca, &ctx) < 0)
+		ctx = NULL;
+	rv_device_unref(dev);
+	return ctx;
+}
+
+/* In ns_a: accept one client on *:port (the accept is expected to fail:
+ * the client refuses the connection); exit status 0 when it did. */
+static int gid_server(int ready_fd, const char *listen_addr, int port)
+{
+	rv_listener *l = NULL;
+	rv_conn *conn = NULL;
+	rv_context *ctx;
+	char addr[32];
+	int rc;
+
+	if (enter_ns(ns_a) < 0 || !(ctx = ctx_on(listen_addr)))
+		return 2;
+	snprintf(addr, sizeof(addr), "*:%d", port);
+	if (rv_listener_new(ctx, addr, NULL, &l) < 0)
+		return 3;
+	if (write(ready_fd, "r", 1) != 1)
+		return 4;
+	rc = rv_listener_accept(l, NULL, 20000, &conn);
+	if (rc == 0) {
+		rv_conn_unref(conn);
+		return 5;
+	}
+	rv_listener_unref(l);
+	rv_context_close(ctx);
+	rv_context_unref(ctx);
+	return 0;
+}
+
+/* In ns_b: rv_connect to ns_a's address must fail, with a message naming
+ * the loopback GID; exit status 0 when it does. */
+static int gid_client(const char *listen_addr, int port, const char *expect)
+{
+	rv_context *ctx;
+	rv_conn *c = NULL;
+	char addr[64];
+	int rc;
+
+	if (enter_ns(ns_b) < 0 || !(ctx = ctx_on(listen_addr)))
+		return 2;
+	snprintf(addr, sizeof(addr), "%s:%d", ip_a, port);
+	rc = rv_connect(ctx, addr, NULL, 20000, &c);
+	if (rc == 0) {
+		fprintf(stderr, "rv_connect to %s returned 0 with a loopback GID on one side\n", addr);
+		rv_conn_unref(c);
+		return 3;
+	}
+	if (rc != -EPROTO || !strstr(rv_error_last(), expect)) {
+		fprintf(stderr, "rv_connect: %d, \"%s\"; expected -EPROTO and \"%s\"\n", rc, rv_error_last(), expect);
+		return 4;
+	}
+	rv_context_close(ctx);
+	rv_context_unref(ctx);
+	return 0;
+}
+
+static void gid_case(const char *server_listen, const char *client_listen, int port, const char *expect)
+{
+	int pfd[2], st;
+	pid_t srv, cli;
+	char r;
+
+	assert_int_equal(pipe(pfd), 0);
+	fflush(NULL);
+	srv = fork();
+	assert_true(srv >= 0);
+	if (srv == 0) {
+		close(pfd[0]);
+		_exit(gid_server(pfd[1], server_listen, port));
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &r, 1), 1);
+	close(pfd[0]);
+	cli = fork();
+	assert_true(cli >= 0);
+	if (cli == 0)
+		_exit(gid_client(client_listen, port, expect));
+	assert_int_equal(waitpid(cli, &st, 0), cli);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(waitpid(srv, &st, 0), srv);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* Item 7 (in part): a server whose soft0 context is on its default listen
+ * address advertises GID 127.0.0.1; a client on another host (namespace)
+ * used to connect, get 0 from rv_connect and a QP already in ERR. Now it is
+ * refused at connect time, with a message that says why, whichever side has
+ * the loopback GID. Needs root and iproute2 (skipped otherwise). */
+static void test_misuse__loopback_gid_to_another_host_is_refused(void **state)
+{
+	int id = getpid() % 250 + 1;
+	int port = 7600 + getpid() % 300;
+
+	(void)state;
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0) {
+		skip();
+		return;
+	}
+	snprintf(ns_a, sizeof(ns_a), "rvmisA%d", (int)getpid());
+	snprintf(ns_b, sizeof(ns_b), "rvmisB%d", (int)getpid());
+	snprintf(ip_a, sizeof(ip_a), "10.217.%d.1", id);
+	snprintf(ip_b, sizeof(ip_b), "10.217.%d.2", id);
+	if (sh("ip netns add %s && ip netns add %s", ns_a, ns_b) != 0 ||
+	    sh("ip link add rvmA%d netns %s type veth peer name rvmB%d netns %s", (int)getpid(), ns_a,
+	       (int)getpid(), ns_b) != 0 ||
+	    sh("ip -n %s addr add %s/24 dev rvmA%d && ip -n %s link set rvmA%d up && ip -n %s link set lo up", ns_a,
+	       ip_a, (int)getpid(), ns_a, (int)getpid(), ns_a) != 0 ||
+	    sh("ip -n %s addr add %s/24 dev rvmB%d && ip -n %s link set rvmB%d up && ip -n %s link set lo up", ns_b,
+	       ip_b, (int)getpid(), ns_b, (int)getpid(), ns_b) != 0) {
+		sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+		skip();
+		return;
+	}
+	gid_case(NULL, ip_b, port, "advertises a loopback GID");
+	gid_case(ip_a, NULL, port + 1, "this side's GID for QP 0 is a loopback address");
+	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -688,6 +855,7 @@ int main(void)
 		cmocka_unit_test(test_misuse__register_memory_the_process_cannot_touch),
 		cmocka_unit_test(test_misuse__mr_memory_gone_after_registration),
 		cmocka_unit_test(test_misuse__atomic_and_unmapped_mr),
+		cmocka_unit_test(test_misuse__loopback_gid_to_another_host_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
