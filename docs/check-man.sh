@@ -1,8 +1,11 @@
 #!/bin/sh
 # After `meson install --destdir`, `man -M DESTDIR/.../share/man NAME` finds
-# a page for public functions (Doxygen's MAN_LINKS pages, .so links to the
-# header's page). Skipped (77) where `man` is missing.
-# usage: check-man.sh BUILD_DIR MESON [NAME...]
+# a page for public functions (install-man.sh: a page of the function's own
+# for a function, a link to the header's page for the rest). With
+# NAME:HEADER, the page must also show that function's synopsis with
+# `#include <rverbs/HEADER>` (not the headers HEADER itself includes).
+# Skipped (77) where `man` is missing.
+# usage: check-man.sh BUILD_DIR MESON [NAME[:HEADER]...]
 set -eu
 build=$1 meson=$2
 shift 2
@@ -17,10 +20,21 @@ man3=$(find "$dest" -type d -path '*/share/man/man3' | head -n 1)
 root=${man3%/man3}
 status=0
 [ $# -gt 0 ] || set -- rv_qp_connect
-for name in "$@"; do
+for arg in "$@"; do
+	name=${arg%%:*} hdr=
+	[ "$name" = "$arg" ] || hdr=${arg#*:}
 	if page=$(man -M "$root" -w 3 "$name" 2>/dev/null) &&
-	   MANWIDTH=80 man -M "$root" -P cat 3 "$name" 2>/dev/null | grep -q "$name"; then
-		echo "ok   man $name -> ${page#"$dest"}"
+	   text=$(MANWIDTH=200 man -M "$root" -P cat 3 "$name" 2>/dev/null) &&
+	   printf '%s\n' "$text" | grep -q "$name"; then
+		if [ -n "$hdr" ] && ! { printf '%s\n' "$text" | grep -qF "#include <rverbs/$hdr>" &&
+			printf '%s\n' "$text" | grep -q "^SYNOPSIS" &&
+			printf '%s\n' "$text" | grep -q "^ *[a-z].*[ *]$name ("; }; then
+			echo "FAIL man $name: no synopsis of $name with #include <rverbs/$hdr>"
+			printf '%s\n' "$text" | sed -n '1,15p'
+			status=1
+		else
+			echo "ok   man $name -> ${page#"$dest"}${hdr:+ (#include <rverbs/$hdr>)}"
+		fi
 	else
 		echo "FAIL man -M $root 3 $name"
 		status=1

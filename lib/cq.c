@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "driver.h"
@@ -390,10 +392,33 @@ RV_EXPORT int rv_cq_set_wait_mode(rv_cq *cq, int mode, uint64_t spin_ns)
 	return 0;
 }
 
+/* rv_cq_poll for rv_cq_wait: the same checks, and a failure (a closed CQ, a
+ * bad argument, a CQ in error) names rv_cq_wait, the call the caller made. */
+static int wait_poll(rv_cq *cq, rv_wc *wc, int max)
+{
+	int n;
+
+	if (RV_UNLIKELY(!rv_obj_live_fast(cq, RV_OBJ_CQ) || !wc || max < 1))
+		return poll_checked(cq, wc, max, "rv_cq_wait");
+	n = cq->poll(cq, wc, max);
+	if (RV_UNLIKELY(n < 0)) {
+		static const char prefix[] = "rv_cq_poll: ";
+		const char *m = rv_error_last();
+
+		if (strncmp(m, prefix, sizeof(prefix) - 1) == 0) {
+			char text[512];
+
+			snprintf(text, sizeof(text), "%s", m + sizeof(prefix) - 1);
+			return rv_err(-n, "rv_cq_wait", "%s", text);
+		}
+	}
+	return n;
+}
+
 RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
 {
 	int64_t deadline, spin_end;
-	int n = rv_cq_poll(cq, wc, max);
+	int n = wait_poll(cq, wc, max);
 
 	if (n != 0)
 		return n;
@@ -405,7 +430,7 @@ RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
 		if (deadline > 0 && spin_end > deadline)
 			spin_end = deadline;
 		for (;;) {
-			n = rv_cq_poll(cq, wc, max);
+			n = wait_poll(cq, wc, max);
 			if (n != 0)
 				return n;
 			if (spin_end >= 0 && mono_ns() >= spin_end)
@@ -436,7 +461,7 @@ RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
 					else
 						rv_error_clear(); /* taken by another reader */
 				}
-				n = rv_cq_poll(cq, wc, max);
+				n = wait_poll(cq, wc, max);
 				if (n != 0)
 					return n;
 				continue;
@@ -447,14 +472,14 @@ RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
 		if (rc < 0)
 			return rc;
 		/* A completion pushed before the arm does not fire: poll again. */
-		n = rv_cq_poll(cq, wc, max);
+		n = wait_poll(cq, wc, max);
 		if (n != 0)
 			return n;
 		rc = get_event(cq->channel, deadline, &ev, __func__);
 		if (rc < 0)
 			return rc == -EAGAIN ? rv_err(ETIMEDOUT, __func__, "no completion within the timeout") : rc;
 		rv_cq_ack_events(ev, 1);
-		n = rv_cq_poll(cq, wc, max);
+		n = wait_poll(cq, wc, max);
 		if (n != 0)
 			return n;
 	}

@@ -111,6 +111,7 @@ static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, const s
 		return rv_err(ENOMEM, func, "out of memory");
 	mr_init(mr, pd, addr, length, access);
 	if (owned) {
+		mr->memory_ours = true;
 		mr->owned = owned->addr;
 		mr->owned_length = owned->length;
 		mr->page_size = owned->page_size;
@@ -139,6 +140,7 @@ int rv_mr_chunk_reg(rv_pd *pd, struct rv_mr *mr, void *addr, size_t length, uint
 
 	memset(mr, 0, sizeof(*mr));
 	mr_init(mr, pd, addr, length, access);
+	mr->memory_ours = true; /* the pool's own chunk (lib/pool.c), unmapped after this MR */
 	rv_graph_lock(&pd->obj);
 	rc = mr_driver_reg(mr, func);
 	rv_graph_unlock(&pd->obj);

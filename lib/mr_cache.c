@@ -21,6 +21,9 @@
 
 #define CACHE_MAGIC 0x72766d63u
 #define CACHE_DEAD 0xdeadcac4u
+/* What a freed cache's pd points to (never a PD). */
+static const char cache_freed_mark;
+#define CACHE_FREED_PD ((rv_pd *)(uintptr_t)&cache_freed_mark)
 #define CACHE_DEFAULT_ENTRIES 256u
 #define CACHE_DEFAULT_BYTES ((uint64_t)1 << 30)
 
@@ -46,10 +49,14 @@ static int cache_check(const rv_mr_cache *cache, const char *func)
 {
 	if (!cache)
 		return rv_err(EINVAL, func, "the cache handle is NULL");
+	/* A freed cache: the allocator may have overwritten the magic, not
+	 * pd (lib/core/object.c, freed_class, says why). */
+	if (rv_mem_freed_asan(cache) ||
+	    (cache->magic != CACHE_MAGIC && (cache->magic == (uint32_t)CACHE_DEAD || cache->pd == CACHE_FREED_PD)))
+		return rv_err(EINVAL, func, "the cache handle was already freed (used after its last unref: "
+			      "a second unref, or a call after it)");
 	if (cache->magic != CACHE_MAGIC)
-		return rv_err(EINVAL, func, cache->magic == (uint32_t)CACHE_DEAD
-						    ? "the cache handle was already freed (used after its last unref)"
-						    : "not an rverbs cache handle");
+		return rv_err(EINVAL, func, "not an rverbs cache handle");
 	/* Fork safety: the cache belongs to the process of its PD's context. */
 	if (RV_UNLIKELY(rv_fork_child) && rv_fork_check(RV_COBJ(cache->pd), func) < 0)
 		return -EPERM;
@@ -138,7 +145,8 @@ RV_EXPORT rv_mr_cache *rv_mr_cache_unref(rv_mr_cache *cache)
 	rv_pd_unref(cache->pd);
 	pthread_mutex_destroy(&cache->lock);
 	cache->magic = (uint32_t)CACHE_DEAD;
-	free(cache);
+	cache->pd = CACHE_FREED_PD;
+	rv_mem_quarantine(cache);
 	return NULL;
 }
 

@@ -561,8 +561,12 @@ static inline int qp_live(const struct rv_qp *qp)
 static __attribute__((noinline)) int post_checked(rv_qp *qp, const void *wrs, size_t n, size_t *n_posted,
 						  bool send, const char *func)
 {
-	if (!qp_live(qp))
+	if (!qp_live(qp)) {
+		/* Nothing was posted: say so, as the driver's refusals do. */
+		if (n_posted)
+			*n_posted = 0;
 		return rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, func);
+	}
 	if (!wrs || n == 0) {
 		if (n_posted)
 			*n_posted = 0;

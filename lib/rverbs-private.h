@@ -62,6 +62,10 @@ struct rv_mr {
 	size_t page_size;     /* as obtained (lib/memory.c) */
 	int numa_node;        /* as obtained, -1 unknown */
 	bool locked_counted;  /* counted against the memlock limit (lib/memory.c) */
+	/* rverbs mapped this memory itself (rv_mr_alloc, a pool's chunk) and
+	 * unmaps it only after deregistration: a driver may rely on it being
+	 * mapped while registered (soft0 copies it with memcpy, mr.c). */
+	bool memory_ours;
 };
 
 struct rv_comp_channel {

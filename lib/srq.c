@@ -130,8 +130,11 @@ RV_EXPORT int rv_srq_post_recv(rv_srq *srq, const rv_recv_wr *wrs, size_t n, siz
 	size_t posted = 0;
 	int rc;
 
-	if (RV_UNLIKELY(!srq || srq->obj.magic != rv_obj_magic(RV_OBJ_SRQ) || srq->obj.state != RV_OBJ_LIVE))
+	if (RV_UNLIKELY(!srq || srq->obj.magic != rv_obj_magic(RV_OBJ_SRQ) || srq->obj.state != RV_OBJ_LIVE)) {
+		if (n_posted)
+			*n_posted = 0;
 		return rv_obj_check(RV_COBJ(srq), RV_OBJ_SRQ, __func__);
+	}
 	if (RV_UNLIKELY(!wrs || n == 0)) {
 		if (n_posted)
 			*n_posted = 0;

@@ -557,6 +557,55 @@ static void test_ibv_datapath__reserved_next_is_refused(void **state)
 	assert_ptr_equal(mock.wr_ptrs[3], &r[0]);
 }
 
+/* SGEs counted with no list (issue 17) are refused on every path before the
+ * provider would dereference the list: one WR of each kind the single-WR
+ * path sorts, and in a batch, where the WRs before it are posted. */
+static void test_ibv_datapath__sge_count_without_list_is_refused(void **state)
+{
+	static const struct {
+		uint32_t opcode, flags;
+	} kinds[] = {
+		{RV_WR_RDMA_WRITE, RV_SEND_SIGNALED | RV_SEND_INLINE}, /* as it is, inline */
+		{RV_WR_RDMA_WRITE, RV_SEND_SIGNALED},                  /* automatic inline */
+		{RV_WR_SEND_WITH_IMM, RV_SEND_SIGNALED},               /* built on the stack */
+		{RV_WR_RDMA_READ, RV_SEND_SIGNALED},                   /* READ as it is */
+		{RV_WR_SEND, RV_SEND_SIGNALED | RV_SEND_NO_INLINE},    /* the general path */
+	};
+	rv_send_wr w[3];
+	rv_recv_wr r[3];
+	size_t posted;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		make_send(w, 3, 8);
+		w[0].opcode = kinds[i].opcode;
+		w[0].send_flags = kinds[i].flags;
+		w[0].sg_list = NULL;
+		posted = 999;
+		assert_int_equal(post_send(&qp, w, 1, &posted), -EINVAL);
+		assert_int_equal(posted, 0);
+		assert_int_equal(mock.calls, 0);
+		assert_non_null(strstr(rv_error_last(), "WR 0 has num_sge 1 but sg_list is NULL"));
+	}
+	make_send(w, 3, 8);
+	w[1].sg_list = NULL;
+	assert_int_equal(post_send(&qp, w, 3, &posted), -EINVAL);
+	assert_int_equal(posted, 1);
+	assert_int_equal(mock.seen, 1);
+	assert_non_null(strstr(rv_error_last(), "WR 1 has num_sge 1 but sg_list is NULL"));
+
+	memset(r, 0, sizeof(r));
+	r[0].num_sge = 1;
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 1, &posted), -EINVAL);
+	assert_int_equal(posted, 0);
+	assert_non_null(strstr(rv_error_last(), "WR 0 has num_sge 1 but sg_list is NULL"));
+	r[0].num_sge = 0;
+	r[2].num_sge = 2;
+	assert_int_equal(rv_ibv_post_recv(&qp, r, 3, &posted), -EINVAL);
+	assert_int_equal(posted, 2);
+	assert_non_null(strstr(rv_error_last(), "WR 2 has num_sge 2 but sg_list is NULL"));
+}
+
 /* The driver takes a NULL n_posted (driver.c: the facade passes the
  * caller's through): every path posts, and a refusal is still reported. */
 static void test_ibv_datapath__null_n_posted_on_every_path(void **state)
@@ -776,6 +825,7 @@ int main(void)
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_one_wr_each_path, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_as_is_when_nothing_to_translate, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__reserved_next_is_refused, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__sge_count_without_list_is_refused, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__null_n_posted_on_every_path, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_full_queue_counts_from_bad_wr, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__post_send_negative_errno_provider, setup),
@@ -786,6 +836,7 @@ int main(void)
 		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_one_wr_each_path, setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_as_is_when_nothing_to_translate, setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__reserved_next_is_refused, setup_connected, teardown_connected, NULL),
+		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__sge_count_without_list_is_refused, setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__null_n_posted_on_every_path, setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_full_queue_counts_from_bad_wr, setup_connected, teardown_connected, NULL),
 		cmocka_unit_test_prestate_setup_teardown(test_ibv_datapath__post_send_negative_errno_provider, setup_connected, teardown_connected, NULL),

@@ -557,25 +557,41 @@ static void test_qp_signal__soft0_error_flushes_unsignalled_work(void **state)
 	soft_close(&s);
 }
 
+/* The next completion of s's send CQ, within 10 s. */
+static rv_wc soft_wait_wc(struct soft *s)
+{
+	int64_t end = now_ms() + 10000;
+	rv_wc wc;
+
+	while (rv_cq_poll(s->cq, &wc, 1) == 0) {
+		assert_true(now_ms() < end);
+		sched_yield(); /* few cores (or valgrind): let soft0's progress thread run */
+	}
+	return wc;
+}
+
 /* Automatic inline: a WRITE that fits max_inline_data goes inline, so its
- * payload is copied at post time and its lkey is never looked at (the
- * InfiniBand rule for inline data); with RV_SEND_NO_INLINE the same WR is a
- * local protection error. */
+ * payload is copied at post time; the lkey is checked first, as the
+ * non-inline path would (issue 17), so a WR with a bad lkey is a local
+ * protection error either way. Inline the caller asked for (RV_SEND_INLINE)
+ * never looks at the lkey (the InfiniBand rule for inline data). */
 static void test_qp_signal__soft0_automatic_inline(void **state)
 {
 	struct soft s;
 	uint8_t stack_payload[32];
 	rv_qp_cap cap;
 	rv_send_wr w;
-	rv_sge g = {.addr = (uintptr_t)stack_payload, .length = sizeof(stack_payload), .lkey = 0};
+	rv_sge g = {.length = sizeof(stack_payload), .lkey = 0};
 	rv_wc wc;
-	int64_t end;
 
 	(void)state;
 	soft_open(&s, 4);
 	assert_int_equal(rv_qp_get_cap(s.qp, &cap), 0);
 	assert_true(cap.max_inline_data >= sizeof(stack_payload));
-	memset(stack_payload, 0xab, sizeof(stack_payload));
+	/* Automatic, from registered memory. */
+	memset(s.buf, 0xcd, sizeof(stack_payload));
+	g.addr = (uintptr_t)s.buf;
+	g.lkey = rv_mr_lkey(s.mr);
 	memset(&w, 0, sizeof(w));
 	w.wr_id = 1;
 	w.sg_list = &g;
@@ -586,25 +602,32 @@ static void test_qp_signal__soft0_automatic_inline(void **state)
 	w.rkey = rv_mr_rkey(s.mr);
 	assert_int_equal(rv_qp_post_send(s.qp, &w, 1, NULL), 0);
 	/* Copied at post time: the caller's buffer is free again. */
+	memset(s.buf, 0, sizeof(stack_payload));
+	wc = soft_wait_wc(&s);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	for (size_t i = 0; i < sizeof(stack_payload); i++)
+		assert_int_equal(s.buf[1024 + i], 0xcd);
+
+	/* Asked for, from unregistered memory with no lkey. */
+	memset(stack_payload, 0xab, sizeof(stack_payload));
+	g.addr = (uintptr_t)stack_payload;
+	g.lkey = 0;
+	w.wr_id = 2;
+	w.send_flags = RV_SEND_SIGNALED | RV_SEND_INLINE;
+	assert_int_equal(rv_qp_post_send(s.qp, &w, 1, NULL), 0);
 	memset(stack_payload, 0, sizeof(stack_payload));
-	end = now_ms() + 10000;
-	while (rv_cq_poll(s.cq, &wc, 1) == 0) {
-		assert_true(now_ms() < end);
-		sched_yield(); /* few cores (or valgrind): let soft0's progress thread run */
-	}
+	wc = soft_wait_wc(&s);
+	assert_int_equal(wc.wr_id, 2);
 	assert_int_equal(wc.status, RV_WC_SUCCESS);
 	for (size_t i = 0; i < sizeof(stack_payload); i++)
 		assert_int_equal(s.buf[1024 + i], 0xab);
 
-	w.wr_id = 2;
-	w.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+	/* Automatic, with no lkey: what the non-inline WR gets. */
+	w.wr_id = 3;
+	w.send_flags = RV_SEND_SIGNALED;
 	assert_int_equal(rv_qp_post_send(s.qp, &w, 1, NULL), 0);
-	end = now_ms() + 10000;
-	while (rv_cq_poll(s.cq, &wc, 1) == 0) {
-		assert_true(now_ms() < end);
-		sched_yield(); /* few cores (or valgrind): let soft0's progress thread run */
-	}
-	assert_int_equal(wc.wr_id, 2);
+	wc = soft_wait_wc(&s);
+	assert_int_equal(wc.wr_id, 3);
 	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
 	soft_close(&s);
 }

@@ -84,7 +84,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 		return 1;
 	}
 	if (s.r)
-		snprintf(devname, sizeof(devname), "%s", rdma_device_name(s.r));
+		snprintf(devname, sizeof(devname), "%s", perf_rdma_device_name(s.r));
 	bool progress = !json && isatty(STDOUT_FILENO);
 	for (int r = 0; r < reps; r++) {
 		for (int i = 0; i < N_SIZES; i++) {

@@ -52,10 +52,10 @@ struct qrun {
 static char *target(struct rdma *r, uint32_t q) { return r->base + (size_t)q * 2 * r->slot; }
 static char *source(struct rdma *r, uint32_t q) { return target(r, q) + r->slot; }
 
-const char *rdma_device_name(const struct rdma *r) { return rv_device_name(r->dev); }
-bool rdma_has_atomics(const struct rdma *r) { return r->dattr.atomic_cap != RV_ATOMIC_NONE; }
+const char *perf_rdma_device_name(const struct rdma *r) { return rv_device_name(r->dev); }
+bool perf_rdma_has_atomics(const struct rdma *r) { return r->dattr.atomic_cap != RV_ATOMIC_NONE; }
 
-void rdma_close(struct rdma *r)
+void perf_rdma_close(struct rdma *r)
 {
 	if (!r)
 		return;
@@ -77,7 +77,7 @@ void rdma_close(struct rdma *r)
 	free(r);
 }
 
-int rdma_open(struct rdma **ret, const char *devname, const struct perf_params *p)
+int perf_rdma_open(struct rdma **ret, const char *devname, const struct perf_params *p)
 {
 	struct rdma *r = calloc(1, sizeof(*r));
 	uint32_t access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ;
@@ -92,7 +92,7 @@ int rdma_open(struct rdma **ret, const char *devname, const struct perf_params *
 	r->remote = calloc(p->n_qps, sizeof(*r->remote));
 	r->recv_out = calloc(p->n_qps, sizeof(*r->recv_out));
 	if (!r->qp || !r->local || !r->remote || !r->recv_out) {
-		rdma_close(r);
+		perf_rdma_close(r);
 		return -ENOMEM;
 	}
 	rc = devname ? rv_device_find(devname, &r->dev) : rv_device_default(&r->dev);
@@ -175,13 +175,13 @@ int rdma_open(struct rdma **ret, const char *devname, const struct perf_params *
 	*ret = r;
 	return 0;
 fail:
-	rdma_close(r);
+	perf_rdma_close(r);
 	return rc;
 }
 
 /* The connection helper connects the QPs (and advertises the MR); the
  * control connection only carries the listener's port to the client. */
-int rdma_connect(struct rdma *r, int fd, bool client, const char *host)
+int perf_rdma_connect(struct rdma *r, int fd, bool client, const char *host)
 {
 	rv_conn_attr a = {.mask = RV_CONN_ATTR_QPS | RV_CONN_ATTR_MR, .qps = r->qp, .num_qps = r->p.n_qps,
 			  .mr = r->mr};
@@ -490,17 +490,17 @@ static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
 	return 0;
 }
 
-int rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
+int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
 	     progress_fn progress)
 {
-	if (c->size > r->slot || (c->test == PERF_ATOMIC && !rdma_has_atomics(r)))
+	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
 	if (c->mode == PERF_LAT)
 		return run_lat(r, client, c, res, progress);
 	return run_bw(r, client, c, res, progress);
 }
 
-int rdma_prepare(struct rdma *r, bool client, const struct perf_cmd *c)
+int perf_rdma_prepare(struct rdma *r, bool client, const struct perf_cmd *c)
 {
 	return prepare(r, client, c);
 }
@@ -522,7 +522,7 @@ static void print_addr(const char *which, const rv_endpoint *e)
 	printf(" GID: %s\n", gid);
 }
 
-void rdma_print_header(const struct rdma *r, const char *title)
+void perf_rdma_print_header(const struct rdma *r, const char *title)
 {
 	static const char line[] =
 		"---------------------------------------------------------------------------------------\n";
@@ -559,7 +559,7 @@ void rdma_print_header(const struct rdma *r, const char *title)
 	printf("%s", line);
 }
 
-void rdma_json_header(const struct rdma *r, void *jv)
+void perf_rdma_json_header(const struct rdma *r, void *jv)
 {
 	struct json *j = jv;
 	char gid[48];

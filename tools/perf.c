@@ -67,7 +67,7 @@ static int session_rdma(struct session *s, const char *dev, const struct perf_pa
 	/* Only the client decides (and says) that atomics are missing. */
 	if (!client)
 		mine_p.atomics = 0;
-	rc = rdma_open(&s->r, dev, &mine_p);
+	rc = perf_rdma_open(&s->r, dev, &mine_p);
 
 	mine = rc < 0 ? (uint64_t)-rc : 0;
 	if (client) {
@@ -80,12 +80,12 @@ static int session_rdma(struct session *s, const char *dev, const struct perf_pa
 	if (mine || theirs) {
 		if (theirs && !mine && client)
 			fprintf(stderr, "rverbs perf: the server could not set up RDMA: %s\n", strerror((int)theirs));
-		rdma_close(s->r);
+		perf_rdma_close(s->r);
 		s->r = NULL;
 		return 0;
 	}
-	if ((rc = rdma_connect(s->r, s->fd, client, host)) < 0) {
-		rdma_close(s->r);
+	if ((rc = perf_rdma_connect(s->r, s->fd, client, host)) < 0) {
+		perf_rdma_close(s->r);
 		s->r = NULL;
 		return rc;
 	}
@@ -114,14 +114,14 @@ static int run_local(struct session *s, bool client, const struct perf_cmd *c, s
 {
 	if (c->test == PERF_TCP)
 		return s->data_fd >= 0 ? tcp_run(s->data_fd, client, c, res) : -ENOTCONN;
-	return s->r ? rdma_run(s->r, client, c, res, progress) : -ENODEV;
+	return s->r ? perf_rdma_run(s->r, client, c, res, progress) : -ENODEV;
 }
 
 static int prepare_local(struct session *s, bool client, const struct perf_cmd *c)
 {
 	if (c->test == PERF_TCP || !s->r)
 		return 0;
-	return rdma_prepare(s->r, client, c);
+	return perf_rdma_prepare(s->r, client, c);
 }
 
 int session_run(struct session *s, const struct perf_cmd *c, struct perf_result *res, progress_fn progress)
@@ -159,7 +159,7 @@ void session_close(struct session *s)
 	}
 	if (s->data_fd >= 0)
 		close(s->data_fd);
-	rdma_close(s->r);
+	perf_rdma_close(s->r);
 	s->fd = s->data_fd = -1;
 	s->r = NULL;
 }
@@ -212,7 +212,7 @@ out:
 	s.fd >= 0 ? close(s.fd) : 0;
 	s.data_fd >= 0 ? close(s.data_fd) : 0;
 	s.fd = s.data_fd = -1;
-	rdma_close(s.r);
+	perf_rdma_close(s.r);
 	return status;
 }
 
@@ -356,7 +356,7 @@ static int run_client(struct perf_opts *o)
 		json_string(&js, "rverbs_version", rv_version());
 		json_string(&js, "test", perf_test_name(o->test));
 		json_string(&js, "mode", o->mode == PERF_BW ? "bw" : "lat");
-		rdma_json_header(s.r, &js);
+		perf_rdma_json_header(s.r, &js);
 		json_object_begin(&js, "params");
 		json_uint(&js, "qps", o->p.n_qps);
 		json_uint(&js, "tx_depth", o->p.tx_depth);
@@ -368,7 +368,7 @@ static int run_client(struct perf_opts *o)
 		json_object_end(&js);
 		json_array_begin(&js, "results");
 	} else {
-		rdma_print_header(s.r, title_of(o->test, o->mode));
+		perf_rdma_print_header(s.r, title_of(o->test, o->mode));
 		print_columns(o);
 	}
 	for (int i = 0; i < n_sizes; i++) {
@@ -418,7 +418,7 @@ static int run_client(struct perf_opts *o)
 			y[i] = o->mode == PERF_BW ? res[i].bw_avg * 8 / 1e9 : res[i].lat_typical;
 		}
 		snprintf(title, sizeof(title), "rverbs perf %s %s on %s", perf_test_name(o->test),
-			 o->mode == PERF_BW ? "bw" : "lat", rdma_device_name(s.r));
+			 o->mode == PERF_BW ? "bw" : "lat", perf_rdma_device_name(s.r));
 		if (svg_write(o->svg, title, o->mode == PERF_BW ? &ser : NULL, o->mode == PERF_BW,
 			      o->mode == PERF_LAT ? &ser : NULL, o->mode == PERF_LAT) < 0)
 			rc = -EIO;

@@ -73,21 +73,21 @@ struct rdma;
 typedef void (*progress_fn)(uint64_t done, uint64_t total);
 
 /* Open the device (NULL: the default), create the resources for p. */
-int rdma_open(struct rdma **ret, const char *dev, const struct perf_params *p);
+int perf_rdma_open(struct rdma **ret, const char *dev, const struct perf_params *p);
 /* Connect every QP with the connection helper (rv_listener on the server,
  * rv_connect on the client); fd, the control connection, carries the port. */
-int rdma_connect(struct rdma *r, int fd, bool client, const char *host);
+int perf_rdma_connect(struct rdma *r, int fd, bool client, const char *host);
 /* Before the start barrier of a command: clear buffers, post receives. */
-int rdma_prepare(struct rdma *r, bool client, const struct perf_cmd *c);
+int perf_rdma_prepare(struct rdma *r, bool client, const struct perf_cmd *c);
 /* Run one command; res is filled on the client. */
-int rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
+int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
 	     progress_fn progress);
-void rdma_close(struct rdma *r);
-bool rdma_has_atomics(const struct rdma *r);
+void perf_rdma_close(struct rdma *r);
+bool perf_rdma_has_atomics(const struct rdma *r);
 /* The perftest-style connection header. */
-void rdma_print_header(const struct rdma *r, const char *title);
-void rdma_json_header(const struct rdma *r, void *json);
-const char *rdma_device_name(const struct rdma *r);
+void perf_rdma_print_header(const struct rdma *r, const char *title);
+void perf_rdma_json_header(const struct rdma *r, void *json);
+const char *perf_rdma_device_name(const struct rdma *r);
 
 /* ---- perf-svg.c ---- */
 struct svg_series {

@@ -37,6 +37,55 @@
 #include "rverbs-private.h"
 #include "memory.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define OBJ_FREED_ASAN(obj) __asan_address_is_poisoned(obj)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/asan_interface.h>
+#define OBJ_FREED_ASAN(obj) __asan_address_is_poisoned(obj)
+#endif
+#endif
+#ifndef OBJ_FREED_ASAN
+#define OBJ_FREED_ASAN(obj) 0
+#endif
+
+/*
+ * A second unref (or any call after the last one) is caught cheaply, not
+ * always (docs/ownership.md, "Debugging"): a freed handle's magic becomes
+ * RV_OBJ_DEAD and its cls points at freed_class, and its memory goes back to
+ * the allocator only after the next RV_QUARANTINE handles were freed, so
+ * that until then every check reads the poison, whatever the allocator (its
+ * links in a freed block, MALLOC_PERTURB_) would have written. Later, cls
+ * may still say so until the block is reused (the allocator's links cover
+ * the first 16 bytes only); a block reused for another handle of the same
+ * type is beyond any cheap check. Under AddressSanitizer a block ASan knows
+ * is freed is refused without reading it.
+ */
+#define RV_QUARANTINE 64
+static const struct rv_object_class freed_class = {.type = RV_OBJ_TYPE_MAX, .name = "freed"};
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *quarantine[RV_QUARANTINE];
+static unsigned quarantine_next;
+
+bool rv_mem_freed_asan(const void *p)
+{
+	(void)p;
+	return OBJ_FREED_ASAN(p);
+}
+
+void rv_mem_quarantine(void *p)
+{
+	void *old;
+
+	pthread_mutex_lock(&quarantine_lock); /* a leaf lock: nothing is taken under it */
+	old = quarantine[quarantine_next];
+	quarantine[quarantine_next] = p;
+	quarantine_next = (quarantine_next + 1) % RV_QUARANTINE;
+	pthread_mutex_unlock(&quarantine_lock);
+	free(old);
+}
+
 static pthread_mutex_t global_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 static const char *const type_names[RV_OBJ_TYPE_MAX] = {
@@ -174,7 +223,8 @@ static void free_obj(struct rv_object *obj)
 		obj->cls->release(obj);
 	free(obj->dependents);
 	obj->magic = RV_OBJ_DEAD;
-	free(obj);
+	obj->cls = &freed_class;
+	rv_mem_quarantine(obj);
 }
 
 /* Leave the graph: unregister from every dependency and drop the strong
@@ -592,11 +642,12 @@ static int check(const struct rv_object *obj, enum rv_obj_type type, const char 
 {
 	if (!obj)
 		return rv_err(EINVAL, func, "the %s handle is NULL", rv_obj_type_name(type));
+	if (RV_UNLIKELY(rv_mem_freed_asan(obj)) ||
+	    (obj->magic != rv_obj_magic(type) && (obj->magic == RV_OBJ_DEAD || obj->cls == &freed_class)))
+		return rv_err(EINVAL, func, "the %s handle was already freed (used after its last unref: "
+			      "a second unref, or a call after it)", rv_obj_type_name(type));
 	if (obj->magic != rv_obj_magic(type)) {
 		uint32_t other = obj->magic ^ RV_OBJ_MAGIC;
-		if (obj->magic == RV_OBJ_DEAD)
-			return rv_err(EINVAL, func, "the %s handle was already freed (used after its last unref)",
-				      rv_obj_type_name(type));
 		if (other > 0 && other < RV_OBJ_TYPE_MAX)
 			return rv_err(EINVAL, func, "expected a %s handle, got a %s handle",
 				      rv_obj_type_name(type), rv_obj_type_name((enum rv_obj_type)other));

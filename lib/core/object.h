@@ -106,6 +106,14 @@ static inline bool rv_obj_live_fast(const void *h, enum rv_obj_type t)
 	return w == rv_obj_live_words[t];
 }
 
+/* Whether p lies in a block AddressSanitizer knows is freed (always false
+ * without ASan): lets a handle check refuse a freed handle without the read
+ * ASan would report. */
+bool rv_mem_freed_asan(const void *p);
+/* free(p), delayed until RV_QUARANTINE more blocks came here (object.c), so
+ * that the poison written into a freed handle stays readable meanwhile. */
+void rv_mem_quarantine(void *p);
+
 /* Initialise with refcount 1, live, no dependencies. */
 void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls,
 		 struct rv_context *ctx);

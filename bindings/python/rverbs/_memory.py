@@ -44,7 +44,7 @@ def _mr_from_handle(ptr, pd, owner=None):
 if {"rv_mr_page_size", "rv_mr_numa_node"} <= _HAVE:
     def _page_size(self):
         """The page size backing the region, as obtained (rv_mr_page_size)."""
-        return lib.rv_mr_page_size(self._ptr("rv_mr_page_size"))
+        return self._value(lib.rv_mr_page_size, "rv_mr_page_size")
 
     def _numa_node(self):
         """The NUMA node of the region's first page, -1 when unknown (rv_mr_numa_node)."""

@@ -31,11 +31,11 @@ if {"rv_mw_alloc", "rv_qp_bind_mw", "rv_mw_rkey", "rv_mw_type_of"} <= _HAVE:
         @property
         def rkey(self):
             """The rkey as of the last bind posted."""
-            return lib.rv_mw_rkey(self._ptr("rv_mw_rkey"))
+            return self._value(lib.rv_mw_rkey, "rv_mw_rkey")
 
         @property
         def type(self):
-            return lib.rv_mw_type_of(self._ptr("rv_mw_type_of"))
+            return self._value(lib.rv_mw_type_of, "rv_mw_type_of")
 
         def bind(self, qp, mr, addr, length, access, wr_id=0, flags=None):
             """Post a bind of the window to [addr, addr+length) of mr on qp

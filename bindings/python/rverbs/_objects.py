@@ -18,6 +18,7 @@ Objects may be used from several threads; closing an object while another
 thread uses it is a caller race, as in C.
 """
 import collections
+import errno
 import struct
 import threading
 import time
@@ -140,6 +141,22 @@ class _Handle:
         if h is None:
             raise _closed_error(self, func)
         return h
+
+    def _value(self, fn, func):
+        """fn(handle) for a C getter that answers 0 (or NULL) on a closed
+        handle instead of an error code (rv_qp_num, rv_mr_lkey ...): raises
+        RVerbsClosedError for an object closed by a cascade (the Python side
+        knows) or one the C side reports closed, as every other call does."""
+        h = self._ptr(func)
+        if self._closed_why is not None:
+            raise _closed_error(self, func)
+        lib.rv_error_clear()
+        value = fn(h)
+        if not value:
+            msg = ffi.string(lib.rv_error_last())
+            if msg.startswith(func.encode() + b": "):
+                raise error(-ECLOSED if b" is closed" in msg else -errno.EINVAL, func)
+        return value
 
     def __repr__(self):
         state = "closed" if self.closed else "open"
@@ -428,11 +445,11 @@ class MR(_Handle):
 
     @property
     def lkey(self):
-        return lib.rv_mr_lkey(self._ptr("rv_mr_lkey"))
+        return self._value(lib.rv_mr_lkey, "rv_mr_lkey")
 
     @property
     def rkey(self):
-        return lib.rv_mr_rkey(self._ptr("rv_mr_rkey"))
+        return self._value(lib.rv_mr_rkey, "rv_mr_rkey")
 
     @property
     def buf(self):
@@ -485,13 +502,15 @@ class MR(_Handle):
             self._view = None
 
     def sge(self, offset=0, length=None):
-        """An rv_sge (a cffi struct, reusable) for bytes [offset, offset+length)."""
+        """An rv_sge (a cffi struct, reusable) for bytes [offset, offset+length).
+        Raises RVerbsClosedError once the MR is closed (its lkey is gone)."""
+        lkey = self.lkey
         if length is None:
             length = self.length - offset
         if offset < 0 or length < 0 or offset + length > self.length:
             raise ValueError("sge [%d, %d) outside the MR's %d bytes"
                              % (offset, offset + length, self.length))
-        return ffi.new("rv_sge *", (self.addr + offset, length, self.lkey))
+        return ffi.new("rv_sge *", (self.addr + offset, length, lkey))
 
     def close(self):
         super().close()
@@ -596,7 +615,7 @@ class CQ(_Handle):
 
     @property
     def size(self):
-        return lib.rv_cq_size(self._ptr("rv_cq_size"))
+        return self._value(lib.rv_cq_size, "rv_cq_size")
 
     def poll_raw(self, max_entries=None):
         """(n, wcs): n completions in the reused cffi array wcs (valid until the
@@ -625,8 +644,11 @@ class CQ(_Handle):
         """Poll until ``count`` completions arrived or ``timeout`` seconds passed;
         returns the list of WC (possibly shorter on timeout).
 
-        Busy-polls, yielding the GIL between polls (rverbs has no completion
-        channel yet), so other Python threads keep running.
+        This is the fallback for a library without rv_cq_wait: it busy-polls,
+        yielding the GIL between polls, so other Python threads keep running.
+        With rv_cq_wait (rverbs/_channel.py replaces this method) the wait
+        happens in C without the GIL, blocking on the CQ's completion channel
+        in the mode set_wait_mode() chose.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         got = []
@@ -844,7 +866,7 @@ class QP(_Handle):
 
     @property
     def qp_num(self):
-        return lib.rv_qp_num(self._ptr("rv_qp_num"))
+        return self._value(lib.rv_qp_num, "rv_qp_num")
 
     num = qp_num
 

@@ -252,3 +252,39 @@ def test_qp_signal_policy(context):
     with pytest.raises(rverbs.RVerbsError) as e:
         every.set_signal_every(4)
     assert "sq_sig_all" in str(e.value)
+
+
+def test_cascade_closed_objects_raise_on_every_getter(device):
+    """Issue 17: after ctx.close(), the getters C answers with 0 for a closed
+    handle (rv_qp_num, rv_cq_size, rv_mr_lkey, rv_mr_rkey) raise, as
+    bindings/README.md promises, and mr.sge() does too."""
+    ctx = rverbs.Context(device)
+    pd, cq, qp, mr = make_tree(ctx)
+    ctx.close()
+    for get in (lambda: qp.qp_num, lambda: qp.num, lambda: cq.size, lambda: mr.lkey,
+                lambda: mr.rkey, lambda: mr.sge(), lambda: mr.sge(0, 8)):
+        with pytest.raises(RVerbsClosedError) as ei:
+            get()
+        assert ei.value.errno == errno.EBADFD
+        assert "closed because" in ei.value.detail
+    for obj in (qp, mr, cq, pd):
+        obj.close()
+
+
+def test_getters_raise_when_c_closed_the_handle_behind_python(context):
+    """A handle closed on the C side only (through lib, without the Python
+    parent knowing) is reported closed by the getters too, not read as 0."""
+    pd, cq, qp, mr = make_tree(context)
+    assert mr.lkey and qp.qp_num and cq.size
+    assert lib.rv_pd_close(pd.handle) == 0
+    assert not mr.closed  # Python was not told
+    with pytest.raises(RVerbsClosedError) as ei:
+        mr.lkey
+    assert "rv_mr_lkey" in str(ei.value) and "closed because its PD" in ei.value.detail
+    with pytest.raises(RVerbsClosedError):
+        qp.qp_num
+    with pytest.raises(RVerbsClosedError):
+        mr.sge(0, 8)
+    assert cq.size  # the CQ does not depend on the PD
+    for obj in (qp, mr, cq, pd):
+        obj.close()

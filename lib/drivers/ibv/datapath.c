@@ -36,6 +36,9 @@ static size_t bad_index(const void *chain, const void *bad, size_t elem, size_t 
 /* A WR the driver could not translate (rv_ibv_send_wr_to_ibv's refusals). */
 static int send_untranslatable(struct rv_qp *qp, const rv_send_wr *wr, size_t index, int err)
 {
+	if (wr->num_sge && !wr->sg_list)
+		return rv_err(EINVAL, "rv_qp_post_send", "WR %zu has num_sge %u but sg_list is NULL", index,
+			      wr->num_sge);
 	if (wr->reserved_next)
 		return rv_err(EINVAL, "rv_qp_post_send", "WR %zu has reserved_next %p: it must be NULL "
 			      "(rverbs posts arrays of WRs, not chains)", index, wr->reserved_next);
@@ -118,7 +121,7 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 			for (; out < end; out++, wr++) {
 				uint32_t fl;
 
-				if (RV_UNLIKELY(batch_not_buildable(wr) || wr->num_sge != 1))
+				if (RV_UNLIKELY(batch_not_buildable(wr) || wr->num_sge != 1 || !wr->sg_list))
 					break;
 				fl = wr->send_flags;
 				if (wr->sg_list[0].length <= max_inline)
@@ -128,7 +131,12 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 			if (out == end)
 				break;
 		}
-		/* One WR the loop above does not take. */
+		/* One WR the loop above does not take. A list the provider
+		 * would dereference must be there (send_untranslatable). */
+		if (RV_UNLIKELY(wr->num_sge && !wr->sg_list)) {
+			*terr = -EINVAL;
+			break;
+		}
 		if (RV_LIKELY(wr->opcode <= RV_WR_RDMA_READ && connected && !wr->reserved_next)) {
 			rv_ibv_send_wr_common(qp, max_inline, wr, out + 1, out);
 		} else {
@@ -240,7 +248,7 @@ static __attribute__((noinline)) int post_send_batch(struct rv_qp *qp, const rv_
 		uint32_t below = f.qp->inline_below;
 
 		do { /* k >= 1 */
-			if (RV_UNLIKELY(batch_not_buildable(wr) || wr->num_sge != 1))
+			if (RV_UNLIKELY(batch_not_buildable(wr) || wr->num_sge != 1 || !wr->sg_list))
 				return post_send_chains_from(f.qp, f.wrs, f.n, f.n_posted, f.done);
 			rv_ibv_send_wr_copy(wr, out);
 			out->next = out + 1;
@@ -360,6 +368,11 @@ static inline __attribute__((always_inline)) int post_send_entry(struct rv_qp *q
 			return post_send_batch(qp, wrs, n, n_posted);
 		return post_send_chains(qp, wrs, n, n_posted);
 	}
+	/* SGEs counted but no list: refused by the general path, before the
+	 * provider dereferences it (issue 17). One load of a field in the
+	 * line the tests below read. */
+	if (RV_UNLIKELY(!wrs->sg_list) && wrs->num_sge)
+		return post_send_chains(qp, wrs, n, n_posted);
 	/* A WRITE or SEND the caller marked inline, with libibverbs flags
 	 * only: the caller's WR is the libibverbs WR (rverbs/qp.h,
 	 * translate.c), nothing to build. ibv_post_send() does not write
@@ -436,13 +449,13 @@ static int recv_failed(struct rv_qp *qp, const rv_recv_wr *wr, size_t i, int rc)
 }
 
 /* Up to want receive WRs translated into chain, linked; stops before the
- * first whose reserved_next is set. Returns how many. */
+ * first whose reserved_next is set or whose SGEs have no list. Returns how many. */
 static size_t recv_chain(const rv_recv_wr *wrs, size_t want, struct ibv_recv_wr *chain)
 {
 	size_t k;
 
 	for (k = 0; k < want; k++) {
-		if (RV_UNLIKELY(wrs[k].reserved_next))
+		if (RV_UNLIKELY(wrs[k].reserved_next || (wrs[k].num_sge && !wrs[k].sg_list)))
 			break;
 		rv_ibv_recv_wr_to_ibv(&wrs[k], &chain[k]);
 		if (k > 0)
@@ -453,6 +466,8 @@ static size_t recv_chain(const rv_recv_wr *wrs, size_t want, struct ibv_recv_wr 
 
 static int recv_reserved_set(const char *func, const rv_recv_wr *wr, size_t i)
 {
+	if (wr->num_sge && !wr->sg_list)
+		return rv_err(EINVAL, func, "WR %zu has num_sge %u but sg_list is NULL", i, wr->num_sge);
 	return rv_err(EINVAL, func, "WR %zu has reserved_next %p: it must be NULL (rverbs posts "
 		      "arrays of WRs, not chains)", i, wr->reserved_next);
 }
@@ -502,7 +517,7 @@ int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *
 
 	/* rv_recv_wr has ibv_recv_wr's layout (translate.c proves it): a
 	 * single WR goes to libibverbs as it is. */
-	if (RV_UNLIKELY(n != 1 || wrs->reserved_next))
+	if (RV_UNLIKELY(n != 1 || wrs->reserved_next || (!wrs->sg_list && wrs->num_sge)))
 		return post_recv_chains(qp, wrs, n, n_posted);
 	f.qp = qp;
 	f.wr = wrs;

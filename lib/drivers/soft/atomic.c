@@ -15,18 +15,30 @@
  */
 #include <string.h>
 
+#include <sys/uio.h>
+
 #include "soft.h"
 
 struct op {
 	const struct rv_atomic_req *a;
 	uint64_t orig;
+	bool fault;
 };
 
 static void run(void *p, void *arg)
 {
 	struct op *o = arg;
 	uint64_t *w = p;
+	struct iovec word = {p, 8};
 
+	/* The word is read in place: first make sure it is still mapped (mr.c,
+	 * soft_mem_probe; one system call, as an atomic's round trip costs far
+	 * more). A word the process made read-only after registration is not
+	 * caught (docs/software-device.md, "Memory"). */
+	if (!soft_mem_probe(&word, 1)) {
+		o->fault = true;
+		return;
+	}
 	if (o->a->op == RV_ATOMIC_FETCH_ADD) {
 		o->orig = __atomic_fetch_add(w, o->a->swap_add, __ATOMIC_SEQ_CST);
 	} else {
@@ -40,9 +52,11 @@ static void run(void *p, void *arg)
 enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_qp *qp, const struct rv_atomic_req *a,
 				   uint64_t *orig)
 {
-	struct op o = {.a = a, .orig = 0};
+	struct op o = {.a = a, .orig = 0, .fault = false};
 	enum soft_mem_err e = soft_mem_apply(sc, qp, a->stag, RV_ACCESS_REMOTE_ATOMIC, a->to, 8, run, &o);
 
+	if (e == SOFT_MEM_OK && o.fault)
+		e = SOFT_MEM_FAULT;
 	if (e == SOFT_MEM_OK)
 		*orig = o.orig;
 	return e;

@@ -53,7 +53,10 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	for (int i = 0; i < 16; i++)
 		guid = guid * 131 + sc->gid[i];
 	guid = (guid << 16) ^ sc->port;
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "rverbs-soft 1.0 (iWARP: MPA rev 1, CRC on)");
+	/* What the wire speaks (conn.c, wire.h): MPA revision 2 (RFC 6581), and
+	 * this context's CRC rule (RV_SOFT_CRC_OPTIONAL). */
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "rverbs-soft 1.0 (iWARP: MPA rev %u, CRC %s)", RV_SOFT_MPA_REV,
+		 sc->crc_required ? "required" : "optional");
 	a->node_guid = guid;
 	a->sys_image_guid = guid;
 	a->max_mr_size = UINT64_MAX;
@@ -63,8 +66,7 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	a->hw_ver = 1;
 	a->max_qp = SOFT_MAX_QP;
 	a->max_qp_wr = SOFT_MAX_QP_WR;
-	/* IBV_DEVICE_SRQ_RESIZE (1 << 13): rv_srq_modify with RV_SRQ_MAX_WR works (srq.c). */
-	a->device_cap_flags = 1u << 13;
+	a->device_cap_flags = SOFT_DEVICE_CAP_FLAGS;
 	a->max_sge = SOFT_MAX_SGE;
 	a->max_sge_rd = SOFT_MAX_SGE;
 	a->max_cq = SOFT_MAX_CQ;

@@ -7,14 +7,133 @@
  * 64-bit overflow checked). Keys are random, unguessable 32-bit values (never
  * 0, which the zero-length confirm READ uses); lkey == rkey. Copies run under
  * the read lock so that a concurrent deregistration waits for them.
+ *
+ * Registration checks the range as ibv_reg_mr's pinning does (maps.c), but
+ * soft0 pins nothing: memory unmapped after registration is gone for soft0
+ * too. So what a peer makes soft0 do to registered memory (a WRITE, READ or
+ * atomic on it, a SEND into a receive WR) and what lands in it (READ and
+ * atomic responses) is done fault-safe: copies the kernel makes
+ * (process_vm_readv/writev on this process, EFAULT instead of a signal), or a
+ * probe first (atomics, the CRC of a zero-copy send); a failure is
+ * SOFT_MEM_FAULT and the WR completes in error. Large transfers move with
+ * recv/sendmsg, which fail with EFAULT the same way. memcpy stays for memory
+ * rverbs mapped itself (soft_mr.trusted: rv_mr_alloc, pool chunks, unmapped
+ * only after deregistration), for every MR under RVERBS_SOFT_TRUST_MEMORY=1,
+ * and for the source of this process's own sends (soft_sgl_read): a
+ * fault-safe copy is a system call per small message (docs/software-device.md,
+ * "Memory", has the trade-off and the figures).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sys/uio.h>
 
 #include "soft.h"
+
+/* This process, for process_vm_readv/writev on itself. A context is used only
+ * by the process that opened it (lib/memory.c refuses it in a fork child),
+ * so the pid read once per process stays right for every context it opens:
+ * the cached value is refreshed when a context opens (soft_mem_self_init). */
+static pid_t self_pid;
+
+void soft_mem_self_init(void)
+{
+	__atomic_store_n(&self_pid, getpid(), __ATOMIC_RELAXED);
+}
+
+/* Fault-safe copies (the kernel copies, and fails with EFAULT where memcpy
+ * would take a signal); logged once per failure, at WARN. */
+static bool copy_fault(const void *where, size_t len, bool to_mr)
+{
+	rv_log(RV_LOG_WARN, "soft0: registered memory [%p, +%zu) is no longer %s: the process unmapped or "
+	       "protected it after registration; the work request completes in error", where, len,
+	       to_mr ? "writable" : "readable");
+	return false;
+}
+
+bool soft_copy_to_mr(void *dst, const void *src, size_t len)
+{
+	struct iovec l = {(void *)(uintptr_t)src, len}, r = {dst, len};
+	ssize_t n;
+
+	if (len == 0)
+		return true;
+	do
+		n = process_vm_writev(__atomic_load_n(&self_pid, __ATOMIC_RELAXED), &l, 1, &r, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len || copy_fault(dst, len, true);
+}
+
+bool soft_copy_from_mr(void *dst, const void *src, size_t len)
+{
+	struct iovec l = {dst, len}, r = {(void *)(uintptr_t)src, len};
+	ssize_t n;
+
+	if (len == 0)
+		return true;
+	do
+		n = process_vm_readv(__atomic_load_n(&self_pid, __ATOMIC_RELAXED), &l, 1, &r, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len || copy_fault(src, len, false);
+}
+
+/* A copy into / out of the memory of MR m: memcpy when rverbs mapped that
+ * memory itself (m->trusted: it stays mapped while m exists, and the caller
+ * holds the MR lock), fault-safe otherwise. */
+static inline bool copy_in(const struct soft_mr *m, void *dst, const void *src, size_t len)
+{
+	if (m->trusted) {
+		memcpy(dst, src, len);
+		return true;
+	}
+	return soft_copy_to_mr(dst, src, len);
+}
+
+static inline bool copy_out(const struct soft_mr *m, void *dst, const void *src, size_t len)
+{
+	if (m->trusted) {
+		memcpy(dst, src, len);
+		return true;
+	}
+	return soft_copy_from_mr(dst, src, len);
+}
+
+/* Read one byte of each of the k pages r names; false if one is not readable. */
+static bool probe_pages(struct iovec *r, uint32_t k)
+{
+	uint8_t sink[64];
+	struct iovec l = {sink, k};
+	ssize_t got;
+
+	do
+		got = process_vm_readv(__atomic_load_n(&self_pid, __ATOMIC_RELAXED), &l, 1, r, k, 0);
+	while (got < 0 && errno == EINTR);
+	return got == (ssize_t)k;
+}
+
+bool soft_mem_probe(const struct iovec *iov, uint32_t n)
+{
+	const uintptr_t page = 4096; /* a larger page is probed more than once, never skipped */
+	struct iovec r[64];
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)iov[i].iov_base, end = a + iov[i].iov_len;
+
+		for (uintptr_t p = a; p < end; p = (p & ~(page - 1)) + page) {
+			r[k].iov_base = (void *)p;
+			r[k].iov_len = 1;
+			if (++k == 64) {
+				if (!probe_pages(r, k))
+					return copy_fault(iov[i].iov_base, iov[i].iov_len, false);
+				k = 0;
+			}
+		}
+	}
+	return k == 0 || probe_pages(r, k) || copy_fault(r[0].iov_base, 1, false);
+}
 
 int soft_pd_alloc(struct rv_pd *pd)
 {
@@ -31,6 +150,13 @@ int soft_pd_dealloc(struct rv_pd *pd)
 
 int soft_mr_table_init(struct soft_ctx *sc)
 {
+	const char *trust = getenv("RVERBS_SOFT_TRUST_MEMORY");
+
+	soft_mem_self_init();
+	/* The application promises never to unmap memory it registered while
+	 * the registration lives: soft0 then copies the caller's MRs with
+	 * memcpy too (docs/software-device.md, "Memory"). */
+	sc->trust_memory = trust && strcmp(trust, "1") == 0;
 	sc->mr_buckets = 256;
 	sc->mr_hash = calloc(sc->mr_buckets, sizeof(*sc->mr_hash));
 	if (!sc->mr_hash)
@@ -136,17 +262,34 @@ static int stag_add(struct soft_ctx *sc, struct soft_mr *m, const char *fn)
 	return 0;
 }
 
+/* Zero-based MRs (remote addresses as offsets from 0) would need every
+ * remote access to translate its TO, on every placement path; soft0 refuses
+ * them, as the kernel does for a device without zero-based support. */
+static int zero_based_refused(const char *fn)
+{
+	return rv_err(EOPNOTSUPP, fn, "soft0 does not implement zero-based MRs (RV_ACCESS_ZERO_BASED): "
+		      "address the region with its virtual addresses (rv_mr_addr() + offset)");
+}
+
 int soft_mr_reg(struct rv_mr *mr)
 {
 	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
-	struct soft_mr *m = calloc(1, sizeof(*m));
+	struct soft_mr *m;
 
+	if (mr->access & RV_ACCESS_ZERO_BASED)
+		return zero_based_refused("rv_mr_reg");
+	/* As ibv_reg_mr: the whole range present, with the rights asked for
+	 * (memory rverbs just mapped read-write needs no look). */
+	if (!mr->memory_ours && soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
+		return -EFAULT;
+	m = calloc(1, sizeof(*m));
 	if (!m)
 		return rv_err(ENOMEM, "rv_mr_reg", "out of memory for the software MR");
 	m->pd = mr->pd;
 	m->addr = (uint64_t)(uintptr_t)mr->addr;
 	m->length = mr->length;
 	m->access = mr->access;
+	m->trusted = mr->memory_ours || sc->trust_memory;
 	if (m->length > UINT64_MAX - m->addr) {
 		free(m);
 		return rv_err(EINVAL, "rv_mr_reg", "the region wraps around the address space");
@@ -194,6 +337,10 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	uint32_t key;
 
 	(void)flags;
+	if (access & RV_ACCESS_ZERO_BASED)
+		return zero_based_refused("rv_mr_rereg");
+	if (soft_range_check(addr, length, access, "rv_mr_rereg") < 0)
+		return -EFAULT;
 	if (length > UINT64_MAX - a)
 		return rv_err(EINVAL, "rv_mr_rereg", "the region wraps around the address space");
 	pthread_rwlock_wrlock(&sc->mr_lock);
@@ -215,6 +362,9 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	m->addr = a;
 	m->length = length;
 	m->access = access;
+	/* New memory is the caller's (the facade refuses RV_REREG_TRANS on
+	 * memory rverbs owns); the same memory keeps what it was. */
+	m->trusted = sc->trust_memory || (m->trusted && a == (uint64_t)(uintptr_t)mr->addr);
 	m->next = sc->mr_hash[bucket(sc, key)];
 	sc->mr_hash[bucket(sc, key)] = m;
 	pthread_rwlock_unlock(&sc->mr_lock);
@@ -276,12 +426,14 @@ enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, const void *src, uint64_t len)
 {
+	const struct soft_mr *m;
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
-	if (e == SOFT_MEM_OK && len)
-		memcpy((void *)(uintptr_t)addr, src, len);
+	m = lookup(sc, key);
+	e = check(m, qp->pd, qp, access, addr, len);
+	if (e == SOFT_MEM_OK && !copy_in(m, (void *)(uintptr_t)addr, src, len))
+		e = SOFT_MEM_FAULT;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
@@ -289,12 +441,14 @@ enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				uint64_t addr, void *dst, uint64_t len)
 {
+	const struct soft_mr *m;
 	enum soft_mem_err e;
 
 	pthread_rwlock_rdlock(&sc->mr_lock);
-	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
-	if (e == SOFT_MEM_OK && len)
-		memcpy(dst, (const void *)(uintptr_t)addr, len);
+	m = lookup(sc, key);
+	e = check(m, qp->pd, qp, access, addr, len);
+	if (e == SOFT_MEM_OK && !copy_out(m, dst, (const void *)(uintptr_t)addr, len))
+		e = SOFT_MEM_FAULT;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
 }
@@ -320,13 +474,20 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 			k = len;
 		if (k == 0)
 			continue;
-		e = check(lookup(sc, sge[i].lkey), pd, NULL, to_sgl ? RV_ACCESS_LOCAL_WRITE : 0, sge[i].addr,
-			  sge[i].length);
+		const struct soft_mr *m = lookup(sc, sge[i].lkey);
+
+		e = check(m, pd, NULL, to_sgl ? RV_ACCESS_LOCAL_WRITE : 0, sge[i].addr, sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
-		if (to_sgl)
-			memcpy((void *)(uintptr_t)(sge[i].addr + off), p, k);
-		else
+		/* Into registered memory: fault-safe unless rverbs owns it (a
+		 * peer's SEND, a READ response). Out of it: the source of this
+		 * process's own send, framed for a WR it posted, with memcpy
+		 * (see the top of the file). */
+		if (to_sgl && !copy_in(m, (void *)(uintptr_t)(sge[i].addr + off), p, k)) {
+			e = SOFT_MEM_FAULT;
+			break;
+		}
+		if (!to_sgl)
 			memcpy(p, (const void *)(uintptr_t)(sge[i].addr + off), k);
 		p += k;
 		len -= k;

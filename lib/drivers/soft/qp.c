@@ -478,8 +478,6 @@ static int check_send_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i
 	if (wr->num_sge > q->max_send_sge)
 		return rv_err(EINVAL, fn, "wrs[%zu] has %u SGEs; the QP's max_send_sge is %u", i, wr->num_sge,
 			      q->max_send_sge);
-	if (wr->num_sge && !wr->sg_list)
-		return rv_err(EINVAL, fn, "wrs[%zu] has num_sge %u but sg_list is NULL", i, wr->num_sge);
 	if (len > SOFT_MAX_MSG)
 		return rv_err(EINVAL, fn, "wrs[%zu] moves %llu bytes; soft0's max_msg_sz is %u", i,
 			      (unsigned long long)len, SOFT_MAX_MSG);
@@ -509,9 +507,16 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 	}
 	for (; i < n; i++) {
 		const rv_send_wr *wr = &wrs[i];
-		uint64_t len = rv_send_wr_length(wr);
+		uint64_t len;
 		struct soft_swqe *w;
 
+		/* Before the length is summed over the list. */
+		if (RV_UNLIKELY(wr->num_sge && !wr->sg_list)) {
+			rc = rv_err(EINVAL, "rv_qp_post_send", "wrs[%zu] has num_sge %u but sg_list is NULL",
+				    i, wr->num_sge);
+			break;
+		}
+		len = rv_send_wr_length(wr);
 		rc = check_send_wr(q, wr, i, len);
 		if (RV_UNLIKELY(rc < 0))
 			break;
@@ -539,14 +544,29 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 			q->last_sig = q->sq_tail; /* tx.c, confirm_now */
 			q->any_sig = true;
 		}
-		if (w->inl) {
-			/* Inline: the caller may reuse its buffer as soon as this returns. */
+		/* Inline chosen by rverbs, not the caller: the payload is taken
+		 * now, but only after the checks the framing of a non-inline
+		 * WR makes (soft_sgl_read: each lkey exists, is of the QP's PD
+		 * and covers its SGE). A WR that fails them goes the
+		 * non-inline way, whose framing completes it with
+		 * RV_WC_LOC_PROT_ERR as before (issue 17): automatic inline
+		 * changes when the payload is read, never the outcome. One
+		 * read lock of the MR table, which the framing would take. */
+		if (w->inl && !(wr->send_flags & RV_SEND_INLINE) && len &&
+		    soft_sgl_read(q->sc, qp->pd, wr->sg_list, wr->num_sge, 0, w->inline_data, len) != SOFT_MEM_OK)
+			w->inl = false;
+		else if (w->inl && (wr->send_flags & RV_SEND_INLINE)) {
+			/* Inline asked for: as with verbs, the lkeys are not
+			 * looked at, and the caller may reuse its buffer as
+			 * soon as this returns. */
 			uint32_t off = 0;
 			for (uint32_t k = 0; k < wr->num_sge; k++) {
 				memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[k].addr,
 				       wr->sg_list[k].length);
 				off += wr->sg_list[k].length;
 			}
+		}
+		if (w->inl) {
 			w->num_sge = 0;
 		} else {
 			w->num_sge = wr->num_sge;

@@ -79,9 +79,13 @@ static int remote_prot_error(struct soft_qp *q, const struct rv_fpdu *f, enum so
 		[SOFT_MEM_PD] = RV_TERM_RDMAP_STREAM,
 		[SOFT_MEM_ACCESS] = RV_TERM_RDMAP_ACCESS,
 		[SOFT_MEM_BOUNDS] = RV_TERM_RDMAP_BOUNDS,
+		/* The target memory was unmapped after registration (mr.c). */
+		[SOFT_MEM_FAULT] = RV_TERM_RDMAP_ACCESS,
 	};
 
-	return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT, code[e], RV_WC_WR_FLUSH_ERR);
+	return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_PROT,
+			       (size_t)e < sizeof(code) / sizeof(code[0]) ? code[e] : RV_TERM_RDMAP_ACCESS,
+			       RV_WC_WR_FLUSH_ERR);
 }
 
 /* This side, as requester, got a response it cannot accept. */

@@ -47,6 +47,17 @@
  * for applications sizing tables, not a limit soft0 counts. */
 #define SOFT_MAX_AH (1u << 20)
 
+/* The MPA revision soft0 speaks and accepts (conn.c: RFC 6581's enhanced
+ * connection setup needs revision 2); rv_device_attr.fw_ver names it. */
+#define RV_SOFT_MPA_REV 2u
+/* rv_device_attr.device_cap_flags, with libibverbs' IBV_DEVICE_* values:
+ * SRQ_RESIZE (1 << 13: rv_srq_modify with RV_SRQ_MAX_WR, srq.c),
+ * MEM_WINDOW (1 << 17: rv_mw_alloc and rv_qp_bind_mw, mr.c) and
+ * MEM_WINDOW_TYPE_2B (1 << 24: a type 2 window is checked against both the
+ * QP that bound it and its PD, mr.c check()); type 1 windows come with
+ * MEM_WINDOW. tests/test-misuse.c checks each against what the device does. */
+#define SOFT_DEVICE_CAP_FLAGS ((1u << 13) | (1u << 17) | (1u << 24))
+
 /* The RFC 7306 extensions this device implements (offered unless RV_SOFT_NO_EXT). */
 #define SOFT_CAPS (RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC | RV_SOFT_CAP_RNR)
 /* A zero-length WRITE with STag 0 whose TO carries this tag and an MSN: "the
@@ -177,6 +188,10 @@ struct soft_mr {
 	bool bound;
 	uint8_t mw_type;
 	struct rv_qp *qp;
+	/* Memory rverbs mapped itself (rv_mr::memory_ours): mapped while this
+	 * entry exists, so copies use memcpy; the caller's memory (rv_mr_reg)
+	 * and windows are copied fault-safe (mr.c). */
+	bool trusted;
 };
 
 #define SOFT_REMOTE_ACCESS (RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)
@@ -213,6 +228,7 @@ struct soft_ctx {
 	uint16_t port;
 	int64_t timeout_ms; /* connection setup limit (RVERBS_SOFT_TIMEOUT_MS) */
 	bool crc_required;  /* MPA C bit in our request/reply (RV_SOFT_CRC_OPTIONAL clears it) */
+	bool trust_memory;  /* RVERBS_SOFT_TRUST_MEMORY=1: the caller's MRs are copied with memcpy too (mr.c) */
 	uint32_t caps;      /* rv_soft_caps this context offers (RV_SOFT_NO_EXT clears them) */
 	pthread_t thread;
 	bool thread_started;
@@ -563,7 +579,23 @@ enum soft_mem_err {
 	SOFT_MEM_ACCESS,  /* the MR lacks the access right */
 	SOFT_MEM_BOUNDS,  /* outside the MR (or address arithmetic overflows) */
 	SOFT_MEM_PEER,    /* soft_mem_pull: the peer's memory could not be read */
+	SOFT_MEM_FAULT,   /* the registered memory is no longer mapped (or no longer writable) */
 };
+
+/* Registered memory is touched only through these (mr.c): copies the kernel
+ * makes (process_vm_readv/writev on this process), which fail (false, logged
+ * at WARN) where memcpy would fault, and a probe of one byte per page before
+ * memory is read in place (the CRC of a zero-copy send, an atomic). */
+struct iovec;
+bool soft_copy_to_mr(void *dst, const void *src, size_t len);
+bool soft_copy_from_mr(void *dst, const void *src, size_t len);
+bool soft_mem_probe(const struct iovec *iov, uint32_t n);
+/* Called when a context opens: the pid the copies above name. */
+void soft_mem_self_init(void);
+/* maps.c: [addr, addr + length) is mapped and readable, and writable when
+ * access asks for writes, as ibv_reg_mr's pinning requires; else -EFAULT
+ * with the message naming fn and the first bad address. */
+int soft_range_check(const void *addr, size_t length, uint32_t access, const char *fn);
 
 /* Copy len bytes into (key, addr), checking key, PD, access and bounds first. */
 enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,

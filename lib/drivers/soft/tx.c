@@ -236,6 +236,7 @@ struct direct {
 	uint8_t tlen[SOFT_TX_BATCH_FRAMES];
 	size_t total;                                  /* bytes of all frames */
 	bool broken;                                   /* sendmsg failed: the connection broke */
+	bool fault;                                    /* a payload page is no longer mapped */
 };
 
 /* Under the MR lock, on the payload's host addresses (soft_sgl_apply, all the
@@ -252,6 +253,13 @@ static void send_direct(const struct iovec *pay, uint32_t npay, void *arg)
 	struct msghdr mh;
 	ssize_t n;
 
+	/* The CRC reads the payload in place: registered memory unmapped since
+	 * registration must fail the WR, not the process (mr.c). One byte per
+	 * page, one system call per batch of up to 128 KiB. */
+	if (!soft_mem_probe(pay, npay)) {
+		d->fault = true;
+		return;
+	}
 	for (uint32_t f = 0; f < d->nf; f++) {
 		uint32_t left = d->chunk[f], crc = 0;
 		uint8_t *t = d->trail[f];
@@ -399,6 +407,7 @@ static bool emit_direct(struct soft_qp *q, struct soft_conn *c, struct soft_swqe
 	d.nf = 0;
 	d.total = 0;
 	d.broken = false;
+	d.fault = false;
 	do {
 		uint32_t k = chunk_at(c, w, off);
 		size_t h, len;
@@ -414,7 +423,7 @@ static bool emit_direct(struct soft_qp *q, struct soft_conn *c, struct soft_swqe
 		off += k;
 	} while (off != w->length && d.nf < SOFT_TX_BATCH_FRAMES);
 	if (soft_sgl_apply(q->sc, q->qp->pd, w->sge, w->num_sge, q->tx_off, off - q->tx_off, 0, send_direct, &d) !=
-	    SOFT_MEM_OK) {
+	    SOFT_MEM_OK || d.fault) {
 		local_fail(q, RV_WC_LOC_PROT_ERR);
 		return false;
 	}

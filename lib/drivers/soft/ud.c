@@ -362,8 +362,11 @@ int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t
 		h.imm = wr->imm_data;
 		h.deth_rsvd = auth ? RV_ROCE_UD_AUTH_MARK : 0;
 		hl = rv_roce_ud_encode_hdr(&h, (uint32_t)len + (auth ? RV_ROCE_UD_AUTH_LEN : 0), pkt);
-		if (rv_send_wr_inline(q->qp, wr)) {
-			/* Inline: the caller vouches for the memory, no key applies. */
+		if (wr->send_flags & RV_SEND_INLINE) {
+			/* Inline asked for: the caller vouches for the memory, no
+			 * key applies. Automatic inline gains nothing here (the
+			 * datagram is built now either way), so a WR the caller
+			 * did not mark inline has its lkeys checked (issue 17). */
 			size_t off = hl;
 			for (uint32_t k = 0; k < wr->num_sge; k++) {
 				memcpy(pkt + off, (const void *)(uintptr_t)wr->sg_list[k].addr, wr->sg_list[k].length);
