@@ -16,9 +16,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include "conn/conn-private.h"
 
 static void close_fd(struct rv_conn *c)
@@ -368,71 +365,6 @@ static bool gid_zero(const uint8_t gid[16])
 	return true;
 }
 
-/* A GID that names this host's loopback: ::ffff:127.x.y.z or ::1. */
-static bool gid_loopback(const uint8_t g[16])
-{
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	static const uint8_t one[16] = {[15] = 1};
-
-	return (memcmp(g, mapped, 12) == 0 && g[12] == 127) || memcmp(g, one, 16) == 0;
-}
-
-/* One end of a TCP socket as a GID-shaped address (IPv4 mapped); false if unknown. */
-static bool sock_gid(int fd, bool peer, uint8_t out[16])
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-
-	if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &sl) : getsockname(fd, (struct sockaddr *)&ss, &sl)) < 0)
-		return false;
-	memset(out, 0, 16);
-	if (ss.ss_family == AF_INET) {
-		out[10] = out[11] = 0xff;
-		memcpy(out + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-		return true;
-	}
-	if (ss.ss_family == AF_INET6) {
-		memcpy(out, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-		return true;
-	}
-	return false;
-}
-
-/*
- * A loopback GID reaches only its own host (issue 17): a soft0 context left
- * on its default listen address (127.0.0.1) advertises it, and a peer on
- * another host (another network namespace) would connect its QP to itself
- * and fail later, with rv_connect() long returned 0. Refused here, on the
- * side that made the TCP connection (its socket is at hand: c->fd), when the
- * TCP peer is neither a loopback address nor this side's own address (the
- * same host reached through a routable address).
- */
-static int loopback_gid_check(struct rv_conn *c, const struct rv_wire_hello *h, const char *func)
-{
-	uint8_t local[16], remote[16];
-	char ip[INET6_ADDRSTRLEN];
-
-	if (c->cm || c->fd < 0 || !sock_gid(c->fd, false, local) || !sock_gid(c->fd, true, remote))
-		return 0;
-	if (gid_loopback(remote) || memcmp(local, remote, 16) == 0)
-		return 0;
-	if (!inet_ntop(AF_INET6, remote, ip, sizeof(ip)))
-		snprintf(ip, sizeof(ip), "?");
-	for (uint32_t i = 0; i < c->num_qps; i++) {
-		if (gid_loopback(h->ep[i].gid))
-			return rv_err(EPROTO, func, "%s (%s) advertises a loopback GID for its QP %u, which cannot be "
-				      "reached from another host; hint: on soft0, open the server's context with "
-				      "rv_context_attr.listen_addr set to an address this host can reach", c->peer_addr,
-				      ip, i);
-		if (gid_loopback(c->local[i].gid))
-			return rv_err(EPROTO, func, "this side's GID for QP %u is a loopback address, which %s (%s, "
-				      "another host) cannot reach; hint: on soft0, open this context with "
-				      "rv_context_attr.listen_addr set to an address the peer can reach", i,
-				      c->peer_addr, ip);
-	}
-	return 0;
-}
-
 int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const char *func)
 {
 	rv_port_attr pattr;
@@ -465,9 +397,6 @@ int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const c
 				      "%s's endpoint %u has no GID, which our Ethernet port (RoCE, iWARP, software device) needs; "
 				      "hint: the peer's port has no IP address configured",
 				      c->peer_addr, i);
-	rc = loopback_gid_check(c, h, func);
-	if (rc < 0)
-		return rc;
 	c->path_mtu = pattr.active_mtu ? pattr.active_mtu : RV_MTU_1024;
 	if (h->ep[0].mtu >= RV_MTU_256 && h->ep[0].mtu != c->path_mtu) {
 		uint32_t m = h->ep[0].mtu < c->path_mtu ? h->ep[0].mtu : c->path_mtu;

@@ -532,9 +532,6 @@ static int serve(struct rv_listener *l, struct pending *p, const struct rv_conn_
 		case RV_WIRE_RTU:
 			if (!p->conn)
 				return rv_err(EBADMSG, func, "client %s sent an RTU before its REQ", p->peer);
-			rc = rv_conn_check_qps_alive(p->conn, func);
-			if (rc < 0)
-				return rc;
 			p->conn->fd = p->fd;
 			p->fd = -1;
 			p->conn->phase = RV_PH_ESTABLISHED;
