@@ -42,6 +42,7 @@
 #include <rverbs/rverbs.h>
 
 #include "conn/wire.h"
+#include "netns-pair.h"
 
 #define HANG_MS 20000
 #define MAX_SERVED 64
@@ -328,34 +329,9 @@ static void test_attack_helper__request_naming_another_address_is_refused(void *
 
 /* ---- the namespace variant (root): no TCP connection reaches the named address -------- */
 
-static char ns_a[32], ns_b[32];
+static struct netns_pair net;
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-static int enter_ns(const char *name)
-{
-	char path[128];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	rc = setns(fd, CLONE_NEWNET);
-	close(fd);
-	return rc < 0 ? -errno : 0;
-}
-
-/* In a child in namespace B: a TCP trap on 10.216.x.2:7471 reports, through
+/* In a child in namespace B: a TCP trap on its address (net.ip_b), port 7471, reports, through
  * the pipe, how many connections it accepted in total before being told to
  * stop (a byte on the stop pipe). */
 static pid_t trap_start(int *counts_fd, int *stop_fd)
@@ -374,11 +350,11 @@ static pid_t trap_start(int *counts_fd, int *stop_fd)
 
 		close(cp[0]);
 		close(sp[1]);
-		if (enter_ns(ns_b) < 0)
+		if (netns_enter(net.ns_b) < 0)
 			_exit(2);
 		lfd = socket(AF_INET, SOCK_STREAM, 0);
 		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		inet_pton(AF_INET, "10.216.0.2", &a.sin_addr);
+		inet_pton(AF_INET, net.ip_b, &a.sin_addr);
 		if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 64) < 0)
 			_exit(3);
 		if (write(cp[1], &ready, 1) != 1)
@@ -409,7 +385,7 @@ static pid_t trap_start(int *counts_fd, int *stop_fd)
 
 static void test_attack_helper__no_connection_to_the_named_address_across_namespaces(void **state)
 {
-	static const char *const trap[2] = {"10.216.0.2", "10.216.0.2"};
+	const char *trap[2] = {net.ip_b, net.ip_b};
 	static uint8_t req[RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX];
 	struct server s;
 	int counts_fd, stop_fd, fd, n, st, old_ns, accepted = -1;
@@ -417,31 +393,23 @@ static void test_attack_helper__no_connection_to_the_named_address_across_namesp
 	pid_t trap_pid;
 
 	(void)state;
-	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0)
+	if (!netns_usable() || netns_pair_new(&net, "atk", 216) < 0)
 		skip();
-	snprintf(ns_a, sizeof(ns_a), "rvatkA%d", (int)getpid());
-	snprintf(ns_b, sizeof(ns_b), "rvatkB%d", (int)getpid());
-	if (sh("ip netns add %s && ip netns add %s", ns_a, ns_b) != 0 ||
-	    sh("ip link add atA%d netns %s type veth peer name atB%d netns %s", (int)getpid(), ns_a, (int)getpid(),
-	       ns_b) != 0 ||
-	    sh("ip -n %s addr add 10.216.0.1/24 dev atA%d && ip -n %s link set atA%d up && ip -n %s link set lo up",
-	       ns_a, (int)getpid(), ns_a, (int)getpid(), ns_a) != 0 ||
-	    sh("ip -n %s addr add 10.216.0.2/24 dev atB%d && ip -n %s link set atB%d up && ip -n %s link set lo up",
-	       ns_b, (int)getpid(), ns_b, (int)getpid(), ns_b) != 0) {
-		sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
-		skip();
-	}
 	trap_pid = trap_start(&counts_fd, &stop_fd);
 	assert_int_equal(read(counts_fd, &ready, 1), 1);
 	/* The server and the attacker in namespace A (the attacker on its loopback). */
 	old_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	assert_true(old_ns >= 0);
-	assert_int_equal(enter_ns(ns_a), 0);
+	assert_int_equal(netns_enter(net.ns_a), 0);
 	server_start(&s, "127.0.0.1", NULL, NULL);
 	n = make_req(req, sizeof(req), 2, trap);
 	fd = tcp_connect(NULL, s.port);
 	send_all(fd, req, (size_t)n);
-	expect_reject(fd, EACCES, "names address 10.216.0.2");
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "names address %s", net.ip_b);
+		expect_reject(fd, EACCES, want);
+	}
 	close(fd);
 	/* A legitimate client after it: served (so the attacker's request is
 	 * long done), then the trap reports what reached it. */
@@ -454,7 +422,7 @@ static void test_attack_helper__no_connection_to_the_named_address_across_namesp
 	assert_int_equal(waitpid(trap_pid, &st, 0), trap_pid);
 	close(counts_fd);
 	close(stop_fd);
-	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+	netns_pair_del(&net);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(accepted, 0);
 }

@@ -12,7 +12,7 @@
  * - the agreement of older rverbs (pid, nonce and an address in the MPA
  *   private data);
  * - as uid 65534 against a root target, and from another network namespace
- *   (with root);
+ *   to a target in a third one (with root);
  * - a second agreement on one connection.
  * Each fails: the target answers "refused" or terminates the connection,
  * the MR holds no byte of the secret, the target lives and its QP takes the
@@ -40,6 +40,7 @@
 #include <cmocka.h>
 
 #include "attack-peer.h"
+#include "netns-pair.h"
 
 #define MR_LEN 65536u
 #define SECRET_LEN 16384u /* by reference only from SOFT_SHM_MIN (8 KiB) up */
@@ -120,16 +121,8 @@ static int attacker(const struct atk_target *t, const struct attack *a)
 	int fd, r, result = NO_ANSWER;
 	bool offered;
 
-	if (a->netns) {
-		char path[128];
-		int nfd;
-
-		snprintf(path, sizeof(path), "/run/netns/%s", a->netns);
-		nfd = open(path, O_RDONLY | O_CLOEXEC);
-		if (nfd < 0 || setns(nfd, CLONE_NEWNET) < 0)
-			return NO_ANSWER;
-		close(nfd);
-	}
+	if (a->netns && netns_enter(a->netns) < 0)
+		return NO_ANSWER;
 	if (a->uid && (setgid(a->uid) < 0 || setuid(a->uid) < 0))
 		return NO_ANSWER;
 	memset(own, OWN_BYTE, sizeof(own));
@@ -353,50 +346,35 @@ static void test_attack_samehost__as_nobody(void **state)
 	}
 }
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/* From another network namespace as uid 65534, to a target listening on a
- * veth address: not a local peer, so nothing is offered and the attempt is
- * a TERMINATE. */
+/* From another network namespace as uid 65534, to a target listening on its
+ * namespace's veth address: not a local peer, so nothing is offered and the
+ * attempt is a TERMINATE. */
 static void test_attack_samehost__from_another_namespace(void **state)
 {
-	char ns[32], ip_t[32], ip_a[32], listen[40];
-	int id = getpid() % 250 + 1, landed;
-	rv_context_attr attr = {.mask = RV_CONTEXT_ATTR_LISTEN_ADDR, .listen_addr = listen};
+	struct netns_pair net;
+	rv_context_attr attr = {.mask = RV_CONTEXT_ATTR_LISTEN_ADDR};
 	struct atk_target t;
+	int self, landed;
 
 	(void)state;
-	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0)
+	if (!netns_usable() || netns_pair_new(&net, "shm", 218) < 0)
 		skip();
-	snprintf(ns, sizeof(ns), "rvatk%d", (int)getpid());
-	snprintf(ip_t, sizeof(ip_t), "10.214.%d.1", id);
-	snprintf(ip_a, sizeof(ip_a), "10.214.%d.2", id);
-	if (sh("ip netns add %s && ip link add rvT%d type veth peer name rvN%d netns %s && "
-	       "ip addr add %s/24 dev rvT%d && ip link set rvT%d up && "
-	       "ip -n %s addr add %s/24 dev rvN%d && ip -n %s link set rvN%d up && ip -n %s link set lo up",
-	       ns, (int)getpid(), (int)getpid(), ns, ip_t, (int)getpid(), (int)getpid(), ns, ip_a, (int)getpid(),
-	       ns, (int)getpid(), ns) != 0) {
-		sh("ip netns del %s 2>/dev/null; ip link del rvT%d 2>/dev/null", ns, (int)getpid());
-		skip();
-	}
-	snprintf(listen, sizeof(listen), "%s", ip_t);
+	/* The target's sockets in namespace A (this thread creates them). */
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_true(self >= 0);
+	assert_int_equal(netns_enter(net.ns_a), 0);
+	attr.listen_addr = net.ip_a;
 	atk_target_open(&t, &attr, RV_QPT_RC, MR_LEN);
+	assert_int_equal(setns(self, CLONE_NEWNET), 0);
+	close(self);
 	for (uint32_t num = 0; num < 4; num++) {
-		struct attack a = {.magic = "RSH2", .pid = (uint32_t)getpid(), .num = num, .uid = 65534, .netns = ns};
+		struct attack a = {.magic = "RSH2", .pid = (uint32_t)getpid(), .num = num, .uid = 65534,
+				   .netns = net.ns_b};
 		assert_int_equal(run(&t, &a, &landed), NOT_OFFERED);
 		assert_int_equal(landed, 0);
 	}
 	atk_target_close(&t);
-	sh("ip netns del %s 2>/dev/null; ip link del rvT%d 2>/dev/null", ns, (int)getpid());
+	netns_pair_del(&net);
 }
 
 static void on_log(rv_log_level level, const char *msg, void *user)

@@ -26,35 +26,12 @@
 
 #include <rverbs/rverbs.h>
 
+#include "netns-pair.h"
+
 #define N_CLIENTS 64
 #define PORT 7471
 
-static char ns_a[32], ns_b[32], ip_a[32], ip_b[32];
-
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-static int enter_ns(const char *name)
-{
-	char path[128];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	rc = setns(fd, CLONE_NEWNET);
-	close(fd);
-	return rc < 0 ? -errno : 0;
-}
+static struct netns_pair net;
 
 static rv_context *soft_ctx(const char *listen_addr)
 {
@@ -92,9 +69,9 @@ static int server(int ready_fd)
 	rv_mr *mr;
 	char addr[64];
 
-	if (enter_ns(ns_a) < 0 || !(ctx = soft_ctx(ip_a)))
+	if (netns_enter(net.ns_a) < 0 || !(ctx = soft_ctx(net.ip_a)))
 		return 2;
-	snprintf(addr, sizeof(addr), "%s:%d", ip_a, PORT);
+	snprintf(addr, sizeof(addr), "%s:%d", net.ip_a, PORT);
 	if (rv_pd_new(ctx, NULL, &pd) < 0 ||
 	    rv_mr_alloc(pd, 8 * N_CLIENTS, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &mr) < 0 ||
 	    rv_listener_new(ctx, addr, &la, &l) < 0) {
@@ -106,8 +83,8 @@ static int server(int ready_fd)
 	close(ready_fd);
 	a.pd = pd;
 	a.mr = mr;
-	a.private_data = ns_a;
-	a.private_data_len = (uint32_t)strlen(ns_a);
+	a.private_data = net.ns_a;
+	a.private_data_len = (uint32_t)strlen(net.ns_a);
 	for (int i = 0; i < N_CLIENTS; i++)
 		if (rv_listener_accept(l, &a, 60000, &conns[i]) < 0) {
 			fprintf(stderr, "server: accept %d: %s\n", i, rv_error_last());
@@ -144,14 +121,14 @@ static int client(int idx)
 	char addr[64], data[32] = {0};
 	size_t n = 0;
 
-	if (enter_ns(ns_b) < 0 || !(ctx = soft_ctx(ip_b)))
+	if (netns_enter(net.ns_b) < 0 || !(ctx = soft_ctx(net.ip_b)))
 		return 2;
-	snprintf(addr, sizeof(addr), "%s:%d", ip_a, PORT);
+	snprintf(addr, sizeof(addr), "%s:%d", net.ip_a, PORT);
 	if (rv_connect(ctx, addr, NULL, 60000, &c) < 0) {
 		fprintf(stderr, "client %d: %s\n", idx, rv_error_last());
 		return 3;
 	}
-	if (rv_conn_peer_data(c, data, sizeof(data), &n) < 0 || strcmp(data, ns_a) != 0)
+	if (rv_conn_peer_data(c, data, sizeof(data), &n) < 0 || strcmp(data, net.ns_a) != 0)
 		return 4;
 	if (rv_conn_peer_endpoint(c, 0, &peer) < 0 || rv_mr_alloc(rv_conn_pd(c), 8, RV_ACCESS_LOCAL_WRITE, NULL, &mr) < 0)
 		return 5;
@@ -206,33 +183,6 @@ static void test_conn_netns__64_clients_from_another_namespace(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
-static int setup(void **state)
-{
-	int id = getpid() % 250 + 1;
-
-	(void)state;
-	snprintf(ns_a, sizeof(ns_a), "rvconnA%d", (int)getpid());
-	snprintf(ns_b, sizeof(ns_b), "rvconnB%d", (int)getpid());
-	snprintf(ip_a, sizeof(ip_a), "10.213.%d.1", id);
-	snprintf(ip_b, sizeof(ip_b), "10.213.%d.2", id);
-	if (sh("ip netns add %s && ip netns add %s", ns_a, ns_b) != 0 ||
-	    sh("ip link add rvA%d netns %s type veth peer name rvB%d netns %s", (int)getpid(), ns_a, (int)getpid(),
-	       ns_b) != 0 ||
-	    sh("ip -n %s addr add %s/24 dev rvA%d && ip -n %s link set rvA%d up && ip -n %s link set lo up", ns_a,
-	       ip_a, (int)getpid(), ns_a, (int)getpid(), ns_a) != 0 ||
-	    sh("ip -n %s addr add %s/24 dev rvB%d && ip -n %s link set rvB%d up && ip -n %s link set lo up", ns_b,
-	       ip_b, (int)getpid(), ns_b, (int)getpid(), ns_b) != 0)
-		return -1;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,7 +191,7 @@ int main(void)
 	rv_device *dev = NULL;
 	int rc;
 
-	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0) {
+	if (!netns_usable()) {
 		fprintf(stderr, "skip: needs root and iproute2's ip\n");
 		return 77;
 	}
@@ -250,12 +200,11 @@ int main(void)
 		return 77;
 	}
 	rv_device_unref(dev);
-	if (setup(NULL) < 0) {
-		teardown(NULL);
+	if (netns_pair_new(&net, "conn", 213) < 0) {
 		fprintf(stderr, "skip: cannot create network namespaces here\n");
 		return 77;
 	}
 	rc = cmocka_run_group_tests_name("conn-netns", tests, NULL, NULL);
-	teardown(NULL);
+	netns_pair_del(&net);
 	return rc;
 }

@@ -26,6 +26,8 @@
 
 #include <rverbs/rverbs.h>
 
+#include "netns-pair.h"
+
 #include "soft-pair.h"
 
 /* IBV_DEVICE_* bits of rv_device_attr.device_cap_flags (libibverbs' values). */
@@ -678,32 +680,7 @@ static void test_misuse__atomic_and_unmapped_mr(void **state)
 
 /* ---- item 7: a loopback GID between two hosts (network namespaces) ---- */
 
-static char ns_a[32], ns_b[32], ip_a[32], ip_b[32];
-
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-static int enter_ns(const char *name)
-{
-	char path[128];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	rc = setns(fd, CLONE_NEWNET);
-	close(fd);
-	return rc < 0 ? -errno : 0;
-}
+static struct netns_pair net;
 
 /* A soft0 context in this process's namespace; listen_addr NULL: the default (127.0.0.1). */
 static rv_context *ctx_on(const char *listen_addr)
@@ -730,7 +707,7 @@ static int gid_server(int ready_fd, const char *listen_addr, int port)
 	char addr[32];
 	int rc;
 
-	if (enter_ns(ns_a) < 0 || !(ctx = ctx_on(listen_addr)))
+	if (netns_enter(net.ns_a) < 0 || !(ctx = ctx_on(listen_addr)))
 		return 2;
 	snprintf(addr, sizeof(addr), "*:%d", port);
 	if (rv_listener_new(ctx, addr, NULL, &l) < 0)
@@ -757,9 +734,9 @@ static int gid_client(const char *listen_addr, int port, const char *expect)
 	char addr[64];
 	int rc;
 
-	if (enter_ns(ns_b) < 0 || !(ctx = ctx_on(listen_addr)))
+	if (netns_enter(net.ns_b) < 0 || !(ctx = ctx_on(listen_addr)))
 		return 2;
-	snprintf(addr, sizeof(addr), "%s:%d", ip_a, port);
+	snprintf(addr, sizeof(addr), "%s:%d", net.ip_a, port);
 	rc = rv_connect(ctx, addr, NULL, 20000, &c);
 	if (rc == 0) {
 		fprintf(stderr, "rv_connect to %s returned 0 with a loopback GID on one side\n", addr);
@@ -812,34 +789,18 @@ static void gid_case(const char *server_listen, const char *client_listen, int p
  * the loopback GID. Needs root and iproute2 (skipped otherwise). */
 static void test_misuse__loopback_gid_to_another_host_is_refused(void **state)
 {
-	int id = getpid() % 250 + 1;
 	int port = 7600 + getpid() % 300;
 
 	(void)state;
-	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0) {
-		skip();
-		return;
-	}
-	snprintf(ns_a, sizeof(ns_a), "rvmisA%d", (int)getpid());
-	snprintf(ns_b, sizeof(ns_b), "rvmisB%d", (int)getpid());
-	snprintf(ip_a, sizeof(ip_a), "10.217.%d.1", id);
-	snprintf(ip_b, sizeof(ip_b), "10.217.%d.2", id);
-	if (sh("ip netns add %s && ip netns add %s", ns_a, ns_b) != 0 ||
-	    sh("ip link add rvmA%d netns %s type veth peer name rvmB%d netns %s", (int)getpid(), ns_a,
-	       (int)getpid(), ns_b) != 0 ||
-	    sh("ip -n %s addr add %s/24 dev rvmA%d && ip -n %s link set rvmA%d up && ip -n %s link set lo up", ns_a,
-	       ip_a, (int)getpid(), ns_a, (int)getpid(), ns_a) != 0 ||
-	    sh("ip -n %s addr add %s/24 dev rvmB%d && ip -n %s link set rvmB%d up && ip -n %s link set lo up", ns_b,
-	       ip_b, (int)getpid(), ns_b, (int)getpid(), ns_b) != 0) {
-		sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+	if (!netns_usable() || netns_pair_new(&net, "mis", 217) < 0) {
 		skip();
 		return;
 	}
 	/* The server on loopback: it refuses, the client gets its reason. */
-	gid_case(NULL, ip_b, port, "rejected the connection: the soft0 device of this side's context is on 127.0.0.1");
+	gid_case(NULL, net.ip_b, port, "rejected the connection: the soft0 device of this side's context is on 127.0.0.1");
 	/* The client on loopback: it refuses itself before its request. */
-	gid_case(ip_a, NULL, port + 1, "rv_connect: the soft0 device of this side's context is on 127.0.0.1");
-	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+	gid_case(net.ip_a, NULL, port + 1, "rv_connect: the soft0 device of this side's context is on 127.0.0.1");
+	netns_pair_del(&net);
 }
 
 int main(void)

@@ -37,6 +37,7 @@
 #include <cmocka.h>
 
 #include "mock-driver.h"
+#include "netns-pair.h"
 #include "rverbs-private.h"
 #include "drivers/soft/soft.h"
 #include <rverbs/rverbs.h>
@@ -950,15 +951,8 @@ static void remote_fork(struct remote *r, const char *addr, const char *netns, i
 	if (r->pid == 0) {
 		close(p2c[1]);
 		close(c2p[0]);
-		if (netns) {
-			char path[128];
-			int fd;
-			snprintf(path, sizeof(path), "/run/netns/%s", netns);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
-				_exit(4);
-			close(fd);
-		}
+		if (netns && netns_enter(netns) < 0)
+			_exit(4);
 		{
 			/* Its own cmocka run: a failed assertion in the child ends the
 			 * child, not a second copy of the parent's test list. */
@@ -1154,53 +1148,12 @@ static void test_faults__receiver_not_ready_is_not_a_failure(void **state)
 
 /* ---- link down between two network namespaces (root only) ---- */
 
-static char ns_a[32], ns_b[32], ip_a[32], ip_b[32], dev_a[16];
+static struct netns_pair net;
 static bool have_netns;
-
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-static void netns_teardown(void)
-{
-	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
-}
-
-static bool netns_setup(void)
-{
-	int id = getpid() % 250 + 1;
-
-	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1") != 0)
-		return false;
-	snprintf(ns_a, sizeof(ns_a), "rvfltA%d", (int)getpid());
-	snprintf(ns_b, sizeof(ns_b), "rvfltB%d", (int)getpid());
-	snprintf(dev_a, sizeof(dev_a), "rvfA%d", (int)getpid() % 100000);
-	snprintf(ip_a, sizeof(ip_a), "10.214.%d.1", id);
-	snprintf(ip_b, sizeof(ip_b), "10.214.%d.2", id);
-	if (sh("ip netns add %s && ip netns add %s", ns_a, ns_b) != 0 ||
-	    sh("ip link add %s netns %s type veth peer name rvfB%d netns %s", dev_a, ns_a,
-	       (int)getpid() % 100000, ns_b) != 0 ||
-	    sh("ip -n %s addr add %s/24 dev %s && ip -n %s link set %s up && ip -n %s link set lo up", ns_a, ip_a,
-	       dev_a, ns_a, dev_a, ns_a) != 0 ||
-	    sh("ip -n %s addr add %s/24 dev rvfB%d && ip -n %s link set rvfB%d up && ip -n %s link set lo up", ns_b,
-	       ip_b, (int)getpid() % 100000, ns_b, (int)getpid() % 100000, ns_b) != 0) {
-		netns_teardown();
-		return false;
-	}
-	return true;
-}
 
 static void test_faults__link_down_between_namespaces(void **state)
 {
-	int self, fd;
-	char path[128];
+	int self;
 	struct remote r;
 	struct side a;
 
@@ -1211,15 +1164,11 @@ static void test_faults__link_down_between_namespaces(void **state)
 	}
 	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	assert_true(self >= 0);
-	snprintf(path, sizeof(path), "/run/netns/%s", ns_a);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(setns(fd, CLONE_NEWNET), 0);
-	close(fd);
+	assert_int_equal(netns_enter(net.ns_a), 0);
 
 	memset(&a, 0, sizeof(a));
-	remote_fork(&r, ip_b, ns_b, 4);
-	a.ctx = open_ctx(ip_a);
+	remote_fork(&r, net.ip_b, net.ns_b, 4);
+	a.ctx = open_ctx(net.ip_a);
 	side_open(&a, a.ctx);
 	a.own_ctx = true;
 	rv_context_unref(a.ctx);
@@ -1227,7 +1176,7 @@ static void test_faults__link_down_between_namespaces(void **state)
 	post(&a, RV_WR_SEND, 0, 100, 0, 0, 1);
 	drain(&a);
 	assert_int_equal(wc_of(&a, 1)->status, RV_WC_SUCCESS);
-	assert_int_equal(sh("ip -n %s link set %s down", ns_a, dev_a), 0);
+	assert_int_equal(netns_sh("ip -n %s link set %s down", net.ns_a, net.dev_a), 0);
 	post(&a, RV_WR_SEND, 0, 100, 0, 0, 2);
 	post(&a, RV_WR_RDMA_WRITE, 0, 65536, r.ep.mr_addr + 65536, r.ep.mr_rkey, 3);
 	drain(&a);
@@ -1272,9 +1221,9 @@ int main(void)
 		return 77;
 	}
 	rv_device_unref(dev);
-	have_netns = netns_setup();
+	have_netns = netns_usable() && netns_pair_new(&net, "flt", 214) == 0;
 	rc = cmocka_run_group_tests_name("soft-faults", tests, NULL, NULL);
 	if (have_netns)
-		netns_teardown();
+		netns_pair_del(&net);
 	return rc;
 }
