@@ -410,10 +410,29 @@ static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_case
 
 static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics", "srq", "events", "cq-resize", "mw"};
 
+/* Whether name is one of the comma-separated names of list. */
+static bool name_listed(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = list; *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n == len && strncmp(p, name, len) == 0)
+			return true;
+		p += n + (end != NULL);
+	}
+	return false;
+}
+
+/* RVERBS_CONF_DEVICES=name[,name...] runs the cases on those devices only (a
+ * name that matches no device fails the run: it would test nothing). */
 int main(void)
 {
 	rv_device **list = NULL;
-	size_t n_dev = 0, n_tests = 0, cap = 0;
+	size_t n_dev = 0, n_tests = 0, cap = 0, n_run_dev = 0;
+	const char *only;
 	struct CMUnitTest *tests = NULL;
 	struct conf_run *runs;
 	int rc;
@@ -431,7 +450,11 @@ int main(void)
 	runs = calloc(cap, sizeof(*runs));
 	assert_non_null(tests);
 	assert_non_null(runs);
+	only = getenv("RVERBS_CONF_DEVICES");
 	for (size_t d = 0; d < n_dev; d++) {
+		if (only && *only && !name_listed(only, rv_device_name(list[d])))
+			continue;
+		n_run_dev++;
 		for (int arr = 0; arr < 2; arr++) {
 			for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 				for (const struct conf_case *c = groups[g]; c->name; c++) {
@@ -453,6 +476,10 @@ int main(void)
 				}
 			}
 		}
+	}
+	if (n_run_dev == 0) {
+		fprintf(stderr, "conformance: RVERBS_CONF_DEVICES=%s names no device present\n", only);
+		return 1;
 	}
 	rc = _cmocka_run_group_tests("conformance", tests, n_tests, NULL, NULL);
 	for (size_t i = 0; i < n_tests; i++)
