@@ -4,8 +4,9 @@
  * advertised buffer right after connect, and a graceful disconnect seen by
  * the server, which meanwhile WRITEs into the buffer the client advertised
  * (the client's QP must grant remote write: rdma_cm gives the access flags
- * only with the CM reply) and reads the QP numbers both sides see. The address is RVERBS_TEST_CM_ADDR, else the first local IPv4
- * address that rdma_cm maps to the device.
+ * only with the CM reply) and reads the QP numbers both sides see. The
+ * address is RVERBS_TEST_CM_ADDR, else the first local IPv4 address that
+ * rdma_cm maps to the device.
  *
  * Exits 77 (skip) when no rdma_cm device exists (the pure parts of the
  * rdma_cm transport are tested in test-conn-wire.c).
