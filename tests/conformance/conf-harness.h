@@ -125,6 +125,27 @@ void conf_expect_none(rv_cq *cq, int ms);
 void conf_post(rv_qp *qp, const rv_send_wr *wr);
 void conf_post_recv(rv_qp *qp, uint64_t wr_id, const rv_sge *sges, uint32_t n);
 
+/* A device's known difference from a case (conf-quirks.c, the one table of
+ * them): on a device whose name matches the fnmatch(3) pattern `device`, the
+ * case `case_name` meets `difference` instead of its expectation. key
+ * "status": conf_expect() waits for status `actual` where the case expects
+ * `expected`; any other key names a difference the case asks about with
+ * conf_quirk() and then checks. An entry the case did not meet fails it. */
+struct conf_quirk {
+	const char *device;
+	const char *case_name;
+	const char *key;
+	uint32_t expected, actual;
+	const char *difference; /* what the device does instead */
+	const char *reason;     /* why that is the device's behaviour, not rverbs' */
+	const char *reference;  /* where it is written down */
+};
+extern const struct conf_quirk conf_quirks[]; /* ends with a NULL device */
+
+/* Whether the quirk table gives the running case, on the running device, the
+ * difference key (printed and counted as met when it does). */
+bool conf_quirk(const char *key);
+
 /* The case tables (one per conf-*.c file). */
 extern const struct conf_case conf_rc_cases[];
 extern const struct conf_case conf_errors_cases[];
