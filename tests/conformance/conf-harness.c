@@ -30,7 +30,8 @@ static rv_pd *extra_pd[MAX_EXTRA_BUFS];
 static int n_extra;
 static rv_qp *adopted_qp[16];
 static rv_cq *adopted_cq[16];
-static int n_adopted_qp, n_adopted_cq;
+static rv_mw *adopted_mw[16];
+static int n_adopted_qp, n_adopted_cq, n_adopted_mw;
 /* The quirk table's entries for the running case and device, and whether
  * the case met each. */
 #define MAX_CASE_QUIRKS 8
@@ -48,6 +49,12 @@ void conf_adopt_cq(rv_cq *cq)
 {
 	assert_true(n_adopted_cq < 16);
 	adopted_cq[n_adopted_cq++] = cq;
+}
+
+void conf_adopt_mw(rv_mw *mw)
+{
+	assert_true(n_adopted_mw < 16);
+	adopted_mw[n_adopted_mw++] = mw;
 }
 
 const char *conf_device_name(void)
@@ -438,6 +445,8 @@ static void side_close(struct conf_side *s)
 static int run_teardown(void **state)
 {
 	(void)state;
+	while (n_adopted_mw > 0)
+		rv_mw_unref(adopted_mw[--n_adopted_mw]);
 	while (n_adopted_qp > 0)
 		rv_qp_unref(adopted_qp[--n_adopted_qp]);
 	while (n_adopted_cq > 0)

@@ -97,6 +97,10 @@ void conf_connect(struct conf_side *x, struct conf_side *y, const rv_qp_attr *rt
  * reference after the case (QPs first), whether it passed or not. */
 void conf_adopt_qp(rv_qp *qp);
 void conf_adopt_cq(rv_cq *cq);
+/* The same for a memory window, dropped before any QP: rxe holds the QP of a
+ * type 2 bind until the window goes, and warns when the QP is destroyed
+ * first (rxe_pool.c __rxe_cleanup). */
+void conf_adopt_mw(rv_mw *mw);
 
 /* Another guarded buffer registered on pd, closed by the harness. */
 struct conf_buf *conf_buf_new(rv_pd *pd, size_t len, uint32_t access);
