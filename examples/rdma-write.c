@@ -11,8 +11,12 @@
  *   rdma-write server [PORT]        wait for one client (PORT 0: any)
  *   rdma-write client HOST PORT [MESSAGE]
  *
- * The device is the default one (RVERBS_DEVICE=name to choose).
+ * The device is the default one (RVERBS_DEVICE=name to choose). Both sides
+ * on one host (fork) meet on 127.0.0.1 over the TCP exchange: rdma_cm, which
+ * the other modes use on a kernel device that has it, cannot route to the
+ * loopback address.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -41,9 +45,13 @@ static int open_context(rv_context **ctx)
 	return rc < 0 ? fail("opening the default device", rc) : 0;
 }
 
+/* The exchange: the device's choice, or TCP (fork mode, on 127.0.0.1). */
+static rv_conn_transport transport = RV_CONN_TRANSPORT_AUTO;
+
 /* ready_fd >= 0: write the chosen port there once listening (fork mode). */
 static int server(const char *port, int ready_fd)
 {
+	rv_listener_attr la = {.mask = RV_LISTENER_ATTR_TRANSPORT, .transport = transport};
 	rv_conn_attr ca = {.mask = RV_CONN_ATTR_PD | RV_CONN_ATTR_MR};
 	rv_context *ctx = NULL;
 	rv_listener *l = NULL;
@@ -57,7 +65,7 @@ static int server(const char *port, int ready_fd)
 		return 1;
 	if ((rc = rv_pd_new(ctx, NULL, &ca.pd)) < 0 ||
 	    (rc = rv_mr_alloc(ca.pd, BUF_SIZE, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &ca.mr)) < 0 ||
-	    (rc = rv_listener_new(ctx, addr, NULL, &l)) < 0) {
+	    (rc = rv_listener_new(ctx, addr, &la, &l)) < 0) {
 		fail("setting up the server", rc);
 		goto out;
 	}
@@ -86,6 +94,7 @@ out:
 
 static int client(const char *host, const char *port, const char *msg)
 {
+	rv_conn_attr ca = {.mask = RV_CONN_ATTR_TRANSPORT, .transport = transport};
 	rv_context *ctx = NULL;
 	rv_conn *conn = NULL;
 	rv_mr *mr = NULL;
@@ -98,7 +107,7 @@ static int client(const char *host, const char *port, const char *msg)
 	snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
 	if (open_context(&ctx))
 		return 1;
-	if ((rc = rv_connect(ctx, addr, NULL, TIMEOUT_MS, &conn)) < 0 && fail("rv_connect", rc))
+	if ((rc = rv_connect(ctx, addr, &ca, TIMEOUT_MS, &conn)) < 0 && fail("rv_connect", rc))
 		goto out;
 	/* The server's buffer came with the connection. */
 	rv_conn_peer_endpoint(conn, 0, &peer);
@@ -147,6 +156,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Both sides on this host, as two processes; the server says its port through a pipe. */
+	transport = RV_CONN_TRANSPORT_TCP;
 	fflush(stdout);
 	if (pipe(pfd) < 0 || (pid = fork()) < 0)
 		return 1;
@@ -161,6 +171,8 @@ int main(int argc, char **argv)
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	if (rc == 0)
 		rc = client("127.0.0.1", portstr, msg);
+	if (rc != 0)
+		kill(pid, SIGTERM); /* the server would wait for a client forever */
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		rc = 1;
 	printf("rdma-write: %s\n", rc ? "FAILED" : "ok");

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,7 +147,10 @@ static int send_and_receive(struct side *s, int send_first)
 }
 
 /* Connect our own QP (a receive already posted from INIT, before the peer
- * can send): with a listener as the server, by address as the client. */
+ * can send): with a listener as the server, by address as the client. Over
+ * the TCP exchange: rdma_cm takes only QPs in RESET (it sets their port and
+ * access itself), so it leaves no moment to post a receive before the peer
+ * can send. */
 static int connect_side(struct side *s, rv_listener *l, const char *addr)
 {
 	rv_conn_attr ca = {.mask = RV_CONN_ATTR_QPS, .num_qps = 1, .qps = &s->qp};
@@ -156,6 +160,10 @@ static int connect_side(struct side *s, rv_listener *l, const char *addr)
 		return fail("rv_qp_to_init", rc);
 	if ((rc = post_recv(s)) < 0)
 		return fail("rv_qp_recv", rc);
+	if (!l) { /* a listener's transport is set in rv_listener_new() */
+		ca.mask |= RV_CONN_ATTR_TRANSPORT;
+		ca.transport = RV_CONN_TRANSPORT_TCP;
+	}
 	rc = l ? rv_listener_accept(l, &ca, -1, &s->conn) : rv_connect(s->ctx, addr, &ca, TIMEOUT_MS, &s->conn);
 	return rc < 0 ? fail(l ? "rv_listener_accept" : "rv_connect", rc) : 0;
 }
@@ -169,6 +177,7 @@ static int cmp_double(const void *a, const void *b)
 /* ready_fd >= 0: write the chosen port there once listening (fork mode). */
 static int server(const char *port, int ready_fd, int iters, uint32_t size)
 {
+	rv_listener_attr la = {.mask = RV_LISTENER_ATTR_TRANSPORT, .transport = RV_CONN_TRANSPORT_TCP};
 	struct side s = {0};
 	rv_listener *l = NULL;
 	uint32_t ev = 0;
@@ -176,7 +185,7 @@ static int server(const char *port, int ready_fd, int iters, uint32_t size)
 	int rc, ret = 1;
 
 	snprintf(addr, sizeof(addr), "*:%s", port);
-	if (side_open(&s, size) || ((rc = rv_listener_new(s.ctx, addr, NULL, &l)) < 0 && fail("rv_listener_new", rc)))
+	if (side_open(&s, size) || ((rc = rv_listener_new(s.ctx, addr, &la, &l)) < 0 && fail("rv_listener_new", rc)))
 		goto out;
 	printf("listening on port %d\n", rv_listener_port(l));
 	fflush(stdout);
@@ -273,6 +282,8 @@ int main(int argc, char **argv)
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	if (rc == 0)
 		rc = client("127.0.0.1", portstr, iters, size);
+	if (rc != 0)
+		kill(pid, SIGTERM); /* the server would wait for a client forever */
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		rc = 1;
 	printf("send-recv-pingpong: %s\n", rc ? "FAILED" : "ok");

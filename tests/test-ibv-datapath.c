@@ -807,6 +807,25 @@ static void test_ibv_datapath__poll_error_after_completions(void **state)
 	assert_non_null(strstr(rv_error_last(), "overflow"));
 }
 
+/* A provider that reports an overflow only by the CQ error event (rxe):
+ * once that event has been acknowledged, the polls return what the CQ holds,
+ * then -EOVERFLOW instead of 0. */
+static void test_ibv_datapath__poll_overflow_after_cq_error_event(void **state)
+{
+	rv_wc wc[64];
+
+	(void)state;
+	mock.available = 3;
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 64), 3);
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 64), 0);
+	mock.available = 2;
+	fake_ibcq.async_events_completed = 1; /* what ibv_ack_async_event(CQ_ERR) does */
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 64), 2);
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 1), -EOVERFLOW);
+	assert_non_null(strstr(rv_error_last(), "IBV_EVENT_CQ_ERR"));
+	assert_int_equal(rv_ibv_cq_poll(&cq, wc, 64), -EOVERFLOW);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -845,6 +864,7 @@ int main(void)
 		cmocka_unit_test_setup(test_ibv_datapath__poll_asks_once_and_translates_in_place, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__poll_never_asks_for_more_than_max, setup),
 		cmocka_unit_test_setup(test_ibv_datapath__poll_error_after_completions, setup),
+		cmocka_unit_test_setup(test_ibv_datapath__poll_overflow_after_cq_error_event, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -233,6 +233,7 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	struct rv_cm_pdata mine, peer;
 	struct rv_conn_opts oo = *o;
 	struct rv_conn *c;
+	uint32_t peer_qpn = 0;
 	int rc, n;
 
 	oo.cm = true;
@@ -311,11 +312,17 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	}
 	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_CONNECT_RESPONSE, &ev, func)) == 0) {
 		rc = rv_cm_pdata_decode(ev->param.conn.private_data, ev->param.conn.private_data_len, &peer, func);
+		peer_qpn = ev->param.conn.qp_num; /* the REP's local QPN: the listener's QP */
 		rdma_ack_cm_event(ev);
 	}
 	if (rc == 0 && (c->required_caps & ~peer.caps))
 		rc = rv_err(EOPNOTSUPP, func, "%s's device lacks capabilities 0x%x that this connection requires",
 			    c->peer_addr, c->required_caps & ~peer.caps);
+	/* INIT again, as librdmacm does on the CM reply: before it, rdma_cm knows
+	 * nothing of the responder and gives qp_access_flags 0, so a peer's
+	 * WRITE or READ would fail with remote invalid request. */
+	if (rc == 0)
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_INIT, func);
 	if (rc == 0)
 		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTR, func);
 	if (rc == 0)
@@ -334,7 +341,7 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	c->peer[0].mr_addr = peer.mr_addr;
 	c->peer[0].mr_length = peer.mr_length;
 	c->peer[0].mr_rkey = peer.mr_rkey;
-	c->peer[0].qpn = c->cm->id->qp ? c->cm->id->qp->qp_num : 0;
+	c->peer[0].qpn = peer_qpn;
 	if (peer.data_len) {
 		c->peer_data = malloc(peer.data_len);
 		if (c->peer_data) {
@@ -452,7 +459,10 @@ static void drop_pending(struct rv_cm_listener *cml, uint32_t i)
 	cml->pending[i] = cml->pending[--cml->n_pending];
 }
 
-/* CONNECT_REQUEST: make the connection, INIT and RTR from the CM, accept. */
+/* CONNECT_REQUEST: make the connection, INIT, RTR and RTS from the CM, then
+ * accept. RTS comes before the REP, as in librdmacm's rdma_accept(): the CM
+ * allows it from REQ_RCVD on, while after ESTABLISHED a client that has
+ * already disconnected (DREQ received) makes rdma_init_qp_attr() fail. */
 static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *ev, const struct rv_conn_opts *o,
 			      uint32_t hs_timeout_ms, struct rdma_cm_id **ret_dead, const char *func)
 {
@@ -494,6 +504,8 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 	}
 	if (rc == 0)
 		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTR, func);
+	if (rc == 0)
+		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTS, func);
 	if (rc == 0) {
 		memset(&mine, 0, sizeof(mine));
 		mine.caps = c->local[0].caps;
@@ -549,6 +561,7 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 	c->peer[0].mr_addr = peer.mr_addr;
 	c->peer[0].mr_length = peer.mr_length;
 	c->peer[0].mr_rkey = peer.mr_rkey;
+	c->peer[0].qpn = ev->param.conn.qp_num; /* the REQ's local QPN: the client's QP */
 	if (peer.data_len && (c->peer_data = malloc(peer.data_len))) {
 		memcpy(c->peer_data, peer.data, peer.data_len);
 		c->peer_data_len = peer.data_len;
@@ -601,8 +614,6 @@ int rv_cm_listener_event(struct rv_cm_listener *cml, const struct rv_conn_opts *
 		rc = rv_err(errno, func, "rdma_create_event_channel: %s", strerror(errno));
 	else if (rdma_migrate_id(c->cm->id, c->cm->ch) < 0)
 		rc = rv_err(errno, func, "rdma_migrate_id: %s", strerror(errno));
-	if (rc == 0)
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTS, func);
 	if (rc < 0) {
 		rv_conn_discard(c);
 		return rc;

@@ -4,6 +4,7 @@
  * of the running case and their cleanup after it.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,14 @@ static rv_pd *extra_pd[MAX_EXTRA_BUFS];
 static int n_extra;
 static rv_qp *adopted_qp[16];
 static rv_cq *adopted_cq[16];
-static int n_adopted_qp, n_adopted_cq;
+static rv_mw *adopted_mw[16];
+static int n_adopted_qp, n_adopted_cq, n_adopted_mw;
+/* The quirk table's entries for the running case and device, and whether
+ * the case met each. */
+#define MAX_CASE_QUIRKS 8
+static const struct conf_quirk *case_quirk[MAX_CASE_QUIRKS];
+static bool case_quirk_met[MAX_CASE_QUIRKS];
+static int n_case_quirks;
 
 void conf_adopt_qp(rv_qp *qp)
 {
@@ -43,6 +51,12 @@ void conf_adopt_cq(rv_cq *cq)
 	adopted_cq[n_adopted_cq++] = cq;
 }
 
+void conf_adopt_mw(rv_mw *mw)
+{
+	assert_true(n_adopted_mw < 16);
+	adopted_mw[n_adopted_mw++] = mw;
+}
+
 const char *conf_device_name(void)
 {
 	return cur->device;
@@ -51,6 +65,64 @@ const char *conf_device_name(void)
 enum conf_arrangement conf_arrangement(void)
 {
 	return cur->arr;
+}
+
+/* ---- the quirk table (conf-quirks.c) ---- */
+
+static void quirks_of_the_case(void)
+{
+	n_case_quirks = 0;
+	for (const struct conf_quirk *q = conf_quirks; q->device; q++) {
+		if (strcmp(q->case_name, cur->c->name) != 0 || fnmatch(q->device, cur->device, 0) != 0)
+			continue;
+		assert_true(n_case_quirks < MAX_CASE_QUIRKS);
+		case_quirk_met[n_case_quirks] = false;
+		case_quirk[n_case_quirks++] = q;
+	}
+}
+
+static void quirk_met(int i)
+{
+	const struct conf_quirk *q = case_quirk[i];
+
+	if (!case_quirk_met[i])
+		print_message("[ QUIRK    ] %s: %s (%s; see %s)\n", cur->device, q->difference, q->reason, q->reference);
+	case_quirk_met[i] = true;
+}
+
+bool conf_quirk(const char *key)
+{
+	for (int i = 0; i < n_case_quirks; i++) {
+		if (strcmp(case_quirk[i]->key, key) == 0) {
+			quirk_met(i);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The status the running device gives where the case expects status. */
+static uint32_t quirk_status(uint32_t status, const struct conf_quirk **ret_q)
+{
+	*ret_q = NULL;
+	for (int i = 0; i < n_case_quirks; i++) {
+		if (strcmp(case_quirk[i]->key, "status") == 0 && case_quirk[i]->expected == status) {
+			*ret_q = case_quirk[i];
+			quirk_met(i);
+			return case_quirk[i]->actual;
+		}
+	}
+	return status;
+}
+
+/* After a case that passed: every entry of the table for it was met. */
+static void quirks_all_met(void)
+{
+	for (int i = 0; i < n_case_quirks; i++)
+		if (!case_quirk_met[i])
+			fail_msg("the quirk table gives %s the difference \"%s\" (%s) in this case, but the case did "
+				 "not meet it: remove the entry from tests/conformance/conf-quirks.c, or fix the case",
+				 cur->device, case_quirk[i]->key, case_quirk[i]->difference);
 }
 
 void conf_skip(const char *fmt, ...)
@@ -179,12 +251,15 @@ rv_wc conf_poll(rv_cq *cq)
 
 void conf_expect(rv_cq *cq, uint64_t wr_id, uint32_t status)
 {
+	const struct conf_quirk *q;
+	uint32_t want = quirk_status(status, &q);
 	rv_wc wc = conf_poll(cq);
 
-	if (wc.wr_id != wr_id || wc.status != status)
-		fail_msg("completion wr_id %llu status %s (%u); expected wr_id %llu status %s (%u)",
+	if (wc.wr_id != wr_id || wc.status != want)
+		fail_msg("completion wr_id %llu status %s (%u); expected wr_id %llu status %s (%u)%s%s%s",
 			 (unsigned long long)wc.wr_id, rv_wc_status_str((int)wc.status), wc.status,
-			 (unsigned long long)wr_id, rv_wc_status_str((int)status), status);
+			 (unsigned long long)wr_id, rv_wc_status_str((int)want), want,
+			 q ? " (the quirk table's, for " : "", q ? rv_wc_status_str((int)status) : "", q ? ")" : "");
 }
 
 void conf_expect_none(rv_cq *cq, int ms)
@@ -370,6 +445,8 @@ static void side_close(struct conf_side *s)
 static int run_teardown(void **state)
 {
 	(void)state;
+	while (n_adopted_mw > 0)
+		rv_mw_unref(adopted_mw[--n_adopted_mw]);
 	while (n_adopted_qp > 0)
 		rv_qp_unref(adopted_qp[--n_adopted_qp]);
 	while (n_adopted_cq > 0)
@@ -399,7 +476,9 @@ static void run_case(void **state)
 {
 	cur = *state;
 	rv_error_clear();
+	quirks_of_the_case();
 	cur->c->run();
+	quirks_all_met();
 }
 
 /* ---- main ---- */
@@ -410,14 +489,57 @@ static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_case
 
 static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics", "srq", "events", "cq-resize", "mw"};
 
+/* Whether name is one of the comma-separated names of list. */
+static bool name_listed(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = list; *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n == len && strncmp(p, name, len) == 0)
+			return true;
+		p += n + (end != NULL);
+	}
+	return false;
+}
+
+/* Every entry of the quirk table names a case that exists (a misspelt one
+ * would never apply). */
+static bool quirk_table_names_cases(void)
+{
+	bool ok = true;
+
+	for (const struct conf_quirk *q = conf_quirks; q->device; q++) {
+		bool found = false;
+
+		for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]) && !found; g++)
+			for (const struct conf_case *c = groups[g]; c->name && !found; c++)
+				found = strcmp(c->name, q->case_name) == 0;
+		if (!found) {
+			fprintf(stderr, "conformance: the quirk table names no case \"%s\"\n", q->case_name);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* RVERBS_CONF_DEVICES=name[,name...] runs the cases on those devices only (a
+ * name that matches no device fails the run: it would test nothing);
+ * RVERBS_CONF_CASES=text runs only the cases whose name contains text. */
 int main(void)
 {
 	rv_device **list = NULL;
-	size_t n_dev = 0, n_tests = 0, cap = 0;
+	size_t n_dev = 0, n_tests = 0, cap = 0, n_run_dev = 0;
+	const char *only, *cases;
 	struct CMUnitTest *tests = NULL;
 	struct conf_run *runs;
 	int rc;
 
+	if (!quirk_table_names_cases())
+		return 1;
+	cases = getenv("RVERBS_CONF_CASES");
 	rc = rv_device_list(&list, &n_dev);
 	if (rc < 0 || n_dev == 0) {
 		fprintf(stderr, "conformance: no rverbs device (%d: %s)\n", rc, rv_error_last());
@@ -431,11 +553,18 @@ int main(void)
 	runs = calloc(cap, sizeof(*runs));
 	assert_non_null(tests);
 	assert_non_null(runs);
+	only = getenv("RVERBS_CONF_DEVICES");
 	for (size_t d = 0; d < n_dev; d++) {
+		if (only && *only && !name_listed(only, rv_device_name(list[d])))
+			continue;
+		n_run_dev++;
 		for (int arr = 0; arr < 2; arr++) {
 			for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 				for (const struct conf_case *c = groups[g]; c->name; c++) {
 					struct conf_run *r = &runs[n_tests];
+
+					if (cases && *cases && !strstr(c->name, cases))
+						continue;
 					char name[256];
 
 					r->device = rv_device_name(list[d]);
@@ -453,6 +582,14 @@ int main(void)
 				}
 			}
 		}
+	}
+	if (n_tests == 0 && n_run_dev > 0) {
+		fprintf(stderr, "conformance: RVERBS_CONF_CASES=%s names no case\n", cases);
+		return 1;
+	}
+	if (n_run_dev == 0) {
+		fprintf(stderr, "conformance: RVERBS_CONF_DEVICES=%s names no device present\n", only);
+		return 1;
 	}
 	rc = _cmocka_run_group_tests("conformance", tests, n_tests, NULL, NULL);
 	for (size_t i = 0; i < n_tests; i++)

@@ -97,6 +97,10 @@ void conf_connect(struct conf_side *x, struct conf_side *y, const rv_qp_attr *rt
  * reference after the case (QPs first), whether it passed or not. */
 void conf_adopt_qp(rv_qp *qp);
 void conf_adopt_cq(rv_cq *cq);
+/* The same for a memory window, dropped before any QP: rxe holds the QP of a
+ * type 2 bind until the window goes, and warns when the QP is destroyed
+ * first (rxe_pool.c __rxe_cleanup). */
+void conf_adopt_mw(rv_mw *mw);
 
 /* Another guarded buffer registered on pd, closed by the harness. */
 struct conf_buf *conf_buf_new(rv_pd *pd, size_t len, uint32_t access);
@@ -124,6 +128,27 @@ void conf_expect_none(rv_cq *cq, int ms);
 /* Post one send WR, asserting the post succeeds. */
 void conf_post(rv_qp *qp, const rv_send_wr *wr);
 void conf_post_recv(rv_qp *qp, uint64_t wr_id, const rv_sge *sges, uint32_t n);
+
+/* A device's known difference from a case (conf-quirks.c, the one table of
+ * them): on a device whose name matches the fnmatch(3) pattern `device`, the
+ * case `case_name` meets `difference` instead of its expectation. key
+ * "status": conf_expect() waits for status `actual` where the case expects
+ * `expected`; any other key names a difference the case asks about with
+ * conf_quirk() and then checks. An entry the case did not meet fails it. */
+struct conf_quirk {
+	const char *device;
+	const char *case_name;
+	const char *key;
+	uint32_t expected, actual;
+	const char *difference; /* what the device does instead */
+	const char *reason;     /* why that is the device's behaviour, not rverbs' */
+	const char *reference;  /* where it is written down */
+};
+extern const struct conf_quirk conf_quirks[]; /* ends with a NULL device */
+
+/* Whether the quirk table gives the running case, on the running device, the
+ * difference key (printed and counted as met when it does). */
+bool conf_quirk(const char *key);
 
 /* The case tables (one per conf-*.c file). */
 extern const struct conf_case conf_rc_cases[];

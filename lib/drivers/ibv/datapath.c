@@ -533,13 +533,32 @@ int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *
 	return 0;
 }
 
+/* Whether a CQ error event of this CQ has been read and acknowledged: the
+ * only asynchronous event affiliated with a CQ is IBV_EVENT_CQ_ERR, and
+ * ibv_ack_async_event() (rv_ibv_get_async_event acks each event as it reads
+ * it) counts it in the CQ's async_events_completed. Providers that report an
+ * overflow only by that event (rxe: ibv_poll_cq keeps returning what the CQ
+ * holds, then 0) thus make rv_cq_poll return -EOVERFLOW once the CQ is empty,
+ * as it does where ibv_poll_cq itself fails. Read on the empty poll only: one
+ * load (relaxed: written once, under libibverbs' CQ mutex) and a compare. */
+static inline bool cq_err_seen(const struct rv_cq *cq)
+{
+	struct ibv_cq *icq = cq->drv_cq;
+
+	return __atomic_load_n(&icq->async_events_completed, __ATOMIC_RELAXED) != 0;
+}
+
 static int poll_failed(struct rv_cq *cq, int got)
 {
-	rv_err(EOVERFLOW, "rv_cq_poll", "ibv_poll_cq on CQ of %u entries returned %d: the CQ is "
-	       "in error", cq->cqe, got);
+	if (got == 0)
+		rv_err(EOVERFLOW, "rv_cq_poll", "the device reported a CQ error (IBV_EVENT_CQ_ERR) on this CQ "
+		       "of %u entries, and it holds no more completions", cq->cqe);
+	else
+		rv_err(EOVERFLOW, "rv_cq_poll", "ibv_poll_cq on CQ of %u entries returned %d: the CQ is "
+		       "in error", cq->cqe, got);
 	rv_err_hint("usually the CQ overflowed: more work was outstanding on its QPs than it "
-		    "has entries; size the CQ for the sum of their queue depths (the QPs are now "
-		    "in the error state)");
+		    "has entries; size the CQ for the sum of their queue depths (completions were "
+		    "lost; the QPs are in the error state, or stuck on some devices)");
 	return -EOVERFLOW;
 }
 
@@ -613,7 +632,7 @@ int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 	 * fixed up in place (imm_data byte order, reserved). */
 	got = ibv_poll_cq(cq->drv_cq, max, (struct ibv_wc *)(void *)wc);
 	if (RV_LIKELY(got == 0))
-		return 0;
+		return RV_UNLIKELY(cq_err_seen(f.cq)) ? poll_failed(f.cq, 0) : 0;
 	if (RV_LIKELY(got == 1)) { /* a busy poller's usual catch: no loop */
 		rv_ibv_wc_fix(f.wc);
 		return 1;
