@@ -183,8 +183,12 @@ fail:
  * control connection only carries the listener's port to the client. */
 int perf_rdma_connect(struct rdma *r, int fd, bool client, const char *host)
 {
+	/* As perftest: the TCP exchange unless -R asks for rdma_cm (the
+	 * listener's transport is its own, set when it is made). */
+	uint32_t transport = r->p.rdma_cm ? RV_CONN_TRANSPORT_RDMA_CM : RV_CONN_TRANSPORT_TCP;
 	rv_conn_attr a = {.mask = RV_CONN_ATTR_QPS | RV_CONN_ATTR_MR, .qps = r->qp, .num_qps = r->p.n_qps,
 			  .mr = r->mr};
+	rv_listener_attr la = {.mask = RV_LISTENER_ATTR_TRANSPORT, .transport = transport};
 	rv_listener *l = NULL;
 	uint64_t port;
 	int rc;
@@ -194,10 +198,12 @@ int perf_rdma_connect(struct rdma *r, int fd, bool client, const char *host)
 		if ((rc = net_recv_u64s(fd, &port, 1)) < 0)
 			return tool_fail("receiving the listener's port", rc), rc;
 		snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+		a.mask |= RV_CONN_ATTR_TRANSPORT;
+		a.transport = transport;
 		if ((rc = rv_connect(r->ctx, addr, &a, 30000, &r->conn)) < 0)
 			return tool_fail("rv_connect", rc), rc;
 	} else {
-		if ((rc = rv_listener_new(r->ctx, "*:0", NULL, &l)) < 0)
+		if ((rc = rv_listener_new(r->ctx, "*:0", &la, &l)) < 0)
 			return tool_fail("rv_listener_new", rc), rc;
 		port = (uint64_t)rv_listener_port(l);
 		if ((rc = net_send_u64s(fd, &port, 1)) < 0 ||

@@ -36,23 +36,24 @@ const char *perf_test_name(uint32_t test)
 
 static int send_params(int fd, const struct perf_params *p)
 {
-	uint64_t v[10] = {p->n_qps, p->tx_depth, p->rx_depth, p->cq_mod, p->inline_size, p->max_size,
-			  p->bidir, p->atomics, p->tcp_data, p->spin};
-	return net_send_u64s(fd, v, 10);
+	uint64_t v[11] = {p->n_qps, p->tx_depth, p->rx_depth, p->cq_mod, p->inline_size, p->max_size,
+			  p->bidir, p->atomics, p->tcp_data, p->spin, p->rdma_cm};
+	return net_send_u64s(fd, v, 11);
 }
 
 static int recv_params(int fd, struct perf_params *p)
 {
-	uint64_t v[10];
-	int rc = net_recv_u64s(fd, v, 10);
+	uint64_t v[11];
+	int rc = net_recv_u64s(fd, v, 11);
 
 	if (rc < 0)
 		return rc;
 	if (v[0] == 0 || v[0] > RV_CONN_MAX_QPS || v[1] == 0 || v[1] > 65536 || v[2] == 0 || v[2] > 65536 || v[3] == 0 ||
-	    v[5] > (64u << 20))
+	    v[5] > (64u << 20) || v[10] > 1)
 		return -EBADMSG;
 	*p = (struct perf_params){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4],
-				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9], 0};
+				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9],
+				  (uint32_t)v[10], 0};
 	return 0;
 }
 
@@ -444,6 +445,8 @@ static void usage(FILE *f)
 		"  -D, --duration SECONDS  run each size for about this long instead of -n\n"
 		"  -I, --inline_size BYTES max inline data (sends up to it go inline)\n"
 		"  -Q, --cq-mod N          signal one send in N (bw)\n"
+		"  -R, --rdma_cm           connect the QPs through rdma_cm (the server follows; default:\n"
+		"                          the TCP exchange of the connection helper)\n"
 		"  -e, --events            sleep on a completion channel instead of polling (this side;\n"
 		"                          rv_cq_wait in RV_CQ_WAIT_EVENT mode)\n"
 		"  -q, --qp N              number of QPs\n"
@@ -471,7 +474,8 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		{"bidirectional", no_argument, NULL, 'b'}, {"report_gbits", no_argument, NULL, 'G'},
 		{"json", no_argument, NULL, 'J'}, {"svg", required_argument, NULL, 'S'},
 		{"loopback", no_argument, NULL, 'L'}, {"compare", no_argument, NULL, 'C'},
-		{"reps", required_argument, NULL, 'R'}, {"spin", no_argument, NULL, 'P'},
+		{"reps", required_argument, NULL, 'N'}, {"spin", no_argument, NULL, 'P'},
+		{"rdma_cm", no_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -479,7 +483,7 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "d:p:s:an:D:I:Q:eq:t:r:bh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:p:s:an:D:I:Q:eq:t:r:bRh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'd': o->dev = optarg; break;
 		case 'p': o->port = atoi(optarg); break;
@@ -511,7 +515,8 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		case 'S': o->svg = optarg; break;
 		case 'L': o->loopback = true; break;
 		case 'C': o->compare = true; break;
-		case 'R': o->reps = atoi(optarg); break;
+		case 'N': o->reps = atoi(optarg); break;
+		case 'R': o->p.rdma_cm = 1; break;
 		case 'P': o->p.spin = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;

@@ -32,6 +32,7 @@ struct perf_params {
 	uint32_t atomics;    /* the client wants atomics: register the MR for them */
 	uint32_t tcp_data;   /* open a second TCP connection for the TCP baseline */
 	uint32_t spin;       /* never yield while polling, even on the software device */
+	uint32_t rdma_cm;    /* -R: connect the QPs through rdma_cm (the server follows the client) */
 	uint32_t events;     /* -e: wait on a completion channel (this side only; not sent) */
 };
 
