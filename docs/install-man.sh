@@ -57,7 +57,12 @@ for f in "$src"/*.3; do
 			mv "$dst/$name.tmp" "$dst/$name"
 		else
 			rm -f "$dst/$name.tmp"
-			sed 's,^\.so man3/\(.*\.h\.3\)$,.so man3/rverbs_\1,' "$f" >"$dst/$name"
+			# Doxygen's struct pages have a bare NAME line (`rv_wc`), which
+			# whatis/apropos cannot use: add `\- struct rv_wc of <rverbs/cq.h>`.
+			hdr=$(sed -n 's,^\\fC#include <\(rverbs/[^>]*\)>\\fP$,\1,p' "$f" | head -n 1 | sed 's,\\&,,g')
+			sed -e 's,^\.so man3/\(.*\.h\.3\)$,.so man3/rverbs_\1,' \
+			    -e "/^\.SH NAME\$/{n;/\\\\-/!s,^\([A-Za-z_][A-Za-z0-9_]*\)\$,\1 \\\\- struct \1${hdr:+ of <$hdr>},;}" \
+			    "$f" >"$dst/$name"
 		fi
 		;;
 	*) continue ;;

@@ -5,9 +5,9 @@
  * Installed as <rverbs/rverbs.hpp>. Nothing here adds behaviour to the C API;
  * it only changes how ownership and errors are spelled:
  *
- * - Owners: rverbs::device, context, pd, mr, cq, qp, listener, conn, pool,
- *   mr_cache each own one reference on
- *   their C handle. Copying takes another reference (rv_X_ref), moving
+ * - Owners: rverbs::device, context, comp_channel, pd, ah, mr, mw, cq, srq,
+ *   qp, listener, conn, pool, mr_cache each own one reference on their C
+ *   handle. Copying takes another reference (rv_X_ref), moving
  *   transfers it, destruction drops it (rv_X_unref). close() destroys the
  *   resource now and, as in C, everything that depends on it; every copy then
  *   sees a closed handle. get() gives the C handle for calls made directly.
@@ -119,6 +119,8 @@ inline bool is_closed(const std::error_code &ec) noexcept
 
 /** The message of the last failure in this thread (rv_error_last()). */
 inline std::string last_error() { return rv_error_last(); }
+/** Forget this thread's last error (rv_error_clear); last_error() is then "". */
+inline void error_clear() noexcept { rv_error_clear(); }
 
 namespace detail {
 
@@ -160,6 +162,8 @@ RVERBS_HPP_TRAITS(rv_srq, srq)
 RVERBS_HPP_TRAITS(rv_listener, listener)
 RVERBS_HPP_TRAITS(rv_conn, conn)
 RVERBS_HPP_TRAITS(rv_pool, pool)
+RVERBS_HPP_TRAITS(rv_mw, mw)
+RVERBS_HPP_TRAITS(rv_comp_channel, comp_channel)
 #undef RVERBS_HPP_TRAITS
 
 /* The registration cache has no close of its own: handle<rv_mr_cache>::close()
@@ -246,6 +250,31 @@ protected:
 			return Owner();                                                  \
 		return Owner(out, adopt);                                                \
 	}
+
+// ---- library-wide ---------------------------------------------------------
+
+/** The library's version at run time, "MAJOR.MINOR.PATCH" (rv_version). */
+inline const char *version() noexcept { return rv_version(); }
+/** The same as MAJOR * 10000 + MINOR * 100 + PATCH (rv_version_number). */
+inline uint32_t version_number() noexcept { return rv_version_number(); }
+/**
+ * Install a log handler (rv_set_log_handler; nullptr removes it). rverbs
+ * never writes to stderr itself. @p fn may be called from any thread,
+ * including the software device's, and must not throw.
+ */
+inline void set_log_handler(rv_log_fn fn, void *user = nullptr) noexcept
+{
+	rv_set_log_handler(fn, user);
+}
+/** The most verbose level passed to the handler (rv_set_log_level; default RV_LOG_WARN). */
+inline void set_log_level(rv_log_level level)
+{
+	detail::check(rv_set_log_level(level), "rv_set_log_level");
+}
+inline void set_log_level(rv_log_level level, std::error_code &ec) noexcept
+{
+	detail::check(rv_set_log_level(level), ec);
+}
 
 class device : public handle<rv_device> {
 public:
@@ -451,6 +480,39 @@ public:
 	}
 };
 
+class cq;
+
+/**
+ * A completion channel (rv_comp_channel): a descriptor that becomes readable
+ * when an armed CQ attached to it (cq::create(ctx, cqe, channel)) gets a
+ * completion. Closing it closes its CQs (and their QPs) first.
+ */
+class comp_channel : public handle<rv_comp_channel> {
+public:
+	using handle::handle;
+	comp_channel() noexcept = default;
+	comp_channel(handle<rv_comp_channel> h) noexcept : handle(std::move(h)) {}
+
+	static comp_channel create(const context &ctx)
+		RVERBS_HPP_CREATE(comp_channel, rv_comp_channel, rv_comp_channel_new, ctx.get(), nullptr)
+	static comp_channel create(const context &ctx, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(comp_channel, rv_comp_channel, rv_comp_channel_new, ctx.get(), nullptr)
+
+	/** The descriptor, for poll/epoll (owned by the channel: do not read or close it). */
+	int fd() const { return detail::check(rv_comp_channel_fd(p_), "rv_comp_channel_fd"); }
+	int fd(std::error_code &ec) const noexcept { return detail::check(rv_comp_channel_fd(p_), ec); }
+
+	/**
+	 * Take one event, waiting up to @p timeout_ms (0: do not wait; negative:
+	 * forever) (rv_comp_channel_get_event). Returns the CQ that fired (a new
+	 * reference), or an empty cq when none came (EAGAIN, ETIMEDOUT); throws on
+	 * other errors. Acknowledge each event with cq::ack_events().
+	 */
+	cq get_event(int timeout_ms);
+	/** As get_event(), with every failure, EAGAIN and ETIMEDOUT included, in @p ec. */
+	cq get_event(int timeout_ms, std::error_code &ec) noexcept;
+};
+
 class pd : public handle<rv_pd> {
 public:
 	using handle::handle;
@@ -485,6 +547,7 @@ public:
 			  std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(ah, rv_ah, rv_ah_from_wc, pd.get(), port_num, &wc, grh)
 
+	pd get_pd() const noexcept { return pd::borrow(rv_ah_pd(p_)); }
 	/** The address vector. */
 	rv_ah_attr query() const
 	{
@@ -555,6 +618,28 @@ public:
 	pd get_pd() const noexcept { return pd::borrow(rv_mr_pd(p_)); }
 };
 
+/**
+ * A memory window (rverbs/mw.h): remote access to a range of an MR, granted
+ * and revoked by binds posted on a QP (qp::bind_mw). close() stops its rkey.
+ */
+class mw : public handle<rv_mw> {
+public:
+	using handle::handle;
+	mw() noexcept = default;
+	mw(handle<rv_mw> h) noexcept : handle(std::move(h)) {}
+
+	/** An unbound window of @p type (RV_MW_TYPE_1 or RV_MW_TYPE_2) on @p pd. */
+	static mw alloc(const pd &pd, rv_mw_type type)
+		RVERBS_HPP_CREATE(mw, rv_mw, rv_mw_alloc, pd.get(), type)
+	static mw alloc(const pd &pd, rv_mw_type type, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mw, rv_mw, rv_mw_alloc, pd.get(), type)
+
+	/** The current rkey (set by the last bind posted); 0 when closed. */
+	uint32_t rkey() const noexcept { return rv_mw_rkey(p_); }
+	/** RV_MW_TYPE_1 or RV_MW_TYPE_2; 0 when closed. */
+	uint32_t type() const noexcept { return rv_mw_type_of(p_); }
+};
+
 class cq : public handle<rv_cq> {
 public:
 	using handle::handle;
@@ -565,6 +650,18 @@ public:
 		RVERBS_HPP_CREATE(cq, rv_cq, rv_cq_new, ctx.get(), attr)
 	static cq create(const context &ctx, const rv_cq_attr *attr, std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(cq, rv_cq, rv_cq_new, ctx.get(), attr)
+	/** A CQ of at least @p cqe entries (0: the default) whose events go to @p ch. */
+	static cq create(const context &ctx, uint32_t cqe, const comp_channel &ch)
+	{
+		rv_cq_attr a = channel_attr(cqe, ch);
+		return create(ctx, &a);
+	}
+	static cq create(const context &ctx, uint32_t cqe, const comp_channel &ch,
+			 std::error_code &ec) noexcept
+	{
+		rv_cq_attr a = channel_attr(cqe, ch);
+		return create(ctx, &a, ec);
+	}
 
 	/** Poll up to wc.size() completions into @p wc; returns how many. */
 	size_t poll(span<rv_wc> wc) const
@@ -582,9 +679,80 @@ public:
 	void resize(uint32_t cqe) { detail::check(rv_cq_resize(p_, cqe), "rv_cq_resize"); }
 	void resize(uint32_t cqe, std::error_code &ec) noexcept { detail::check(rv_cq_resize(p_, cqe), ec); }
 
+	/** Arm the CQ: its next completion (or next solicited one) sends one event
+	 *  to its channel (rv_cq_req_notify). Poll again after arming. */
+	void req_notify(bool solicited_only = false)
+	{
+		detail::check(rv_cq_req_notify(p_, solicited_only ? 1 : 0), "rv_cq_req_notify");
+	}
+	void req_notify(bool solicited_only, std::error_code &ec) noexcept
+	{
+		detail::check(rv_cq_req_notify(p_, solicited_only ? 1 : 0), ec);
+	}
+	/** Acknowledge @p n events comp_channel::get_event() took for this CQ. */
+	void ack_events(unsigned int n) { detail::check(rv_cq_ack_events(p_, n), "rv_cq_ack_events"); }
+	void ack_events(unsigned int n, std::error_code &ec) noexcept
+	{
+		detail::check(rv_cq_ack_events(p_, n), ec);
+	}
+	/** How wait() waits: RV_CQ_WAIT_POLL (default), RV_CQ_WAIT_EVENT or
+	 *  RV_CQ_WAIT_SPIN_THEN_BLOCK with a @p spin_ns budget (rv_cq_set_wait_mode). */
+	void set_wait_mode(rv_cq_wait_mode mode, uint64_t spin_ns = 0)
+	{
+		detail::check(rv_cq_set_wait_mode(p_, mode, spin_ns), "rv_cq_set_wait_mode");
+	}
+	void set_wait_mode(rv_cq_wait_mode mode, uint64_t spin_ns, std::error_code &ec) noexcept
+	{
+		detail::check(rv_cq_set_wait_mode(p_, mode, spin_ns), ec);
+	}
+	/**
+	 * Wait up to @p timeout_ms (0: poll once; negative: forever) for
+	 * completions, in the wait mode set (rv_cq_wait); returns how many were
+	 * written to @p wc, 0 when none came (EAGAIN, ETIMEDOUT). Throws on other
+	 * errors (RV_ECLOSED, EOVERFLOW, EINTR ...).
+	 */
+	size_t wait(span<rv_wc> wc, int timeout_ms)
+	{
+		int n = rv_cq_wait(p_, wc.data(), clamp(wc.size()), timeout_ms);
+		if (n == -EAGAIN || n == -ETIMEDOUT)
+			return 0;
+		return static_cast<size_t>(detail::check(n, "rv_cq_wait"));
+	}
+	/** As wait(), with every failure, EAGAIN and ETIMEDOUT included, in @p ec. */
+	size_t wait(span<rv_wc> wc, int timeout_ms, std::error_code &ec) noexcept
+	{
+		int n = detail::check(rv_cq_wait(p_, wc.data(), clamp(wc.size()), timeout_ms), ec);
+		return n < 0 ? 0 : static_cast<size_t>(n);
+	}
+
 private:
 	static int clamp(size_t n) noexcept { return n > 0x7fffffff ? 0x7fffffff : static_cast<int>(n); }
+	static rv_cq_attr channel_attr(uint32_t cqe, const comp_channel &ch) noexcept
+	{
+		rv_cq_attr a{};
+		a.mask = RV_CQ_ATTR_CHANNEL | (cqe ? RV_CQ_ATTR_CQE : 0);
+		a.cqe = cqe;
+		a.channel = ch.get();
+		return a;
+	}
 };
+
+inline cq comp_channel::get_event(int timeout_ms)
+{
+	rv_cq *c = nullptr;
+	int rc = rv_comp_channel_get_event(p_, timeout_ms, &c);
+	if (rc == -EAGAIN || rc == -ETIMEDOUT)
+		return cq();
+	detail::check(rc, "rv_comp_channel_get_event");
+	return cq::borrow(c);
+}
+inline cq comp_channel::get_event(int timeout_ms, std::error_code &ec) noexcept
+{
+	rv_cq *c = nullptr;
+	if (detail::check(rv_comp_channel_get_event(p_, timeout_ms, &c), ec) < 0)
+		return cq();
+	return cq::borrow(c);
+}
 
 /** A shared receive queue (rverbs/srq.h); closing it closes the QPs using it. */
 class srq : public handle<rv_srq> {
@@ -690,6 +858,122 @@ inline void set_sg_list(rv_recv_wr &wr, span<const rv_sge> sg) noexcept
 	wr.sg_list = sg.data();
 	wr.num_sge = static_cast<uint32_t>(sg.size());
 }
+
+/**
+ * Work-request builders: an rv_send_wr for each operation, signalled by
+ * default, for qp::post_send(). The scatter/gather list is pointed to, not
+ * copied: it must outlive the post (`rv_sge sg[1] = {mr.sge(0, 8)};` then
+ * `wr::send(sg)`). Immediate data is in host byte order.
+ */
+namespace wr {
+
+inline rv_send_wr make(uint32_t opcode, span<const rv_sge> sg, uint64_t wr_id,
+		       uint32_t flags) noexcept
+{
+	rv_send_wr w{};
+	w.wr_id = wr_id;
+	w.opcode = opcode;
+	w.send_flags = flags;
+	set_sg_list(w, sg);
+	return w;
+}
+/** RDMA WRITE of @p sg to @p remote_addr under @p rkey. */
+inline rv_send_wr write(span<const rv_sge> sg, uint64_t remote_addr, uint32_t rkey,
+			uint64_t wr_id = 0, uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_RDMA_WRITE, sg, wr_id, flags);
+	w.remote_addr = remote_addr;
+	w.rkey = rkey;
+	return w;
+}
+/** RDMA WRITE with immediate data: consumes a receive at the peer, whose
+ *  completion (RV_WC_RECV_RDMA_WITH_IMM) carries @p imm. */
+inline rv_send_wr write_imm(span<const rv_sge> sg, uint64_t remote_addr, uint32_t rkey,
+			    uint32_t imm, uint64_t wr_id = 0,
+			    uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = write(sg, remote_addr, rkey, wr_id, flags);
+	w.opcode = RV_WR_RDMA_WRITE_WITH_IMM;
+	w.imm_data = imm;
+	return w;
+}
+/** RDMA READ from @p remote_addr under @p rkey into @p sg. */
+inline rv_send_wr read(span<const rv_sge> sg, uint64_t remote_addr, uint32_t rkey,
+		       uint64_t wr_id = 0, uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_RDMA_READ, sg, wr_id, flags);
+	w.remote_addr = remote_addr;
+	w.rkey = rkey;
+	return w;
+}
+/** SEND of @p sg. */
+inline rv_send_wr send(span<const rv_sge> sg, uint64_t wr_id = 0,
+		       uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	return make(RV_WR_SEND, sg, wr_id, flags);
+}
+/** SEND with immediate data @p imm (the receive's completion carries it). */
+inline rv_send_wr send_imm(span<const rv_sge> sg, uint32_t imm, uint64_t wr_id = 0,
+			   uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_SEND_WITH_IMM, sg, wr_id, flags);
+	w.imm_data = imm;
+	return w;
+}
+/** SEND that also invalidates @p rkey at the peer. */
+inline rv_send_wr send_inv(span<const rv_sge> sg, uint32_t rkey, uint64_t wr_id = 0,
+			   uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_SEND_WITH_INV, sg, wr_id, flags);
+	w.imm_data = rkey;
+	return w;
+}
+/** Invalidate the local @p rkey (a type 2 memory window's). */
+inline rv_send_wr local_inv(uint32_t rkey, uint64_t wr_id = 0,
+			    uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_LOCAL_INV, span<const rv_sge>(), wr_id, flags);
+	w.imm_data = rkey;
+	return w;
+}
+/** Atomic compare and swap of the 8-byte word at @p remote_addr: if it equals
+ *  @p compare it becomes @p swap; the original lands in @p sg (8 bytes). */
+inline rv_send_wr compare_swap(span<const rv_sge> sg, uint64_t remote_addr, uint32_t rkey,
+			       uint64_t compare, uint64_t swap, uint64_t wr_id = 0,
+			       uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_ATOMIC_CMP_AND_SWP, sg, wr_id, flags);
+	w.remote_addr = remote_addr;
+	w.rkey = rkey;
+	w.compare_add = compare;
+	w.swap = swap;
+	return w;
+}
+/** Atomic fetch and add of @p add to the 8-byte word at @p remote_addr; the
+ *  original lands in @p sg (8 bytes). */
+inline rv_send_wr fetch_add(span<const rv_sge> sg, uint64_t remote_addr, uint32_t rkey,
+			    uint64_t add, uint64_t wr_id = 0,
+			    uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_ATOMIC_FETCH_AND_ADD, sg, wr_id, flags);
+	w.remote_addr = remote_addr;
+	w.rkey = rkey;
+	w.compare_add = add;
+	return w;
+}
+/** UD SEND to QP @p remote_qpn (Q_Key @p remote_qkey) at the address @p dest. */
+inline rv_send_wr ud_send(span<const rv_sge> sg, const ah &dest, uint32_t remote_qpn,
+			  uint32_t remote_qkey, uint64_t wr_id = 0,
+			  uint32_t flags = RV_SEND_SIGNALED) noexcept
+{
+	rv_send_wr w = make(RV_WR_SEND, sg, wr_id, flags);
+	w.ah = dest.get();
+	w.remote_qpn = remote_qpn;
+	w.remote_qkey = remote_qkey;
+	return w;
+}
+
+} // namespace wr
 
 class qp : public handle<rv_qp> {
 public:
@@ -850,6 +1134,25 @@ public:
 	{
 		detail::check(rv_qp_recv(p_, &local, wr_id), ec);
 	}
+	/** Post one work request (see rverbs::wr for builders). */
+	void post_send(const rv_send_wr &w) { post_send(span<const rv_send_wr>(&w, 1)); }
+	void post_send(const rv_send_wr &w, std::error_code &ec) noexcept
+	{
+		post_send(span<const rv_send_wr>(&w, 1), ec);
+	}
+
+	/** Post a bind of @p w to the range @p info (rv_qp_bind_mw): @p w gets its
+	 *  new rkey at once; the bind completes with RV_WC_BIND_MW. */
+	void bind_mw(const mw &w, const rv_mw_bind_info &info, uint64_t wr_id = 0,
+		     uint32_t send_flags = RV_SEND_SIGNALED)
+	{
+		detail::check(rv_qp_bind_mw(p_, w.get(), &info, wr_id, send_flags), "rv_qp_bind_mw");
+	}
+	void bind_mw(const mw &w, const rv_mw_bind_info &info, uint64_t wr_id, uint32_t send_flags,
+		     std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_bind_mw(p_, w.get(), &info, wr_id, send_flags), ec);
+	}
 
 private:
 	static rv_qp_init_attr init_attr(const cq &c) noexcept
@@ -883,6 +1186,142 @@ inline void soft_fault_inject(const context &ctx, rv_soft_fault_kind kind, uint3
 
 // ---- the connection helper (rverbs/conn.h) --------------------------------
 
+/**
+ * Options of conn::connect(), conn::connect_start() and listener::accept()
+ * (rv_conn_attr), set by name: each setter sets the field and its mask bit.
+ * Handles, QP arrays and bytes given are borrowed until the call returns.
+ * The shared secret of an authenticated connection is the context's
+ * (context_options::auth_secret).
+ */
+class conn_options {
+public:
+	/** The PD of the created QPs (default: a new PD). */
+	conn_options &pd(const rverbs::pd &p) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_PD;
+		a_.pd = p.get();
+		return *this;
+	}
+	/** The CQs of the created QPs (default: one new CQ for both). */
+	conn_options &cq(const rverbs::cq &send, const rverbs::cq *recv = nullptr) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_CQ;
+		a_.send_cq = send.get();
+		a_.recv_cq = recv ? recv->get() : nullptr;
+		return *this;
+	}
+	/** RV_QPT_RC (default) or RV_QPT_UC. */
+	conn_options &qp_type(uint32_t type) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_QP_TYPE;
+		a_.qp_type = type;
+		return *this;
+	}
+	/** Queue sizes of the created QPs. */
+	conn_options &qp_cap(const rv_qp_cap &cap) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_QP_CAP;
+		a_.qp_cap = cap;
+		return *this;
+	}
+	/** How many QPs the connection has (1..RV_CONN_MAX_QPS). */
+	conn_options &num_qps(uint32_t n) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_NUM_QPS;
+		a_.num_qps = n;
+		return *this;
+	}
+	/** Use these QPs (RESET or INIT, one context) instead of creating them. */
+	conn_options &qps(span<rv_qp *const> qps) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_QPS | RV_CONN_ATTR_NUM_QPS;
+		a_.qps = qps.data();
+		a_.num_qps = qps.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(qps.size());
+		return *this;
+	}
+	/** Advertise this region (address, length, rkey) to the peer. */
+	conn_options &mr(const rverbs::mr &m) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_MR;
+		a_.mr = m.get();
+		return *this;
+	}
+	/** Application data for the peer (≤ RV_CONN_PRIVATE_DATA_MAX bytes). */
+	conn_options &private_data(span<const uint8_t> data) noexcept
+	{
+		return private_data(data.data(), data.size());
+	}
+	conn_options &private_data(std::string_view data) noexcept
+	{
+		return private_data(data.data(), data.size());
+	}
+	/** rv_endpoint_caps the peer's device must have (RV_EP_CAP_ATOMIC, RV_EP_CAP_IMM). */
+	conn_options &required_caps(uint32_t caps) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_REQUIRED_CAPS;
+		a_.required_caps = caps;
+		return *this;
+	}
+	/** An rv_conn_transport (default RV_CONN_TRANSPORT_AUTO). */
+	conn_options &transport(uint32_t t) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_TRANSPORT;
+		a_.transport = t;
+		return *this;
+	}
+	/** The C attributes, for rv_connect() called directly. */
+	const rv_conn_attr &c_attr() const noexcept { return a_; }
+
+private:
+	conn_options &private_data(const void *p, std::size_t n) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_PRIVATE_DATA;
+		a_.private_data = p;
+		// Too long for the C field: a length the C call refuses (-EINVAL).
+		a_.private_data_len = n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n);
+		return *this;
+	}
+
+	rv_conn_attr a_{};
+};
+
+/** Options of listener::create() (rv_listener_attr), set by name. */
+class listener_options {
+public:
+	/** listen(2) backlog (default 128). */
+	listener_options &backlog(uint32_t n) noexcept
+	{
+		a_.mask |= RV_LISTENER_ATTR_BACKLOG;
+		a_.backlog = n;
+		return *this;
+	}
+	/** How long one client may take over its exchange (default 5000 ms). */
+	listener_options &handshake_timeout_ms(uint32_t ms) noexcept
+	{
+		a_.mask |= RV_LISTENER_ATTR_HANDSHAKE_TIMEOUT;
+		a_.handshake_timeout_ms = ms;
+		return *this;
+	}
+	/** Clients in the middle of an exchange at once (default 256). */
+	listener_options &max_pending(uint32_t n) noexcept
+	{
+		a_.mask |= RV_LISTENER_ATTR_MAX_PENDING;
+		a_.max_pending = n;
+		return *this;
+	}
+	/** An rv_conn_transport (default RV_CONN_TRANSPORT_AUTO). */
+	listener_options &transport(uint32_t t) noexcept
+	{
+		a_.mask |= RV_LISTENER_ATTR_TRANSPORT;
+		a_.transport = t;
+		return *this;
+	}
+	const rv_listener_attr &c_attr() const noexcept { return a_; }
+
+private:
+	rv_listener_attr a_{};
+};
+
 /** A connection from the connection helper: connected QPs in RTS. */
 class conn : public handle<rv_conn> {
 public:
@@ -903,6 +1342,26 @@ public:
 	static conn connect_start(const context &ctx, const char *addr, const rv_conn_attr *attr,
 				  std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(conn, rv_conn, rv_connect_start, ctx.get(), addr, attr)
+	/** With options set by name: conn::connect(ctx, addr, conn_options().mr(m), 5000). */
+	static conn connect(const context &ctx, const char *addr, const conn_options &opts,
+			    int timeout_ms = -1)
+	{
+		return connect(ctx, addr, &opts.c_attr(), timeout_ms);
+	}
+	static conn connect(const context &ctx, const char *addr, const conn_options &opts,
+			    int timeout_ms, std::error_code &ec) noexcept
+	{
+		return connect(ctx, addr, &opts.c_attr(), timeout_ms, ec);
+	}
+	static conn connect_start(const context &ctx, const char *addr, const conn_options &opts)
+	{
+		return connect_start(ctx, addr, &opts.c_attr());
+	}
+	static conn connect_start(const context &ctx, const char *addr, const conn_options &opts,
+				  std::error_code &ec) noexcept
+	{
+		return connect_start(ctx, addr, &opts.c_attr(), ec);
+	}
 
 	/** Process the control channel; returns an rv_conn_event. */
 	uint32_t poll(int timeout_ms = 0)
@@ -990,6 +1449,15 @@ public:
 	static listener create(const context &ctx, const char *addr, const rv_listener_attr *attr,
 			       std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(listener, rv_listener, rv_listener_new, ctx.get(), addr, attr)
+	static listener create(const context &ctx, const char *addr, const listener_options &opts)
+	{
+		return create(ctx, addr, &opts.c_attr());
+	}
+	static listener create(const context &ctx, const char *addr, const listener_options &opts,
+			       std::error_code &ec) noexcept
+	{
+		return create(ctx, addr, &opts.c_attr(), ec);
+	}
 
 	int port() const { return detail::check(rv_listener_port(p_), "rv_listener_port"); }
 	int fd() const { return detail::check(rv_listener_fd(p_), "rv_listener_fd"); }
@@ -998,6 +1466,14 @@ public:
 		RVERBS_HPP_CREATE(conn, rv_conn, rv_listener_accept, p_, attr, timeout_ms)
 	conn accept(const rv_conn_attr *attr, int timeout_ms, std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(conn, rv_conn, rv_listener_accept, p_, attr, timeout_ms)
+	conn accept(const conn_options &opts, int timeout_ms = -1)
+	{
+		return accept(&opts.c_attr(), timeout_ms);
+	}
+	conn accept(const conn_options &opts, int timeout_ms, std::error_code &ec) noexcept
+	{
+		return accept(&opts.c_attr(), timeout_ms, ec);
+	}
 };
 
 // ---- registered memory: pool and registration cache -----------------------

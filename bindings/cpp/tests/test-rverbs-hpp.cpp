@@ -1,7 +1,9 @@
 // The C++ binding: RAII ownership (copy = ref, move = transfer), both error
 // styles, cascading close, use after close, destruction in random orders, the
-// span views, and RC SEND/RECV, WRITE and READ over soft0. Cases that need
-// soft0 skip without it.
+// span views, and RC SEND/RECV, WRITE and READ over soft0; completion
+// channels and wait modes, the work-request builders (immediate data,
+// atomics, LOCAL_INV), memory windows, the connection helper's options and
+// the library-wide calls. Cases that need soft0 skip without it.
 #include <rverbs/rverbs.hpp>
 
 #include <algorithm>
@@ -628,6 +630,310 @@ TEST_CASE(context_options_bad_secret_refused_both_styles)
 		CHECK(std::string(e.func()) == "rv_context_new");
 		CHECK(e.detail().find("secret") != std::string::npos);
 	}
+}
+
+TEST_CASE(library_version_log_level_and_error_clear)
+{
+	CHECK(std::string(version()) == RVERBS_VERSION_STRING);
+	CHECK(version_number() == RVERBS_VERSION_MAJOR * 10000u + RVERBS_VERSION_MINOR * 100u +
+					  RVERBS_VERSION_PATCH);
+	std::error_code ec;
+	set_log_level(static_cast<rv_log_level>(99), ec);
+	CHECK(ec == std::errc::invalid_argument && !last_error().empty());
+	error_clear();
+	CHECK(last_error().empty());
+	bool threw = false;
+	try {
+		set_log_level(static_cast<rv_log_level>(-1));
+	} catch (const error &e) {
+		threw = e.code() == std::errc::invalid_argument &&
+			std::string(e.func()) == "rv_set_log_level";
+	}
+	CHECK(threw);
+	{
+		std::lock_guard<std::mutex> g(auth_log_lock);
+		auth_log.clear();
+	}
+	// Choosing the default device logs why at RV_LOG_INFO: dropped at the
+	// default level, passed to the handler at RV_LOG_DEBUG.
+	set_log_handler(log_to_string);
+	set_log_level(RV_LOG_WARN);
+	device::default_device();
+	bool quiet;
+	{
+		std::lock_guard<std::mutex> g(auth_log_lock);
+		quiet = auth_log.empty();
+	}
+	set_log_level(RV_LOG_DEBUG);
+	device::default_device();
+	set_log_level(RV_LOG_WARN);
+	set_log_handler(nullptr);
+	std::lock_guard<std::mutex> g(auth_log_lock);
+	CHECK(quiet);
+	CHECK(auth_log.find("default device") != std::string::npos);
+}
+
+// Two QPs of two soft0 contexts, a's CQ on a completion channel, connected.
+struct channel_pair {
+	context ca, cb;
+	comp_channel ch;
+	cq cqa, cqb;
+	pd pda, pdb;
+	qp qa, qb;
+	mr ma, mb;
+};
+
+std::unique_ptr<channel_pair> connected_channel_pair()
+{
+	auto p = std::make_unique<channel_pair>();
+	p->ca = soft_context();
+	p->cb = soft_context();
+	p->ch = comp_channel::create(p->ca);
+	p->cqa = cq::create(p->ca, 64, p->ch);
+	p->cqb = cq::create(p->cb);
+	p->pda = pd::create(p->ca);
+	p->pdb = pd::create(p->cb);
+	p->qa = qp::create(p->pda, p->cqa);
+	p->qb = qp::create(p->pdb, p->cqb);
+	p->ma = mr::alloc(p->pda, 65536, RV_ACCESS_ALL_REMOTE);
+	p->mb = mr::alloc(p->pdb, 65536, RV_ACCESS_ALL_REMOTE);
+	rv_endpoint ea = p->qa.endpoint(), eb = p->qb.endpoint();
+	std::error_code eca, ecb;
+	std::thread t([&] { p->qb.connect(ea, ecb); });
+	p->qa.connect(eb, eca);
+	t.join();
+	CHECK(!eca && !ecb);
+	return p;
+}
+
+TEST_CASE(completion_channel_events_and_cq_wait_modes)
+{
+	auto p = connected_channel_pair();
+	CHECK(p->ch.fd() >= 0);
+	CHECK(p->cqa.size() >= 64);
+	// Nothing armed, nothing fired: no event (empty cq, or EAGAIN in ec).
+	CHECK(!p->ch.get_event(0));
+	std::error_code ec;
+	CHECK(!p->ch.get_event(0, ec) && ec == std::errc::resource_unavailable_try_again);
+
+	// Armed, a WRITE completes: one event for cqa, acknowledged, then polled.
+	p->cqa.req_notify();
+	p->qa.write(p->ma.sge(0, 64), reinterpret_cast<uintptr_t>(p->mb.addr()), p->mb.rkey(), 1);
+	cq fired = p->ch.get_event(10000);
+	CHECK(fired && fired == p->cqa);
+	fired.ack_events(1);
+	CHECK(wait_one(p->cqa).wr_id == 1);
+	p->cqa.ack_events(1, ec);
+	CHECK(ec == std::errc::invalid_argument); // more than were taken
+
+	rv_wc wc[4];
+	for (rv_cq_wait_mode mode : {RV_CQ_WAIT_POLL, RV_CQ_WAIT_EVENT, RV_CQ_WAIT_SPIN_THEN_BLOCK}) {
+		p->cqa.set_wait_mode(mode, mode == RV_CQ_WAIT_SPIN_THEN_BLOCK ? 20000 : 0);
+		// Nothing pending: 0 after the timeout, EAGAIN at once in ec.
+		CHECK(p->cqa.wait(span<rv_wc>(wc), 20) == 0);
+		CHECK(p->cqa.wait(span<rv_wc>(wc), 0, ec) == 0 &&
+		      ec == std::errc::resource_unavailable_try_again);
+		uint64_t id = 10 + static_cast<uint64_t>(mode);
+		p->qa.write(p->ma.sge(0, 64), reinterpret_cast<uintptr_t>(p->mb.addr()), p->mb.rkey(), id);
+		size_t n = p->cqa.wait(span<rv_wc>(wc), 10000);
+		CHECK(n == 1 && wc[0].wr_id == id && wc[0].status == RV_WC_SUCCESS);
+	}
+	// Event modes need a channel.
+	p->cqb.set_wait_mode(RV_CQ_WAIT_EVENT, 0, ec);
+	CHECK(ec == std::errc::invalid_argument);
+	p->cqb.req_notify(true, ec);
+	CHECK(ec == std::errc::invalid_argument);
+
+	// Closing the channel closes its CQ and the QP on it.
+	p->ch.close();
+	p->cqa.req_notify(false, ec);
+	CHECK(is_closed(ec));
+	p->qa.state(ec);
+	CHECK(is_closed(ec));
+	p->ch.fd(ec);
+	CHECK(is_closed(ec));
+}
+
+TEST_CASE(work_request_builders_immediate_data_and_atomics)
+{
+	auto [a, b] = connected_pair();
+	rv_sge send_sg[1] = {a->mr_.sge(0, 100)};
+	rv_sge recv_sg[1] = {b->mr_.sge(8192, 4096)};
+	rv_recv_wr rwr{};
+	set_sg_list(rwr, recv_sg);
+
+	// SEND with immediate data.
+	std::memset(a->mr_.addr(), 0x42, 100);
+	rwr.wr_id = 21;
+	CHECK(b->qp_.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	a->qp_.post_send(wr::send_imm(send_sg, 0xdeadbeef, 1, RV_SEND_SIGNALED | RV_SEND_SOLICITED));
+	rv_wc wc = wait_one(a->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_SEND && wc.wr_id == 1);
+	wc = wait_one(b->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_RECV && wc.wr_id == 21);
+	CHECK((wc.wc_flags & RV_WC_WITH_IMM) && wc.imm_data == 0xdeadbeef && wc.byte_len == 100);
+
+	// WRITE with immediate data: the data lands where written, a receive
+	// completes with the immediate.
+	uint64_t braddr = reinterpret_cast<uintptr_t>(b->mr_.addr());
+	rwr.wr_id = 22;
+	CHECK(b->qp_.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	a->qp_.post_send(wr::write_imm(send_sg, braddr + 1024, b->mr_.rkey(), 42, 2));
+	CHECK(wait_one(a->cq_).status == RV_WC_SUCCESS);
+	wc = wait_one(b->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_RECV_RDMA_WITH_IMM && wc.wr_id == 22);
+	CHECK((wc.wc_flags & RV_WC_WITH_IMM) && wc.imm_data == 42);
+	CHECK(all_bytes(*b, 1024, 0x42, 100));
+
+	// Plain SEND, WRITE and READ builders.
+	rwr.wr_id = 23;
+	CHECK(b->qp_.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	a->qp_.post_send(wr::send(send_sg, 3));
+	CHECK(wait_one(a->cq_).opcode == RV_WC_SEND);
+	wc = wait_one(b->cq_);
+	CHECK(wc.wr_id == 23 && !(wc.wc_flags & RV_WC_WITH_IMM));
+	a->qp_.post_send(wr::write(send_sg, braddr + 2048, b->mr_.rkey(), 4));
+	wc = wait_one(a->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_RDMA_WRITE && wc.wr_id == 4);
+	CHECK(all_bytes(*b, 2048, 0x42, 100));
+	std::memset(static_cast<uint8_t *>(b->mr_.addr()) + 3072, 0x37, 32);
+	rv_sge read_sg[1] = {a->mr_.sge(4096, 32)};
+	a->qp_.post_send(wr::read(read_sg, braddr + 3072, b->mr_.rkey(), 5));
+	wc = wait_one(a->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_RDMA_READ && wc.byte_len == 32);
+	CHECK(all_bytes(*a, 4096, 0x37, 32));
+
+	// Atomics on the 8-byte word at b's offset 64.
+	if (a->ctx.query_device().atomic_cap == RV_ATOMIC_NONE)
+		SKIP("the device has no atomics");
+	uint64_t v = 40;
+	std::memcpy(static_cast<uint8_t *>(b->mr_.addr()) + 64, &v, 8);
+	rv_sge old_sg[1] = {a->mr_.sge(8192, 8)};
+	a->qp_.post_send(wr::fetch_add(old_sg, braddr + 64, b->mr_.rkey(), 2, 6));
+	wc = wait_one(a->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_FETCH_ADD && wc.byte_len == 8);
+	std::memcpy(&v, static_cast<uint8_t *>(a->mr_.addr()) + 8192, 8);
+	CHECK(v == 40);
+	a->qp_.post_send(wr::compare_swap(old_sg, braddr + 64, b->mr_.rkey(), 42, 7, 7));
+	wc = wait_one(a->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_COMP_SWAP);
+	std::memcpy(&v, static_cast<uint8_t *>(a->mr_.addr()) + 8192, 8);
+	CHECK(v == 42);
+	a->qp_.post_send(wr::compare_swap(old_sg, braddr + 64, b->mr_.rkey(), 42, 9, 8));
+	CHECK(wait_one(a->cq_).status == RV_WC_SUCCESS);
+	std::memcpy(&v, static_cast<uint8_t *>(b->mr_.addr()) + 64, 8);
+	CHECK(v == 7); // 42 -> 7, then no match: stays 7
+}
+
+TEST_CASE(memory_windows_bind_write_invalidate_close)
+{
+	auto [a, b] = connected_pair();
+	mr region = mr::alloc(b->pd_, 8192, RV_ACCESS_ALL_REMOTE | RV_ACCESS_MW_BIND);
+	uint64_t base = reinterpret_cast<uintptr_t>(region.addr());
+	rv_mw_bind_info info{};
+	info.mr = region.get();
+	info.addr = base + 4096;
+	info.length = 1024;
+	info.access = RV_ACCESS_REMOTE_WRITE;
+
+	std::error_code ec;
+	mw w2 = mw::alloc(b->pd_, RV_MW_TYPE_2, ec);
+	if (ec == std::errc::not_supported || ec == std::errc::operation_not_supported)
+		SKIP("the device has no memory windows");
+	CHECK(!ec && w2.type() == RV_MW_TYPE_2);
+	mw w1 = mw::alloc(b->pd_, RV_MW_TYPE_1);
+	CHECK(w1.type() == RV_MW_TYPE_1);
+	auto window_bytes = [&](size_t off, uint8_t v) {
+		const uint8_t *p = static_cast<const uint8_t *>(region.addr()) + 4096 + off;
+		return std::all_of(p, p + 16, [v](uint8_t x) { return x == v; });
+	};
+
+	// Type 2, bound on b's QP: a WRITE through the window's rkey lands.
+	b->qp_.bind_mw(w2, info, 77);
+	rv_wc wc = wait_one(b->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_BIND_MW && wc.wr_id == 77);
+	CHECK(w2.rkey() != 0 && w2.rkey() != region.rkey());
+	std::memset(a->mr_.addr(), 0x6b, 16);
+	a->qp_.write(a->mr_.sge(0, 16), base + 4096, w2.rkey(), 1);
+	CHECK(wait_one(a->cq_).status == RV_WC_SUCCESS);
+	CHECK(window_bytes(0, 0x6b));
+	// Invalidated by the LOCAL_INV builder.
+	b->qp_.post_send(wr::local_inv(w2.rkey(), 9));
+	wc = wait_one(b->cq_);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.opcode == RV_WC_LOCAL_INV && wc.wr_id == 9);
+
+	// Type 1: bound, written through, then closed: its key stops working.
+	b->qp_.bind_mw(w1, info, 78);
+	CHECK(wait_one(b->cq_).opcode == RV_WC_BIND_MW);
+	uint32_t key1 = w1.rkey();
+	CHECK(key1 != 0);
+	a->qp_.write(a->mr_.sge(0, 16), base + 4096 + 16, key1, 2);
+	CHECK(wait_one(a->cq_).status == RV_WC_SUCCESS);
+	CHECK(window_bytes(16, 0x6b));
+	w1.close();
+	CHECK(w1.rkey() == 0 && w1.type() == 0);
+	b->qp_.bind_mw(w1, info, 79, RV_SEND_SIGNALED, ec);
+	CHECK(is_closed(ec));
+	std::memset(static_cast<uint8_t *>(region.addr()) + 4096 + 32, 0x5a, 16);
+	a->qp_.write(a->mr_.sge(0, 16), base + 4096 + 32, key1, 3);
+	CHECK(wait_one(a->cq_).status == RV_WC_REM_ACCESS_ERR);
+	CHECK(window_bytes(32, 0x5a));
+}
+
+TEST_CASE(connection_helper_options_by_name)
+{
+	// Both contexts prove the same secret (context_options); the server
+	// advertises an MR and sends data, both ask for two QPs.
+	device d = soft_device();
+	const std::string secret = "conn helper secret";
+	context sctx = context::open(d, context_options().auth_secret(secret));
+	context cctx = context::open(d, context_options().auth_secret(secret));
+	pd spd = pd::create(sctx);
+	cq scq = cq::create(sctx);
+	mr smr = mr::alloc(spd, 4096, RV_ACCESS_ALL_REMOTE);
+	listener l = listener::create(sctx, "127.0.0.1:0",
+				      listener_options().backlog(16).handshake_timeout_ms(10000).max_pending(8)
+					      .transport(RV_CONN_TRANSPORT_AUTO));
+	rv_qp_cap cap{};
+	cap.max_send_wr = 32;
+	cap.max_recv_wr = 32;
+	cap.max_send_sge = 1;
+	cap.max_recv_sge = 1;
+	conn_options so;
+	so.pd(spd).cq(scq).mr(smr).private_data("from server").num_qps(2).qp_type(RV_QPT_RC).qp_cap(cap);
+	CHECK(so.c_attr().mask == (RV_CONN_ATTR_PD | RV_CONN_ATTR_CQ | RV_CONN_ATTR_MR |
+				   RV_CONN_ATTR_PRIVATE_DATA | RV_CONN_ATTR_NUM_QPS |
+				   RV_CONN_ATTR_QP_TYPE | RV_CONN_ATTR_QP_CAP));
+	conn server;
+	std::error_code sec;
+	std::thread t([&] { server = l.accept(so, 20000, sec); });
+	std::string addr = "127.0.0.1:" + std::to_string(l.port());
+	std::error_code cec;
+	conn client = conn::connect(cctx, addr.c_str(),
+				    conn_options().num_qps(2).required_caps(RV_EP_CAP_ATOMIC | RV_EP_CAP_IMM)
+					    .transport(RV_CONN_TRANSPORT_AUTO),
+				    20000, cec);
+	t.join();
+	CHECK(!cec && !sec && client && server);
+	CHECK(client.num_qps() == 2 && server.num_qps() == 2);
+	CHECK(server.pd() == spd && server.cq() == scq);
+	CHECK(server.qp(1).cap().max_send_wr >= 32);
+	std::vector<uint8_t> pdata = client.peer_data();
+	CHECK(std::string(pdata.begin(), pdata.end()) == "from server");
+	rv_endpoint peer = client.peer_endpoint(1);
+	CHECK((peer.mask & RV_ENDPOINT_MR) && peer.mr_rkey == smr.rkey());
+	mr cmr = mr::alloc(client.pd(), 4096, RV_ACCESS_LOCAL_WRITE);
+	std::memcpy(cmr.addr(), "opts", 5);
+	client.qp(1).write(cmr.sge(0, 5), peer.mr_addr, peer.mr_rkey, 5);
+	CHECK(wait_one(client.cq()).status == RV_WC_SUCCESS);
+	CHECK(std::memcmp(smr.addr(), "opts", 5) == 0);
+
+	// The caller's own QPs: qps() sets the array, its length and both bits.
+	conn_options mine;
+	rv_qp *raw[1] = {server.qp(0).get()};
+	mine.qps(span<rv_qp *const>(raw));
+	CHECK(mine.c_attr().num_qps == 1 && mine.c_attr().qps == raw &&
+	      (mine.c_attr().mask & RV_CONN_ATTR_QPS) && (mine.c_attr().mask & RV_CONN_ATTR_NUM_QPS));
 }
 
 int main()

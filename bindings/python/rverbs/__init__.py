@@ -15,7 +15,8 @@ drops it in close() or when it is garbage collected, in any order; close()
 destroys the resource now and, as in C, everything that depends on it, which
 the Python objects then report as closed.
 
-The library is found through RVERBS_LIBRARY (a path), else by its installed
+The library is found through RVERBS_LIBRARY (a path), else inside the package
+(a pip install puts it there), else by its installed
 soname. All calls into C run without the GIL.
 """
 import pkgutil as _pkgutil

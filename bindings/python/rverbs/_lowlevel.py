@@ -5,6 +5,8 @@ from the public headers at build time (rverbs._cdef); `lib` is librverbs opened
 with ffi.dlopen():
 
 - RVERBS_LIBRARY=/path/to/librverbs.so.N in the environment (in-tree tests);
+- else the librverbs inside this package, where a pip wheel puts it
+  (librverbs.so.N.A.R next to this file);
 - else the installed soname, librverbs.so.<soname>, through the dynamic
   loader's usual search path.
 
@@ -23,8 +25,24 @@ ffi = FFI()
 ffi.cdef(_cdef.CDEF)
 
 
+def _bundled():
+    """The librverbs a pip wheel installed inside this package, or None.
+
+    meson installs librverbs.so.N.A.R (the wheel holds no symlinks); the
+    soname first, in case a copy under that name is there.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    names = [_cdef.SONAME] + sorted(n for n in os.listdir(here)
+                                    if n.startswith(_cdef.SONAME + "."))
+    for name in names:
+        path = os.path.join(here, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
 def _load():
-    path = os.environ.get("RVERBS_LIBRARY") or _cdef.SONAME
+    path = os.environ.get("RVERBS_LIBRARY") or _bundled() or _cdef.SONAME
     try:
         return ffi.dlopen(path)
     except OSError as e:
