@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "sha256.h"
+#include "completion.h"
 #include "soft.h"
 
 /* A connection-setup warning: at most SOFT_SETUP_LOG_PER_S a second per

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "completion.h"
 #include "soft.h"
 
 static uint32_t wr_cap(uint32_t opcode)

@@ -44,6 +44,7 @@
  */
 #include <string.h>
 
+#include "completion.h"
 #include "soft.h"
 
 /* 0 = infinite (timeout 0, as in verbs). */

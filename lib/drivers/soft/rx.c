@@ -32,6 +32,7 @@
 #include <sys/uio.h>
 
 #include "crc32c.h"
+#include "completion.h"
 #include "soft.h"
 
 static bool before(uint32_t a, uint32_t b)

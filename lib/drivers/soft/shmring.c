@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "completion.h"
 #include "soft.h"
 
 #define RING_HDR 4096u

@@ -645,15 +645,9 @@ int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int soft_cq_destroy(struct rv_cq *cq);
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
 int soft_cq_resize(struct rv_cq *cq, uint32_t cqe);
-/* false when the CQ is full: the completion is lost and the CQ reports -EOVERFLOW. */
-bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
-/* As soft_cq_push; solicited: a receive completion of a SEND with SE. */
-bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited);
 int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only);
 /* rv_cq_wait's blocking step (driver.h cq_block): see "Progress" in README.md. */
 int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns);
-/* A thread blocks in soft_cq_block on cq, reading its QPs' sockets itself. */
-bool soft_cq_waited(const struct rv_cq *cq);
 int soft_comp_channel_create(struct rv_comp_channel *ch);
 int soft_comp_channel_destroy(struct rv_comp_channel *ch);
 int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq);
@@ -665,20 +659,6 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr);
 int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr);
 int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
-/* Complete finished send WRs in order (q->lock held). */
-void soft_sq_complete(struct soft_qp *q);
-/* If a CQ of q overflowed, move q to ERR and have the progress thread close
- * its connection (q->lock held). */
-void soft_qp_check_overflow(struct soft_qp *q);
-/*
- * Move q to ERR (q->lock held): send WRs before index fail complete as
- * successful if the peer confirmed them (else they flush), the one at fail
- * gets status, the rest and every receive WR flush; rq_status, if not FLUSH, goes to the receive WR
- * being filled. If term is true the queued TERMINATE is sent before the
- * connection closes. fail == q->sq_tail fails nothing in particular.
- */
-void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term);
-
 /* ---- conn.c ---- */
 int soft_conn_start(struct soft_qp *q);           /* active side, at RTR */
 void soft_conn_adopt_pending(struct soft_qp *q);  /* passive side, at RTR */

@@ -28,6 +28,7 @@
 #include <sys/uio.h>
 
 #include "crc32c.h"
+#include "completion.h"
 #include "soft.h"
 
 /* Room for one more READ request of any kind (internal confirmations included). */

@@ -35,6 +35,7 @@
 
 #include "qp_state.h"
 #include "roce.h"
+#include "completion.h"
 #include "soft.h"
 
 /* Path MTU of soft0's UD: the largest message in one datagram. */
