@@ -28,8 +28,8 @@
 
 #include <rverbs/rverbs.h>
 
-#include "drivers/soft/sha256.h"
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/sha256.h"
+#include "drivers/soft/wire/wire.h"
 
 /* The wire facts of auth.c, restated here so the test checks them independently. */
 #define AUTH_OPCODE 0xCu

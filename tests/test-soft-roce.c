@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "drivers/soft/roce.h"
+#include "drivers/soft/wire/roce.h"
 
 static struct rv_roce_addr loop4(void)
 {

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "drivers/soft/crc32c.h"
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/crc32c.h"
+#include "drivers/soft/wire/wire.h"
 
 static void test_soft_wire__crc32c_known_vectors(void **state)
 {

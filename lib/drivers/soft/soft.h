@@ -28,7 +28,7 @@
 #include <sys/socket.h>
 
 #include "driver.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 /* Limits reported by query_device and enforced at create. */
 #define SOFT_MAX_QP 65536u

@@ -30,8 +30,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "completion.h"
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/soft.h"
 
 static uint32_t wr_cap(uint32_t opcode)
 {

@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sha256.h"
-#include "soft.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/sha256.h"
 
 /* epoll tags for the two fds that are not connections. */
 static char tag_listener, tag_eventfd;

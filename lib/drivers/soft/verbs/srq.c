@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "soft.h"
+#include "drivers/soft/soft.h"
 
 int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 {

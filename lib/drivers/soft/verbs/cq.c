@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "completion.h"
+#include "drivers/soft/completion.h"
 
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 {

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "completion.h"
+#include "drivers/soft/completion.h"
 #include "qp_state.h"
 
 static _Atomic uint32_t qpn_counter;
