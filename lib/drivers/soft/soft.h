@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "driver.h"
 #include "wire/wire.h"
@@ -507,6 +509,49 @@ static inline bool soft_wr_has_response(uint32_t opcode)
 	       opcode == RV_WR_ATOMIC_FETCH_AND_ADD || opcode == RV_WR_BIND_MW || opcode == RV_WR_LOCAL_INV;
 }
 
+/*
+ * ---- what every stage may ask of its context ----
+ * The clocks, the progress thread's wake-up and the QP table's lookup: small
+ * and used by every stage (transports, completion, verbs objects), so they
+ * stand here beside struct soft_ctx instead of in verbs/context.c, which the
+ * stages below it must not call back up into.
+ */
+static inline int64_t soft_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline int64_t soft_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Wake the progress thread through its eventfd. */
+static inline void soft_kick(struct soft_ctx *sc)
+{
+	uint64_t one = 1;
+
+	atomic_store(&sc->kicked, true);
+	if (write(sc->evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the thread is already woken. */
+	}
+}
+
+/* The QP numbered qpn in sc's table, or NULL. */
+static inline struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < sc->n_qps; i++)
+		if (sc->qps[i]->qpn == qpn)
+			return sc->qps[i];
+	return NULL;
+}
+
 /* ---- ext.c (RFC 7306 on the requester) ---- */
 /* Post-time check of an IMM/atomic WR: negotiated, well formed. */
 int soft_ext_check_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i);
@@ -534,19 +579,15 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
 int soft_context_close(struct rv_context *ctx);
 /* rv_driver.auth_mac: HMAC-SHA256 with the context's secret (1), or 0 without one. */
 int soft_context_auth_mac(struct rv_context *ctx, const void *msg, size_t len, uint8_t out[32]);
-int64_t soft_now_ms(void);
-int64_t soft_now_us(void);
 /* From a poller that found its CQ empty, sc->lock held: handle what epoll
  * has now (without waiting), as the progress thread would. */
 void soft_ctx_poll_progress(struct soft_ctx *sc);
-void soft_kick(struct soft_ctx *sc);
 /* A waiter that watched streams leaves (soft_cq_block): the progress thread
  * must look within SOFT_POLL_HANDBACK_US whether it comes back. Returns the
  * time it stamped (µs), for the caller's own use. */
 int64_t soft_ctx_waiter_left(struct soft_ctx *sc);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
 void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
-struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn);
 
 /* ---- mr.c ---- */
 int soft_pd_alloc(struct rv_pd *pd);
