@@ -1,7 +1,8 @@
 /*
  * The completion module of the software device (see completion.h): work
  * completions into CQ rings, in-order completion of a send queue, a QP's
- * move to ERR with the flush of its work.
+ * move to ERR with the flush of its work, and the receive WR a message lands
+ * in (the QP's receive queue or its SRQ).
  *
  * Producers are posting threads (flushes, local errors, sends framed at post
  * time) and the progress thread, so pushes take cq->lock. An armed CQ
@@ -208,4 +209,58 @@ bool soft_cq_waited(const struct rv_cq *cq)
 	const struct soft_cq *c = cq ? cq->drv_cq : NULL;
 
 	return c && atomic_load_explicit(&c->waiters, memory_order_relaxed) != 0;
+}
+
+/* Take the SRQ's head WR into q's private slot (q->lock held). */
+static bool srq_take(struct soft_qp *q)
+{
+	struct soft_srq *s = q->srq;
+	const struct soft_rwqe *w;
+	bool limit_hit = false;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->head == s->tail) {
+		q->srq_gen_seen = atomic_load(&s->gen);
+		atomic_store(&s->starving, true);
+		pthread_mutex_unlock(&s->lock);
+		return false;
+	}
+	w = &s->rq[s->head % s->size];
+	q->srq_wqe.wr_id = w->wr_id;
+	q->srq_wqe.num_sge = w->num_sge;
+	memcpy(q->srq_wqe.sge, w->sge, w->num_sge * sizeof(rv_sge));
+	s->head++;
+	/* ibv_modify_srq(3): the event fires when fewer than srq_limit WRs
+	 * remain, then the limit disarms until armed again. */
+	if (s->limit && s->tail - s->head < s->limit) {
+		s->limit = 0;
+		limit_hit = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (limit_hit)
+		soft_event_post(q->sc, RV_EVENT_SRQ_LIMIT_REACHED, &s->srq->obj);
+	q->srq_have = true;
+	return true;
+}
+
+struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
+{
+	if (!q->srq)
+		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head % q->rq_size] : NULL;
+	if (!q->srq_have && !srq_take(q))
+		return NULL;
+	return &q->srq_wqe;
+}
+
+void soft_rq_consume(struct soft_qp *q)
+{
+	if (q->srq)
+		q->srq_have = false;
+	else
+		q->rq_head++;
+}
+
+bool soft_srq_resumable(const struct soft_qp *q)
+{
+	return q->srq && q->conn && q->conn->rx_stalled && atomic_load(&q->srq->gen) != q->srq_gen_seen;
 }

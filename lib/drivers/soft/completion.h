@@ -3,8 +3,9 @@
  * rx.c, conn.c, shmring.c, retry.c, ext.c, ud.c) and the verbs objects call
  * *down* into to finish work: push a work completion to a CQ (and fire its
  * completion channel), complete a QP's send queue in order, fail a QP and
- * flush its work, flush work posted to a QP in ERR. Raising the asynchronous
- * events that go with it is event.c's (soft_event_post).
+ * flush its work, flush work posted to a QP in ERR, take the receive WR a
+ * message lands in (from the QP's receive queue or its SRQ). Raising the
+ * asynchronous events that go with it is event.c's (soft_event_post).
  *
  * The CQ ring and the completion channel are shared with cq.c (the verbs
  * object: create, resize, poll, arm, wait), which is why their structures
@@ -73,5 +74,14 @@ void soft_qp_check_overflow(struct soft_qp *q);
 void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term);
 /* Work posted to a QP in ERR completes at once, flushed (q->lock held). */
 void soft_qp_flush_posted(struct soft_qp *q);
+
+/* ---- receive WRs ---- */
+/* The receive WR the next/current SEND lands in (its QP's rq head or a WR
+ * taken from its SRQ), or NULL when there is none yet (q->lock held). */
+struct soft_rwqe *soft_rq_peek(struct soft_qp *q);
+/* The message in soft_rq_peek()'s WR completed: move past it. */
+void soft_rq_consume(struct soft_qp *q);
+/* q stalled on an empty SRQ that has been posted to since (progress thread). */
+bool soft_srq_resumable(const struct soft_qp *q);
 
 #endif

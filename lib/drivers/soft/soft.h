@@ -956,13 +956,6 @@ int soft_srq_destroy(struct rv_srq *srq);
 int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr);
 int soft_srq_query(struct rv_srq *srq, rv_srq_attr *attr);
 int soft_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
-/* The receive WR the next/current SEND lands in (its QP's rq head or a WR
- * taken from its SRQ), or NULL when there is none yet (q->lock held). */
-struct soft_rwqe *soft_rq_peek(struct soft_qp *q);
-/* The message in soft_rq_peek()'s WR completed: move past it. */
-void soft_rq_consume(struct soft_qp *q);
-/* q stalled on an empty SRQ that has been posted to since (progress thread). */
-bool soft_srq_resumable(const struct soft_qp *q);
 
 /* ---- event.c ---- */
 int soft_event_init(struct soft_ctx *sc);

@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "drivers/soft/completion.h"
 #include "drivers/soft/soft.h"
 #include "drivers/soft/wire/crc32c.h"
 

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "drivers/soft/completion.h"
 #include "drivers/soft/soft.h"
 #include "drivers/soft/wire/sha256.h"
 
