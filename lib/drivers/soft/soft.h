@@ -876,35 +876,6 @@ int soft_ah_create(struct rv_ah *ah);
 int soft_ah_destroy(struct rv_ah *ah);
 /* The counters of ctx's UDP side (tests); -EINVAL if it has none. */
 int soft_ud_counters(rv_context *ctx, uint64_t out[SOFT_UD_NCOUNTERS]);
-/* ---- fault.c ---- */
-/* Read RVERBS_SOFT_FAULT into sc->fault; -EINVAL (with rv_err) when malformed. */
-int soft_fault_env(struct soft_ctx *sc);
-int soft_fault_inject(struct rv_context *ctx, struct rv_qp *qp, uint32_t kind, uint32_t count,
-		      uint32_t delay_ms);
-size_t soft_fault_frame(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, size_t len);
-/*
- * Transmit hook: frame (len bytes) was just framed into c->tx for q. Returns
- * how many bytes of it to keep in the stream: len, or 0 when a fault dropped
- * it (q->lock held). Inline so that the fault-free path is one test.
- */
-static inline size_t soft_fault_tx(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, size_t len)
-{
-	if (RV_LIKELY(!atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
-		      !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed)))
-		return len;
-	return soft_fault_frame(q, c, frame, len);
-}
-/* True while a fault holds c's transmit side: flush sends nothing, no EPOLLOUT. */
-static inline bool soft_fault_held(const struct soft_conn *c)
-{
-	return RV_UNLIKELY(c->fault_stopped || c->fault_hold);
-}
-/* A datagram transport (UD) about to send pkt (len bytes, its ICRC last) for
- * q: true when a fault loses it (do not send); corrupt flips a bit in place. */
-bool soft_fault_dgram_lost(struct soft_qp *q, uint8_t *pkt, size_t len);
-/* Release held connections whose delay is over (progress thread, sc->lock). */
-void soft_fault_timers(struct soft_ctx *sc, int64_t now);
-
 /* ---- retry.c ---- */
 /* The peer showed progress on q (bytes it accepted or sent; q->lock held). */
 /* A count, not a clock read: the hot path pays an increment, the 100 ms

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 #include "drivers/soft/wire/sha256.h"
 

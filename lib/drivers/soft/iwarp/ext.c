@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 
 static uint32_t wr_cap(uint32_t opcode)

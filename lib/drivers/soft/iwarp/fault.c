@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 
 /* Take one frame from a counter if it is not 0. */

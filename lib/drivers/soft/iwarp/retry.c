@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 
 /* 0 = infinite (timeout 0, as in verbs). */

@@ -28,6 +28,7 @@
 #include <sys/uio.h>
 
 #include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 #include "drivers/soft/wire/crc32c.h"
 

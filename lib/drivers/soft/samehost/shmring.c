@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 
 #define RING_HDR 4096u

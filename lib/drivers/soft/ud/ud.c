@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 #include "drivers/soft/wire/roce.h"
 #include "qp_state.h"

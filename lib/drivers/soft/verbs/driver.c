@@ -1,6 +1,7 @@
 /*
  * The operations table of the software device. Owns nothing else.
  */
+#include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
 
 const struct rv_driver rv_driver_soft = {
