@@ -1,5 +1,5 @@
 /*
- * The software device's wire module (lib/drivers/soft/wire.c) and CRC32c:
+ * The software device's wire module (lib/drivers/soft/wire/wire.c) and CRC32c:
  * known vectors, encode/decode round trips, and hostile input (truncated,
  * corrupted, garbage) that must be rejected without reading out of bounds.
  */
