@@ -19,7 +19,7 @@
 
 #include <rverbs/rverbs.h>
 
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/wire.h"
 
 /* The fake peer the target waits for: its "port" is lower than any
  * listener's, so the target is the passive side. */

@@ -30,7 +30,7 @@
 
 #include <rverbs/rverbs.h>
 
-#include "drivers/soft/roce.h"
+#include "drivers/soft/wire/roce.h"
 #include "drivers/soft/soft.h"
 
 #define DEFAULT_QKEY 0x11111111u /* rv_qp_to_init()'s default */

@@ -1,5 +1,5 @@
 /*
- * Shared-secret authentication of soft0 connections (lib/drivers/soft/auth.c,
+ * Shared-secret authentication of soft0 connections (lib/drivers/soft/iwarp/auth.c,
  * README.md "Authentication"): SHA-256 and HMAC-SHA256 against the FIPS 180-4
  * and RFC 4231 known answers; two contexts with the same secret connect and
  * move data; a different secret or a missing one is rejected on both sides
@@ -28,8 +28,8 @@
 
 #include <rverbs/rverbs.h>
 
-#include "drivers/soft/sha256.h"
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/sha256.h"
+#include "drivers/soft/wire/wire.h"
 
 /* The wire facts of auth.c, restated here so the test checks them independently. */
 #define AUTH_OPCODE 0xCu

@@ -24,7 +24,7 @@
 
 #include <rverbs/rverbs.h>
 
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/wire.h"
 
 #define FAKE_PORT 1      /* lower than any listener port: the rverbs QP is the passive side */
 #define FAKE_QPN 0x777

@@ -1,5 +1,5 @@
 /*
- * soft0's RoCEv2 codec (lib/drivers/soft/roce.c): the ICRC against a packet a
+ * soft0's RoCEv2 codec (lib/drivers/soft/wire/roce.c): the ICRC against a packet a
  * NIC sent, the masking of the variant fields, round trips of UD headers with
  * every pad length, single-bit corruption, and random input.
  *
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "drivers/soft/roce.h"
+#include "drivers/soft/wire/roce.h"
 
 static struct rv_roce_addr loop4(void)
 {

@@ -1,5 +1,5 @@
 /*
- * soft0's same-host path (lib/drivers/soft/shm.c) between two processes:
+ * soft0's same-host path (lib/drivers/soft/samehost/shm.c) between two processes:
  * the path is agreed in both directions (the INFO log says so), large RDMA
  * WRITEs and a SEND from two SGEs land byte for byte, small ones still go
  * through TCP,

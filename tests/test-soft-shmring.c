@@ -1,5 +1,5 @@
 /*
- * soft0's shared-memory rings (lib/drivers/soft/shmring.c) between two
+ * soft0's shared-memory rings (lib/drivers/soft/samehost/shmring.c) between two
  * contexts of one process (the same-host path holds: same pid, same network
  * namespace): the rings are switched on in both directions and carry the
  * frames (the ring counters say so), small and by-reference messages mixed

@@ -31,7 +31,7 @@
 
 #include <rverbs/rverbs.h>
 
-#include "drivers/soft/roce.h"
+#include "drivers/soft/wire/roce.h"
 #include "drivers/soft/soft.h"
 
 #define QKEY 0x11111111u

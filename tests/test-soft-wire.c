@@ -1,5 +1,5 @@
 /*
- * The software device's wire module (lib/drivers/soft/wire.c) and CRC32c:
+ * The software device's wire module (lib/drivers/soft/wire/wire.c) and CRC32c:
  * known vectors, encode/decode round trips, and hostile input (truncated,
  * corrupted, garbage) that must be rejected without reading out of bounds.
  */
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "drivers/soft/crc32c.h"
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/crc32c.h"
+#include "drivers/soft/wire/wire.h"
 
 static void test_soft_wire__crc32c_known_vectors(void **state)
 {

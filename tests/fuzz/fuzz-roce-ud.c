@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/soft/roce.h"
+#include "drivers/soft/wire/roce.h"
 
 static const uint8_t key[] = "fuzz-roce-ud key";
 

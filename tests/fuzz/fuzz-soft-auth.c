@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/soft/sha256.h"
+#include "drivers/soft/wire/sha256.h"
 #include "drivers/soft/soft.h"
 
 #define CHECK(cond)                                                                                   \

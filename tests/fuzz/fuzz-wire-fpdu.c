@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/wire.h"
 
 #define CHECK(cond)                                                                                   \
 	do {                                                                                          \

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/soft/roce.h"
+#include "drivers/soft/wire/roce.h"
 
 static const char *dir;
 /* The fuzz target's key (kept in step with it). */

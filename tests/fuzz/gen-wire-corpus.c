@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/soft/wire.h"
+#include "drivers/soft/wire/wire.h"
 
 static const char *fpdu_dir, *mpa_dir;
 

@@ -26,9 +26,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "driver.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 /* Limits reported by query_device and enforced at create. */
 #define SOFT_MAX_QP 65536u
@@ -507,6 +509,49 @@ static inline bool soft_wr_has_response(uint32_t opcode)
 	       opcode == RV_WR_ATOMIC_FETCH_AND_ADD || opcode == RV_WR_BIND_MW || opcode == RV_WR_LOCAL_INV;
 }
 
+/*
+ * ---- what every stage may ask of its context ----
+ * The clocks, the progress thread's wake-up and the QP table's lookup: small
+ * and used by every stage (transports, completion, verbs objects), so they
+ * stand here beside struct soft_ctx instead of in verbs/context.c, which the
+ * stages below it must not call back up into.
+ */
+static inline int64_t soft_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline int64_t soft_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Wake the progress thread through its eventfd. */
+static inline void soft_kick(struct soft_ctx *sc)
+{
+	uint64_t one = 1;
+
+	atomic_store(&sc->kicked, true);
+	if (write(sc->evfd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, so the thread is already woken. */
+	}
+}
+
+/* The QP numbered qpn in sc's table, or NULL. */
+static inline struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < sc->n_qps; i++)
+		if (sc->qps[i]->qpn == qpn)
+			return sc->qps[i];
+	return NULL;
+}
+
 /* ---- ext.c (RFC 7306 on the requester) ---- */
 /* Post-time check of an IMM/atomic WR: negotiated, well formed. */
 int soft_ext_check_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i);
@@ -534,19 +579,15 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
 int soft_context_close(struct rv_context *ctx);
 /* rv_driver.auth_mac: HMAC-SHA256 with the context's secret (1), or 0 without one. */
 int soft_context_auth_mac(struct rv_context *ctx, const void *msg, size_t len, uint8_t out[32]);
-int64_t soft_now_ms(void);
-int64_t soft_now_us(void);
 /* From a poller that found its CQ empty, sc->lock held: handle what epoll
  * has now (without waiting), as the progress thread would. */
 void soft_ctx_poll_progress(struct soft_ctx *sc);
-void soft_kick(struct soft_ctx *sc);
 /* A waiter that watched streams leaves (soft_cq_block): the progress thread
  * must look within SOFT_POLL_HANDBACK_US whether it comes back. Returns the
  * time it stamped (µs), for the caller's own use. */
 int64_t soft_ctx_waiter_left(struct soft_ctx *sc);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
 void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
-struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn);
 
 /* ---- mr.c ---- */
 int soft_pd_alloc(struct rv_pd *pd);
@@ -645,15 +686,9 @@ int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int soft_cq_destroy(struct rv_cq *cq);
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
 int soft_cq_resize(struct rv_cq *cq, uint32_t cqe);
-/* false when the CQ is full: the completion is lost and the CQ reports -EOVERFLOW. */
-bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
-/* As soft_cq_push; solicited: a receive completion of a SEND with SE. */
-bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited);
 int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only);
 /* rv_cq_wait's blocking step (driver.h cq_block): see "Progress" in README.md. */
 int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns);
-/* A thread blocks in soft_cq_block on cq, reading its QPs' sockets itself. */
-bool soft_cq_waited(const struct rv_cq *cq);
 int soft_comp_channel_create(struct rv_comp_channel *ch);
 int soft_comp_channel_destroy(struct rv_comp_channel *ch);
 int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_cq);
@@ -665,20 +700,6 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr);
 int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr);
 int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
-/* Complete finished send WRs in order (q->lock held). */
-void soft_sq_complete(struct soft_qp *q);
-/* If a CQ of q overflowed, move q to ERR and have the progress thread close
- * its connection (q->lock held). */
-void soft_qp_check_overflow(struct soft_qp *q);
-/*
- * Move q to ERR (q->lock held): send WRs before index fail complete as
- * successful if the peer confirmed them (else they flush), the one at fail
- * gets status, the rest and every receive WR flush; rq_status, if not FLUSH, goes to the receive WR
- * being filled. If term is true the queued TERMINATE is sent before the
- * connection closes. fail == q->sq_tail fails nothing in particular.
- */
-void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term);
-
 /* ---- conn.c ---- */
 int soft_conn_start(struct soft_qp *q);           /* active side, at RTR */
 void soft_conn_adopt_pending(struct soft_qp *q);  /* passive side, at RTR */
@@ -855,35 +876,6 @@ int soft_ah_create(struct rv_ah *ah);
 int soft_ah_destroy(struct rv_ah *ah);
 /* The counters of ctx's UDP side (tests); -EINVAL if it has none. */
 int soft_ud_counters(rv_context *ctx, uint64_t out[SOFT_UD_NCOUNTERS]);
-/* ---- fault.c ---- */
-/* Read RVERBS_SOFT_FAULT into sc->fault; -EINVAL (with rv_err) when malformed. */
-int soft_fault_env(struct soft_ctx *sc);
-int soft_fault_inject(struct rv_context *ctx, struct rv_qp *qp, uint32_t kind, uint32_t count,
-		      uint32_t delay_ms);
-size_t soft_fault_frame(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, size_t len);
-/*
- * Transmit hook: frame (len bytes) was just framed into c->tx for q. Returns
- * how many bytes of it to keep in the stream: len, or 0 when a fault dropped
- * it (q->lock held). Inline so that the fault-free path is one test.
- */
-static inline size_t soft_fault_tx(struct soft_qp *q, struct soft_conn *c, uint8_t *frame, size_t len)
-{
-	if (RV_LIKELY(!atomic_load_explicit(&q->fault.armed, memory_order_relaxed) &&
-		      !atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed)))
-		return len;
-	return soft_fault_frame(q, c, frame, len);
-}
-/* True while a fault holds c's transmit side: flush sends nothing, no EPOLLOUT. */
-static inline bool soft_fault_held(const struct soft_conn *c)
-{
-	return RV_UNLIKELY(c->fault_stopped || c->fault_hold);
-}
-/* A datagram transport (UD) about to send pkt (len bytes, its ICRC last) for
- * q: true when a fault loses it (do not send); corrupt flips a bit in place. */
-bool soft_fault_dgram_lost(struct soft_qp *q, uint8_t *pkt, size_t len);
-/* Release held connections whose delay is over (progress thread, sc->lock). */
-void soft_fault_timers(struct soft_ctx *sc, int64_t now);
-
 /* ---- retry.c ---- */
 /* The peer showed progress on q (bytes it accepted or sent; q->lock held). */
 /* A count, not a clock read: the hot path pays an increment, the 100 ms
@@ -935,13 +927,6 @@ int soft_srq_destroy(struct rv_srq *srq);
 int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr);
 int soft_srq_query(struct rv_srq *srq, rv_srq_attr *attr);
 int soft_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
-/* The receive WR the next/current SEND lands in (its QP's rq head or a WR
- * taken from its SRQ), or NULL when there is none yet (q->lock held). */
-struct soft_rwqe *soft_rq_peek(struct soft_qp *q);
-/* The message in soft_rq_peek()'s WR completed: move past it. */
-void soft_rq_consume(struct soft_qp *q);
-/* q stalled on an empty SRQ that has been posted to since (progress thread). */
-bool soft_srq_resumable(const struct soft_qp *q);
 
 /* ---- event.c ---- */
 int soft_event_init(struct soft_ctx *sc);

@@ -23,29 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sha256.h"
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/sha256.h"
 
 /* epoll tags for the two fds that are not connections. */
 static char tag_listener, tag_eventfd;
-
-int64_t soft_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void soft_kick(struct soft_ctx *sc)
-{
-	uint64_t one = 1;
-
-	atomic_store(&sc->kicked, true);
-	if (write(sc->evfd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, so the thread is already woken. */
-	}
-}
 
 /*
  * The streams a blocked waiter watched have no reader once it left, until the
@@ -98,14 +82,6 @@ void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q)
 			return;
 		}
 	}
-}
-
-struct soft_qp *soft_ctx_find_qp(struct soft_ctx *sc, uint32_t qpn)
-{
-	for (uint32_t i = 0; i < sc->n_qps; i++)
-		if (sc->qps[i]->qpn == qpn)
-			return sc->qps[i];
-	return NULL;
 }
 
 /* QPs whose stalled receive may resume now that a receive WR was posted. */
@@ -162,14 +138,6 @@ static void handle_batch(struct soft_ctx *sc, const struct epoll_event *ev, int 
 	}
 	if (atomic_exchange(&sc->kicked, false))
 		run_kicks(sc);
-}
-
-int64_t soft_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void soft_ctx_poll_progress(struct soft_ctx *sc)

@@ -33,9 +33,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/roce.h"
 #include "qp_state.h"
-#include "roce.h"
-#include "soft.h"
 
 /* Path MTU of soft0's UD: the largest message in one datagram. */
 #define SOFT_UD_MTU 4096u

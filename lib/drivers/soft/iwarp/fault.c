@@ -32,7 +32,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "soft.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
 
 /* Take one frame from a counter if it is not 0. */
 static bool take(_Atomic uint32_t *n)

@@ -1,7 +1,8 @@
 /*
  * The operations table of the software device. Owns nothing else.
  */
-#include "soft.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
 
 const struct rv_driver rv_driver_soft = {
 	.name = "soft",

@@ -44,7 +44,9 @@
  */
 #include <string.h>
 
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
 
 /* 0 = infinite (timeout 0, as in verbs). */
 static int64_t bound_ms(const struct soft_qp *q)

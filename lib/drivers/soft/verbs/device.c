@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "soft.h"
+#include "drivers/soft/soft.h"
 
 int soft_probe(rv_driver_add_fn add, void *cookie)
 {

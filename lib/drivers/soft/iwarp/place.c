@@ -36,8 +36,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/crc32c.h"
 
 /* The receive WR a SEND FPDU f would be placed in, when rx_send would accept
  * it and write all of it there; NULL otherwise (the buffered path decides). */

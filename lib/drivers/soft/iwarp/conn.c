@@ -36,8 +36,10 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "sha256.h"
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/sha256.h"
 
 /* A connection-setup warning: at most SOFT_SETUP_LOG_PER_S a second per
  * context (a flood of bad requests must not become a flood of log lines);

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "soft.h"
+#include "drivers/soft/soft.h"
 
 /* The access bits for which the kernel pins pages for writing. */
 #define WRITABLE_ACCESS \

@@ -30,7 +30,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
 
 static uint32_t wr_cap(uint32_t opcode)
 {

@@ -45,7 +45,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "soft.h"
+#include "drivers/soft/soft.h"
 
 enum { CTL_ID_I = 1, CTL_ID_R = 2, CTL_RESULT_I = 6 };
 

@@ -30,7 +30,7 @@
 
 #include <sys/uio.h>
 
-#include "soft.h"
+#include "drivers/soft/soft.h"
 
 /* This process, for process_vm_readv/writev on itself. A context is used only
  * by the process that opened it (lib/memory.c refuses it in a fork child),

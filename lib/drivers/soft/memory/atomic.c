@@ -17,7 +17,7 @@
 
 #include <sys/uio.h>
 
-#include "soft.h"
+#include "drivers/soft/soft.h"
 
 struct op {
 	const struct rv_atomic_req *a;

@@ -180,9 +180,53 @@ int rv_wire_cpd_decode(const void *buf, size_t len, struct rv_soft_cpd *c)
 
 /* ---- FPDUs ---- */
 
-static bool opcode_tagged(uint8_t op)
+/*
+ * The RDMAP opcodes (RFC 5040 §4.2, RFC 7306 §5): one row each, from which
+ * the encoder and the decoder take whether the opcode is tagged, how its
+ * payload is laid out and, for the fixed layouts, its one valid length. A
+ * new opcode is a row here and, if its payload has fields of its own, a case
+ * of body_put/body_get. Opcodes without a row (soft0's private ones, the
+ * unassigned) carry plain data and may be tagged or not; their meaning is
+ * the receiver's (rx.c).
+ */
+enum op_body {
+	BODY_DATA,  /* payload_len bytes of data (WRITE, READ response, SENDs) */
+	BODY_RREQ,  /* a READ request */
+	BODY_TERM,  /* a TERMINATE message: variable, term_decode checks it */
+	BODY_IMM,   /* 8 bytes of immediate data */
+	BODY_AREQ,  /* an atomic request */
+	BODY_ARESP, /* an atomic response */
+};
+
+struct op_row {
+	bool known;      /* a standard opcode: its tagged bit must match */
+	bool tagged;
+	uint8_t body;    /* enum op_body */
+	uint8_t len;     /* the payload length of a fixed layout, 0 if variable */
+};
+
+static const struct op_row op_rows[CTL_OPCODE + 1] = {
+	[RV_RDMAP_WRITE] = {true, true, BODY_DATA, 0},
+	[RV_RDMAP_READ_REQ] = {true, false, BODY_RREQ, RV_RDMAP_READ_REQ_LEN},
+	[RV_RDMAP_READ_RESP] = {true, true, BODY_DATA, 0},
+	[RV_RDMAP_SEND] = {true, false, BODY_DATA, 0},
+	[RV_RDMAP_SEND_INV] = {true, false, BODY_DATA, 0},
+	[RV_RDMAP_SEND_SE] = {true, false, BODY_DATA, 0},
+	[RV_RDMAP_SEND_SE_INV] = {true, false, BODY_DATA, 0},
+	[RV_RDMAP_TERMINATE] = {true, false, BODY_TERM, 0},
+	[RV_RDMAP_IMM] = {true, false, BODY_IMM, RV_RDMAP_IMM_LEN},
+	[RV_RDMAP_IMM_SE] = {true, false, BODY_IMM, RV_RDMAP_IMM_LEN},
+	[RV_RDMAP_ATOMIC_REQ] = {true, false, BODY_AREQ, RV_RDMAP_ATOMIC_REQ_LEN},
+	[RV_RDMAP_ATOMIC_RESP] = {true, false, BODY_ARESP, RV_RDMAP_ATOMIC_RESP_LEN},
+};
+
+/* Plain data: the row of an opcode beyond the 4 bits of the field, which an
+ * encoder's caller may pass (the header keeps its low 4 bits). */
+static const struct op_row op_data = {false, false, BODY_DATA, 0};
+
+static const struct op_row *op_row(uint8_t op)
 {
-	return op == RV_RDMAP_WRITE || op == RV_RDMAP_READ_RESP;
+	return op <= CTL_OPCODE ? &op_rows[op] : &op_data;
 }
 
 static void areq_put(uint8_t *p, const struct rv_atomic_req *a)
@@ -285,17 +329,12 @@ int rv_wire_fpdu_encode(void *buf, size_t cap, const struct rv_fpdu *f)
 int rv_wire_fpdu_encode_crc(void *buf, size_t cap, const struct rv_fpdu *f, bool crc)
 {
 	uint8_t *p = buf;
+	const struct op_row *row = op_row(f->opcode);
 	size_t plen, off, hlen = rv_wire_ddp_hdr_len(f->tagged);
 
-	if (f->opcode == RV_RDMAP_READ_REQ)
-		plen = RV_RDMAP_READ_REQ_LEN;
-	else if (f->opcode == RV_RDMAP_ATOMIC_REQ)
-		plen = RV_RDMAP_ATOMIC_REQ_LEN;
-	else if (f->opcode == RV_RDMAP_ATOMIC_RESP)
-		plen = RV_RDMAP_ATOMIC_RESP_LEN;
-	else if (f->opcode == RV_RDMAP_IMM || f->opcode == RV_RDMAP_IMM_SE)
-		plen = RV_RDMAP_IMM_LEN;
-	else if (f->opcode == RV_RDMAP_TERMINATE)
+	if (row->len)
+		plen = row->len;
+	else if (row->body == BODY_TERM)
 		plen = term_len(&f->term);
 	else
 		plen = f->payload_len;
@@ -304,16 +343,21 @@ int rv_wire_fpdu_encode_crc(void *buf, size_t cap, const struct rv_fpdu *f, bool
 	if (cap < rv_wire_fpdu_len(hlen + plen))
 		return -ENOSPC;
 	off = rv_wire_fpdu_begin(p, f, plen);
-	if (f->opcode == RV_RDMAP_READ_REQ) {
+	switch (row->body) {
+	case BODY_RREQ:
 		rreq_put(p + off, &f->rreq);
-	} else if (f->opcode == RV_RDMAP_ATOMIC_REQ) {
+		break;
+	case BODY_AREQ:
 		areq_put(p + off, &f->areq);
-	} else if (f->opcode == RV_RDMAP_ATOMIC_RESP) {
+		break;
+	case BODY_ARESP:
 		put32(p + off, f->aresp_id);
 		put64(p + off + 4, f->aresp_orig);
-	} else if (f->opcode == RV_RDMAP_IMM || f->opcode == RV_RDMAP_IMM_SE) {
+		break;
+	case BODY_IMM:
 		put64(p + off, f->imm);
-	} else if (f->opcode == RV_RDMAP_TERMINATE) {
+		break;
+	case BODY_TERM: {
 		const struct rv_term *t = &f->term;
 		uint16_t ctl = (uint16_t)((t->m ? TERM_M : 0) | (t->d ? TERM_D : 0) | (t->r ? TERM_R : 0));
 		p[off] = (uint8_t)((t->layer & 0xf) << 4 | (t->etype & 0xf));
@@ -324,8 +368,12 @@ int rv_wire_fpdu_encode_crc(void *buf, size_t cap, const struct rv_fpdu *f, bool
 			if (t->hdr_len)
 				memcpy(p + off + 6, t->hdr, t->hdr_len);
 		}
-	} else if (plen) {
-		memcpy(p + off, f->payload, plen);
+		break;
+	}
+	default:
+		if (plen)
+			memcpy(p + off, f->payload, plen);
+		break;
 	}
 	return (int)rv_wire_fpdu_seal_crc(p, crc);
 }
@@ -411,7 +459,7 @@ static int ddp_header(const uint8_t *p, size_t ulpdu, size_t len, struct rv_fpdu
 		return -EMSGSIZE;
 	if (len < 2 + hlen)
 		return 0;
-	if (f->opcode <= RV_RDMAP_ATOMIC_RESP && opcode_tagged(f->opcode) != f->tagged)
+	if (op_row(f->opcode)->known && op_row(f->opcode)->tagged != f->tagged)
 		return -EBADMSG;
 	if (f->tagged) {
 		f->stag = get32(p + 4);
@@ -455,6 +503,7 @@ int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *out)
 int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bool use_crc)
 {
 	const uint8_t *p = buf;
+	const struct op_row *row;
 	struct rv_fpdu f;
 	size_t ulpdu, total, hlen, body;
 	uint32_t crc, sent;
@@ -482,26 +531,29 @@ int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bo
 		return rc;
 	hlen = f.hdr_len;
 	f.payload = p + 2 + hlen;
-	if (f.opcode == RV_RDMAP_READ_REQ) {
-		if (f.payload_len != RV_RDMAP_READ_REQ_LEN)
-			return -EBADMSG;
+	row = op_row(f.opcode);
+	if (row->len && f.payload_len != row->len)
+		return -EBADMSG;
+	switch (row->body) {
+	case BODY_RREQ:
 		rreq_get(f.payload, &f.rreq);
-	} else if (f.opcode == RV_RDMAP_TERMINATE) {
+		break;
+	case BODY_TERM:
 		if (term_decode(f.payload, f.payload_len, &f.term) < 0)
 			return -EBADMSG;
-	} else if (f.opcode == RV_RDMAP_ATOMIC_REQ) {
-		if (f.payload_len != RV_RDMAP_ATOMIC_REQ_LEN)
-			return -EBADMSG;
+		break;
+	case BODY_AREQ:
 		areq_get(f.payload, &f.areq);
-	} else if (f.opcode == RV_RDMAP_ATOMIC_RESP) {
-		if (f.payload_len != RV_RDMAP_ATOMIC_RESP_LEN)
-			return -EBADMSG;
+		break;
+	case BODY_ARESP:
 		f.aresp_id = get32(f.payload);
 		f.aresp_orig = get64(f.payload + 4);
-	} else if (f.opcode == RV_RDMAP_IMM || f.opcode == RV_RDMAP_IMM_SE) {
-		if (f.payload_len != RV_RDMAP_IMM_LEN)
-			return -EBADMSG;
+		break;
+	case BODY_IMM:
 		f.imm = get64(f.payload);
+		break;
+	default:
+		break;
 	}
 	*out = f;
 	return (int)total;

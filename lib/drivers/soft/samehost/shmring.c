@@ -51,7 +51,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
 
 #define RING_HDR 4096u
 #define RING_DATA (64u * 1024u) /* bytes of records per direction */

@@ -27,8 +27,10 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "crc32c.h"
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/iwarp/fault.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/crc32c.h"
 
 /* Room for one more READ request of any kind (internal confirmations included). */
 static bool ord_room(const struct soft_qp *q)

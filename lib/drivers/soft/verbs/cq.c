@@ -1,19 +1,18 @@
 /*
- * Completion queues of the software device: a ring of rv_wc.
+ * Completion queues of the software device: a ring of rv_wc; its producer
+ * side (soft_cq_push, the completion channel's signal) is completion.c's.
  *
- * Producers are posting threads (flushes, local errors, sends framed at post
- * time) and the progress thread, so pushes take cq->lock. rv_cq_poll first
- * reads one atomic counter and returns 0 without a lock or a syscall when the
- * ring is empty; otherwise it takes the (uncontended, futex-free when free)
- * mutex to copy entries out. Never blocks beyond that mutex.
+ * rv_cq_poll first reads one atomic counter and returns 0 without a lock or
+ * a syscall when the ring is empty; otherwise it takes the (uncontended,
+ * futex-free when free) mutex to copy entries out. Never blocks beyond that
+ * mutex.
  *
  * rv_cq_resize swaps the ring under cq->lock, which every push and every
  * non-empty poll take; the lock-free empty check reads only `avail`.
  *
  * Completion channels: an eventfd (semaphore mode, non-blocking) per channel
- * and a FIFO of the CQs that fired. An armed CQ (rv_cq_req_notify) fires at
- * most once: the pusher that clears `armed` (atomic exchange) queues the CQ
- * and writes the eventfd; an unarmed push costs one relaxed load, no syscall.
+ * and a FIFO of the CQs that fired (completion.c queues them); this file
+ * creates the channel and hands the events out.
  * Lock order: cq->lock is never held while taking the channel lock.
  */
 #include <errno.h>
@@ -24,38 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "soft.h"
-
-struct soft_channel {
-	pthread_mutex_t lock; /* guards the FIFO */
-	int efd;
-	struct soft_cq *head, *tail; /* CQs with pending events, oldest first */
-};
-
-enum { ARM_NONE, ARM_SOLICITED, ARM_ALL };
-
-struct soft_cq {
-	pthread_mutex_t lock;
-	struct rv_cq *cq;
-	struct soft_ctx *sc;
-	struct soft_channel *ch; /* or NULL */
-	_Atomic int armed;       /* ARM_* */
-	uint32_t pending;        /* events queued on ch (ch->lock) */
-	bool queued;             /* in ch's FIFO (ch->lock) */
-	struct soft_cq *next;    /* ch's FIFO (ch->lock) */
-	rv_wc *ring;
-	uint32_t mask;
-	uint32_t head, tail;
-	_Atomic uint32_t avail;  /* tail - head, readable without the lock */
-	_Atomic bool overflow;
-	/* The QPs a poller of this CQ serves (sc->lock): rebuilt when sc->qp_gen moves. */
-	struct soft_qp *qps[SOFT_POLL_DIRECT_MAX];
-	uint32_t n_qps;          /* connected QPs (not UD); > SOFT_POLL_DIRECT_MAX: served through epoll */
-	bool has_ud;             /* a UD QP: its datagrams come through epoll */
-	uint32_t qp_gen;         /* sc->qp_gen the list was built at, + 1 (0: never) */
-	_Atomic uint32_t waiters; /* threads in soft_cq_block (changed under lock) */
-	bool wait_armed;         /* a waiter armed the CQ, not the application (lock) */
-};
+#include "drivers/soft/completion.h"
 
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 {
@@ -152,65 +120,6 @@ int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
 	cq->cqe = n;
 	pthread_mutex_unlock(&c->lock);
 	return 0;
-}
-
-static void channel_signal(struct soft_cq *c)
-{
-	struct soft_channel *h = c->ch;
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&h->lock);
-	c->pending++;
-	if (!c->queued) {
-		c->queued = true;
-		c->next = NULL;
-		if (h->tail)
-			h->tail->next = c;
-		else
-			h->head = c;
-		h->tail = c;
-	}
-	if (write(h->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
-		c->pending--; /* the counter is full: cannot happen with one event per arm */
-	pthread_mutex_unlock(&h->lock);
-}
-
-bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
-{
-	return soft_cq_push_se(cq, wc, false);
-}
-
-bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
-{
-	struct soft_cq *c = cq->drv_cq;
-	bool ok = true;
-	int armed;
-
-	pthread_mutex_lock(&c->lock);
-	/* An overflowed CQ stays in error (as a NIC's): nothing more enters it,
-	 * not even into room a poll made since (the flushes of its QPs). */
-	if (c->tail - c->head > c->mask || atomic_load_explicit(&c->overflow, memory_order_relaxed)) {
-		if (!atomic_exchange(&c->overflow, true))
-			soft_event_post(cq->ctx->drv_ctx, RV_EVENT_CQ_ERR, &cq->obj);
-		ok = false;
-	} else {
-		c->ring[c->tail & c->mask] = *wc;
-		c->tail++;
-		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
-	}
-	/* Read under the lock: soft_cq_req_notify takes it after arming, so
-	 * either this push sees the arm or the re-poll after arming sees the
-	 * entry (no lost wakeup). */
-	armed = atomic_load_explicit(&c->armed, memory_order_relaxed);
-	pthread_mutex_unlock(&c->lock);
-	if (RV_UNLIKELY(armed != ARM_NONE)) {
-		/* Solicited-only fires on solicited receives and on errors. */
-		if (armed == ARM_ALL || solicited || wc->status != RV_WC_SUCCESS || !ok) {
-			if (atomic_compare_exchange_strong(&c->armed, &armed, ARM_NONE))
-				channel_signal(c);
-		}
-	}
-	return ok;
 }
 
 int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
@@ -396,13 +305,6 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 		      "the CQ overflowed: completions were lost and the QPs that used it are in the error "
 		      "state; size it for every WR that can complete at once (max_send_wr + "
 		      "max_recv_wr of its QPs)");
-}
-
-bool soft_cq_waited(const struct rv_cq *cq)
-{
-	const struct soft_cq *c = cq ? cq->drv_cq : NULL;
-
-	return c && atomic_load_explicit(&c->waiters, memory_order_relaxed) != 0;
 }
 
 /* Milliseconds poll() may sleep before deadline_ns (-1: forever), rounded up. */

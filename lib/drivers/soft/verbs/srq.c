@@ -1,7 +1,8 @@
 /*
- * Shared receive queues of the software device, and the one place where the
- * receive path (rx.c) gets the receive WR a SEND lands in: from the QP's own
- * receive queue, or from its SRQ.
+ * Shared receive queues of the software device: creation, modify, query and
+ * posting. The one place where the receive path gets the receive WR a SEND
+ * lands in (from the QP's own receive queue, or from its SRQ) is
+ * completion.c's soft_rq_peek, which the transports call down into.
  *
  * An SRQ is a ring of receive WRs under its own lock (s->lock), shared by
  * every QP using it: that lock is the inherent cost of sharing. A QP takes
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "soft.h"
+#include "drivers/soft/soft.h"
 
 int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 {
@@ -178,58 +179,4 @@ int soft_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size
 		soft_kick(s->sc);
 	*n_posted = i;
 	return rc;
-}
-
-/* Take the SRQ's head WR into q's private slot (q->lock held). */
-static bool srq_take(struct soft_qp *q)
-{
-	struct soft_srq *s = q->srq;
-	const struct soft_rwqe *w;
-	bool limit_hit = false;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->head == s->tail) {
-		q->srq_gen_seen = atomic_load(&s->gen);
-		atomic_store(&s->starving, true);
-		pthread_mutex_unlock(&s->lock);
-		return false;
-	}
-	w = &s->rq[s->head % s->size];
-	q->srq_wqe.wr_id = w->wr_id;
-	q->srq_wqe.num_sge = w->num_sge;
-	memcpy(q->srq_wqe.sge, w->sge, w->num_sge * sizeof(rv_sge));
-	s->head++;
-	/* ibv_modify_srq(3): the event fires when fewer than srq_limit WRs
-	 * remain, then the limit disarms until armed again. */
-	if (s->limit && s->tail - s->head < s->limit) {
-		s->limit = 0;
-		limit_hit = true;
-	}
-	pthread_mutex_unlock(&s->lock);
-	if (limit_hit)
-		soft_event_post(q->sc, RV_EVENT_SRQ_LIMIT_REACHED, &s->srq->obj);
-	q->srq_have = true;
-	return true;
-}
-
-struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
-{
-	if (!q->srq)
-		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head % q->rq_size] : NULL;
-	if (!q->srq_have && !srq_take(q))
-		return NULL;
-	return &q->srq_wqe;
-}
-
-void soft_rq_consume(struct soft_qp *q)
-{
-	if (q->srq)
-		q->srq_have = false;
-	else
-		q->rq_head++;
-}
-
-bool soft_srq_resumable(const struct soft_qp *q)
-{
-	return q->srq && q->conn && q->conn->rx_stalled && atomic_load(&q->srq->gen) != q->srq_gen_seen;
 }

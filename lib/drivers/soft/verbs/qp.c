@@ -1,8 +1,8 @@
 /*
  * Queue pairs of the software device: creation, the state machine as the
- * facade drives it, posting, in-order completion and the error path. UD QPs
- * share creation, the receive queue and the error path; their sends and
- * receives are ud.c's.
+ * facade drives it, and posting. UD QPs share creation and the receive
+ * queue; their sends and receives are ud.c's. In-order completion and the
+ * error path (soft_sq_complete, soft_qp_fail) are completion.c's.
  *
  * Posting: rv_qp_post_send copies the WRs (and inline payloads) into the send
  * queue and transmits directly in the calling thread (tx.c) under q->lock; the
@@ -18,13 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/soft/completion.h"
 #include "qp_state.h"
-#include "soft.h"
-
-static bool before(uint32_t a, uint32_t b)
-{
-	return (int32_t)(a - b) < 0;
-}
 
 static _Atomic uint32_t qpn_counter;
 static uint32_t qpn_base;
@@ -48,132 +43,9 @@ static uint32_t next_qpn(void)
 	return n;
 }
 
-static uint32_t wc_opcode(uint32_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case RV_WR_RDMA_WRITE:
-	case RV_WR_RDMA_WRITE_WITH_IMM:
-		return RV_WC_RDMA_WRITE;
-	case RV_WR_RDMA_READ:
-		return RV_WC_RDMA_READ;
-	case RV_WR_ATOMIC_CMP_AND_SWP:
-		return RV_WC_COMP_SWAP;
-	case RV_WR_ATOMIC_FETCH_AND_ADD:
-		return RV_WC_FETCH_ADD;
-	case RV_WR_BIND_MW:
-		return RV_WC_BIND_MW;
-	case RV_WR_LOCAL_INV:
-		return RV_WC_LOCAL_INV;
-	default:
-		return RV_WC_SEND;
-	}
-}
-
-static void send_wc(struct soft_qp *q, const struct soft_swqe *w, uint32_t status)
-{
-	rv_wc wc;
-
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = w->wr_id;
-	wc.status = status;
-	wc.opcode = wc_opcode(w->opcode);
-	wc.byte_len = status == RV_WC_SUCCESS ? w->length : 0;
-	wc.qp_num = q->qpn;
-	if (!soft_cq_push(q->qp->send_cq, &wc))
-		q->cq_overflow = true;
-}
-
-static void recv_wc(struct soft_qp *q, const struct soft_rwqe *w, uint32_t status)
-{
-	rv_wc wc;
-
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = w->wr_id;
-	wc.status = status;
-	wc.opcode = RV_WC_RECV;
-	wc.qp_num = q->qpn;
-	if (!soft_cq_push(q->qp->recv_cq, &wc))
-		q->cq_overflow = true;
-}
-
-void soft_sq_complete(struct soft_qp *q)
-{
-	while (q->sq_head != q->sq_tx) {
-		struct soft_swqe *w = &q->sq[q->sq_head % q->sq_size];
-		if (soft_wr_has_response(w->opcode) ? !w->done : !before(q->sq_head, q->sq_confirmed))
-			break;
-		if (w->signaled)
-			send_wc(q, w, RV_WC_SUCCESS);
-		q->sq_head++;
-	}
-}
-
-/* Only the driver's copy: the facade owns qp->state and refreshes it through
- * soft_qp_query, so the progress thread never writes facade memory. */
-void soft_qp_check_overflow(struct soft_qp *q)
-{
-	if (RV_LIKELY(!q->cq_overflow) || atomic_load(&q->state) == RV_QPS_ERR)
-		return;
-	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: its CQ overflowed; the QP is in the error state", q->qpn);
-	soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, false);
-	q->kick = true;
-	soft_kick(q->sc);
-}
-
 static void set_state(struct soft_qp *q, uint32_t st)
 {
 	atomic_store(&q->state, st);
-}
-
-void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term)
-{
-	if (atomic_load(&q->state) == RV_QPS_ERR)
-		return;
-	set_state(q, RV_QPS_ERR);
-	soft_event_qp_error(q);
-	for (uint32_t i = q->sq_head; i != q->sq_tail; i++) {
-		struct soft_swqe *w = &q->sq[i % q->sq_size];
-		uint32_t s;
-
-		if (before(i, fail) &&
-		    (soft_wr_has_response(w->opcode) ? w->done : before(i, q->sq_confirmed)))
-			s = RV_WC_SUCCESS;
-		else if (before(i, fail))
-			s = RV_WC_WR_FLUSH_ERR;
-		else
-			s = i == fail ? status : RV_WC_WR_FLUSH_ERR;
-		if (s != RV_WC_SUCCESS || w->signaled)
-			send_wc(q, w, s);
-	}
-	q->sq_head = q->sq_tx = q->sq_covered = q->sq_confirmed = q->sq_tail;
-	q->tx_off = 0;
-	for (uint32_t i = q->rq_head; i != q->rq_tail; i++)
-		recv_wc(q, &q->rq[i % q->rq_size],
-			i == q->rq_head && q->rx_in_msg ? rq_status : RV_WC_WR_FLUSH_ERR);
-	q->rq_head = q->rq_tail;
-	if (q->srq_have) {
-		recv_wc(q, &q->srq_wqe, q->rx_in_msg ? rq_status : RV_WC_WR_FLUSH_ERR);
-		q->srq_have = false;
-	}
-	q->rx_in_msg = false;
-	q->rx_bytes = 0;
-	q->rx_imm_pending = false;
-	q->ord_head = q->ord_tail;
-	q->ird_head = q->ird_tail;
-	q->ord_user = q->ird_user = 0;
-	q->need_rtr = false;
-	if (!term)
-		q->term_pending = false;
-}
-
-/* Work posted to a QP in ERR completes at once, flushed. */
-static void flush_posted(struct soft_qp *q)
-{
-	for (; q->sq_head != q->sq_tail; q->sq_head++)
-		send_wc(q, &q->sq[q->sq_head % q->sq_size], RV_WC_WR_FLUSH_ERR);
-	q->sq_tx = q->sq_covered = q->sq_confirmed = q->sq_tail;
-	for (; q->rq_head != q->rq_tail; q->rq_head++)
-		recv_wc(q, &q->rq[q->rq_head % q->rq_size], RV_WC_WR_FLUSH_ERR);
 }
 
 static void qp_free(struct soft_qp *q)
@@ -577,7 +449,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 	}
 	if (i > 0) {
 		if (atomic_load(&q->state) == RV_QPS_ERR)
-			flush_posted(q);
+			soft_qp_flush_posted(q);
 		else if (q->conn)
 			soft_tx_push(q);
 		soft_qp_check_overflow(q);
@@ -631,7 +503,7 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 	}
 	q->sq_tail++;
 	if (atomic_load(&q->state) == RV_QPS_ERR)
-		flush_posted(q);
+		soft_qp_flush_posted(q);
 	else if (q->conn)
 		soft_tx_push(q);
 	soft_qp_check_overflow(q);
@@ -679,7 +551,7 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 	}
 	if (i > 0) {
 		if (atomic_load(&q->state) == RV_QPS_ERR) {
-			flush_posted(q);
+			soft_qp_flush_posted(q);
 			soft_qp_check_overflow(q);
 		} else if (q->conn && q->conn->rx_stalled && !q->kick && !soft_shmring_resume(q->conn)) {
 			/* Rare path: a SEND is waiting for exactly this (on a ring the

@@ -20,8 +20,8 @@
  */
 #include <string.h>
 
-#include "sha256.h"
-#include "soft.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/sha256.h"
 
 static const uint8_t auth_magic[4] = {'R', 'A', 'U', '1'};
 

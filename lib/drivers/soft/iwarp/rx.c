@@ -31,8 +31,9 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "crc32c.h"
-#include "soft.h"
+#include "drivers/soft/completion.h"
+#include "drivers/soft/soft.h"
+#include "drivers/soft/wire/crc32c.h"
 
 static bool before(uint32_t a, uint32_t b)
 {

@@ -1,0 +1,87 @@
+/*
+ * The completion module of the software device: what every transport (tx.c,
+ * rx.c, conn.c, shmring.c, retry.c, ext.c, ud.c) and the verbs objects call
+ * *down* into to finish work: push a work completion to a CQ (and fire its
+ * completion channel), complete a QP's send queue in order, fail a QP and
+ * flush its work, flush work posted to a QP in ERR, take the receive WR a
+ * message lands in (from the QP's receive queue or its SRQ). Raising the
+ * asynchronous events that go with it is event.c's (soft_event_post).
+ *
+ * The CQ ring and the completion channel are shared with cq.c (the verbs
+ * object: create, resize, poll, arm, wait), which is why their structures
+ * stand here: completion.c is the producer, cq.c the consumer.
+ *
+ * Never calls up into a transport or a verbs object; takes cq->lock and
+ * ch->lock (leaves), and the caller holds q->lock where it says so.
+ */
+#ifndef RVERBS_SOFT_COMPLETION_H
+#define RVERBS_SOFT_COMPLETION_H
+
+#include "soft.h"
+
+struct soft_channel {
+	pthread_mutex_t lock; /* guards the FIFO */
+	int efd;
+	struct soft_cq *head, *tail; /* CQs with pending events, oldest first */
+};
+
+enum { ARM_NONE, ARM_SOLICITED, ARM_ALL };
+
+struct soft_cq {
+	pthread_mutex_t lock;
+	struct rv_cq *cq;
+	struct soft_ctx *sc;
+	struct soft_channel *ch; /* or NULL */
+	_Atomic int armed;       /* ARM_* */
+	uint32_t pending;        /* events queued on ch (ch->lock) */
+	bool queued;             /* in ch's FIFO (ch->lock) */
+	struct soft_cq *next;    /* ch's FIFO (ch->lock) */
+	rv_wc *ring;
+	uint32_t mask;
+	uint32_t head, tail;
+	_Atomic uint32_t avail;  /* tail - head, readable without the lock */
+	_Atomic bool overflow;
+	/* The QPs a poller of this CQ serves (sc->lock): rebuilt when sc->qp_gen moves. */
+	struct soft_qp *qps[SOFT_POLL_DIRECT_MAX];
+	uint32_t n_qps;          /* connected QPs (not UD); > SOFT_POLL_DIRECT_MAX: served through epoll */
+	bool has_ud;             /* a UD QP: its datagrams come through epoll */
+	uint32_t qp_gen;         /* sc->qp_gen the list was built at, + 1 (0: never) */
+	_Atomic uint32_t waiters; /* threads in soft_cq_block (changed under lock) */
+	bool wait_armed;         /* a waiter armed the CQ, not the application (lock) */
+};
+
+/* ---- CQs ---- */
+/* false when the CQ is full: the completion is lost and the CQ reports -EOVERFLOW. */
+bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
+/* As soft_cq_push; solicited: a receive completion of a SEND with SE. */
+bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited);
+/* A thread blocks in soft_cq_block on cq, reading its QPs' sockets itself. */
+bool soft_cq_waited(const struct rv_cq *cq);
+
+/* ---- QPs ---- */
+/* Complete finished send WRs in order (q->lock held). */
+void soft_sq_complete(struct soft_qp *q);
+/* If a CQ of q overflowed, move q to ERR and have the progress thread close
+ * its connection (q->lock held). */
+void soft_qp_check_overflow(struct soft_qp *q);
+/*
+ * Move q to ERR (q->lock held): send WRs before index fail complete as
+ * successful if the peer confirmed them (else they flush), the one at fail
+ * gets status, the rest and every receive WR flush; rq_status, if not FLUSH, goes to the receive WR
+ * being filled. If term is true the queued TERMINATE is sent before the
+ * connection closes. fail == q->sq_tail fails nothing in particular.
+ */
+void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq_status, bool term);
+/* Work posted to a QP in ERR completes at once, flushed (q->lock held). */
+void soft_qp_flush_posted(struct soft_qp *q);
+
+/* ---- receive WRs ---- */
+/* The receive WR the next/current SEND lands in (its QP's rq head or a WR
+ * taken from its SRQ), or NULL when there is none yet (q->lock held). */
+struct soft_rwqe *soft_rq_peek(struct soft_qp *q);
+/* The message in soft_rq_peek()'s WR completed: move past it. */
+void soft_rq_consume(struct soft_qp *q);
+/* q stalled on an empty SRQ that has been posted to since (progress thread). */
+bool soft_srq_resumable(const struct soft_qp *q);
+
+#endif
