@@ -55,10 +55,11 @@ RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_con
 			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_context_attr.mask",
 				      attr->mask & ~known);
 		if ((attr->mask & RV_CONTEXT_ATTR_SOFT_FLAGS) &&
-		    (attr->soft_flags & ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT)))
+		    (attr->soft_flags & ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT | RV_SOFT_ROCE_PORT)))
 			return rv_err(EINVAL, __func__, "unknown bit 0x%x in rv_context_attr.soft_flags; known: "
-				      "RV_SOFT_CRC_OPTIONAL, RV_SOFT_NO_EXT",
-				      attr->soft_flags & ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT));
+				      "RV_SOFT_CRC_OPTIONAL, RV_SOFT_NO_EXT, RV_SOFT_ROCE_PORT",
+				      attr->soft_flags &
+					      ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT | RV_SOFT_ROCE_PORT));
 		if (attr->mask & RV_CONTEXT_ATTR_SOFT_FLAGS)
 			a.soft_flags = attr->soft_flags;
 		if (attr->mask & RV_CONTEXT_ATTR_AUTH_SECRET) {

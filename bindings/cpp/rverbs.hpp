@@ -349,7 +349,7 @@ public:
 		a_.listen_addr = addr;
 		return *this;
 	}
-	/** rv_soft_flags bits (RV_SOFT_CRC_OPTIONAL, RV_SOFT_NO_EXT). */
+	/** rv_soft_flags bits (RV_SOFT_CRC_OPTIONAL, RV_SOFT_NO_EXT, RV_SOFT_ROCE_PORT). */
 	context_options &soft_flags(uint32_t flags) noexcept
 	{
 		a_.mask |= RV_CONTEXT_ATTR_SOFT_FLAGS;

@@ -39,7 +39,15 @@ typedef enum rv_soft_flags {
 	 * MPA exchange: this context's QPs neither send nor accept them, as a
 	 * plain iWARP device. Default: offered. `RVERBS_SOFT_EXT=0` sets it too.
 	 */
-	RV_SOFT_NO_EXT = 1u << 1
+	RV_SOFT_NO_EXT = 1u << 1,
+	/**
+	 * Also receive RoCEv2 datagrams on UDP port 4791 of the listen address,
+	 * as a RoCE NIC does, so that UD QPs of kernel and hardware RoCE devices
+	 * (rxe, ConnectX) reach this context's UD QPs; an address handle with
+	 * dlid 0 sends to that port of its peer. One context per address can
+	 * have it (the port is one socket's). `RVERBS_SOFT_ROCE_PORT=1` sets it.
+	 */
+	RV_SOFT_ROCE_PORT = 1u << 2
 } rv_soft_flags;
 
 /** Options for rv_context_new(). Unset fields take the documented defaults. */

@@ -222,8 +222,8 @@ class Context(_Handle):
 
     Context() opens the default device; Context("soft0") or Context(device)
     a given one. listen_addr: the software device's address (default 127.0.0.1).
-    soft_flags: the software device's negotiation flags (RV_SOFT_CRC_OPTIONAL,
-    RV_SOFT_NO_EXT from rverbs.lib), default 0. auth_secret: bytes (1 to 4096)
+    soft_flags: the software device's flags (RV_SOFT_CRC_OPTIONAL,
+    RV_SOFT_NO_EXT, RV_SOFT_ROCE_PORT from rverbs.lib), default 0. auth_secret: bytes (1 to 4096)
     that every connection of the software device must prove both ways
     (shared-secret authentication); other devices raise (EOPNOTSUPP).
     """

@@ -247,6 +247,7 @@ struct soft_ctx {
 	_Atomic bool long_sleep;   /* the progress thread sleeps longer than SOFT_POLL_HANDBACK_US */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	bool shm_ring;             /* RVERBS_SOFT_SHM_RING: shared-memory rings on it (shmring.c) */
+	bool roce_port;            /* RV_SOFT_ROCE_PORT: UD also on UDP 4791 (ud.c) */
 	struct soft_conn **rings;  /* connections with a ring (sc->lock) */
 	uint32_t n_rings, cap_rings;
 	_Atomic uint32_t rings_live;   /* n_rings, readable without the lock */
@@ -865,6 +866,8 @@ enum soft_ud_counter {
  * taken for UDP. The caller adds soft_ud_fd() to epoll with sc->ud as tag. */
 int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen_t sl);
 int soft_ud_fd(const struct soft_ctx *sc);
+/* The socket on UDP 4791 (RV_SOFT_ROCE_PORT), also tagged sc->ud; -1 if none. */
+int soft_ud_roce_fd(const struct soft_ctx *sc);
 void soft_ud_close(struct soft_ctx *sc);
 /* Whether an epoll tag is the UDP socket's. */
 bool soft_ud_is_tag(const struct soft_ctx *sc, const void *tag);

@@ -4,8 +4,10 @@
  * what was dropped.
  *
  * Owns: the context's UDP socket (bound to the listen address and the same
- * port number as the TCP listener, so rv_endpoint's LID names both), its
- * receive buffer, the counters. Framing is roce.c's (RoCEv2: BTH, DETH,
+ * port number as the TCP listener, so rv_endpoint's LID names both), with
+ * RV_SOFT_ROCE_PORT a second one on UDP 4791 (RoCEv2's port, where kernel and
+ * hardware RoCE devices send: an AV with dlid 0 names it), its receive
+ * buffer, the counters. Framing is roce.c's (RoCEv2: BTH, DETH,
  * ImmDt, payload, pad, ICRC); this file does the I/O and the verbs rules:
  *
  * - send: the posting thread checks, gathers (lkeys checked), frames and hands
@@ -52,8 +54,12 @@
 #define SOFT_UD_IP_ID 0
 #define SOFT_UD_IP_DF 0x4000
 
+/* RoCEv2's UDP destination port (IBA A17.3). */
+#define SOFT_UD_ROCE_PORT 4791u
+
 struct soft_ud {
 	int fd;
+	int roce_fd;      /* bound to port 4791 (RV_SOFT_ROCE_PORT), else -1 */
 	int family;       /* AF_INET or AF_INET6 */
 	uint8_t addr[16]; /* our address, network order (IPv4 in the first 4 bytes) */
 	uint16_t port;
@@ -79,12 +85,49 @@ static bool is_any(const uint8_t *a, size_t n)
 	return true;
 }
 
+/* A UDP socket for RoCEv2 datagrams, bound to a; -errno. */
+static int ud_socket(int family, const struct sockaddr_storage *a, socklen_t sl)
+{
+	int one = 1, pmtu, rcvbuf = 1 << 20, fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0)
+		return -errno;
+	/* DF from an unconnected socket: Linux then writes IP identification 0,
+	 * which the ICRC covers (roce.h). The rest is for the GRH area. */
+	if (family == AF_INET) {
+		pmtu = IP_PMTUDISC_DO;
+		setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+		setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one));
+	} else {
+		pmtu = IPV6_PMTUDISC_DO;
+		setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof(one));
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)); /* best effort */
+	if (bind(fd, (const struct sockaddr *)a, sl) < 0) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+static void set_port(struct sockaddr_storage *a, uint16_t port)
+{
+	if (a->ss_family == AF_INET)
+		((struct sockaddr_in *)a)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)a)->sin6_port = htons(port);
+}
+
 int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen_t sl)
 {
 	static const char *const fn = "rv_context_new";
 	struct sockaddr_storage a = *ss;
 	struct soft_ud *u;
-	int one = 1, pmtu, err, rcvbuf = 1 << 20;
+	int err;
 
 	if (sc->family == AF_INET) {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&a;
@@ -111,33 +154,30 @@ int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen
 		memcpy(u->addr, &((struct sockaddr_in *)&a)->sin_addr, 4);
 	else
 		memcpy(u->addr, &((struct sockaddr_in6 *)&a)->sin6_addr, 16);
-	u->fd = socket(sc->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	u->roce_fd = -1;
+	u->fd = ud_socket(sc->family, &a, sl);
 	if (u->fd < 0) {
-		err = errno;
-		free(u);
-		return rv_err(err, fn, "socket() for soft0's UDP side failed: %s", strerror(err));
-	}
-	/* DF from an unconnected socket: Linux then writes IP identification 0,
-	 * which the ICRC covers (roce.h). The rest is for the GRH area. */
-	if (sc->family == AF_INET) {
-		pmtu = IP_PMTUDISC_DO;
-		setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-		setsockopt(u->fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
-		setsockopt(u->fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one));
-	} else {
-		pmtu = IPV6_PMTUDISC_DO;
-		setsockopt(u->fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-		setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one));
-		setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof(one));
-	}
-	setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)); /* best effort */
-	if (bind(u->fd, (struct sockaddr *)&a, sl) < 0) {
-		err = errno;
-		close(u->fd);
+		err = -u->fd;
 		free(u);
 		if (err == EADDRINUSE)
 			return -EADDRINUSE; /* the caller picks another port */
 		return rv_err(err, fn, "soft0 cannot bind its UDP socket to port %u: %s", sc->port, strerror(err));
+	}
+	if (sc->roce_port) {
+		set_port(&a, SOFT_UD_ROCE_PORT);
+		u->roce_fd = ud_socket(sc->family, &a, sl);
+		if (u->roce_fd < 0) {
+			err = -u->roce_fd;
+			close(u->fd);
+			free(u);
+			/* EBUSY, not EADDRINUSE: another port of ours would not help. */
+			return rv_err(err == EADDRINUSE ? EBUSY : err, fn,
+				      "RV_SOFT_ROCE_PORT: soft0 cannot receive on UDP port %u of its address: %s%s",
+				      SOFT_UD_ROCE_PORT, strerror(err),
+				      err == EADDRINUSE ? " (another context, or a kernel RoCE device on that address, has "
+							  "it; one context per address can)"
+							: "");
+		}
 	}
 	sc->ud = u;
 	return 0;
@@ -148,6 +188,8 @@ void soft_ud_close(struct soft_ctx *sc)
 	if (!sc->ud)
 		return;
 	close(sc->ud->fd);
+	if (sc->ud->roce_fd >= 0)
+		close(sc->ud->roce_fd);
 	free(sc->ud);
 	sc->ud = NULL;
 }
@@ -155,6 +197,11 @@ void soft_ud_close(struct soft_ctx *sc)
 int soft_ud_fd(const struct soft_ctx *sc)
 {
 	return sc->ud->fd;
+}
+
+int soft_ud_roce_fd(const struct soft_ctx *sc)
+{
+	return sc->ud ? sc->ud->roce_fd : -1;
 }
 
 bool soft_ud_is_tag(const struct soft_ctx *sc, const void *tag)
@@ -187,9 +234,6 @@ static int check_av(struct soft_ctx *sc, const rv_ah_attr *attr, const char *fn)
 	if (!attr->is_global)
 		return rv_err(EINVAL, fn, "soft0 routes by GID: set is_global 1 and dgid to the peer's "
 			      "GID (rv_endpoint::gid, its IP address)");
-	if (attr->dlid == 0)
-		return rv_err(EINVAL, fn, "dlid is 0: soft0 needs the peer's port number in dlid "
-			      "(rv_endpoint::lid)");
 	if (attr->sgid_index != 0)
 		return rv_err(EINVAL, fn, "sgid_index %u: soft0's GID table has one entry (index 0)",
 			      attr->sgid_index);
@@ -254,9 +298,30 @@ static int check_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i, uin
 	return check_av(q->sc, &wr->ah->attr, fn);
 }
 
+/* Where an AV's datagrams go: its dlid (a soft0 context's port), or for
+ * dlid 0 RoCEv2's port, where a RoCE NIC's peer listens. */
+static uint16_t dest_port(const rv_ah_attr *av)
+{
+	return av->dlid ? av->dlid : (uint16_t)SOFT_UD_ROCE_PORT;
+}
+
+/* The socket that sends to av, and its port (the ICRC covers it): to a RoCE
+ * peer from port 4791 when this context has it, else from the context's. */
+static int src_fd(const struct soft_ud *u, const rv_ah_attr *av, uint16_t *port)
+{
+	if (!av->dlid && u->roce_fd >= 0) {
+		*port = SOFT_UD_ROCE_PORT;
+		return u->roce_fd;
+	}
+	*port = u->port;
+	return u->fd;
+}
+
 /* Hand one datagram to the socket; false when it was dropped. */
 static bool send_datagram(struct soft_ud *u, const rv_ah_attr *av, const uint8_t *pkt, size_t len)
 {
+	uint16_t sport;
+	int fd = src_fd(u, av, &sport);
 	struct sockaddr_storage to;
 	socklen_t tl;
 	union {
@@ -281,7 +346,7 @@ static bool send_datagram(struct soft_ud *u, const rv_ah_attr *av, const uint8_t
 	if (u->family == AF_INET) {
 		struct sockaddr_in *t = (struct sockaddr_in *)&to;
 		t->sin_family = AF_INET;
-		t->sin_port = htons(av->dlid);
+		t->sin_port = htons(dest_port(av));
 		memcpy(&t->sin_addr, av->dgid + 12, 4);
 		tl = sizeof(*t);
 		c->cmsg_level = IPPROTO_IP;
@@ -294,7 +359,7 @@ static bool send_datagram(struct soft_ud *u, const rv_ah_attr *av, const uint8_t
 	} else {
 		struct sockaddr_in6 *t = (struct sockaddr_in6 *)&to;
 		t->sin6_family = AF_INET6;
-		t->sin6_port = htons(av->dlid);
+		t->sin6_port = htons(dest_port(av));
 		memcpy(&t->sin6_addr, av->dgid, 16);
 		tl = sizeof(*t);
 		c->cmsg_level = IPPROTO_IPV6;
@@ -308,9 +373,9 @@ static bool send_datagram(struct soft_ud *u, const rv_ah_attr *av, const uint8_t
 	memcpy(CMSG_DATA(c), &tos, sizeof(int));
 	m.msg_namelen = tl;
 	for (int tries = 0; tries < 2; tries++) {
-		struct pollfd p = {.fd = u->fd, .events = POLLOUT};
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
 
-		if (sendmsg(u->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
+		if (sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
 			return true;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
 			break;
@@ -389,8 +454,8 @@ int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t
 			memcpy(a.dst, av->dgid + 12, 4);
 		else
 			memcpy(a.dst, av->dgid, 16);
-		a.sport = u->port;
-		a.dport = av->dlid;
+		src_fd(u, av, &a.sport);
+		a.dport = dest_port(av);
 		a.ip_id = SOFT_UD_IP_ID;
 		a.ip_frag = SOFT_UD_IP_DF;
 		total = hl + len;
@@ -442,7 +507,7 @@ static bool ud_auth_ok(struct soft_ctx *sc, struct soft_ud *u, const struct rv_r
 /* Deliver one verified datagram (sc->lock held). */
 static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce_addr *a,
 		    const struct rv_roce_ud *h, const uint8_t *payload, uint32_t plen, size_t udp_len,
-		    int tos, int ttl)
+		    int tos, int ttl, bool roce)
 {
 	struct soft_qp *q = soft_ctx_find_qp(sc, h->dest_qp);
 	struct soft_rwqe *w;
@@ -493,8 +558,9 @@ static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce
 					wc.wc_flags |= RV_WC_WITH_IMM;
 					wc.imm_data = h->imm;
 				}
-				/* soft0's LID is a context's port number: the sender's. */
-				wc.slid = a->sport;
+				/* soft0's LID is a context's port number: the sender's
+				 * (0 from the RoCE port: the peer listens on 4791). */
+				wc.slid = roce ? 0 : a->sport;
 				wc.pkey_index = 0;
 			}
 		}
@@ -507,10 +573,11 @@ static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce
 	pthread_mutex_unlock(&q->lock);
 }
 
-void soft_ud_rx(struct soft_ctx *sc)
+/* Reads what waits on fd, bound to our port `port`. On the RoCE port the
+ * sender's port is a RoCE NIC's entropy, not where it listens: the
+ * completion says slid 0, so that a reply's AV (rv_ah_from_wc) goes to 4791. */
+static void rx_from(struct soft_ctx *sc, struct soft_ud *u, int fd, uint16_t port)
 {
-	struct soft_ud *u = sc->ud;
-
 	for (int i = 0; i < SOFT_UD_RX_BATCH; i++) {
 		struct sockaddr_storage from;
 		union {
@@ -535,7 +602,7 @@ void soft_ud_rx(struct soft_ctx *sc)
 		m.msg_iovlen = 1;
 		m.msg_control = ctl.b;
 		m.msg_controllen = sizeof(ctl.b);
-		n = recvmsg(u->fd, &m, MSG_DONTWAIT);
+		n = recvmsg(fd, &m, MSG_DONTWAIT);
 		if (n < 0)
 			return; /* EAGAIN: drained (other errors: a later wakeup retries) */
 		if (m.msg_flags & MSG_TRUNC) {
@@ -558,7 +625,7 @@ void soft_ud_rx(struct soft_ctx *sc)
 			continue;
 		}
 		memcpy(a.dst, u->addr, 16);
-		a.dport = u->port;
+		a.dport = port;
 		a.ip_id = SOFT_UD_IP_ID;
 		a.ip_frag = SOFT_UD_IP_DF;
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
@@ -590,7 +657,16 @@ void soft_ud_rx(struct soft_ctx *sc)
 			count(u, SOFT_UD_DROP_LONG);
 			continue;
 		}
-		deliver(sc, u, &a, &h, u->rx + off, plen, (size_t)n, tos, ttl);
+		deliver(sc, u, &a, &h, u->rx + off, plen, (size_t)n, tos, ttl, fd == u->roce_fd);
 	}
 	/* More may wait: level-triggered epoll wakes the thread again. */
+}
+
+void soft_ud_rx(struct soft_ctx *sc)
+{
+	struct soft_ud *u = sc->ud;
+
+	rx_from(sc, u, u->fd, u->port);
+	if (u->roce_fd >= 0)
+		rx_from(sc, u, u->roce_fd, SOFT_UD_ROCE_PORT);
 }

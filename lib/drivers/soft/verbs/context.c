@@ -248,6 +248,9 @@ static void soft_context_options(struct soft_ctx *sc, const rv_context_attr *att
 		f |= RV_SOFT_CRC_OPTIONAL;
 	if ((e = getenv("RVERBS_SOFT_EXT")) && strcmp(e, "0") == 0)
 		f |= RV_SOFT_NO_EXT;
+	if ((e = getenv("RVERBS_SOFT_ROCE_PORT")) && strcmp(e, "1") == 0)
+		f |= RV_SOFT_ROCE_PORT;
+	sc->roce_port = (f & RV_SOFT_ROCE_PORT) != 0;
 	sc->crc_required = !(f & RV_SOFT_CRC_OPTIONAL);
 	sc->caps = (f & RV_SOFT_NO_EXT) ? RV_SOFT_CAP_RNR : SOFT_CAPS; /* RNR is not RFC 7306 */
 }
@@ -550,7 +553,8 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	sc->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (sc->epfd < 0 || sc->evfd < 0 || epoll_add(sc->epfd, sc->lfd, &tag_listener) < 0 ||
 	    epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0 ||
-	    (sc->ud && epoll_add(sc->epfd, soft_ud_fd(sc), sc->ud) < 0)) {
+	    (sc->ud && epoll_add(sc->epfd, soft_ud_fd(sc), sc->ud) < 0) ||
+	    (soft_ud_roce_fd(sc) >= 0 && epoll_add(sc->epfd, soft_ud_roce_fd(sc), sc->ud) < 0)) {
 		err = errno;
 		ctx_free(sc);
 		return rv_err(err, fn, "epoll/eventfd setup failed: %s; check the open-files limit (ulimit -n)",
