@@ -71,8 +71,9 @@ def test_ud_ah_errors_and_lifetime(ud):
     ctx, pd, cq, (a, b), mr = ud
     eb = b.endpoint()
     with pytest.raises(rverbs.RVerbsError) as e:
-        rverbs.AH(pd, dgid=eb.gid, dlid=0)
-    assert "dlid is 0" in str(e.value)
+        rverbs.AH(pd, dgid=eb.gid, dlid=eb.lid, sgid_index=1)
+    assert "sgid_index 1" in str(e.value)
+    rverbs.AH(pd, dgid=eb.gid, dlid=0).close()  # dlid 0: RoCEv2's port 4791, as to a NIC
     with pytest.raises(TypeError):
         rverbs.AH(pd, nonsense=1)
     ah = pd.ah(dgid=eb.gid, dlid=eb.lid)
