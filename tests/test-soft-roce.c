@@ -321,6 +321,47 @@ static void test_soft_roce__replay_window(void **state)
 	assert_true(rv_roce_replay_check(&r, 2, 1000));
 }
 
+/* A kernel RoCE device (rxe) sends its IP identification counter, which the
+ * ICRC covers and a UDP socket does not show: where ip_id_any says so, the
+ * one identification that makes the ICRC match is taken; elsewhere the
+ * datagram is refused, and a damaged one is refused either way. */
+static void test_soft_roce__ipv4_identification_from_the_icrc(void **state)
+{
+	struct rv_roce_addr a = loop4(), any;
+	struct rv_roce_ud h = {.opcode = RV_ROCE_UD_SEND_ONLY, .pkey = 0xffff, .dest_qp = 5, .qkey = 7, .src_qp = 9};
+	uint8_t pkt[RV_ROCE_UD_OVERHEAD + 300];
+	struct rv_roce_ud d;
+	size_t n, off;
+	uint32_t plen, icrc;
+	uint16_t id = 0;
+	int refused = 0;
+
+	(void)state;
+	n = rv_roce_ud_encode_hdr(&h, 200, pkt);
+	for (int i = 0; i < 200; i++)
+		pkt[n + i] = (uint8_t)(i * 7);
+	a.ip_id = 0xb349; /* as rxe sent one */
+	n = rv_roce_ud_finish(&a, pkt, n + 200);
+	icrc = (uint32_t)pkt[n - 4] | (uint32_t)pkt[n - 3] << 8 | (uint32_t)pkt[n - 2] << 16 | (uint32_t)pkt[n - 1] << 24;
+	assert_true(rv_roce_ipv4_id(&a, pkt, n - 4, icrc, &id));
+	assert_int_equal(id, 0xb349);
+	any = a;
+	any.ip_id = 0;
+	assert_int_equal(rv_roce_ud_decode(&any, pkt, n, &d, &off, &plen), RV_ROCE_BAD_ICRC);
+	any.ip_id_any = true;
+	assert_int_equal(rv_roce_ud_decode(&any, pkt, n, &d, &off, &plen), RV_ROCE_OK);
+	assert_int_equal(d.src_qp, 9);
+	/* Every single bit damaged outside the masked byte: still refused. */
+	for (size_t bit = 0; bit < n * 8; bit++) {
+		if (bit / 8 == 4)
+			continue;
+		pkt[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		refused += rv_roce_ud_decode(&any, pkt, n, &d, &off, &plen) != RV_ROCE_OK;
+		pkt[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	}
+	assert_int_equal(refused, (int)(n * 8 - 8));
+}
+
 static void test_soft_roce__random_input(void **state)
 {
 	struct rv_roce_addr a = loop4();
@@ -378,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_soft_roce__ipv4_header_for_the_grh_area),
 		cmocka_unit_test(test_soft_roce__auth_trailer_seals_and_opens),
 		cmocka_unit_test(test_soft_roce__replay_window),
+		cmocka_unit_test(test_soft_roce__ipv4_identification_from_the_icrc),
 		cmocka_unit_test(test_soft_roce__random_input),
 	};
 

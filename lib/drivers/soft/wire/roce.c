@@ -149,6 +149,114 @@ uint32_t rv_roce_icrc(const struct rv_roce_addr *a, const uint8_t *pkt, size_t l
 	return rv_roce_crc32(crc, pkt + n, len - n);
 }
 
+/*
+ * The IPv4 identification a sender used, from its ICRC. The ICRC covers the
+ * identification (not masked, Annex A17.3.3), which a UDP socket does not
+ * show; soft0 sends 0, but a kernel RoCE device (rxe) sends the kernel's
+ * counter. The CRC is affine in the message, so the identification's 16 bits
+ * change it by a linear map: with L_k the change bit k makes, the received
+ * ICRC matches for the identification x with XOR of L_k over x's bits equal
+ * to (received ICRC) XOR (the ICRC for identification 0). Solved by Gaussian
+ * elimination; the map is one-to-one, so an ICRC damaged otherwise has no
+ * solution but with the chance 2^-16 of any 16-bit field.
+ */
+
+/* The raw (reflected) CRC register after `bytes` zero bytes from state v:
+ * the zero-byte operator as a 32x32 matrix over GF(2), raised by squaring. */
+static uint32_t gf2_times(const uint32_t m[32], uint32_t v)
+{
+	uint32_t s = 0;
+
+	for (int i = 0; v; i++, v >>= 1)
+		if (v & 1)
+			s ^= m[i];
+	return s;
+}
+
+static void gf2_square(uint32_t out[32], const uint32_t m[32])
+{
+	for (int i = 0; i < 32; i++)
+		out[i] = gf2_times(m, m[i]);
+}
+
+static uint32_t crc_zeros(uint32_t v, size_t bytes)
+{
+	uint32_t a[32], b[32];
+
+	/* One zero bit: shift right, the polynomial where bit 0 was. */
+	a[0] = 0xEDB88320u;
+	for (int i = 1; i < 32; i++)
+		a[i] = 1u << (i - 1);
+	gf2_square(b, a); /* 2 bits */
+	gf2_square(a, b); /* 4 bits */
+	gf2_square(b, a); /* 8 bits: one byte */
+	for (uint32_t *op = b, *sq = a; bytes; bytes >>= 1) {
+		if (bytes & 1)
+			v = gf2_times(op, v);
+		if (bytes > 1) {
+			uint32_t *t;
+			gf2_square(sq, op);
+			t = op, op = sq, sq = t;
+		}
+	}
+	return v;
+}
+
+bool rv_roce_ipv4_id(const struct rv_roce_addr *a, const uint8_t *pkt, size_t len, uint32_t icrc, uint16_t *id)
+{
+	/* The CRC's stream: 8 ones, the IPv4 header (identification at bytes
+	 * 4-5), the UDP header, the payload: the identification's byte k is
+	 * followed by (8 + 20 + 8 + len) - (8 + 4 + k) - 1 bytes. */
+	size_t total = 8 + 20 + 8 + len;
+	struct rv_roce_addr z = *a;
+	uint32_t vec[16], comb[16], d;
+	int n = 0;
+
+	if (a->family != 4)
+		return false;
+	z.ip_id = 0;
+	d = icrc ^ rv_roce_icrc(&z, pkt, len);
+	for (int k = 0; k < 16; k++) {
+		/* Bit k of the big-endian identification: byte 0 holds bits 15..8. */
+		size_t byte = k >= 8 ? 0 : 1, after = total - (8 + 4 + byte) - 1;
+		uint32_t c = (uint32_t)1 << (k & 7);
+		for (int i = 0; i < 8; i++) /* the register change that byte makes from 0 */
+			c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+		vec[n] = crc_zeros(c, after);
+		comb[n++] = 1u << k;
+	}
+	/* A basis by leading bit, each vector with the identification bits it
+	 * stands for; then D reduced against it. */
+	{
+		uint32_t bv[32] = {0}, bc[32] = {0}, x = 0;
+
+		for (int k = 0; k < n; k++) {
+			uint32_t v = vec[k], c = comb[k];
+			for (int bit = 31; bit >= 0 && v; bit--) {
+				if (!(v >> bit & 1))
+					continue;
+				if (!bv[bit]) {
+					bv[bit] = v;
+					bc[bit] = c;
+					break;
+				}
+				v ^= bv[bit];
+				c ^= bc[bit];
+			}
+		}
+		for (int bit = 31; bit >= 0; bit--) {
+			if (!(d >> bit & 1))
+				continue;
+			if (!bv[bit])
+				return false;
+			d ^= bv[bit];
+			x ^= bc[bit];
+		}
+		*id = (uint16_t)x;
+		return true;
+	}
+}
+
 size_t rv_roce_ud_hdr_len(uint8_t opcode)
 {
 	return RV_ROCE_BTH_LEN + RV_ROCE_DETH_LEN + (opcode == RV_ROCE_UD_SEND_ONLY_IMM ? RV_ROCE_IMM_LEN : 0);
@@ -213,8 +321,13 @@ enum rv_roce_status rv_roce_ud_decode(const struct rv_roce_addr *a, const uint8_
 		return RV_ROCE_BAD_PAD;
 	ic = pkt + len - RV_ROCE_ICRC_LEN;
 	icrc = (uint32_t)ic[0] | (uint32_t)ic[1] << 8 | (uint32_t)ic[2] << 16 | (uint32_t)ic[3] << 24;
-	if (icrc != rv_roce_icrc(a, pkt, len - RV_ROCE_ICRC_LEN))
-		return RV_ROCE_BAD_ICRC;
+	if (icrc != rv_roce_icrc(a, pkt, len - RV_ROCE_ICRC_LEN)) {
+		/* Another IPv4 identification than the one assumed (a kernel RoCE
+		 * device's): the one the ICRC says, if any (rv_roce_ipv4_id). */
+		uint16_t id = 0;
+		if (!a->ip_id_any || !rv_roce_ipv4_id(a, pkt, len - RV_ROCE_ICRC_LEN, icrc, &id) || id == a->ip_id)
+			return RV_ROCE_BAD_ICRC;
+	}
 	h->opcode = pkt[0];
 	h->solicited = (pkt[1] & 0x80) != 0;
 	h->pad = (pkt[1] >> 4) & 3;

@@ -20,7 +20,9 @@
  * from struct rv_roce_addr. For IPv4 that needs the identification and the
  * flags, which the spec does not mask: soft0 sends with DF from an unconnected
  * socket, for which Linux writes identification 0, and assumes the same of
- * what it receives (ip_id 0, ip_frag 0x4000). Everything else in those headers
+ * what it receives (ip_id 0, ip_frag 0x4000), except where ip_id_any says a
+ * kernel RoCE device may send (it writes its counter): there the one
+ * identification that makes the ICRC match is taken (rv_roce_ipv4_id). Everything else in those headers
  * (lengths, protocol 17, addresses, ports) follows from the datagram.
  */
 #ifndef RV_SOFT_ROCE_H
@@ -51,6 +53,11 @@ struct rv_roce_addr {
 	uint16_t sport, dport;
 	uint16_t ip_id;   /* IPv4 identification (soft0: 0) */
 	uint16_t ip_frag; /* IPv4 flags and fragment offset (soft0: 0x4000, DF) */
+	/* Decode: the sender may have used any identification (a kernel RoCE
+	 * device's, on the RoCE port): take the one the ICRC says. That costs
+	 * the ICRC 16 of its 32 bits against random errors, so soft0's own port
+	 * keeps ip_id exact. */
+	bool ip_id_any;
 };
 
 /* The transport headers of one UD SEND. */
@@ -143,6 +150,9 @@ uint32_t rv_roce_crc32(uint32_t crc, const void *buf, size_t len);
 
 /* The ICRC of a UDP payload of len bytes (everything before the ICRC). */
 uint32_t rv_roce_icrc(const struct rv_roce_addr *a, const uint8_t *pkt, size_t len);
+/* IPv4: the identification (*id) for which pkt's len bytes (before the ICRC)
+ * have ICRC icrc, everything else as a says; false when none has. */
+bool rv_roce_ipv4_id(const struct rv_roce_addr *a, const uint8_t *pkt, size_t len, uint32_t icrc, uint16_t *id);
 
 /* Header bytes for a message (20 without, 24 with immediate data). */
 size_t rv_roce_ud_hdr_len(uint8_t opcode);
