@@ -28,8 +28,10 @@
 
 #include "conn/conn-private.h"
 
-/* How long a new client may stay silent (capped by the handshake timeout). */
-#define LISTENER_FIRST_BYTE_MS 1000
+/* How long a new client may stay silent (capped by the handshake timeout).
+ * Not shorter: 64 clients starting at once on a slow machine (qemu under TCG)
+ * took over a second; a flood is what eviction is for. */
+#define LISTENER_FIRST_BYTE_MS 5000
 /* At most one log line per kind of trouble per this many ms. */
 #define LISTENER_LOG_INTERVAL_MS 1000
 /* Clients accepted per wakeup of the listening socket, at most. */

@@ -86,7 +86,7 @@
 /* An accepted connection must send its MPA request within this time, and
  * its first byte within SOFT_FIRST_BYTE_MS. */
 #define SOFT_REQ_TIMEOUT_MS 5000
-#define SOFT_FIRST_BYTE_MS 1000
+#define SOFT_FIRST_BYTE_MS 2000
 /* Connections that name no QP of ours yet (waiting for their request) or
  * no more (rejected, closing) per context, and from one source address: a
  * new one past either bound evicts the oldest, idlest one (conn.c,
