@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -497,6 +498,15 @@ int soft_uc_counters(rv_qp *qp, uint64_t out[SOFT_UC_NCOUNTERS]);
 
 /* The IRD a QP advertises in the MPA exchange and enforces: its
  * max_dest_rd_atomic, within the device limit. */
+/* An address in GID form (IPv4-mapped) on loopback: 127/8 or ::1. */
+static inline bool soft_addr_is_loopback(const uint8_t a[16])
+{
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+	return (memcmp(a, v4mapped, 12) == 0 && a[12] == 127) || memcmp(a, v6lo, 16) == 0;
+}
+
 static inline uint32_t soft_qp_ird(const struct soft_qp *q)
 {
 	return q->attr.max_dest_rd_atomic < SOFT_MAX_RD_ATOM ? q->attr.max_dest_rd_atomic : SOFT_MAX_RD_ATOM;

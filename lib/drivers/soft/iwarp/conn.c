@@ -737,14 +737,6 @@ static int idleness(const struct soft_conn *c)
 	return c->state == CONN_CLOSING ? 2 : c->rx_len ? 0 : 1;
 }
 
-static bool is_loopback16(const uint8_t a[16])
-{
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-
-	return (memcmp(a, v4mapped, 12) == 0 && a[12] == 127) || memcmp(a, v6lo, 16) == 0;
-}
-
 /* Counts the unattached connections, and those from src; true at a bound.
  * Loopback is every local process, so it has no bound of its own: a burst
  * of a local peer's connections (many QPs at once) may take them all. */
@@ -757,7 +749,7 @@ static bool full(const struct soft_ctx *sc, const uint8_t src[16], uint32_t *n, 
 		(*n)++;
 		*from += memcmp(c->src, src, 16) == 0;
 	}
-	return (*from >= SOFT_MAX_UNATTACHED_PER_SOURCE && !is_loopback16(src)) || *n >= SOFT_MAX_UNATTACHED;
+	return (*from >= SOFT_MAX_UNATTACHED_PER_SOURCE && !soft_addr_is_loopback(src)) || *n >= SOFT_MAX_UNATTACHED;
 }
 
 /* Make room for one more unattached connection from src: closes the idlest,
@@ -770,7 +762,7 @@ static void evict_one(struct soft_ctx *sc, const uint8_t src[16])
 
 	if (!full(sc, src, &n, &from))
 		return;
-	per_source = from >= SOFT_MAX_UNATTACHED_PER_SOURCE && !is_loopback16(src);
+	per_source = from >= SOFT_MAX_UNATTACHED_PER_SOURCE && !soft_addr_is_loopback(src);
 	for (struct soft_conn *c = sc->conns; c; c = c->next) {
 		if (!is_unattached(c) || (per_source && memcmp(c->src, src, 16) != 0))
 			continue;
@@ -914,7 +906,7 @@ static bool request_proven(struct soft_conn *c, const struct rv_mpa_frame *f)
 /* The request names a loopback GID but did not come from loopback. */
 static bool claims_loopback(const struct soft_conn *c)
 {
-	return is_loopback16(c->req.gid) && !is_loopback16(c->src);
+	return soft_addr_is_loopback(c->req.gid) && !soft_addr_is_loopback(c->src);
 }
 
 static void on_wait_req(struct soft_conn *c)

@@ -81,14 +81,6 @@ static bool end_of(int fd, bool local, uint8_t out[18])
 	return false;
 }
 
-static bool is_loopback(const uint8_t a[16])
-{
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-
-	return (memcmp(a, v4mapped, 12) == 0 && a[12] == 127) || memcmp(a, v6lo, 16) == 0;
-}
-
 /* Both ends of c's connection are on this host: the peer's address is a
  * loopback one or our own. (A host's other addresses reach it too, but a
  * peer behind them is not the one we connected to by that address.) Before
@@ -105,7 +97,7 @@ static bool peer_is_local(const struct soft_conn *c)
 			return false;
 		memcpy(p, c->qp->peer_gid, 16);
 	}
-	return is_loopback(p) || memcmp(p, l, 16) == 0;
+	return soft_addr_is_loopback(p) || memcmp(p, l, 16) == 0;
 }
 
 size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf)
