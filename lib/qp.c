@@ -460,9 +460,7 @@ RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 	rv_error_clear();
 	rc = device_caps(qp, &dattr, &pattr, qp->port_num);
 	if (rc == 0)
-		rc = rv_gid_choose(qp, NULL, __func__);
-	if (rc == 0)
-		rc = qp->drv->query_gid(qp->ctx, qp->port_num, qp->sgid_index, ep.gid);
+		rc = qp->drv->query_gid(qp->ctx, qp->port_num, 0, ep.gid);
 	if (rc < 0)
 		return rv_err_from_driver(rc, __func__, "querying the port");
 	ep.lid = pattr.lid;
@@ -515,9 +513,6 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 		return rv_err_from_driver(rc, __func__, "querying the port");
 	if (pattr.link_layer == RV_LINK_LAYER_ETHERNET && gid_is_zero(peer->gid))
 		return rv_err(EINVAL, __func__, "the peer endpoint has no GID, which an Ethernet port (RoCE, iWARP, software device) needs");
-	rc = rv_gid_choose(qp, peer->gid, __func__);
-	if (rc < 0)
-		return rv_err_from_driver(rc, __func__, "choosing the GID index");
 
 	state = current_state(qp);
 	if (state == RV_QPS_RESET) {
@@ -534,7 +529,7 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 	memcpy(a.ah_attr.dgid, peer->gid, 16);
 	a.ah_attr.is_global = !gid_is_zero(peer->gid);
 	a.ah_attr.hop_limit = 64;
-	a.ah_attr.sgid_index = qp->sgid_index; /* the GID our endpoint advertised */
+	a.ah_attr.sgid_index = 0;
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = qp->port_num;
 	a.dest_qp_num = peer->qpn;

@@ -117,8 +117,6 @@ struct rv_qp {
 	uint32_t state;    /* rv_qp_state as last set through rverbs (or by the driver on error) */
 	uint32_t init_psn; /* random 24-bit initial send PSN */
 	uint8_t port_num;  /* the port chosen at INIT (default 1) */
-	uint8_t sgid_index; /* the GID it advertises and sends from (gid_select.c) */
-	bool sgid_chosen;
 	rv_qp_cap cap;     /* as read back from the driver after create */
 	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
 	struct rv_srq *srq; /* or NULL; a dependency (strong) */
@@ -200,10 +198,6 @@ static inline bool rv_send_wr_inline(const struct rv_qp *qp, const rv_send_wr *w
  * negative errno with the message naming wrs[i]. Hot path: loads only.
  */
 int rv_ud_wr_check(const struct rv_qp *qp, const rv_send_wr *wr, size_t i);
-
-/* Chooses qp's GID index once (lib/gid_select.c): for its endpoint
- * (peer_gid NULL) or for a peer's GID. 0 or a negative errno (message set). */
-int rv_gid_choose(struct rv_qp *qp, const uint8_t *peer_gid, const char *func);
 
 /* Random bytes from the kernel (getrandom(), else /dev/urandom): 0, or -EIO
  * (logged) when it gives none; never a guessable fallback. */
