@@ -70,18 +70,24 @@ static void put(const char *what, const char *text)
 	CHECK(fclose(f) == 0 && rename(tmp, p) == 0);
 }
 
-/* The index of our GID in the port's table (rv_ah_attr.sgid_index). */
-static uint8_t gid_index_of(rv_context *ctx, const uint8_t gid[16])
+/* Our IPv4 GID (IPv4-mapped, RoCE v2) and its index in the port's table:
+ * the other side is IPv4, and index 0 of a kernel device is often its IPv6
+ * link-local address (rverbs' endpoints still advertise index 0). */
+static uint8_t ipv4_gid(rv_context *ctx, uint8_t gid[16])
 {
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	rv_port_attr pa = {.mask = RV_PORT_ATTR_ALL};
 
 	CHECK(rv_context_query_port(ctx, 1, &pa) == 0);
 	for (uint32_t i = 0; i < pa.gid_tbl_len && i < 256; i++) {
-		uint8_t g[16];
-		if (rv_context_query_gid(ctx, 1, (int)i, g) == 0 && memcmp(g, gid, 16) == 0)
+		rv_gid_entry e;
+		if (rv_context_query_gid_entry(ctx, 1, i, &e) == 0 && memcmp(e.gid, v4mapped, 12) == 0 &&
+		    e.gid_type == RV_GID_TYPE_ROCE_V2) {
+			memcpy(gid, e.gid, 16);
 			return (uint8_t)i;
+		}
 	}
-	CHECK(!"our endpoint's GID is in the table");
+	CHECK(!"an IPv4 RoCE v2 GID on port 1");
 	return 0;
 }
 
@@ -105,6 +111,7 @@ int main(int argc, char **argv)
 	char text[256], want[64], msg[64], line[256];
 	unsigned peer_qpn = 0, g[16];
 	bool got = false;
+	uint8_t sgid;
 	uint8_t *buf;
 	double end, next_send = 0;
 	int sent = 0;
@@ -135,6 +142,7 @@ int main(int argc, char **argv)
 		CHECK(rv_qp_recv(qp, &s, (uint64_t)i + 100) == 0);
 	}
 	CHECK(rv_qp_endpoint(qp, &me) == 0);
+	sgid = ipv4_gid(ctx, me.gid);
 	{
 		int n = snprintf(text, sizeof(text), "%u", me.qpn);
 		for (int i = 0; i < 16; i++)
@@ -168,7 +176,7 @@ int main(int argc, char **argv)
 	av.hop_limit = 64;
 	av.dlid = 0; /* RoCEv2's port 4791 */
 	av.port_num = 1;
-	av.sgid_index = gid_index_of(ctx, me.gid);
+	av.sgid_index = sgid;
 	CHECK(rv_ah_new(pd, &av, &ah) == 0);
 	snprintf(msg, sizeof(msg), "hello from %s", role);
 	snprintf(want, sizeof(want), "hello from %s", peer);
