@@ -334,6 +334,25 @@ static uint32_t first_read(const struct soft_qp *q)
 	return q->sq_head;
 }
 
+/* A response's sink (a READ's SGEs, an atomic's 8 bytes) was deregistered or
+ * unmapped since the post: the WR fails, the QP with it. */
+static int local_sink_gone(struct soft_qp *q, const struct soft_ord *o, const char *what)
+{
+	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: %s's local buffer is no longer registered", q->qpn, what);
+	soft_qp_fail(q, o->wqe, RV_WC_LOC_PROT_ERR, RV_WC_WR_FLUSH_ERR, false);
+	soft_conn_detach(q, false);
+	return -1;
+}
+
+/* The oldest READ or atomic in flight got its whole response. */
+static void response_done(struct soft_qp *q, const struct soft_ord *o)
+{
+	if (before(q->sq_confirmed, o->upto))
+		q->sq_confirmed = o->upto;
+	q->ord_head++;
+	soft_sq_complete(q);
+}
+
 static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	struct soft_ord *o;
@@ -349,13 +368,8 @@ static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 	if (o->user && f->payload_len) {
 		struct soft_swqe *w = &q->sq[o->wqe % q->sq_size];
 		if (soft_sgl_write(q->sc, q->qp->pd, w->sge, w->num_sge, o->got, f->payload, f->payload_len) !=
-		    SOFT_MEM_OK) {
-			rv_log(RV_LOG_WARN, "soft0: QP 0x%x: a READ's local buffer is no longer registered",
-			       q->qpn);
-			soft_qp_fail(q, o->wqe, RV_WC_LOC_PROT_ERR, RV_WC_WR_FLUSH_ERR, false);
-			soft_conn_detach(q, false);
-			return -1;
-		}
+		    SOFT_MEM_OK)
+			return local_sink_gone(q, o, "a READ");
 	}
 	o->got += f->payload_len;
 	if (f->last) {
@@ -363,10 +377,7 @@ static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 			q->sq[o->wqe % q->sq_size].done = true;
 			q->ord_user--;
 		}
-		if (before(q->sq_confirmed, o->upto))
-			q->sq_confirmed = o->upto;
-		q->ord_head++;
-		soft_sq_complete(q);
+		response_done(q, o);
 	}
 	return 0;
 }
@@ -587,19 +598,12 @@ static int rx_atomic_resp(struct soft_qp *q, const struct rv_fpdu *f)
 		return requester_error(q, f, q->ord_head != q->ord_tail ? first_read(q) : q->sq_head,
 				       RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_INV_STAG);
 	w = &q->sq[o->wqe % q->sq_size];
-	if (soft_sgl_write(q->sc, q->qp->pd, w->sge, w->num_sge, 0, &v, 8) != SOFT_MEM_OK) {
-		rv_log(RV_LOG_WARN, "soft0: QP 0x%x: an atomic's local buffer is no longer registered", q->qpn);
-		soft_qp_fail(q, o->wqe, RV_WC_LOC_PROT_ERR, RV_WC_WR_FLUSH_ERR, false);
-		soft_conn_detach(q, false);
-		return -1;
-	}
+	if (soft_sgl_write(q->sc, q->qp->pd, w->sge, w->num_sge, 0, &v, 8) != SOFT_MEM_OK)
+		return local_sink_gone(q, o, "an atomic");
 	q->msn_rx_aresp++;
 	w->done = true;
 	q->ord_user--;
-	if (before(q->sq_confirmed, o->upto))
-		q->sq_confirmed = o->upto;
-	q->ord_head++;
-	soft_sq_complete(q);
+	response_done(q, o);
 	return 0;
 }
 
