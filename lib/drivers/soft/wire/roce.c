@@ -179,9 +179,11 @@ static void gf2_square(uint32_t out[32], const uint32_t m[32])
 		out[i] = gf2_times(m, m[i]);
 }
 
-static uint32_t crc_zeros(uint32_t v, size_t bytes)
+/* op: the operator of `bytes` zero bytes on the raw CRC register, by
+ * squaring the one-byte operator; *one_byte: that operator itself. */
+static void zero_op(uint32_t op[32], uint32_t one_byte[32], size_t bytes)
 {
-	uint32_t a[32], b[32];
+	uint32_t a[32], b[32], sq[32], t[32];
 
 	/* One zero bit: shift right, the polynomial where bit 0 was. */
 	a[0] = 0xEDB88320u;
@@ -189,17 +191,21 @@ static uint32_t crc_zeros(uint32_t v, size_t bytes)
 		a[i] = 1u << (i - 1);
 	gf2_square(b, a); /* 2 bits */
 	gf2_square(a, b); /* 4 bits */
-	gf2_square(b, a); /* 8 bits: one byte */
-	for (uint32_t *op = b, *sq = a; bytes; bytes >>= 1) {
-		if (bytes & 1)
-			v = gf2_times(op, v);
+	gf2_square(one_byte, a); /* 8 bits */
+	memcpy(sq, one_byte, sizeof(sq));
+	for (int i = 0; i < 32; i++)
+		op[i] = 1u << i; /* identity */
+	for (; bytes; bytes >>= 1) {
+		if (bytes & 1) {
+			for (int i = 0; i < 32; i++)
+				t[i] = gf2_times(sq, op[i]);
+			memcpy(op, t, sizeof(t));
+		}
 		if (bytes > 1) {
-			uint32_t *t;
-			gf2_square(sq, op);
-			t = op, op = sq, sq = t;
+			gf2_square(t, sq);
+			memcpy(sq, t, sizeof(t));
 		}
 	}
-	return v;
 }
 
 bool rv_roce_ipv4_id(const struct rv_roce_addr *a, const uint8_t *pkt, size_t len, uint32_t icrc, uint16_t *id)
@@ -209,20 +215,25 @@ bool rv_roce_ipv4_id(const struct rv_roce_addr *a, const uint8_t *pkt, size_t le
 	 * followed by (8 + 20 + 8 + len) - (8 + 4 + k) - 1 bytes. */
 	size_t total = 8 + 20 + 8 + len;
 	struct rv_roce_addr z = *a;
-	uint32_t vec[16], comb[16], d;
+	uint32_t vec[16], comb[16], d, tail[32], one_byte[32];
 	int n = 0;
 
 	if (a->family != 4)
 		return false;
 	z.ip_id = 0;
 	d = icrc ^ rv_roce_icrc(&z, pkt, len);
+	/* One operator for what follows the identification, built once: the
+	 * change bit k makes is where that operator takes the register change
+	 * the identification's bytes leave (the high byte's also passes the low
+	 * byte, one zero byte). */
+	zero_op(tail, one_byte, total - (8 + 4 + 2));
 	for (int k = 0; k < 16; k++) {
-		/* Bit k of the big-endian identification: byte 0 holds bits 15..8. */
-		size_t byte = k >= 8 ? 0 : 1, after = total - (8 + 4 + byte) - 1;
 		uint32_t c = (uint32_t)1 << (k & 7);
 		for (int i = 0; i < 8; i++) /* the register change that byte makes from 0 */
 			c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-		vec[n] = crc_zeros(c, after);
+		if (k >= 8) /* byte 0 (bits 15..8) of the big-endian identification */
+			c = gf2_times(one_byte, c);
+		vec[n] = gf2_times(tail, c);
 		comb[n++] = 1u << k;
 	}
 	/* A basis by leading bit, each vector with the identification bits it
