@@ -189,7 +189,7 @@ static bool holds_byte(const uint8_t *p, size_t n, uint8_t v)
 
 /* Runs one attack against t (armed); returns the child's report and leaves
  * t armed again. *landed: the attacker's SEND completed at the target. */
-static int run(struct atk_target *t, const struct attack *attack, int *landed)
+static int run_then(struct atk_target *t, const struct attack *attack, int *landed, void (*then)(struct atk_target *))
 {
 	struct attack a = *attack;
 	pid_t pid;
@@ -202,10 +202,17 @@ static int run(struct atk_target *t, const struct attack *attack, int *landed)
 		_exit(attacker(t, &a));
 	*landed = outcome(t);
 	assert_false(holds_byte(t->buf, t->len, SECRET_BYTE));
+	if (then)
+		then(t); /* more checks while the attacker's connection stands */
 	atk_target_rearm(t); /* closes the connection: the child ends */
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+static int run(struct atk_target *t, const struct attack *attack, int *landed)
+{
+	return run_then(t, attack, landed, NULL);
 }
 
 static struct atk_target target;
@@ -236,24 +243,21 @@ static void test_attack_samehost__own_process_is_accepted(void **state)
 	assert_int_equal(landed, 1);
 }
 
+/* Pulled from the attacker's memory, exactly. */
+static void own_bytes_placed(struct atk_target *t)
+{
+	for (size_t i = 0; i < SECRET_LEN; i++)
+		assert_int_equal(t->buf[i], OWN_BYTE);
+}
+
 static void test_attack_samehost__own_bytes_land(void **state)
 {
-	struct attack a = {.magic = "RSH2", .own = true, .rkey = rv_mr_rkey(target.mr)};
-	pid_t pid;
-	int st;
+	struct attack a = {.magic = "RSH2", .own = true};
+	int landed;
 
 	(void)state;
-	pid = atk_fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(attacker(&target, &a));
-	assert_int_equal(outcome(&target), 1);
-	/* Pulled from the attacker's memory, exactly. */
-	for (size_t i = 0; i < SECRET_LEN; i++)
-		assert_int_equal(target.buf[i], OWN_BYTE);
-	atk_target_rearm(&target);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_int_equal(WEXITSTATUS(st), ACCEPTED);
+	assert_int_equal(run_then(&target, &a, &landed, own_bytes_placed), ACCEPTED);
+	assert_int_equal(landed, 1);
 }
 
 /* Naming the target itself, with every descriptor number it may hold. */
@@ -313,22 +317,19 @@ static void test_attack_samehost__old_agreement_is_ignored(void **state)
 }
 
 /* Accepted once; the second agreement message on the connection ends it. */
+static void qp_ends_in_err(struct atk_target *t)
+{
+	assert_int_equal(atk_wait_state(t, RV_QPS_ERR, 10000), RV_QPS_ERR);
+}
+
 static void test_attack_samehost__second_agreement_is_refused(void **state)
 {
-	struct attack a = {.magic = "RSH2", .own = true, .twice = true, .rkey = rv_mr_rkey(target.mr)};
-	pid_t pid;
-	int st;
+	struct attack a = {.magic = "RSH2", .own = true, .twice = true};
+	int landed;
 
 	(void)state;
-	pid = atk_fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(attacker(&target, &a));
-	assert_int_equal(outcome(&target), 1);
-	assert_int_equal(atk_wait_state(&target, RV_QPS_ERR, 10000), RV_QPS_ERR);
-	atk_target_rearm(&target);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_int_equal(WEXITSTATUS(st), ACCEPTED);
+	assert_int_equal(run_then(&target, &a, &landed, qp_ends_in_err), ACCEPTED);
+	assert_int_equal(landed, 1);
 }
 
 /* As uid 65534 against a root target: naming the target is refused. */
