@@ -711,18 +711,31 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr);
 int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr);
 int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
-/* ---- conn.c ---- */
-int soft_conn_start(struct soft_qp *q);           /* active side, at RTR */
-void soft_conn_adopt_pending(struct soft_qp *q);  /* passive side, at RTR */
-void soft_conn_detach(struct soft_qp *q, bool graceful);
-void soft_conn_event(struct soft_conn *c, uint32_t events);
-void soft_conn_accept(struct soft_ctx *sc);
-void soft_conn_timers(struct soft_ctx *sc, int64_t now);
-void soft_conn_free(struct soft_conn *c);
+/* ---- stream.c: a connection's stream, below tx.c, rx.c and conn.c ---- */
 /* Match the epoll interest to the state: EPOLLOUT while tx bytes wait. */
 void soft_conn_update_events(struct soft_conn *c);
 /* Send what is buffered; false when the connection broke. */
 bool soft_conn_flush(struct soft_conn *c);
+/* The stream is no longer read by a poller (its epoll interest is the caller's). */
+void soft_conn_unpoll(struct soft_conn *c);
+/* Out of epoll and the live list; freed by the progress thread later. */
+void soft_conn_kill(struct soft_conn *c);
+/* Flush, shut our direction down, linger for the peer's end (SOFT_LINGER_MS). */
+void soft_conn_closing(struct soft_conn *c);
+/* q gives its connection up: gracefully (a TERMINATE queued goes last) or not. */
+void soft_conn_detach(struct soft_qp *q, bool graceful);
+void soft_conn_free(struct soft_conn *c);
+/* shutdown() and close() a connection's socket. */
+void soft_close_socket(int fd);
+
+/* ---- conn.c ---- */
+int soft_conn_start(struct soft_qp *q);           /* active side, at RTR */
+void soft_conn_adopt_pending(struct soft_qp *q);  /* passive side, at RTR */
+void soft_conn_event(struct soft_conn *c, uint32_t events);
+void soft_conn_accept(struct soft_ctx *sc);
+/* The context's timers (progress thread, sc->lock): fault holds that end,
+ * retry and RNR (retry.c), late confirmations, setup deadlines. */
+void soft_conn_timers(struct soft_ctx *sc, int64_t now);
 /* A busy poller reads q's stream itself (sc->lock held, takes q->lock): one
  * recv, then what the progress thread would do with the bytes; the stream
  * leaves epoll's EPOLLIN interest until soft_conn_handback. */
@@ -780,8 +793,11 @@ size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf);
 void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t len);
 /* The payload of our SOFT_OP_SHM_CTL (SOFT_SHM_CTL_LEN bytes). */
 void soft_shm_ctl_put(struct soft_conn *c, uint8_t *buf);
-/* The peer's SOFT_OP_SHM_CTL; false if it is malformed or unexpected. */
-bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
+/* The peer's SOFT_OP_SHM_CTL of the agreement (kinds 1, 2, 6), from
+ * soft_shmring_ctl_got: refused (malformed or unexpected), taken, or taken
+ * and the agreement now holds both ways (the rings start). */
+enum { SOFT_SHM_REFUSED = -1, SOFT_SHM_TAKEN = 0, SOFT_SHM_AGREED = 1 };
+int soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
 /* The verified peer process is still the one verified (before every read). */
 bool soft_shm_peer_alive(const struct soft_conn *c);
 /* A duplicate of descriptor num of the verified peer process (shmring.c); -1. */
@@ -803,8 +819,10 @@ enum soft_ring_stat {
 };
 /* Both directions of c's same-host path hold: prepare and offer our ring. */
 void soft_shmring_start(struct soft_qp *q, struct soft_conn *c);
-/* A ring control message (SOFT_OP_SHM_CTL kinds 3-5); false: unexpected. */
-bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p);
+/* rx.c: the peer's SOFT_OP_SHM_CTL: a ring's (kinds 3-5) here, the
+ * agreement's through shm.c, then the rings start once it holds; false:
+ * malformed or unexpected. */
+bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
 /* tx.c: frame the ring control message due, if any (q->lock held). */
 bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c);
 /* conn.c: soft_conn_flush once our direction uses the ring. */

@@ -19,12 +19,12 @@
  * (max_rd_atomic) and keeps at most min(own ORD, peer's IRD) READs and atomics
  * in flight; the responder enforces the IRD it advertised.
  *
- * Owns: the connection state machine, socket I/O for setup, epoll interest,
- * teardown. Runs in the progress thread with sc->lock held, except
- * soft_conn_start/adopt_pending/detach which control calls make with sc->lock
- * held too, and soft_conn_flush/update_events which a posting thread may call with
- * q->lock held on an attached connection. Never blocks: every socket is
- * non-blocking.
+ * Owns: the connection state machine, socket I/O for setup, the stream's
+ * events (soft_conn_event, pollers and waiters), the context's timers; the
+ * stream itself (flush, epoll interest, teardown) is stream.c's. Runs in the
+ * progress thread with sc->lock held, except soft_conn_start/adopt_pending
+ * which control calls make with sc->lock held too. Never blocks: every socket
+ * is non-blocking.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,75 +69,6 @@ RV_PRINTF(2, 3) static void setup_warn(struct soft_ctx *sc, const char *fmt, ...
 	} else {
 		rv_log(RV_LOG_WARN, "%s", msg);
 	}
-}
-
-static void update_events(struct soft_conn *c)
-{
-	uint32_t want = 0;
-	struct epoll_event ev;
-
-	switch (c->state) {
-	case CONN_CONNECTING:
-		want = EPOLLOUT;
-		break;
-	case CONN_PENDING:
-		want = 0; /* the initiator waits for our reply; only HUP/ERR matter */
-		break;
-	case CONN_UP:
-		/* A polled stream is read by its poller (soft_conn_poll): no wake-up per frame. */
-		want = (c->rx_stalled || c->polled ? 0 : EPOLLIN) |
-		       (c->tx_len > c->tx_off && !c->out_waited ? EPOLLOUT : 0);
-		break;
-	case CONN_DEAD:
-		return;
-	default:
-		want = EPOLLIN | (c->tx_len > c->tx_off ? EPOLLOUT : 0);
-		break;
-	}
-	if (soft_fault_held(c))
-		want &= ~(uint32_t)EPOLLOUT; /* fault.c: nothing may be sent now */
-	if (c->ring_tx_on && c->ring_tcp_end <= c->tx_off)
-		want &= ~(uint32_t)EPOLLOUT; /* shmring.c: the ring's consumer index, not the socket, frees room */
-	if (want == c->events)
-		return;
-	ev.events = want;
-	ev.data.ptr = c;
-	if (epoll_ctl(c->sc->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
-		c->events = want;
-}
-
-void soft_conn_update_events(struct soft_conn *c)
-{
-	update_events(c);
-}
-
-bool soft_conn_flush(struct soft_conn *c)
-{
-	if (soft_fault_held(c))
-		return true; /* fault.c: held (delay) or stopped (drop, reset) */
-	if (c->ring_tx_on)
-		return soft_shmring_flush(c);
-	while (c->tx_len > c->tx_off) {
-		ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				c->tx_blocked = true;
-				break;
-			}
-			c->tx_off = c->tx_len = 0;
-			return false;
-		}
-		c->tx_off += (size_t)n;
-		if (c->qp)
-			soft_retry_progress(c->qp); /* the peer takes bytes */
-	}
-	if (c->tx_off == c->tx_len) {
-		c->tx_off = c->tx_len = 0;
-		c->tx_blocked = false;
-	}
-	return true;
 }
 
 /*
@@ -213,110 +144,6 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 	c->next = sc->conns;
 	sc->conns = c;
 	return c;
-}
-
-/* shutdown() first: it acts on the socket, so the peer sees the end even when a
- * fork child still holds a copy of the descriptor. */
-static void close_socket(int fd)
-{
-	shutdown(fd, SHUT_RDWR);
-	close(fd);
-}
-
-void soft_conn_free(struct soft_conn *c)
-{
-	soft_shmring_free(c);
-	soft_shm_release(c);
-	if (c->fd >= 0)
-		close_socket(c->fd);
-	free(c->rx);
-	free(c->tx);
-	free(c);
-}
-
-/* The stream is no longer read by a poller (its epoll interest is the caller's). */
-static void unpoll(struct soft_conn *c)
-{
-	if (c->polled) {
-		c->polled = false;
-		atomic_fetch_sub_explicit(&c->sc->n_polled, 1, memory_order_relaxed);
-	}
-	c->out_waited = false; /* EPOLLOUT is the progress thread's again */
-}
-
-/* Out of epoll and the live list; freed by the progress thread later. */
-static void conn_kill(struct soft_conn *c)
-{
-	struct soft_ctx *sc = c->sc;
-
-	if (c->state == CONN_DEAD)
-		return;
-	unpoll(c);
-	for (struct soft_conn **pp = &sc->conns; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
-	if (c->ring)
-		soft_shmring_drop(c); /* out of the pollers' view before it can be freed */
-	epoll_ctl(sc->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close_socket(c->fd);
-	c->fd = -1;
-	c->state = CONN_DEAD;
-	if (c->qp) {
-		c->qp->conn = NULL;
-		c->qp = NULL;
-	}
-	c->next = sc->zombies;
-	sc->zombies = c;
-}
-
-static void conn_closing(struct soft_conn *c)
-{
-	unpoll(c);
-	memset(&c->place, 0, sizeof(c->place)); /* a WRITE being placed is abandoned with the stream */
-	c->state = CONN_CLOSING;
-	c->deadline = soft_now_ms() + SOFT_LINGER_MS;
-	if (!soft_conn_flush(c)) {
-		conn_kill(c);
-		return;
-	}
-	if (c->tx_len == 0 && !c->shut_wr) {
-		shutdown(c->fd, SHUT_WR);
-		c->shut_wr = true;
-	}
-	c->rx_off = c->rx_len = 0;
-	update_events(c);
-}
-
-void soft_conn_detach(struct soft_qp *q, bool graceful)
-{
-	struct soft_conn *c = q->conn;
-
-	if (!c)
-		return;
-	q->conn = NULL;
-	c->qp = NULL;
-	c->rx_stalled = false;
-	if (graceful && c->state == CONN_UP && q->term_pending) {
-		/* The socket was too full for tx.c to frame the TERMINATE: it goes last. */
-		memmove(c->tx, c->tx + c->tx_off, c->tx_len - c->tx_off);
-		c->tx_len -= c->tx_off;
-		c->ring_tcp_end = c->ring_tcp_end > c->tx_off ? c->ring_tcp_end - c->tx_off : 0;
-		c->tx_off = 0;
-		if (SOFT_TXBUF - c->tx_len >= q->term_len) {
-			memcpy(c->tx + c->tx_len, q->term, q->term_len);
-			c->tx_len += q->term_len;
-		}
-		q->term_pending = false;
-	}
-	if (graceful && c->state == CONN_UP && c->ring_tx_on)
-		soft_shmring_closing(q, c); /* a TERMINATE the ring has no room for goes over TCP */
-	if (graceful && c->state == CONN_UP)
-		conn_closing(c);
-	else
-		conn_kill(c);
 }
 
 /* The QP's connection failed: its work completes with an error. */
@@ -483,7 +310,7 @@ static void reject(struct soft_conn *c, uint32_t reason)
 	p.dst_qpn = c->req.src_qpn;
 	p.reason = reason;
 	queue_mpa(c, true, (uint8_t)(RV_MPA_FLAG_REJECT | (c->sc->crc_required ? RV_MPA_FLAG_CRC : 0)), &p, NULL);
-	conn_closing(c);
+	soft_conn_closing(c);
 	/* Nothing of ours waits on it: it goes soon, and counts until then. */
 	if (c->state == CONN_CLOSING)
 		c->deadline = soft_now_ms() + SOFT_REJECT_LINGER_MS;
@@ -522,7 +349,7 @@ static void attach_passive(struct soft_qp *q, struct soft_conn *c)
 			soft_tx_push(q);
 	}
 	if (q->conn == c)
-		update_events(c);
+		soft_conn_update_events(c);
 }
 
 static void accept_on(struct soft_qp *q, struct soft_conn *c)
@@ -550,7 +377,7 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 		/* Answer the challenge; the QP is not ours before MAC_I checks. */
 		uint8_t ids[SOFT_AUTH_IDS_LEN], mac[SOFT_AUTH_MAC_LEN], blk[SOFT_AUTH_EXT_LEN];
 		if (rv_random_bytes(c->auth_nr, sizeof(c->auth_nr)) < 0) {
-			conn_kill(c); /* no challenge without a fresh nonce (logged) */
+			soft_conn_kill(c); /* no challenge without a fresh nonce (logged) */
 			return;
 		}
 		soft_auth_ids(ids, c->req.gid, c->req.port, c->req.src_qpn, c->sc->gid, c->sc->port, q->qpn);
@@ -562,10 +389,10 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 		c->deadline = soft_now_ms() + (c->sc->timeout_ms < SOFT_REQ_TIMEOUT_MS ? c->sc->timeout_ms
 											 : SOFT_REQ_TIMEOUT_MS);
 		if (!soft_conn_flush(c)) {
-			conn_kill(c);
+			soft_conn_kill(c);
 			return;
 		}
-		update_events(c);
+		soft_conn_update_events(c);
 		return;
 	}
 	queue_mpa(c, true, c->crc ? RV_MPA_FLAG_CRC : 0, &p, NULL);
@@ -587,7 +414,7 @@ static void on_wait_auth(struct soft_conn *c)
 		setup_warn(c->sc, "soft0: connection for QP 0x%x from QP 0x%x: authentication failed: the "
 			   "initiator %s before proving the shared secret (it has another secret?)",
 			   c->auth_qpn, c->req.src_qpn, r < 0 ? "closed the connection" : "sent a malformed frame");
-		conn_kill(c);
+		soft_conn_kill(c);
 		return;
 	}
 	soft_auth_ids(ids, c->req.gid, c->req.port, c->req.src_qpn, c->sc->gid, c->sc->port, c->auth_qpn);
@@ -598,13 +425,13 @@ static void on_wait_auth(struct soft_conn *c)
 			   "closed, nothing was accepted from it", c->auth_qpn, c->req.src_qpn,
 			   f.opcode != SOFT_OP_AUTH ? "the initiator sent other frames before its proof"
 						    : "the initiator's proof is wrong (another secret, or a replay)");
-		conn_kill(c);
+		soft_conn_kill(c);
 		return;
 	}
 	consume(c, (size_t)n);
 	q = soft_ctx_find_qp(c->sc, c->auth_qpn);
 	if (!q) {
-		conn_kill(c);
+		soft_conn_kill(c);
 		return;
 	}
 	pthread_mutex_lock(&q->lock);
@@ -613,7 +440,7 @@ static void on_wait_auth(struct soft_conn *c)
 		if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && !q->conn && peer_matches(q, &c->req))
 			attach_passive(q, c);
 		else
-			conn_kill(c); /* the QP moved on (connected, reset, destroyed) meanwhile */
+			soft_conn_kill(c); /* the QP moved on (connected, reset, destroyed) meanwhile */
 	}
 	pthread_mutex_unlock(&q->lock);
 }
@@ -685,7 +512,7 @@ static void handle_request(struct soft_conn *c)
 			reject(oldest, RV_SOFT_REJECT_BUSY);
 		c->state = CONN_PENDING;
 		c->deadline = soft_now_ms() + c->sc->timeout_ms;
-		update_events(c);
+		soft_conn_update_events(c);
 	} else if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && peer_matches(q, &c->req)) {
 		struct soft_conn *oldest;
 
@@ -695,7 +522,7 @@ static void handle_request(struct soft_conn *c)
 			/* Proven requests answering this QP's challenge: a few, the
 			 * oldest making room (copies of an old request prove too). */
 			if (authenticating_for(c->sc, q->qpn, &oldest) >= SOFT_MAX_PENDING_PER_QP)
-				conn_kill(oldest);
+				soft_conn_kill(oldest);
 			accept_on(q, c);
 		}
 	} else if (st == RV_QPS_RTR || st == RV_QPS_RTS) {
@@ -774,7 +601,7 @@ static void evict_one(struct soft_ctx *sc, const uint8_t src[16])
 		return;
 	setup_warn(sc, "soft0: %u connections not attached to a QP (%u from this one's address); closing the "
 		   "oldest idle one to make room", n, from);
-	conn_kill(victim);
+	soft_conn_kill(victim);
 }
 
 static void on_wait_req(struct soft_conn *c);
@@ -830,7 +657,7 @@ void soft_conn_accept(struct soft_ctx *sc)
 		c = conn_new(sc, fd, CONN_WAIT_REQ);
 		if (!c) {
 			setup_warn(sc, "soft0: out of memory for an incoming connection; dropped");
-			close_socket(fd);
+			soft_close_socket(fd);
 			continue;
 		}
 		memcpy(c->src, src, 16);
@@ -915,7 +742,7 @@ static void on_wait_req(struct soft_conn *c)
 	int n;
 
 	if (fill_rx(c) < 0) {
-		conn_kill(c);
+		soft_conn_kill(c);
 		return;
 	}
 	if (c->rx_len) /* it spoke: the whole request may take SOFT_REQ_TIMEOUT_MS */
@@ -1043,7 +870,7 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 	if (q->conn == c && c->rx_len)
 		soft_rx_process(q, c);
 	if (q->conn == c)
-		update_events(c);
+		soft_conn_update_events(c);
 }
 
 static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
@@ -1087,7 +914,7 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 			soft_tx_push(q);
 	}
 	if (q->conn == c)
-		update_events(c);
+		soft_conn_update_events(c);
 }
 
 void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
@@ -1112,7 +939,7 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 		c->polled = true;
 		/* A busy poller does not watch POLLOUT: the progress thread does. */
 		c->out_waited = c->out_waited && waiter;
-		update_events(c);
+		soft_conn_update_events(c);
 	}
 	/* One recv per poll, as a busy-polling TCP application does; more only
 	 * while there is more (bounded, like on_up). */
@@ -1149,7 +976,7 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 	}
 	/* An empty poll changed nothing epoll's interest depends on. */
 	if (touched && q->conn == c)
-		update_events(c);
+		soft_conn_update_events(c);
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -1167,9 +994,9 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 		/* c->events is the QP's (posting threads update it under q->lock). */
 		if (c->qp)
 			pthread_mutex_lock(&c->qp->lock);
-		unpoll(c);
+		soft_conn_unpoll(c);
 		/* Level-triggered: bytes that arrived meanwhile are reported at once. */
-		update_events(c);
+		soft_conn_update_events(c);
 		if (c->qp)
 			pthread_mutex_unlock(&c->qp->lock);
 	}
@@ -1193,14 +1020,14 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 			atomic_fetch_add_explicit(&c->sc->n_polled, !c->polled, memory_order_relaxed);
 			c->polled = true;
 			c->out_waited = w;
-			update_events(c);
+			soft_conn_update_events(c);
 		}
 		*out = w;
 		fd = c->fd;
 	} else if (c && c->polled && c->rx_stalled) {
 		/* When the receive resumes (run_kicks), the progress thread reads on. */
-		unpoll(c);
-		update_events(c);
+		soft_conn_unpoll(c);
+		soft_conn_update_events(c);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return fd;
@@ -1220,7 +1047,7 @@ static void on_closing(struct soft_conn *c, uint32_t events)
 {
 	if (events & EPOLLOUT) {
 		if (!soft_conn_flush(c)) {
-			conn_kill(c);
+			soft_conn_kill(c);
 			return;
 		}
 		if (c->tx_len == 0 && !c->shut_wr) {
@@ -1231,12 +1058,12 @@ static void on_closing(struct soft_conn *c, uint32_t events)
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		c->rx_off = c->rx_len = 0;
 		if (fill_rx(c) < 0) {
-			conn_kill(c);
+			soft_conn_kill(c);
 			return;
 		}
 		c->rx_off = c->rx_len = 0;
 	}
-	update_events(c);
+	soft_conn_update_events(c);
 }
 
 void soft_conn_event(struct soft_conn *c, uint32_t events)
@@ -1262,7 +1089,7 @@ void soft_conn_event(struct soft_conn *c, uint32_t events)
 			qp_conn_failed(q, "the connection broke while sending the MPA request");
 			break;
 		}
-		update_events(c);
+		soft_conn_update_events(c);
 		break;
 	}
 	case CONN_WAIT_REPLY:
@@ -1273,24 +1100,24 @@ void soft_conn_event(struct soft_conn *c, uint32_t events)
 		if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 			on_wait_reply(q, c);
 		else
-			update_events(c);
+			soft_conn_update_events(c);
 		break;
 	case CONN_WAIT_REQ:
 		on_wait_req(c);
 		break;
 	case CONN_WAIT_AUTH:
 		if ((events & EPOLLOUT) && !soft_conn_flush(c)) {
-			conn_kill(c);
+			soft_conn_kill(c);
 			break;
 		}
 		if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 			on_wait_auth(c);
 		if (c->state == CONN_WAIT_AUTH)
-			update_events(c);
+			soft_conn_update_events(c);
 		break;
 	case CONN_PENDING:
 		if (events & (EPOLLERR | EPOLLHUP))
-			conn_kill(c);
+			soft_conn_kill(c);
 		break;
 	case CONN_UP:
 		on_up(q, c, events);
@@ -1305,11 +1132,40 @@ void soft_conn_event(struct soft_conn *c, uint32_t events)
 		pthread_mutex_unlock(&q->lock);
 }
 
+/* Transmission resumes on connections whose fault delay is over (fault.c
+ * holds them: soft_fault_held). Here, not in fault.c: restarting the
+ * transmit side is a call up into tx.c, which calls fault.c's hook. */
+static void release_fault_holds(struct soft_ctx *sc, int64_t now)
+{
+	for (struct soft_conn *c = sc->conns; c; c = c->next) {
+		struct soft_qp *q = c->qp;
+		int64_t hold = c->fault_hold; /* a look without the QP's lock (atomic) */
+
+		if (!hold || now < hold)
+			continue;
+		if (q) {
+			pthread_mutex_lock(&q->lock);
+			/* Again under the lock: a frame sent meanwhile may have
+			 * extended the hold, which must not be lifted early. */
+			hold = c->fault_hold;
+			if (hold && now >= hold) {
+				c->fault_hold = 0;
+				soft_tx_push(q);
+			}
+			pthread_mutex_unlock(&q->lock);
+		} else {
+			c->fault_hold = 0;
+			soft_conn_flush(c);
+			soft_conn_update_events(c);
+		}
+	}
+}
+
 void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 {
 	struct soft_conn *c, *next;
 
-	soft_fault_timers(sc, now);
+	release_fault_holds(sc, now);
 	soft_retry_timers(sc, now);
 	/* A passive QP with work queued whose peer never connects: fail the work,
 	 * as a verbs device would after its transport retries. */
@@ -1352,18 +1208,18 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 			break;
 		}
 		case CONN_WAIT_REQ:
-			conn_kill(c);
+			soft_conn_kill(c);
 			break;
 		case CONN_WAIT_AUTH:
 			setup_warn(sc, "soft0: connection for QP 0x%x from QP 0x%x: no proof of the shared secret in "
 				   "time; closed", c->auth_qpn, c->req.src_qpn);
-			conn_kill(c);
+			soft_conn_kill(c);
 			break;
 		case CONN_PENDING:
 			reject(c, RV_SOFT_REJECT_STATE);
 			break;
 		case CONN_CLOSING:
-			conn_kill(c);
+			soft_conn_kill(c);
 			break;
 		default:
 			break;

@@ -10,8 +10,9 @@
  * to every frame).
  *
  * Hooks (one line each): tx.c calls soft_fault_tx() on every FPDU it frames;
- * conn.c skips sending and EPOLLOUT while soft_fault_held(); the timers
- * release delayed streams; a datagram transport asks soft_fault_dgram_lost().
+ * stream.c skips sending and EPOLLOUT while soft_fault_held(); conn.c's
+ * timers release delayed streams (restarting transmission is a call into
+ * tx.c, above this file); a datagram transport asks soft_fault_dgram_lost().
  *
  * What each fault means on an RC stream (iWARP over TCP cannot retransmit a
  * lost FPDU, and sending what follows a lost one would leave a gap):
@@ -279,31 +280,5 @@ bool soft_fault_dgram_lost(struct soft_qp *q, uint8_t *pkt, size_t len)
 		return false;
 	default:
 		return false; /* no connection to reset; a delay does not apply to datagrams */
-	}
-}
-
-void soft_fault_timers(struct soft_ctx *sc, int64_t now)
-{
-	for (struct soft_conn *c = sc->conns; c; c = c->next) {
-		struct soft_qp *q = c->qp;
-		int64_t hold = c->fault_hold; /* a look without the QP's lock (atomic) */
-
-		if (!hold || now < hold)
-			continue;
-		if (q) {
-			pthread_mutex_lock(&q->lock);
-			/* Again under the lock: a frame sent meanwhile may have
-			 * extended the hold, which must not be lifted early. */
-			hold = c->fault_hold;
-			if (hold && now >= hold) {
-				c->fault_hold = 0;
-				soft_tx_push(q);
-			}
-			pthread_mutex_unlock(&q->lock);
-		} else {
-			c->fault_hold = 0;
-			soft_conn_flush(c);
-			soft_conn_update_events(c);
-		}
 	}
 }

@@ -33,7 +33,5 @@ static inline bool soft_fault_held(const struct soft_conn *c)
 /* A datagram transport (UD) about to send pkt (len bytes, its ICRC last) for
  * q: true when a fault loses it (do not send); corrupt flips a bit in place. */
 bool soft_fault_dgram_lost(struct soft_qp *q, uint8_t *pkt, size_t len);
-/* Release held connections whose delay is over (progress thread, sc->lock). */
-void soft_fault_timers(struct soft_ctx *sc, int64_t now);
 
 #endif

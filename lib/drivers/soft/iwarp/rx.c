@@ -719,7 +719,7 @@ int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 	case SOFT_OP_SEND_REF:
 		return rx_send_ref(q, f);
 	case SOFT_OP_SHM_CTL:
-		if (q->conn && soft_shm_ctl_got(q, q->conn, f->payload, f->payload_len))
+		if (q->conn && soft_shmring_ctl_got(q, q->conn, f->payload, f->payload_len))
 			return 0;
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
 				       RV_WC_WR_FLUSH_ERR);

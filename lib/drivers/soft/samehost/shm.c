@@ -34,7 +34,8 @@
  * TERMINATE. Anything refused leaves the connection on TCP.
  *
  * Runs under the connection's rules (conn.c, rx.c, tx.c): sc->lock and/or
- * q->lock held by the caller.
+ * q->lock held by the caller. Below shmring.c, which hands the agreement's
+ * control messages here and starts the rings once it holds: never calls it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -241,50 +242,47 @@ void soft_shm_ctl_put(struct soft_conn *c, uint8_t *buf)
 	c->shm_ctl_due = 0;
 }
 
-static void agreed(struct soft_qp *q, struct soft_conn *c)
+/* Returns SOFT_SHM_AGREED: the caller (shmring.c) starts the rings. */
+static int agreed(struct soft_qp *q, struct soft_conn *c)
 {
 	c->shm_step = 3; /* done: no further agreement message is taken */
 	rv_log(RV_LOG_INFO, "soft0: QP 0x%x: same-host path to QP 0x%x: WRITEs and SENDs of %u bytes or more from us %s, "
 	       "to us %s", q->qpn, q->peer_qpn, SOFT_SHM_MIN, c->shm_push ? "by reference" : "over TCP",
 	       c->shm_pull ? "by reference" : "over TCP");
-	soft_shmring_start(q, c); /* both directions hold: rings for every frame */
+	return SOFT_SHM_AGREED;
 }
 
-bool soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len)
+int soft_shm_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len)
 {
 	uint32_t pid, num;
 
 	if (!c->shm_peer || len != SOFT_SHM_CTL_LEN || p[2] || p[3])
-		return false;
-	if (p[0] >= 3 && p[0] <= 5)
-		return c->shm_step == 3 && soft_shmring_ctl_got(q, c, p); /* the rings (shmring.c) */
+		return SOFT_SHM_REFUSED;
 	memcpy(&pid, p + 4, 4);
 	memcpy(&num, p + 8, 4);
 	switch (p[0]) {
 	case CTL_ID_I: /* responder: the initiator's identity */
 		if (c->active || c->shm_step != 0 || p[1])
-			return false;
+			return SOFT_SHM_REFUSED;
 		c->shm_pull = verify_peer(c, pid, num);
 		c->shm_step = 1;
 		c->shm_ctl_due = CTL_ID_R;
 		c->shm_send_ctl = true;
-		return true;
+		return SOFT_SHM_TAKEN;
 	case CTL_ID_R: /* initiator: the responder's result and identity */
 		if (!c->active || c->shm_step != 1 || p[1] > 1)
-			return false;
+			return SOFT_SHM_REFUSED;
 		c->shm_push = p[1] != 0;
 		c->shm_pull = verify_peer(c, pid, num);
 		c->shm_ctl_due = CTL_RESULT_I;
 		c->shm_send_ctl = true;
-		agreed(q, c);
-		return true;
+		return agreed(q, c);
 	case CTL_RESULT_I: /* responder: the initiator's result */
 		if (c->active || c->shm_step != 1 || p[1] > 1 || pid || num)
-			return false;
+			return SOFT_SHM_REFUSED;
 		c->shm_push = p[1] != 0;
-		agreed(q, c);
-		return true;
+		return agreed(q, c);
 	default:
-		return false;
+		return SOFT_SHM_REFUSED;
 	}
 }

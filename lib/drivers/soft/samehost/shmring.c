@@ -330,7 +330,7 @@ static void crc_off_when_both(struct soft_conn *c)
 	}
 }
 
-bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p)
+static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p)
 {
 	struct soft_shmring *r = c->ring;
 	uint32_t a, b;
@@ -378,6 +378,18 @@ bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t 
 	default:
 		return false;
 	}
+}
+
+bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len)
+{
+	int rc;
+
+	if (len == SOFT_SHM_CTL_LEN && p[0] >= CTL_OFFER && p[0] <= CTL_SWITCH)
+		return c->shm_peer && !p[2] && !p[3] && c->shm_step == 3 && ring_ctl_got(q, c, p);
+	rc = soft_shm_ctl_got(q, c, p, len);
+	if (rc == SOFT_SHM_AGREED)
+		soft_shmring_start(q, c); /* both directions hold: rings for every frame */
+	return rc != SOFT_SHM_REFUSED;
 }
 
 static void put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b)
