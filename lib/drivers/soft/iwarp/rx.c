@@ -417,7 +417,7 @@ static int uc_recv_fail(struct soft_qp *q, struct soft_rwqe *rw, const struct rv
 /* 0: placed; 1: no receive WR yet (stall); -1: the QP failed. placed: the
  * payload is already in the receive WR (place.c), only the checks (which it
  * passed before one byte was written) and the accounting remain. */
-static int rx_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
+static int deliver_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
 {
 	const bool is_inv = f->opcode == RV_RDMAP_SEND_INV || f->opcode == RV_RDMAP_SEND_SE_INV;
 	struct soft_rwqe *rw;
@@ -485,6 +485,12 @@ static int rx_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
 		q->msn_rx[0]++;
 	}
 	return 0;
+}
+
+/* The four SENDs (with invalidate, with solicited event). */
+static int rx_send(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	return deliver_send(q, f, false);
 }
 
 /* RFC 7306 Immediate Data: completes the SEND it follows, or a receive WR of
@@ -691,43 +697,37 @@ static int rx_terminate(struct soft_qp *q, const struct rv_fpdu *f)
 	return -1;
 }
 
+/* The same-host path's control message (shmring.c, shm.c). */
+static int rx_shm_ctl(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	if (q->conn && soft_shmring_ctl_got(q, q->conn, f->payload, f->payload_len))
+		return 0;
+	return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+			       RV_WC_WR_FLUSH_ERR);
+}
+
+typedef int (*rx_handler)(struct soft_qp *q, const struct rv_fpdu *f);
+
+/* The handler of each opcode of the 4-bit field: the standard ones from
+ * wire.h's opcode table (its handler column), soft0's private ones here. */
+#define RX_ROW(name, tagged, body, len, handler, seed) [RV_RDMAP_##name] = rx_##handler,
+static const rx_handler rx_handlers[16] = {
+	RV_RDMAP_OPCODE_TABLE(RX_ROW)
+	[SOFT_OP_SEND_REF] = rx_send_ref,
+	[SOFT_OP_SHM_CTL] = rx_shm_ctl,
+	[SOFT_OP_WRITE_REF] = rx_write_ref,
+};
+#undef RX_ROW
+
 int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 {
-	switch (f->opcode) {
-	case RV_RDMAP_WRITE:
-		return rx_write(q, f);
-	case RV_RDMAP_READ_REQ:
-		return rx_read_req(q, f);
-	case RV_RDMAP_READ_RESP:
-		return rx_read_resp(q, f);
-	case RV_RDMAP_SEND:
-	case RV_RDMAP_SEND_SE:
-	case RV_RDMAP_SEND_INV:
-	case RV_RDMAP_SEND_SE_INV:
-		return rx_send(q, f, false);
-	case RV_RDMAP_TERMINATE:
-		return rx_terminate(q, f);
-	case RV_RDMAP_IMM:
-	case RV_RDMAP_IMM_SE:
-		return rx_imm(q, f);
-	case RV_RDMAP_ATOMIC_REQ:
-		return rx_atomic_req(q, f);
-	case RV_RDMAP_ATOMIC_RESP:
-		return rx_atomic_resp(q, f);
-	case SOFT_OP_WRITE_REF:
-		return rx_write_ref(q, f);
-	case SOFT_OP_SEND_REF:
-		return rx_send_ref(q, f);
-	case SOFT_OP_SHM_CTL:
-		if (q->conn && soft_shmring_ctl_got(q, q->conn, f->payload, f->payload_len))
-			return 0;
-		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
-				       RV_WC_WR_FLUSH_ERR);
-	default:
-		/* SEND with invalidate, RFC 7306 and unknown opcodes: not supported yet. */
-		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
-				       RV_WC_WR_FLUSH_ERR);
-	}
+	rx_handler h = f->opcode < 16 ? rx_handlers[f->opcode] : NULL;
+
+	if (RV_LIKELY(h))
+		return h(q, f);
+	/* SOFT_OP_AUTH after the setup, unassigned opcodes: not ours to take. */
+	return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_OPCODE,
+			       RV_WC_WR_FLUSH_ERR);
 }
 
 /* A frame that does not decode: say why at the layer that found it. */
@@ -785,7 +785,7 @@ static int rx_placed(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, s
 		return -1;
 	}
 	if (pl->send) {
-		int r = rx_send(q, &f, true); /* f.payload_len: the whole payload, placed */
+		int r = deliver_send(q, &f, true); /* f.payload_len: the whole payload, placed */
 		if (r > 0) /* its receive WR was there when placing began: cannot happen */
 			soft_rx_bad_frame(q, -EPROTO);
 		return r ? -1 : (int)need;

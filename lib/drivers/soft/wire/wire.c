@@ -181,13 +181,13 @@ int rv_wire_cpd_decode(const void *buf, size_t len, struct rv_soft_cpd *c)
 /* ---- FPDUs ---- */
 
 /*
- * The RDMAP opcodes (RFC 5040 §4.2, RFC 7306 §5): one row each, from which
- * the encoder and the decoder take whether the opcode is tagged, how its
- * payload is laid out and, for the fixed layouts, its one valid length. A
- * new opcode is a row here and, if its payload has fields of its own, a case
- * of body_put/body_get. Opcodes without a row (soft0's private ones, the
- * unassigned) carry plain data and may be tagged or not; their meaning is
- * the receiver's (rx.c).
+ * The RDMAP opcodes (RFC 5040 §4.2, RFC 7306 §5): one row each, made from
+ * wire.h's RV_RDMAP_OPCODE_TABLE, from which the encoder and the decoder take
+ * whether the opcode is tagged, how its payload is laid out and, for the
+ * fixed layouts, its one valid length. A new opcode is a row there and, if
+ * its payload has fields of its own, a case of body_put/body_get. Opcodes
+ * without a row (soft0's private ones, the unassigned) carry plain data and
+ * may be tagged or not; their meaning is the receiver's (rx.c).
  */
 enum op_body {
 	BODY_DATA,  /* payload_len bytes of data (WRITE, READ response, SENDs) */
@@ -205,20 +205,9 @@ struct op_row {
 	uint8_t len;     /* the payload length of a fixed layout, 0 if variable */
 };
 
-static const struct op_row op_rows[CTL_OPCODE + 1] = {
-	[RV_RDMAP_WRITE] = {true, true, BODY_DATA, 0},
-	[RV_RDMAP_READ_REQ] = {true, false, BODY_RREQ, RV_RDMAP_READ_REQ_LEN},
-	[RV_RDMAP_READ_RESP] = {true, true, BODY_DATA, 0},
-	[RV_RDMAP_SEND] = {true, false, BODY_DATA, 0},
-	[RV_RDMAP_SEND_INV] = {true, false, BODY_DATA, 0},
-	[RV_RDMAP_SEND_SE] = {true, false, BODY_DATA, 0},
-	[RV_RDMAP_SEND_SE_INV] = {true, false, BODY_DATA, 0},
-	[RV_RDMAP_TERMINATE] = {true, false, BODY_TERM, 0},
-	[RV_RDMAP_IMM] = {true, false, BODY_IMM, RV_RDMAP_IMM_LEN},
-	[RV_RDMAP_IMM_SE] = {true, false, BODY_IMM, RV_RDMAP_IMM_LEN},
-	[RV_RDMAP_ATOMIC_REQ] = {true, false, BODY_AREQ, RV_RDMAP_ATOMIC_REQ_LEN},
-	[RV_RDMAP_ATOMIC_RESP] = {true, false, BODY_ARESP, RV_RDMAP_ATOMIC_RESP_LEN},
-};
+#define OP_ROW(name, tagged, body, len, handler, seed) [RV_RDMAP_##name] = {true, tagged, BODY_##body, len},
+static const struct op_row op_rows[CTL_OPCODE + 1] = {RV_RDMAP_OPCODE_TABLE(OP_ROW)};
+#undef OP_ROW
 
 /* Plain data: the row of an opcode beyond the 4 bits of the field, which an
  * encoder's caller may pass (the header keeps its low 4 bits). */

@@ -137,6 +137,30 @@ enum rv_rdmap_opcode {
 	RV_RDMAP_ATOMIC_RESP = 0xb, /* Atomic Response: untagged QN 3 */
 };
 
+/*
+ * The one table of the RDMAP opcodes, a row each:
+ *   X(name, tagged, payload layout, fixed payload length or 0, rx handler, fuzz seed)
+ * wire.c's encoder and decoder take the tagged check, the payload's layout
+ * and its length check from it (op_rows[]); iwarp/rx.c its dispatch
+ * (rx_<handler>: a row without its handler does not compile);
+ * tests/test-soft-opcodes.c checks that tests/fuzz/corpus/wire-fpdu/ has a
+ * seed named <fuzz seed> or <fuzz seed>-* for each. soft0's private opcodes
+ * (soft.h, SOFT_OP_*) have no row: they carry plain data.
+ */
+#define RV_RDMAP_OPCODE_TABLE(X)                                                          \
+	X(WRITE,        true,  DATA,  0,                        write,       "write")       \
+	X(READ_REQ,     false, RREQ,  RV_RDMAP_READ_REQ_LEN,    read_req,    "read-req")    \
+	X(READ_RESP,    true,  DATA,  0,                        read_resp,   "read-resp")   \
+	X(SEND,         false, DATA,  0,                        send,        "send")        \
+	X(SEND_INV,     false, DATA,  0,                        send,        "send-inv")    \
+	X(SEND_SE,      false, DATA,  0,                        send,        "send-se")     \
+	X(SEND_SE_INV,  false, DATA,  0,                        send,        "send-se-inv") \
+	X(TERMINATE,    false, TERM,  0,                        terminate,   "term")        \
+	X(IMM,          false, IMM,   RV_RDMAP_IMM_LEN,         imm,         "imm")         \
+	X(IMM_SE,       false, IMM,   RV_RDMAP_IMM_LEN,         imm,         "imm-se")      \
+	X(ATOMIC_REQ,   false, AREQ,  RV_RDMAP_ATOMIC_REQ_LEN,  atomic_req,  "atomic-req")  \
+	X(ATOMIC_RESP,  false, ARESP, RV_RDMAP_ATOMIC_RESP_LEN, atomic_resp, "atomic-resp")
+
 enum rv_ddp_qn {
 	RV_DDP_QN_SEND = 0,
 	RV_DDP_QN_READ = 1,
