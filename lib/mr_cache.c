@@ -192,12 +192,11 @@ RV_EXPORT int rv_mr_cache_get(rv_mr_cache *cache, void *addr, size_t length, uin
 	}
 	rc = rv_mr_reg(cache->pd, (void *)start, end - start, access, &mr);
 	if (rc < 0) {
-		char msg[512];
-		strncpy(msg, rv_error_last(), sizeof(msg) - 1);
-		msg[sizeof(msg) - 1] = '\0';
+		struct rv_error_saved err;
+		rv_error_save(&err);
 		pthread_mutex_unlock(&cache->lock);
 		free(e);
-		rv_err(-rc, __func__, "%s", msg);
+		rv_err(-rc, __func__, "%s", err.msg);
 		return rc;
 	}
 	cache->misses++;

@@ -267,10 +267,10 @@ RV_EXPORT int rv_pool_new(rv_pd *pd, const rv_pool_attr *attr, rv_pool **ret_poo
 	pthread_mutex_unlock(&pool->lock);
 	rv_graph_unlock(&pd->obj);
 	if (rc < 0) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "%s", rv_error_last());
+		struct rv_error_saved err;
+		rv_error_save(&err);
 		rv_obj_unref(&pool->obj); /* closes: deregisters what was registered */
-		rv_err(-rc, __func__, "preallocating: %s", msg);
+		rv_err(-rc, __func__, "preallocating: %s", err.msg);
 		return rc;
 	}
 	*ret_pool = pool;

@@ -543,16 +543,15 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 		}
 	}
 	if (rc < 0) {
-		char msg[400];
-		snprintf(msg, sizeof(msg), "%s", rv_error_last());
+		struct rv_error_saved err;
+		rv_error_save(&err);
 		if (c) {
 			c->cm->id = NULL; /* the listener's event handling owns it until accepted */
 			rv_conn_discard(c);
 		}
 		rdma_reject(id, NULL, 0);
 		*ret_dead = id; /* destroyed once its event is acknowledged */
-		return rv_err(-rc, func, "client %s: %s", peer_addr,
-			      strncmp(msg, func, strlen(func)) == 0 ? msg + strlen(func) + 2 : msg);
+		return rv_err(-rc, func, "client %s: %s", peer_addr, rv_error_text(&err, func));
 	}
 	c->have_peer = true;
 	c->peer[0] = c->local[0];

@@ -26,26 +26,13 @@ static void close_fd(struct rv_conn *c)
 	}
 }
 
-/* Put back a message saved from rv_error_last() ("func: text"). */
-static void restore_error(char *msg)
-{
-	char *sep = strstr(msg, ": ");
-
-	if (!sep) {
-		rv_error_clear();
-		return;
-	}
-	*sep = '\0';
-	rv_err(0, msg, "%s", sep + 2);
-}
-
 void rv_conn_qps_to_err(struct rv_conn *c)
 {
 	rv_qp_attr a = {.mask = RV_QP_STATE, .qp_state = RV_QPS_ERR};
-	char msg[512];
+	struct rv_error_saved err;
 
 	/* Runs on failure paths: keep the caller's error message. */
-	snprintf(msg, sizeof(msg), "%s", rv_error_last());
+	rv_error_save(&err);
 
 	for (uint32_t i = 0; i < c->num_qps; i++) {
 		struct rv_qp *qp = c->qps[i];
@@ -54,7 +41,7 @@ void rv_conn_qps_to_err(struct rv_conn *c)
 			rv_log(RV_LOG_WARN, "connection #%" PRIu64 ": moving QP %u to ERR failed: %s", c->obj.id,
 			       qp->qpn, rv_error_last());
 	}
-	restore_error(msg);
+	rv_error_restore(&err);
 }
 
 static int conn_destroy(struct rv_object *obj)
@@ -321,9 +308,9 @@ int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_
 
 void rv_conn_discard(struct rv_conn *c)
 {
-	char msg[512];
+	struct rv_error_saved err;
 
-	snprintf(msg, sizeof(msg), "%s", rv_error_last());
+	rv_error_save(&err);
 	if (!c->published) {
 		/* Never in the graph: undo what creation did, without the graph. */
 		conn_destroy(&c->obj);
@@ -332,7 +319,7 @@ void rv_conn_discard(struct rv_conn *c)
 		rv_obj_close(&c->obj, "closed because its exchange failed");
 		rv_obj_unref(&c->obj);
 	}
-	restore_error(msg);
+	rv_error_restore(&err);
 }
 
 static const char *caps_text(uint32_t caps)
@@ -416,9 +403,9 @@ int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const c
 	for (uint32_t i = 0; i < c->num_qps; i++) {
 		rc = rv_qp_connect(c->qps[i], &h->ep[i]);
 		if (rc < 0) {
-			char why[400];
-			snprintf(why, sizeof(why), "%s", rv_error_last());
-			return rv_err(-rc, func, "connecting QP %u to %s failed: %s", i, c->peer_addr, why);
+			struct rv_error_saved why;
+			rv_error_save(&why);
+			return rv_err(-rc, func, "connecting QP %u to %s failed: %s", i, c->peer_addr, why.msg);
 		}
 	}
 	return 0;
@@ -459,10 +446,10 @@ static int fail(struct rv_conn *c, int rc)
 /* Reject the peer with the current error message, then fail. */
 static int reject(struct rv_conn *c, int rc)
 {
-	const char *msg = rv_error_last();
-	const char *sep = strstr(msg, ": ");
+	struct rv_error_saved err;
 
-	rv_sock_send_reject(c->fd, -rc, sep ? sep + 2 : msg);
+	rv_error_save(&err);
+	rv_sock_send_reject(c->fd, -rc, rv_error_text(&err, NULL));
 	return fail(c, rc);
 }
 

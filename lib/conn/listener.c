@@ -375,8 +375,10 @@ static void accept_new(struct rv_listener *l)
 /* Tell the client why, with the current error message; returns rc. */
 static int reject_pending(struct pending *p, int rc)
 {
-	const char *msg = rv_error_last(), *sep = strstr(msg, ": ");
-	rv_sock_send_reject(p->fd, -rc, sep ? sep + 2 : msg);
+	struct rv_error_saved err;
+
+	rv_error_save(&err);
+	rv_sock_send_reject(p->fd, -rc, rv_error_text(&err, NULL));
 	return rc;
 }
 
@@ -480,10 +482,8 @@ static int on_request(struct rv_listener *l, struct pending *p, const struct rv_
 		return rc;
 	p->conn->phase = RV_PH_WAIT_RTU;
 	return 0;
-reject:;
-	const char *msg = rv_error_last(), *sep = strstr(msg, ": ");
-	rv_sock_send_reject(p->fd, -rc, sep ? sep + 2 : msg);
-	return rc;
+reject:
+	return reject_pending(p, rc);
 }
 
 /* Serve one pending client: 1 with *ret when established, 0 waiting, < 0 failed. */
@@ -525,10 +525,9 @@ static int serve(struct rv_listener *l, struct pending *p, const struct rv_conn_
 				return rc;
 			rc = on_request(l, p, o, func);
 			if (rc < 0) {
-				char why[400];
-				const char *m = rv_error_last();
-				snprintf(why, sizeof(why), "%s", strncmp(m, func, strlen(func)) == 0 ? m + strlen(func) + 2 : m);
-				return rv_err(-rc, func, "client %s: %s", p->peer, why);
+				struct rv_error_saved why;
+				rv_error_save(&why);
+				return rv_err(-rc, func, "client %s: %s", p->peer, rv_error_text(&why, func));
 			}
 			continue;
 		case RV_WIRE_RTU:

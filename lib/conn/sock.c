@@ -242,10 +242,9 @@ int rv_msg_rx_read(int fd, struct rv_msg_rx *rx, const char *peer, const char *f
 				return 1;
 			int rc = rv_wire_hdr_decode(rx->hdr_buf, RV_WIRE_HDR_LEN, &rx->hdr, func);
 			if (rc < 0) {
-				char why[400];
-				snprintf(why, sizeof(why), "%s", rv_error_last());
-				return rv_err(-rc, func, "%s: %s", peer, why + (strncmp(why, func, strlen(func)) == 0 ?
-									       strlen(func) + 2 : 0));
+				struct rv_error_saved why;
+				rv_error_save(&why);
+				return rv_err(-rc, func, "%s: %s", peer, rv_error_text(&why, func));
 			}
 			rx->have_hdr = true;
 			continue;

@@ -154,9 +154,9 @@ int rv_wire_hello_decode(const void *payload, size_t len, struct rv_wire_hello *
 				      ep_len, len - off, RV_ENDPOINT_PACKED_MAX);
 		rc = rv_endpoint_unpack(p + off, ep_len, &h->ep[i]);
 		if (rc < 0) {
-			char why[256];
-			snprintf(why, sizeof(why), "%s", rv_error_last());
-			return rv_err(-rc, func, "endpoint %u of the HELLO is invalid (%s)", i, why);
+			struct rv_error_saved why;
+			rv_error_save(&why);
+			return rv_err(-rc, func, "endpoint %u of the HELLO is invalid (%s)", i, why.msg);
 		}
 		if (h->ep[i].caps & ~(uint32_t)EP_KNOWN_CAPS)
 			return rv_err(EBADMSG, func, "endpoint %u has unknown capability bits 0x%x", i,

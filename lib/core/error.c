@@ -12,8 +12,6 @@
 
 #include "core/error.h"
 
-#define RV_ERR_MAX 512
-
 static _Thread_local char err_buf[RV_ERR_MAX];
 
 static rv_log_fn log_fn;
@@ -97,6 +95,31 @@ int rv_err_from_driver(int rc, const char *func, const char *what)
 	if (!rv_err_is_set())
 		return rv_err(-rc, func, "%s failed: %s", what, strerror(-rc));
 	return rc;
+}
+
+void rv_error_save(struct rv_error_saved *s)
+{
+	memcpy(s->msg, err_buf, sizeof(s->msg));
+}
+
+void rv_error_restore(const struct rv_error_saved *s)
+{
+	memcpy(err_buf, s->msg, sizeof(err_buf));
+}
+
+const char *rv_error_text(const struct rv_error_saved *s, const char *func)
+{
+	const char *sep;
+	size_t n;
+
+	if (!func) {
+		sep = strstr(s->msg, ": ");
+		return sep ? sep + 2 : s->msg;
+	}
+	n = strlen(func);
+	if (strncmp(s->msg, func, n) == 0 && s->msg[n] == ':' && s->msg[n + 1] == ' ')
+		return s->msg + n + 2;
+	return s->msg;
 }
 
 __attribute__((visibility("default"))) const char *rv_error_last(void)
