@@ -1,11 +1,10 @@
 /*
- * Memory placement, the memlock account and fork safety (see memory.h).
+ * Memory placement and the memlock account (see memory.h).
  *
  * Placement never depends on libnuma: nodes come from sysfs, binding is the
  * mbind(2) system call and the node of a page get_mempolicy(2). A fallback is
  * never silent: it is logged and handed back to the caller as text.
- * Nothing here runs on the data path; rv_fork_check is one load of
- * rv_fork_child and a branch for every handle check of the parent process.
+ * Nothing here runs on the data path.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -428,8 +427,23 @@ static bool memlock_read;
 static struct rlimit memlock_limit;
 static bool memlock_capable; /* CAP_IPC_LOCK: the kernel ignores the limit */
 static size_t memlock_used;  /* bytes registered through rverbs on pinning devices */
+static pthread_once_t memlock_once = PTHREAD_ONCE_INIT;
 
 #define RV_CAP_IPC_LOCK 14
+
+/* A fork child is a new process: its limit and account start afresh (its
+ * inherited registrations are not its own). */
+static void memlock_forget(void)
+{
+	memlock_read = false;
+	memlock_used = 0;
+	pthread_mutex_init(&memlock_mutex, NULL);
+}
+
+static void memlock_arm(void)
+{
+	pthread_atfork(NULL, NULL, memlock_forget);
+}
 
 static void memlock_read_once(void)
 {
@@ -493,6 +507,7 @@ int rv_memlock_reserve(size_t bytes, const char *func)
 	int rc = 0;
 
 	bytes = round_up(bytes, page);
+	pthread_once(&memlock_once, memlock_arm); /* before the lock a fork could copy */
 	pthread_mutex_lock(&memlock_mutex);
 	memlock_read_once();
 	if (!memlock_capable && memlock_limit.rlim_cur != RLIM_INFINITY &&
@@ -518,6 +533,7 @@ void rv_memlock_explain(const char *func, size_t bytes)
 {
 	size_t used;
 
+	pthread_once(&memlock_once, memlock_arm); /* before the lock a fork could copy */
 	pthread_mutex_lock(&memlock_mutex);
 	memlock_read_once();
 	used = memlock_used;
@@ -525,49 +541,4 @@ void rv_memlock_explain(const char *func, size_t bytes)
 	if (memlock_limit.rlim_cur == RLIM_INFINITY)
 		return;
 	memlock_message(func, round_up(bytes, rv_mem_page_size()), used, false);
-}
-
-/* ---- fork safety ---- */
-
-int rv_fork_child;
-pid_t rv_fork_pid;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void fork_child_handler(void)
-{
-	rv_fork_pid = getpid();
-	rv_fork_child = 1;
-	/* No handle passes the data path's fast check any more: each takes
-	 * the complete one, which refuses the parent's (core/object.h). */
-	memset(rv_obj_live_words, 0, sizeof(rv_obj_live_words));
-	/* The child is a new process: its limit and account start afresh
-	 * (its inherited registrations are not its own). */
-	memlock_read = false;
-	memlock_used = 0;
-	pthread_mutex_init(&memlock_mutex, NULL);
-}
-
-static void fork_arm(void)
-{
-	pthread_atfork(NULL, NULL, fork_child_handler);
-}
-
-void rv_fork_track(struct rv_context *ctx)
-{
-	pthread_once(&fork_once, fork_arm);
-	ctx->pid = getpid();
-}
-
-int rv_fork_check(const struct rv_object *obj, const char *func)
-{
-	const struct rv_context *ctx = obj->ctx;
-	pid_t me;
-
-	if (!ctx || obj->state != RV_OBJ_LIVE || ctx->pid == 0 || ctx->pid == (me = getpid()))
-		return 0;
-	rv_err(EPERM, func, "%s #%" PRIu64 " was created in process %d, and this process %d is a fork child of it",
-	       rv_obj_type_name(obj->cls->type), obj->id, (int)ctx->pid, (int)me);
-	rv_err_hint("a child must not use inherited handles (that would corrupt the parent's resources): "
-		    "open a new context in the child, or fork before opening one");
-	return -EPERM;
 }

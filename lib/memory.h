@@ -1,12 +1,12 @@
 /*
- * Memory placement, the memlock account and fork safety, for the facade
- * (lib/mr.c, lib/pool.c, lib/mr_cache.c) and the handle core.
+ * Memory placement and the memlock account, for the facade
+ * (lib/mr.c, lib/pool.c, lib/mr_cache.c).
  *
  * Owns: mapping memory with the page size and NUMA node asked for (hugetlbfs,
  * transparent huge pages, mbind(2) without libnuma) and reporting what was
  * obtained; the process-wide count of bytes registered on devices that pin
- * memory, checked against RLIMIT_MEMLOCK (read once per process); the pid a
- * context was created in and the fork-child check. Never calls a driver.
+ * memory, checked against RLIMIT_MEMLOCK (read once per process, afresh in a
+ * fork child). Never calls a driver.
  */
 #ifndef RV_MEMORY_H
 #define RV_MEMORY_H
@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/fork.h" /* fork safety is the core's; the facade's files that check it include this */
 #include "rverbs-private.h"
 
 /* ---- placement ---- */
@@ -72,17 +73,5 @@ int rv_memlock_reserve(size_t bytes, const char *func);
 void rv_memlock_unreserve(size_t bytes);
 /* Explain an -ENOMEM of the driver in terms of the limit (message + hint). */
 void rv_memlock_explain(const char *func, size_t bytes);
-
-/* ---- fork safety ---- */
-
-/* Set in a fork child of a process that created a context (pthread_atfork). */
-extern int rv_fork_child __attribute__((visibility("hidden")));
-/* This process's pid, once rv_fork_child is set (read on the data path). */
-extern pid_t rv_fork_pid __attribute__((visibility("hidden")));
-
-/* Record the creating process in ctx and arm the fork handler. */
-void rv_fork_track(struct rv_context *ctx);
-/* -EPERM with a message when obj belongs to a context of another process. */
-int rv_fork_check(const struct rv_object *obj, const char *func);
 
 #endif

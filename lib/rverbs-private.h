@@ -39,7 +39,7 @@ struct rv_context {
 	const struct rv_driver *drv;
 	void *drv_ctx;
 	_Atomic uint64_t next_id;
-	pid_t pid; /* the process that created it; a fork child may not use it (lib/memory.c) */
+	pid_t pid; /* the process that created it; a fork child may not use it (core/fork.c) */
 };
 
 struct rv_pd {

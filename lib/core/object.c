@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "rverbs-private.h"
-#include "memory.h"
+#include "core/fork.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -653,7 +653,7 @@ static int check(const struct rv_object *obj, enum rv_obj_type type, const char 
 				      rv_obj_type_name(type), rv_obj_type_name((enum rv_obj_type)other));
 		return rv_err(EINVAL, func, "not an rverbs %s handle", rv_obj_type_name(type));
 	}
-	/* Fork safety (lib/memory.c): one load and a branch in the parent. */
+	/* Fork safety (core/fork.c): one load and a branch in the parent. */
 	if (RV_UNLIKELY(rv_fork_child) && rv_fork_check(obj, func) < 0)
 		return -EPERM;
 	if (!closed_ok && obj->state != RV_OBJ_LIVE)

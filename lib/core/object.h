@@ -85,7 +85,7 @@ struct rv_object {
 static inline uint32_t rv_obj_magic(enum rv_obj_type t) { return RV_OBJ_MAGIC ^ (uint32_t)t; }
 
 /* The first 8 bytes (magic, state) of a live object of each type, as one
- * word. A fork child zeroes them (lib/memory.c), so that there no handle
+ * word. A fork child zeroes them (core/fork.c), so that there no handle
  * passes rv_obj_live_fast and each goes through the complete check, which
  * refuses the parent's objects: the data path needs no fork test of its own. */
 extern uint64_t rv_obj_live_words[RV_OBJ_TYPE_MAX] __attribute__((visibility("hidden")));

@@ -33,7 +33,7 @@
 #include "drivers/soft/soft.h"
 
 /* This process, for process_vm_readv/writev on itself. A context is used only
- * by the process that opened it (lib/memory.c refuses it in a fork child),
+ * by the process that opened it (core/fork.c refuses it in a fork child),
  * so the pid read once per process stays right for every context it opens:
  * the cached value is refreshed when a context opens (soft_mem_self_init). */
 static pid_t self_pid;
