@@ -170,29 +170,9 @@ RV_EXPORT int rv_ah_from_wc(rv_pd *pd, uint8_t port_num, const rv_wc *wc, const 
 	return rc < 0 ? rc : ah_create(pd, &a, ret_ah, __func__);
 }
 
-RV_EXPORT rv_ah *rv_ah_ref(rv_ah *ah)
-{
-	if (ah && rv_obj_check_any(RV_COBJ(ah), RV_OBJ_AH, __func__) == 0)
-		rv_obj_ref(&ah->obj);
-	return ah;
-}
+RV_DEFINE_HANDLE_REF_UNREF(ah, RV_OBJ_AH)
 
-RV_EXPORT rv_ah *rv_ah_unref(rv_ah *ah)
-{
-	if (ah && rv_obj_check_any(RV_COBJ(ah), RV_OBJ_AH, __func__) == 0)
-		rv_obj_unref(&ah->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_ah_close(rv_ah *ah)
-{
-	int rc = rv_obj_check_any(RV_COBJ(ah), RV_OBJ_AH, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&ah->obj, "closed by rv_ah_close");
-	return rv_err_from_driver(rc, __func__, "destroying the address handle");
-}
+RV_DEFINE_HANDLE_CLOSE(ah, RV_OBJ_AH, "destroying the address handle")
 
 RV_EXPORT int rv_ah_query(const rv_ah *ah, rv_ah_attr *ret_attr)
 {

@@ -109,29 +109,9 @@ RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_con
 	return 0;
 }
 
-RV_EXPORT rv_context *rv_context_ref(rv_context *ctx)
-{
-	if (ctx && rv_obj_check_any(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__) == 0)
-		rv_obj_ref(&ctx->obj);
-	return ctx;
-}
+RV_DEFINE_HANDLE_REF_UNREF(context, RV_OBJ_CONTEXT)
 
-RV_EXPORT rv_context *rv_context_unref(rv_context *ctx)
-{
-	if (ctx && rv_obj_check_any(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__) == 0)
-		rv_obj_unref(&ctx->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_context_close(rv_context *ctx)
-{
-	int rc = rv_obj_check_any(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&ctx->obj, "closed by rv_context_close");
-	return rv_err_from_driver(rc, __func__, "closing the context or one of its resources");
-}
+RV_DEFINE_HANDLE_CLOSE(context, RV_OBJ_CONTEXT, "closing the context or one of its resources")
 
 RV_EXPORT rv_device *rv_context_device(const rv_context *ctx)
 {

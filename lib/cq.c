@@ -103,19 +103,7 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 	return rc;
 }
 
-RV_EXPORT rv_cq *rv_cq_ref(rv_cq *cq)
-{
-	if (cq && rv_obj_check_any(RV_COBJ(cq), RV_OBJ_CQ, __func__) == 0)
-		rv_obj_ref(&cq->obj);
-	return cq;
-}
-
-RV_EXPORT rv_cq *rv_cq_unref(rv_cq *cq)
-{
-	if (cq && rv_obj_check_any(RV_COBJ(cq), RV_OBJ_CQ, __func__) == 0)
-		rv_obj_unref(&cq->obj);
-	return NULL;
-}
+RV_DEFINE_HANDLE_REF_UNREF(cq, RV_OBJ_CQ)
 
 RV_EXPORT int rv_cq_resize(rv_cq *cq, uint32_t cqe)
 {
@@ -136,15 +124,7 @@ RV_EXPORT int rv_cq_resize(rv_cq *cq, uint32_t cqe)
 	return rc;
 }
 
-RV_EXPORT int rv_cq_close(rv_cq *cq)
-{
-	int rc = rv_obj_check_any(RV_COBJ(cq), RV_OBJ_CQ, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&cq->obj, "closed by rv_cq_close");
-	return rv_err_from_driver(rc, __func__, "destroying the CQ or a QP using it");
-}
+RV_DEFINE_HANDLE_CLOSE(cq, RV_OBJ_CQ, "destroying the CQ or a QP using it")
 
 /* What rv_cq_poll's one-compare checks did not let through: a handle that
  * is not a live CQ of this process (in a fork child the CQs it made itself
@@ -231,29 +211,9 @@ RV_EXPORT int rv_comp_channel_new(rv_context *ctx, const rv_comp_channel_attr *a
 	return rc;
 }
 
-RV_EXPORT rv_comp_channel *rv_comp_channel_ref(rv_comp_channel *ch)
-{
-	if (ch && rv_obj_check_any(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__) == 0)
-		rv_obj_ref(&ch->obj);
-	return ch;
-}
+RV_DEFINE_HANDLE_REF_UNREF(comp_channel, RV_OBJ_COMP_CHANNEL)
 
-RV_EXPORT rv_comp_channel *rv_comp_channel_unref(rv_comp_channel *ch)
-{
-	if (ch && rv_obj_check_any(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__) == 0)
-		rv_obj_unref(&ch->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_comp_channel_close(rv_comp_channel *ch)
-{
-	int rc = rv_obj_check_any(RV_COBJ(ch), RV_OBJ_COMP_CHANNEL, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&ch->obj, "closed by rv_comp_channel_close");
-	return rv_err_from_driver(rc, __func__, "destroying the channel or a CQ attached to it");
-}
+RV_DEFINE_HANDLE_CLOSE(comp_channel, RV_OBJ_COMP_CHANNEL, "destroying the channel or a CQ attached to it")
 
 RV_EXPORT int rv_comp_channel_fd(const rv_comp_channel *ch)
 {

@@ -204,29 +204,9 @@ RV_EXPORT int rv_device_default(rv_device **ret_dev)
 	return 0;
 }
 
-RV_EXPORT rv_device *rv_device_ref(rv_device *dev)
-{
-	if (dev && rv_obj_check_any(RV_COBJ(dev), RV_OBJ_DEVICE, __func__) == 0)
-		rv_obj_ref(&dev->obj);
-	return dev;
-}
+RV_DEFINE_HANDLE_REF_UNREF(device, RV_OBJ_DEVICE)
 
-RV_EXPORT rv_device *rv_device_unref(rv_device *dev)
-{
-	if (dev && rv_obj_check_any(RV_COBJ(dev), RV_OBJ_DEVICE, __func__) == 0)
-		rv_obj_unref(&dev->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_device_close(rv_device *dev)
-{
-	int rc = rv_obj_check_any(RV_COBJ(dev), RV_OBJ_DEVICE, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&dev->obj, "closed by rv_device_close");
-	return rv_err_from_driver(rc, __func__, "closing a context of the device");
-}
+RV_DEFINE_HANDLE_CLOSE(device, RV_OBJ_DEVICE, "closing a context of the device")
 
 RV_EXPORT const char *rv_device_name(const rv_device *dev)
 {

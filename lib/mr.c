@@ -343,29 +343,9 @@ fail:
 	return rc;
 }
 
-RV_EXPORT rv_mr *rv_mr_ref(rv_mr *mr)
-{
-	if (mr && rv_obj_check_any(RV_COBJ(mr), RV_OBJ_MR, __func__) == 0)
-		rv_obj_ref(&mr->obj);
-	return mr;
-}
+RV_DEFINE_HANDLE_REF_UNREF(mr, RV_OBJ_MR)
 
-RV_EXPORT rv_mr *rv_mr_unref(rv_mr *mr)
-{
-	if (mr && rv_obj_check_any(RV_COBJ(mr), RV_OBJ_MR, __func__) == 0)
-		rv_obj_unref(&mr->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_mr_close(rv_mr *mr)
-{
-	int rc = rv_obj_check_any(RV_COBJ(mr), RV_OBJ_MR, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&mr->obj, "closed by rv_mr_close");
-	return rv_err_from_driver(rc, __func__, "deregistering the MR");
-}
+RV_DEFINE_HANDLE_CLOSE(mr, RV_OBJ_MR, "deregistering the MR")
 
 RV_EXPORT void *rv_mr_addr(const rv_mr *mr)
 {

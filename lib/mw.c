@@ -64,29 +64,9 @@ RV_EXPORT int rv_mw_alloc(rv_pd *pd, rv_mw_type type, rv_mw **ret_mw)
 	return rc;
 }
 
-RV_EXPORT rv_mw *rv_mw_ref(rv_mw *mw)
-{
-	if (mw && rv_obj_check_any(RV_COBJ(mw), RV_OBJ_MW, __func__) == 0)
-		rv_obj_ref(&mw->obj);
-	return mw;
-}
+RV_DEFINE_HANDLE_REF_UNREF(mw, RV_OBJ_MW)
 
-RV_EXPORT rv_mw *rv_mw_unref(rv_mw *mw)
-{
-	if (mw && rv_obj_check_any(RV_COBJ(mw), RV_OBJ_MW, __func__) == 0)
-		rv_obj_unref(&mw->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_mw_close(rv_mw *mw)
-{
-	int rc = rv_obj_check_any(RV_COBJ(mw), RV_OBJ_MW, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&mw->obj, "closed by rv_mw_close");
-	return rv_err_from_driver(rc, __func__, "deallocating the memory window");
-}
+RV_DEFINE_HANDLE_CLOSE(mw, RV_OBJ_MW, "deallocating the memory window")
 
 RV_EXPORT uint32_t rv_mw_rkey(const rv_mw *mw)
 {

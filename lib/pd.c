@@ -53,29 +53,9 @@ RV_EXPORT int rv_pd_new(rv_context *ctx, const rv_pd_attr *attr, rv_pd **ret_pd)
 	return rc;
 }
 
-RV_EXPORT rv_pd *rv_pd_ref(rv_pd *pd)
-{
-	if (pd && rv_obj_check_any(RV_COBJ(pd), RV_OBJ_PD, __func__) == 0)
-		rv_obj_ref(&pd->obj);
-	return pd;
-}
+RV_DEFINE_HANDLE_REF_UNREF(pd, RV_OBJ_PD)
 
-RV_EXPORT rv_pd *rv_pd_unref(rv_pd *pd)
-{
-	if (pd && rv_obj_check_any(RV_COBJ(pd), RV_OBJ_PD, __func__) == 0)
-		rv_obj_unref(&pd->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_pd_close(rv_pd *pd)
-{
-	int rc = rv_obj_check_any(RV_COBJ(pd), RV_OBJ_PD, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&pd->obj, "closed by rv_pd_close");
-	return rv_err_from_driver(rc, __func__, "destroying the PD or one of its resources");
-}
+RV_DEFINE_HANDLE_CLOSE(pd, RV_OBJ_PD, "destroying the PD or one of its resources")
 
 RV_EXPORT rv_context *rv_pd_context(const rv_pd *pd)
 {

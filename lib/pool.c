@@ -277,30 +277,9 @@ RV_EXPORT int rv_pool_new(rv_pd *pd, const rv_pool_attr *attr, rv_pool **ret_poo
 	return 0;
 }
 
-RV_EXPORT rv_pool *rv_pool_ref(rv_pool *pool)
-{
-	if (pool && rv_obj_check_any(RV_COBJ(pool), RV_OBJ_POOL, __func__) == 0)
-		rv_obj_ref(&pool->obj);
-	return pool;
-}
+RV_DEFINE_HANDLE_REF_UNREF(pool, RV_OBJ_POOL)
 
-RV_EXPORT rv_pool *rv_pool_unref(rv_pool *pool)
-{
-	if (pool && rv_obj_check_any(RV_COBJ(pool), RV_OBJ_POOL, __func__) == 0)
-		rv_obj_unref(&pool->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_pool_close(rv_pool *pool)
-{
-	int rc = rv_obj_check_any(RV_COBJ(pool), RV_OBJ_POOL, __func__);
-
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&pool->obj, "closed by rv_pool_close");
-	return rv_err_from_driver(rc, __func__, "deregistering a chunk of the pool");
-}
+RV_DEFINE_HANDLE_CLOSE(pool, RV_OBJ_POOL, "deregistering a chunk of the pool")
 
 RV_EXPORT rv_pd *rv_pool_pd(const rv_pool *pool)
 {

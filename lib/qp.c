@@ -200,29 +200,9 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	return rc;
 }
 
-RV_EXPORT rv_qp *rv_qp_ref(rv_qp *qp)
-{
-	if (qp && rv_obj_check_any(RV_COBJ(qp), RV_OBJ_QP, __func__) == 0)
-		rv_obj_ref(&qp->obj);
-	return qp;
-}
+RV_DEFINE_HANDLE_REF_UNREF(qp, RV_OBJ_QP)
 
-RV_EXPORT rv_qp *rv_qp_unref(rv_qp *qp)
-{
-	if (qp && rv_obj_check_any(RV_COBJ(qp), RV_OBJ_QP, __func__) == 0)
-		rv_obj_unref(&qp->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_qp_close(rv_qp *qp)
-{
-	int rc = rv_obj_check_any(RV_COBJ(qp), RV_OBJ_QP, __func__);
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&qp->obj, "closed by rv_qp_close");
-	return rv_err_from_driver(rc, __func__, "destroying the QP");
-}
+RV_DEFINE_HANDLE_CLOSE(qp, RV_OBJ_QP, "destroying the QP")
 
 RV_EXPORT uint32_t rv_qp_num(const rv_qp *qp)
 {

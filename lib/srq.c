@@ -100,30 +100,9 @@ RV_EXPORT int rv_srq_new(rv_pd *pd, const rv_srq_attr *attr, rv_srq **ret_srq)
 	return rc;
 }
 
-RV_EXPORT rv_srq *rv_srq_ref(rv_srq *srq)
-{
-	if (srq && rv_obj_check_any(RV_COBJ(srq), RV_OBJ_SRQ, __func__) == 0)
-		rv_obj_ref(&srq->obj);
-	return srq;
-}
+RV_DEFINE_HANDLE_REF_UNREF(srq, RV_OBJ_SRQ)
 
-RV_EXPORT rv_srq *rv_srq_unref(rv_srq *srq)
-{
-	if (srq && rv_obj_check_any(RV_COBJ(srq), RV_OBJ_SRQ, __func__) == 0)
-		rv_obj_unref(&srq->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_srq_close(rv_srq *srq)
-{
-	int rc = rv_obj_check_any(RV_COBJ(srq), RV_OBJ_SRQ, __func__);
-
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&srq->obj, "closed by rv_srq_close");
-	return rv_err_from_driver(rc, __func__, "destroying the SRQ or one of its QPs");
-}
+RV_DEFINE_HANDLE_CLOSE(srq, RV_OBJ_SRQ, "destroying the SRQ or one of its QPs")
 
 RV_EXPORT int rv_srq_post_recv(rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
 {

@@ -708,30 +708,9 @@ RV_EXPORT int rv_connect(rv_context *ctx, const char *addr, const rv_conn_attr *
 
 /* ---- the handle ---- */
 
-RV_EXPORT rv_conn *rv_conn_ref(rv_conn *conn)
-{
-	if (conn && rv_obj_check_any(RV_COBJ(conn), RV_OBJ_CONN, __func__) == 0)
-		rv_obj_ref(&conn->obj);
-	return conn;
-}
+RV_DEFINE_HANDLE_REF_UNREF(conn, RV_OBJ_CONN)
 
-RV_EXPORT rv_conn *rv_conn_unref(rv_conn *conn)
-{
-	if (conn && rv_obj_check_any(RV_COBJ(conn), RV_OBJ_CONN, __func__) == 0)
-		rv_obj_unref(&conn->obj);
-	return NULL;
-}
-
-RV_EXPORT int rv_conn_close(rv_conn *conn)
-{
-	int rc = rv_obj_check_any(RV_COBJ(conn), RV_OBJ_CONN, __func__);
-
-	if (rc < 0)
-		return rc;
-	rv_error_clear();
-	rc = rv_obj_close(&conn->obj, "closed by rv_conn_close");
-	return rv_err_from_driver(rc, __func__, "closing the connection's QPs");
-}
+RV_DEFINE_HANDLE_CLOSE(conn, RV_OBJ_CONN, "closing the connection's QPs")
 
 /* The peer disconnected (DISCONNECT received, or EOF): flush and finish. */
 static void peer_gone(struct rv_conn *c, bool ack)

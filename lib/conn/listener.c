@@ -198,19 +198,7 @@ RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listen
 	return 0;
 }
 
-RV_EXPORT rv_listener *rv_listener_ref(rv_listener *listener)
-{
-	if (listener && rv_obj_check_any(RV_COBJ(listener), RV_OBJ_LISTENER, __func__) == 0)
-		rv_obj_ref(&listener->obj);
-	return listener;
-}
-
-RV_EXPORT rv_listener *rv_listener_unref(rv_listener *listener)
-{
-	if (listener && rv_obj_check_any(RV_COBJ(listener), RV_OBJ_LISTENER, __func__) == 0)
-		rv_obj_unref(&listener->obj);
-	return NULL;
-}
+RV_DEFINE_HANDLE_REF_UNREF(listener, RV_OBJ_LISTENER)
 
 RV_EXPORT int rv_listener_close(rv_listener *listener)
 {

@@ -155,4 +155,44 @@ void rv_obj_walk(struct rv_object *root, rv_obj_visit_fn fn, void *arg);
 
 const char *rv_obj_type_name(enum rv_obj_type type);
 
+/*
+ * The lifecycle functions every handle family exports, each from one line
+ * in the family's file (systemd's DEFINE_TRIVIAL_REF_UNREF_FUNC idea), so a
+ * new family writes only its own logic:
+ * - RV_DEFINE_HANDLE_REF_UNREF(family, type): rv_<family>_ref and
+ *   rv_<family>_unref; NULL-safe, a closed handle accepted, anything else
+ *   refused with the message and left alone;
+ * - RV_DEFINE_HANDLE_CLOSE(family, type, what): rv_<family>_close, which
+ *   closes the handle and its dependents ("closed by rv_<family>_close");
+ *   what names the work when the driver fails without a message ("destroying
+ *   the QP").
+ * Used at file scope of the facade's files (they need rverbs-private.h), without a
+ * semicolon after them.
+ */
+#define RV_DEFINE_HANDLE_REF_UNREF(family, type)                                  \
+	RV_EXPORT rv_##family *rv_##family##_ref(rv_##family *h)                   \
+	{                                                                         \
+		if (h && rv_obj_check_any(RV_COBJ(h), type, __func__) == 0)         \
+			rv_obj_ref(&h->obj);                                         \
+		return h;                                                         \
+	}                                                                         \
+	RV_EXPORT rv_##family *rv_##family##_unref(rv_##family *h)                 \
+	{                                                                         \
+		if (h && rv_obj_check_any(RV_COBJ(h), type, __func__) == 0)         \
+			rv_obj_unref(&h->obj);                                       \
+		return NULL;                                                      \
+	}
+
+#define RV_DEFINE_HANDLE_CLOSE(family, type, what)                                \
+	RV_EXPORT int rv_##family##_close(rv_##family *h)                            \
+	{                                                                         \
+		int rc = rv_obj_check_any(RV_COBJ(h), type, __func__);              \
+                                                                                  \
+		if (rc < 0)                                                       \
+			return rc;                                                \
+		rv_error_clear();                                                 \
+		rc = rv_obj_close(&h->obj, "closed by rv_" #family "_close");     \
+		return rv_err_from_driver(rc, __func__, what);                    \
+	}
+
 #endif
