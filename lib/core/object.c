@@ -88,14 +88,13 @@ void rv_mem_quarantine(void *p)
 
 static pthread_mutex_t global_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
-static const char *const type_names[RV_OBJ_TYPE_MAX] = {
-	[RV_OBJ_DEVICE] = "device", [RV_OBJ_CONTEXT] = "context", [RV_OBJ_PD] = "PD",
-	[RV_OBJ_MR] = "MR",         [RV_OBJ_MW] = "MW",           [RV_OBJ_CQ] = "CQ",
-	[RV_OBJ_COMP_CHANNEL] = "completion channel",             [RV_OBJ_QP] = "QP",
-	[RV_OBJ_SRQ] = "SRQ",       [RV_OBJ_AH] = "AH",
-	[RV_OBJ_LISTENER] = "listener", [RV_OBJ_CONN] = "connection",
-	[RV_OBJ_POOL] = "pool",
-};
+#define TYPE_NAME(type, name) [RV_OBJ_##type] = name,
+static const char *const type_names[RV_OBJ_TYPE_MAX] = {RV_OBJ_TYPE_TABLE(TYPE_NAME)};
+#undef TYPE_NAME
+/* Every type between 0 and RV_OBJ_TYPE_MAX has its row. */
+#define TYPE_ONE(type, name) +1
+_Static_assert(0 RV_OBJ_TYPE_TABLE(TYPE_ONE) == RV_OBJ_TYPE_MAX - 1, "a row of RV_OBJ_TYPE_TABLE per rv_obj_type");
+#undef TYPE_ONE
 
 const char *rv_obj_type_name(enum rv_obj_type type)
 {
@@ -131,15 +130,9 @@ static enum rv_obj_type obj_type(const struct rv_object *obj)
 _Static_assert(offsetof(struct rv_object, state) == 4 && sizeof(((struct rv_object *)0)->state) == 4,
 	       "magic and state are the object's first 8 bytes");
 
-uint64_t rv_obj_live_words[RV_OBJ_TYPE_MAX] = {
-	[RV_OBJ_DEVICE] = LIVE_WORD(RV_OBJ_DEVICE),     [RV_OBJ_CONTEXT] = LIVE_WORD(RV_OBJ_CONTEXT),
-	[RV_OBJ_PD] = LIVE_WORD(RV_OBJ_PD),             [RV_OBJ_MR] = LIVE_WORD(RV_OBJ_MR),
-	[RV_OBJ_MW] = LIVE_WORD(RV_OBJ_MW),             [RV_OBJ_CQ] = LIVE_WORD(RV_OBJ_CQ),
-	[RV_OBJ_COMP_CHANNEL] = LIVE_WORD(RV_OBJ_COMP_CHANNEL), [RV_OBJ_QP] = LIVE_WORD(RV_OBJ_QP),
-	[RV_OBJ_SRQ] = LIVE_WORD(RV_OBJ_SRQ),           [RV_OBJ_AH] = LIVE_WORD(RV_OBJ_AH),
-	[RV_OBJ_LISTENER] = LIVE_WORD(RV_OBJ_LISTENER), [RV_OBJ_CONN] = LIVE_WORD(RV_OBJ_CONN),
-	[RV_OBJ_POOL] = LIVE_WORD(RV_OBJ_POOL),
-};
+#define TYPE_LIVE_WORD(type, name) [RV_OBJ_##type] = LIVE_WORD(RV_OBJ_##type),
+uint64_t rv_obj_live_words[RV_OBJ_TYPE_MAX] = {RV_OBJ_TYPE_TABLE(TYPE_LIVE_WORD)};
+#undef TYPE_LIVE_WORD
 
 void rv_obj_init(struct rv_object *obj, const struct rv_object_class *cls, struct rv_context *ctx)
 {

@@ -30,6 +30,16 @@ enum rv_obj_type {
 	RV_OBJ_TYPE_MAX
 };
 
+/* The families, a row each: X(type, its name in messages). object.c makes
+ * the names and the data path's live words from it, and checks at compile
+ * time that it has a row per type. A new family: its enum value above, its row here, its
+ * rv_object_class and RV_DEFINE_HANDLE_* (below) in its file. */
+#define RV_OBJ_TYPE_TABLE(X)                                                   \
+	X(DEVICE, "device") X(CONTEXT, "context") X(PD, "PD") X(MR, "MR")       \
+	X(MW, "MW") X(CQ, "CQ") X(COMP_CHANNEL, "completion channel") X(QP, "QP") \
+	X(SRQ, "SRQ") X(AH, "AH") X(LISTENER, "listener") X(CONN, "connection")  \
+	X(POOL, "pool")
+
 enum rv_obj_state {
 	RV_OBJ_LIVE = 1,
 	RV_OBJ_CLOSED = 2,
