@@ -825,7 +825,7 @@ void soft_shmring_start(struct soft_qp *q, struct soft_conn *c);
 bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
 /* tx.c: frame the ring control message due, if any (q->lock held). */
 bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c);
-/* conn.c: soft_conn_flush once our direction uses the ring. */
+/* stream.c: soft_conn_flush once our direction uses the ring. */
 bool soft_shmring_flush(struct soft_conn *c);
 /* Consume the peer's ring (sc->lock and q->lock held, as rx.c). */
 void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c);
@@ -844,14 +844,14 @@ int soft_shmring_sleep(struct soft_ctx *sc, int timeout);
  * true when the next ring pass resumes it, false when the progress thread
  * sleeps and must be kicked. */
 bool soft_shmring_resume(struct soft_conn *c);
-/* conn.c: q's connection closes gracefully (its TERMINATE, if any, is in
+/* stream.c: q's connection closes gracefully (its TERMINATE, if any, is in
  * c->tx): what the ring has no room for goes over TCP (q->lock held). */
 void soft_shmring_closing(struct soft_qp *q, struct soft_conn *c);
 /* rx.c: a TERMINATE came over TCP after the switch: consume what the ring
  * holds first. false: the QP failed meanwhile, or a SEND there waits for a
  * receive WR (the TERMINATE waits too). */
 bool soft_shmring_drain(struct soft_qp *q, struct soft_conn *c);
-/* c leaves the context's ring list (conn_kill, sc->lock held). */
+/* c leaves the context's ring list (soft_conn_kill, sc->lock held). */
 void soft_shmring_drop(struct soft_conn *c);
 /* Unmap and close (soft_conn_free). */
 void soft_shmring_free(struct soft_conn *c);

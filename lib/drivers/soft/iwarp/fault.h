@@ -1,6 +1,6 @@
 /*
  * Fault injection (fault.c): its entry points, and the transmit hooks the
- * senders (tx.c, ext.c, retry.c, conn.c, shmring.c, ud.c) call down into. Apart
+ * senders (tx.c, ext.c, retry.c, stream.c, conn.c, shmring.c, ud.c) call down into. Apart
  * from soft.h so that soft.h, which every stage includes, calls no transport.
  */
 #ifndef RVERBS_SOFT_FAULT_H
