@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "gid_select.h"
 #include "qp_signal.h"
 #include "qp_state.h"
 #include "memory.h"
@@ -267,6 +268,8 @@ static int qp_modify(rv_qp *qp, const rv_qp_attr *attr, const char *func)
 
 	rv_graph_lock(&qp->obj);
 	rc = rv_qp_check_modify(qp->qp_type, current_state(qp), attr, func);
+	if (rc == 0 && (attr->mask & RV_QP_AV))
+		rc = rv_gid_check_av(qp->ctx, &attr->ah_attr, func);
 	if (rc == 0) {
 		rv_error_clear();
 		rc = qp->drv->qp_modify(qp, attr);
@@ -277,8 +280,10 @@ static int qp_modify(rv_qp *qp, const rv_qp_attr *attr, const char *func)
 			qp->state = attr->qp_state;
 		if ((attr->mask & RV_QP_STATE) && attr->qp_state == RV_QPS_RESET)
 			rv_qp_signal_reset(qp);
-		if (attr->mask & RV_QP_PORT)
+		if ((attr->mask & RV_QP_PORT) && attr->port_num != qp->port_num) {
 			qp->port_num = attr->port_num;
+			qp->sgid_how = RV_SGID_NONE; /* a GID index names an entry of one port */
+		}
 	}
 	rv_graph_unlock(&qp->obj);
 	return rc;
@@ -445,6 +450,83 @@ RV_EXPORT int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr)
 	return rc < 0 ? rc : qp_modify(qp, &a, __func__);
 }
 
+static bool gid_is_zero(const uint8_t gid[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (gid[i])
+			return false;
+	return true;
+}
+
+/* The RoCE version of the QP's GID as endpoint capabilities (hardware only:
+ * soft0's RC is iWARP, whatever its one GID's type). */
+static uint32_t roce_caps(const struct rv_qp *qp)
+{
+	if (qp->ctx->dev->kind == RV_DEVICE_SOFT)
+		return 0;
+	return qp->sgid.gid_type == RV_GID_TYPE_ROCE_V2 ? RV_EP_CAP_ROCE_V2 :
+	       qp->sgid.gid_type == RV_GID_TYPE_ROCE_V1 ? RV_EP_CAP_ROCE_V1 : 0;
+}
+
+static uint32_t peer_roce_type(const rv_endpoint *peer)
+{
+	if ((peer->caps & RV_EP_CAP_ROCE_V2) && !(peer->caps & RV_EP_CAP_ROCE_V1))
+		return RV_GID_TYPE_ROCE_V2;
+	if ((peer->caps & RV_EP_CAP_ROCE_V1) && !(peer->caps & RV_EP_CAP_ROCE_V2))
+		return RV_GID_TYPE_ROCE_V1;
+	return 0; /* not said (an older library, soft0, InfiniBand), or both: no constraint */
+}
+
+RV_EXPORT int rv_qp_gid_index(rv_qp *qp)
+{
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	rc = rv_qp_gid_choose(qp, &(struct rv_gid_want){0}, false, __func__);
+	return rc < 0 ? rc : (int)qp->sgid.gid_index;
+}
+
+RV_EXPORT int rv_qp_set_gid_index(rv_qp *qp, uint32_t index)
+{
+	rv_port_attr pattr;
+	rv_gid_entry e;
+	uint32_t state;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	state = current_state(qp);
+	if (state != RV_QPS_RESET && state != RV_QPS_INIT)
+		return rv_err(EINVAL, __func__, "the QP is in %s; its GID is chosen before it connects (RESET or INIT)",
+			      rv_qp_state_name(state));
+	rc = device_caps(qp, NULL, &pattr, qp->port_num);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the port");
+	if (index >= pattr.gid_tbl_len || index > 255)
+		return rv_err(EINVAL, __func__, "GID index %u is past the GID table of port %u of %s (%u entries)", index,
+			      qp->port_num, qp->ctx->dev->name, pattr.gid_tbl_len);
+	memset(&e, 0, sizeof(e));
+	rv_error_clear();
+	rc = qp->drv->query_gid_entry ? qp->drv->query_gid_entry(qp->ctx, qp->port_num, index, &e) : -EOPNOTSUPP;
+	if (rc == -EOPNOTSUPP) { /* untyped entries: the GID alone */
+		memset(&e, 0, sizeof(e));
+		rv_error_clear();
+		rc = qp->drv->query_gid(qp->ctx, qp->port_num, (int)index, e.gid);
+		if (rc < 0)
+			return rv_err_from_driver(rc, __func__, "reading the GID entry");
+	}
+	if (rc < 0 || gid_is_zero(e.gid))
+		return rv_err(EINVAL, __func__, "GID index %u of port %u of %s is empty; on RoCE an entry exists for each "
+			      "IP address of the port's interface (rv_context_query_gid_entry() lists them)", index,
+			      qp->port_num, qp->ctx->dev->name);
+	e.gid_index = index;
+	e.port_num = qp->port_num;
+	qp->sgid = e;
+	qp->sgid_how = RV_SGID_CALLER;
+	return 0;
+}
+
 RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 {
 	rv_device_attr dattr;
@@ -459,10 +541,13 @@ RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 	memset(&ep, 0, sizeof(ep));
 	rv_error_clear();
 	rc = device_caps(qp, &dattr, &pattr, qp->port_num);
-	if (rc == 0)
-		rc = qp->drv->query_gid(qp->ctx, qp->port_num, 0, ep.gid);
 	if (rc < 0)
 		return rv_err_from_driver(rc, __func__, "querying the port");
+	rc = rv_qp_gid_choose(qp, &(struct rv_gid_want){0}, false, __func__);
+	if (rc < 0)
+		return rc;
+	memcpy(ep.gid, qp->sgid.gid, 16);
+	ep.caps |= roce_caps(qp);
 	ep.lid = pattr.lid;
 	ep.port_num = qp->port_num;
 	ep.mtu = (uint8_t)pattr.active_mtu;
@@ -479,14 +564,6 @@ RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 		ep.caps |= RV_EP_CAP_IMM;
 	*ret_ep = ep;
 	return 0;
-}
-
-static bool gid_is_zero(const uint8_t gid[16])
-{
-	for (int i = 0; i < 16; i++)
-		if (gid[i])
-			return false;
-	return true;
 }
 
 RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
@@ -513,6 +590,16 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 		return rv_err_from_driver(rc, __func__, "querying the port");
 	if (pattr.link_layer == RV_LINK_LAYER_ETHERNET && gid_is_zero(peer->gid))
 		return rv_err(EINVAL, __func__, "the peer endpoint has no GID, which an Ethernet port (RoCE, iWARP, software device) needs");
+	if (!gid_is_zero(peer->gid)) {
+		/* The GID our endpoint advertised (or, if it never gave one, the
+		 * one that reaches this peer) is the one we send from. */
+		struct rv_gid_want w = {.peer_gid = peer->gid, .peer_type = peer_roce_type(peer)};
+		rc = rv_qp_gid_choose(qp, &w, false, __func__);
+		if (rc == 0 && qp->ctx->dev->kind != RV_DEVICE_SOFT)
+			rc = rv_gid_check_peer(qp->ctx, &qp->sgid, peer->gid, w.peer_type, __func__);
+		if (rc < 0)
+			return rc;
+	}
 
 	state = current_state(qp);
 	if (state == RV_QPS_RESET) {
@@ -529,7 +616,7 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 	memcpy(a.ah_attr.dgid, peer->gid, 16);
 	a.ah_attr.is_global = !gid_is_zero(peer->gid);
 	a.ah_attr.hop_limit = 64;
-	a.ah_attr.sgid_index = 0;
+	a.ah_attr.sgid_index = (uint8_t)qp->sgid.gid_index; /* the GID our endpoint advertised */
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = qp->port_num;
 	a.dest_qp_num = peer->qpn;

@@ -91,6 +91,13 @@ struct rv_cq {
 	uint64_t spin_ns;
 };
 
+/* How a QP's source GID was chosen (struct rv_qp's sgid). */
+enum rv_sgid_how {
+	RV_SGID_NONE = 0,   /* not yet: the first rv_qp_endpoint/connect/gid_index chooses */
+	RV_SGID_AUTO = 1,   /* by lib/gid_select.c's rules */
+	RV_SGID_CALLER = 2, /* rv_qp_set_gid_index() or RV_CONN_ATTR_GID_INDEX: never changed */
+};
+
 struct rv_qp {
 	struct rv_object obj;
 	/* Data path first: the cached driver entry points and the opaque driver QP. */
@@ -117,6 +124,8 @@ struct rv_qp {
 	uint32_t state;    /* rv_qp_state as last set through rverbs (or by the driver on error) */
 	uint32_t init_psn; /* random 24-bit initial send PSN */
 	uint8_t port_num;  /* the port chosen at INIT (default 1) */
+	uint8_t sgid_how;  /* enum rv_sgid_how: whether sgid is chosen, and by whom */
+	rv_gid_entry sgid; /* the GID it advertises and sends from (lib/gid_select.c) */
 	rv_qp_cap cap;     /* as read back from the driver after create */
 	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
 	struct rv_srq *srq; /* or NULL; a dependency (strong) */

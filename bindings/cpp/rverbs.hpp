@@ -1048,6 +1048,19 @@ public:
 		detail::check(rv_qp_endpoint(p_, &ep), ec);
 		return ep;
 	}
+	/** The index of the GID the QP advertises and sends from (rv_qp_gid_index):
+	 *  the sgid_index of an address vector built by hand. */
+	uint32_t gid_index() const
+	{
+		return static_cast<uint32_t>(detail::check(rv_qp_gid_index(p_), "rv_qp_gid_index"));
+	}
+	int gid_index(std::error_code &ec) const noexcept { return detail::check(rv_qp_gid_index(p_), ec); }
+	/** Advertise and send from GID entry @p index (rv_qp_set_gid_index). */
+	void set_gid_index(uint32_t index) { detail::check(rv_qp_set_gid_index(p_, index), "rv_qp_set_gid_index"); }
+	void set_gid_index(uint32_t index, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_set_gid_index(p_, index), ec);
+	}
 	/** RESET/INIT -> RTS against @p peer (rv_qp_connect). */
 	void connect(const rv_endpoint &peer) { detail::check(rv_qp_connect(p_, &peer), "rv_qp_connect"); }
 	void connect(const rv_endpoint &peer, std::error_code &ec) noexcept

@@ -367,6 +367,7 @@ TEST_CASE(ud_send_and_reply_through_address_handles)
 	std::memcpy(av.dgid, eb.gid, 16);
 	av.is_global = 1;
 	av.dlid = eb.lid;
+	av.sgid_index = static_cast<uint8_t>(a.gid_index()); /* the GID a advertises and sends from */
 	ah to_b = ah::create(p, av);
 	CHECK(to_b.query().hop_limit == 64);
 

@@ -903,6 +903,16 @@ class QP(_Handle):
         check(lib.rv_qp_endpoint(self._ptr("rv_qp_endpoint"), ep._c), "rv_qp_endpoint")
         return ep
 
+    @property
+    def gid_index(self):
+        """The index of the GID this QP advertises and sends from (rv_qp_gid_index):
+        the sgid_index for an AH or an RTR address built by hand."""
+        return check(lib.rv_qp_gid_index(self._ptr("rv_qp_gid_index")), "rv_qp_gid_index")
+
+    @gid_index.setter
+    def gid_index(self, index):
+        check(lib.rv_qp_set_gid_index(self._ptr("rv_qp_set_gid_index"), index), "rv_qp_set_gid_index")
+
     def connect(self, peer):
         """RESET/INIT -> RTS against the peer's Endpoint (or its packed bytes)."""
         if not isinstance(peer, Endpoint):
