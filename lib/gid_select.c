@@ -331,3 +331,15 @@ int rv_qp_gid_choose(struct rv_qp *qp, const struct rv_gid_want *w, bool refine,
 	qp->sgid_how = RV_SGID_AUTO;
 	return 0;
 }
+
+int rv_qp_gid_adopt(struct rv_qp *qp, uint32_t index)
+{
+	rv_gid_entry e;
+
+	if (read_entry(qp->ctx, qp->port_num, index, &e) < 0)
+		return -ENODATA;
+	qp->sgid = e;
+	if (qp->sgid_how != RV_SGID_CALLER)
+		qp->sgid_how = RV_SGID_AUTO;
+	return 0;
+}

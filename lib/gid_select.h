@@ -34,6 +34,8 @@ int rv_gid_check_av(struct rv_context *ctx, const rv_ah_attr *av, const char *fu
 /* Choose qp's GID once (qp->sgid): kept afterwards, unless refine (the
  * helper, before anything was advertised) and the caller did not set it. */
 int rv_qp_gid_choose(struct rv_qp *qp, const struct rv_gid_want *w, bool refine, const char *func);
+/* qp now sends from entry index (rdma_cm chose it): 0, or -ENODATA. */
+int rv_qp_gid_adopt(struct rv_qp *qp, uint32_t index);
 
 bool rv_gid_is_v4(const uint8_t g[16]);
 /* A sockaddr's address as a GID (IPv4-mapped for IPv4); false for others. */

@@ -568,35 +568,41 @@ RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 
 RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 {
+	return rv_qp_connect_route(qp, peer, NULL);
+}
+
+int rv_qp_connect_route(struct rv_qp *qp, const rv_endpoint *peer, const struct rv_route *route)
+{
+	const char *fn = "rv_qp_connect"; /* the public call's name in messages */
 	rv_port_attr pattr;
 	rv_qp_attr a;
 	uint32_t state;
-	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, fn);
 
 	if (rc < 0)
 		return rc;
 	if (!peer)
-		return rv_err(EINVAL, __func__, "peer is NULL");
+		return rv_err(EINVAL, fn, "peer is NULL");
 	if (qp->qp_type == RV_QPT_UD)
-		return rv_err(EINVAL, __func__, "UD QPs are not connected: use rv_qp_to_init/to_rtr/to_rts and address handles");
+		return rv_err(EINVAL, fn, "UD QPs are not connected: use rv_qp_to_init/to_rtr/to_rts and address handles");
 	if (peer->qp_type != qp->qp_type)
-		return rv_err(EINVAL, __func__, "the peer's QP type %u differs from ours (%u): both sides must be RC or both UC",
+		return rv_err(EINVAL, fn, "the peer's QP type %u differs from ours (%u): both sides must be RC or both UC",
 			      peer->qp_type, qp->qp_type);
 	if (peer->qpn == 0 || peer->qpn > 0xffffff || peer->psn > 0xffffff)
-		return rv_err(EINVAL, __func__, "the peer endpoint's qpn 0x%x or psn 0x%x is out of range",
+		return rv_err(EINVAL, fn, "the peer endpoint's qpn 0x%x or psn 0x%x is out of range",
 			      peer->qpn, peer->psn);
 	rc = device_caps(qp, NULL, &pattr, qp->port_num);
 	if (rc < 0)
-		return rv_err_from_driver(rc, __func__, "querying the port");
+		return rv_err_from_driver(rc, fn, "querying the port");
 	if (pattr.link_layer == RV_LINK_LAYER_ETHERNET && gid_is_zero(peer->gid))
-		return rv_err(EINVAL, __func__, "the peer endpoint has no GID, which an Ethernet port (RoCE, iWARP, software device) needs");
+		return rv_err(EINVAL, fn, "the peer endpoint has no GID, which an Ethernet port (RoCE, iWARP, software device) needs");
 	if (!gid_is_zero(peer->gid)) {
 		/* The GID our endpoint advertised (or, if it never gave one, the
 		 * one that reaches this peer) is the one we send from. */
 		struct rv_gid_want w = {.peer_gid = peer->gid, .peer_type = peer_roce_type(peer)};
-		rc = rv_qp_gid_choose(qp, &w, false, __func__);
+		rc = rv_qp_gid_choose(qp, &w, false, fn);
 		if (rc == 0 && qp->ctx->dev->kind != RV_DEVICE_SOFT)
-			rc = rv_gid_check_peer(qp->ctx, &qp->sgid, peer->gid, w.peer_type, __func__);
+			rc = rv_gid_check_peer(qp->ctx, &qp->sgid, peer->gid, w.peer_type, fn);
 		if (rc < 0)
 			return rc;
 	}
@@ -609,7 +615,7 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 		state = RV_QPS_INIT;
 	}
 	if (state != RV_QPS_INIT)
-		return rv_err(EINVAL, __func__, "the QP is in %s; rv_qp_connect starts from RESET or INIT",
+		return rv_err(EINVAL, fn, "the QP is in %s; rv_qp_connect starts from RESET or INIT",
 			      rv_qp_state_name(state));
 	memset(&a, 0, sizeof(a));
 	a.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN | RV_QP_PATH_MTU;
@@ -624,9 +630,23 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 	a.path_mtu = pattr.active_mtu ? pattr.active_mtu : RV_MTU_1024;
 	if (peer->mtu >= RV_MTU_256 && peer->mtu < a.path_mtu)
 		a.path_mtu = peer->mtu;
+	if (route && (route->mask & RV_ROUTE_TRAFFIC_CLASS))
+		a.ah_attr.traffic_class = route->traffic_class;
+	if (route && (route->mask & RV_ROUTE_SL))
+		a.ah_attr.sl = route->sl;
+	if (route && (route->mask & RV_ROUTE_FLOW_LABEL))
+		a.ah_attr.flow_label = route->flow_label;
+	if (route && (route->mask & RV_ROUTE_HOP_LIMIT))
+		a.ah_attr.hop_limit = route->hop_limit;
 	rc = rv_qp_to_rtr(qp, &a);
 	if (rc < 0)
 		return rc;
+	if (route && (route->mask & RV_ROUTE_ACK_TIMEOUT) && qp->qp_type == RV_QPT_RC) {
+		memset(&a, 0, sizeof(a));
+		a.mask = RV_QP_TIMEOUT;
+		a.timeout = route->ack_timeout;
+		return rv_qp_to_rts(qp, &a);
+	}
 	return rv_qp_to_rts(qp, NULL);
 }
 

@@ -208,6 +208,26 @@ static inline bool rv_send_wr_inline(const struct rv_qp *qp, const rv_send_wr *w
  */
 int rv_ud_wr_check(const struct rv_qp *qp, const rv_send_wr *wr, size_t i);
 
+/* The routing of a connected QP beyond its peer's endpoint (the connection
+ * helper's rv_conn_attr fields): mask names the fields set, the rest keep
+ * rv_qp_connect's defaults. */
+enum rv_route_mask {
+	RV_ROUTE_TRAFFIC_CLASS = 1u << 0,
+	RV_ROUTE_SL = 1u << 1,
+	RV_ROUTE_FLOW_LABEL = 1u << 2,
+	RV_ROUTE_HOP_LIMIT = 1u << 3,
+	RV_ROUTE_ACK_TIMEOUT = 1u << 4,
+};
+struct rv_route {
+	uint32_t mask;
+	uint32_t flow_label;
+	uint8_t traffic_class, sl, hop_limit, ack_timeout;
+};
+
+/* rv_qp_connect with route (NULL: the defaults) applied to the RTR address
+ * vector and the RTS timeout (lib/qp.c). */
+int rv_qp_connect_route(struct rv_qp *qp, const rv_endpoint *peer, const struct rv_route *route);
+
 /* Random bytes from the kernel (getrandom(), else /dev/urandom): 0, or -EIO
  * (logged) when it gives none; never a guessable fallback. */
 int rv_random_bytes(void *buf, size_t len) __attribute__((warn_unused_result));
