@@ -308,7 +308,11 @@ int rv_gid_check_av(struct rv_context *ctx, const rv_ah_attr *av, const char *fu
 		struct rv_gid_want w = {.peer_gid = av->dgid};
 		rv_gid_entry good;
 		char why[512];
-		snprintf(why, sizeof(why), "%s", rv_error_last());
+		const char *m = rv_error_last();
+		size_t fl = strlen(func);
+		if (strncmp(m, func, fl) == 0 && m[fl] == ':')
+			m += fl + 2; /* rv_err puts the name in front again */
+		snprintf(why, sizeof(why), "%s", m);
 		if (rv_gid_pick(ctx, port, &w, &good, func) == 0)
 			return rv_err(EINVAL, func, "%s (index %u would: rv_qp_gid_index() gives the index a QP "
 				      "advertised)", why, good.gid_index);

@@ -295,9 +295,13 @@ RV_API int rv_qp_to_init(rv_qp *qp, const rv_qp_attr *attr);
 /**
  * INIT → RTR. For RC/UC, @p attr must set RV_QP_AV, RV_QP_DEST_QPN and
  * RV_QP_RQ_PSN; path_mtu defaults to the port's active MTU, max_dest_rd_atomic
- * to the device limit, min_rnr_timer to 12. UD needs no attributes.
+ * to the device limit, min_rnr_timer to 12. UD needs no attributes. Set
+ * ah_attr.sgid_index to rv_qp_gid_index(), the GID the QP's endpoint
+ * advertised.
  * @retval 0            success
- * @retval -EINVAL      wrong state, or a missing/forbidden attribute (named)
+ * @retval -EINVAL      wrong state, a missing/forbidden attribute (named), or,
+ *                      on a kernel RoCE device, an sgid_index whose entry is
+ *                      empty or cannot reach ah_attr.dgid (both named)
  * @retval -RV_ECLOSED  the QP is closed
  * @retval negative     the driver refused (software device: the peer could not be reached)
  */
