@@ -196,8 +196,10 @@ int rv_gid_pick(struct rv_context *ctx, uint8_t port, const struct rv_gid_want *
 	memset(&best, 0, sizeof(best));
 	best.port_num = port;
 	if (!ctx->drv->query_gid_entry || pa.link_layer != RV_LINK_LAYER_ETHERNET || pa.gid_tbl_len <= 1) {
-		/* Nothing to choose: index 0, typed when the device says so. */
-		if (ctx->drv->query_gid_entry && read_entry(ctx, port, 0, &e) == 0) {
+		/* Nothing to choose: index 0, typed when a kernel device says so
+		 * (soft0's typed entry costs an interface scan, and its type says
+		 * nothing about its RC, which is iWARP). */
+		if (ctx->dev->kind != RV_DEVICE_SOFT && ctx->drv->query_gid_entry && read_entry(ctx, port, 0, &e) == 0) {
 			*ret = e;
 			return 0;
 		}
