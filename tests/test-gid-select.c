@@ -313,6 +313,37 @@ static void test_gid_select__hand_built_rtr_is_checked(void **state)
 	rig_close(&r);
 }
 
+/* An address handle built by hand is checked the same way, before the
+ * device sees it (the mock has no address handles: a valid one reaches
+ * the driver and gets its -EOPNOTSUPP). */
+static void test_gid_select__hand_built_ah_is_checked(void **state)
+{
+	struct rig r;
+	rv_ah_attr av;
+	rv_ah *ah = NULL;
+
+	(void)state;
+	mock_reset();
+	add_gid(link_local, RV_GID_TYPE_ROCE_V2);
+	add_gid(v4, RV_GID_TYPE_ROCE_V2);
+	add_gid(NULL, 0); /* an empty slot, index 2 */
+	rig_open(&r);
+	memset(&av, 0, sizeof(av));
+	memcpy(av.dgid, v4_peer, 16);
+	av.is_global = 1;
+	assert_int_equal(rv_ah_new(r.pd, &av, &ah), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "cannot reach the peer's GID 10.1.1.2 (IPv4)"));
+	assert_non_null(strstr(rv_error_last(), "index 1 would"));
+	av.sgid_index = 2;
+	assert_int_equal(rv_ah_new(r.pd, &av, &ah), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "sgid_index 2 of mock0 port 1 is an empty GID entry"));
+	av.sgid_index = (uint8_t)rv_qp_gid_index(r.qp);
+	assert_int_equal(av.sgid_index, 1);
+	assert_int_equal(rv_ah_new(r.pd, &av, &ah), -EOPNOTSUPP);
+	assert_null(ah);
+	rig_close(&r);
+}
+
 static void test_gid_select__untyped_device_keeps_index_0(void **state)
 {
 	struct rig r;
@@ -343,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_gid_select__roce_v1_gid_against_a_roce_v2_peer),
 		cmocka_unit_test(test_gid_select__caller_sets_the_index),
 		cmocka_unit_test(test_gid_select__hand_built_rtr_is_checked),
+		cmocka_unit_test(test_gid_select__hand_built_ah_is_checked),
 		cmocka_unit_test(test_gid_select__untyped_device_keeps_index_0),
 	};
 
