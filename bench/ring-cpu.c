@@ -93,6 +93,9 @@ static void connect_to(struct side *s, const rv_endpoint *peer)
 	a.ah_attr.is_global = 1;
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = 1;
+	if ((rc = rv_qp_gid_index(s->qp)) < 0) /* the GID our endpoint advertised */
+		fail("rv_qp_gid_index", rc);
+	a.ah_attr.sgid_index = (uint8_t)rc;
 	a.dest_qp_num = peer->qpn;
 	a.rq_psn = peer->psn;
 	if ((rc = rv_qp_to_rtr(s->qp, &a)) < 0)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "gid_select.h"
 
 static int ah_destroy(struct rv_object *obj)
 {
@@ -87,6 +88,8 @@ RV_EXPORT int rv_ah_new(rv_pd *pd, const rv_ah_attr *attr, rv_ah **ret_ah)
 	if (!ret_ah)
 		return rv_err(EINVAL, __func__, "ret_ah is NULL");
 	rc = ah_attr_defaults(attr, &a, __func__);
+	if (rc == 0)
+		rc = rv_gid_check_av(pd->ctx, &a, __func__);
 	return rc < 0 ? rc : ah_create(pd, &a, ret_ah, __func__);
 }
 

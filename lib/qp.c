@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "gid_select.h"
 #include "qp_signal.h"
 #include "qp_state.h"
 #include "memory.h"
@@ -247,6 +248,8 @@ static int qp_modify(rv_qp *qp, const rv_qp_attr *attr, const char *func)
 
 	rv_graph_lock(&qp->obj);
 	rc = rv_qp_check_modify(qp->qp_type, current_state(qp), attr, func);
+	if (rc == 0 && (attr->mask & RV_QP_AV))
+		rc = rv_gid_check_av(qp->ctx, &attr->ah_attr, func);
 	if (rc == 0) {
 		rv_error_clear();
 		rc = qp->drv->qp_modify(qp, attr);
@@ -257,8 +260,10 @@ static int qp_modify(rv_qp *qp, const rv_qp_attr *attr, const char *func)
 			qp->state = attr->qp_state;
 		if ((attr->mask & RV_QP_STATE) && attr->qp_state == RV_QPS_RESET)
 			rv_qp_signal_reset(qp);
-		if (attr->mask & RV_QP_PORT)
+		if ((attr->mask & RV_QP_PORT) && attr->port_num != qp->port_num) {
 			qp->port_num = attr->port_num;
+			qp->sgid_how = RV_SGID_NONE; /* a GID index names an entry of one port */
+		}
 	}
 	rv_graph_unlock(&qp->obj);
 	return rc;
@@ -425,6 +430,83 @@ RV_EXPORT int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr)
 	return rc < 0 ? rc : qp_modify(qp, &a, __func__);
 }
 
+static bool gid_is_zero(const uint8_t gid[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (gid[i])
+			return false;
+	return true;
+}
+
+/* The RoCE version of the QP's GID as endpoint capabilities (hardware only:
+ * soft0's RC is iWARP, whatever its one GID's type). */
+static uint32_t roce_caps(const struct rv_qp *qp)
+{
+	if (qp->ctx->dev->kind == RV_DEVICE_SOFT)
+		return 0;
+	return qp->sgid.gid_type == RV_GID_TYPE_ROCE_V2 ? RV_EP_CAP_ROCE_V2 :
+	       qp->sgid.gid_type == RV_GID_TYPE_ROCE_V1 ? RV_EP_CAP_ROCE_V1 : 0;
+}
+
+static uint32_t peer_roce_type(const rv_endpoint *peer)
+{
+	if ((peer->caps & RV_EP_CAP_ROCE_V2) && !(peer->caps & RV_EP_CAP_ROCE_V1))
+		return RV_GID_TYPE_ROCE_V2;
+	if ((peer->caps & RV_EP_CAP_ROCE_V1) && !(peer->caps & RV_EP_CAP_ROCE_V2))
+		return RV_GID_TYPE_ROCE_V1;
+	return 0; /* not said (an older library, soft0, InfiniBand), or both: no constraint */
+}
+
+RV_EXPORT int rv_qp_gid_index(rv_qp *qp)
+{
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	rc = rv_qp_gid_choose(qp, &(struct rv_gid_want){0}, false, __func__);
+	return rc < 0 ? rc : (int)qp->sgid.gid_index;
+}
+
+RV_EXPORT int rv_qp_set_gid_index(rv_qp *qp, uint32_t index)
+{
+	rv_port_attr pattr;
+	rv_gid_entry e;
+	uint32_t state;
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+
+	if (rc < 0)
+		return rc;
+	state = current_state(qp);
+	if (state != RV_QPS_RESET && state != RV_QPS_INIT)
+		return rv_err(EINVAL, __func__, "the QP is in %s; its GID is chosen before it connects (RESET or INIT)",
+			      rv_qp_state_name(state));
+	rc = device_caps(qp, NULL, &pattr, qp->port_num);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "querying the port");
+	if (index >= pattr.gid_tbl_len || index > 255)
+		return rv_err(EINVAL, __func__, "GID index %u is past the GID table of port %u of %s (%u entries)", index,
+			      qp->port_num, qp->ctx->dev->name, pattr.gid_tbl_len);
+	memset(&e, 0, sizeof(e));
+	rv_error_clear();
+	rc = qp->drv->query_gid_entry ? qp->drv->query_gid_entry(qp->ctx, qp->port_num, index, &e) : -EOPNOTSUPP;
+	if (rc == -EOPNOTSUPP) { /* untyped entries: the GID alone */
+		memset(&e, 0, sizeof(e));
+		rv_error_clear();
+		rc = qp->drv->query_gid(qp->ctx, qp->port_num, (int)index, e.gid);
+		if (rc < 0)
+			return rv_err_from_driver(rc, __func__, "reading the GID entry");
+	}
+	if (rc < 0 || gid_is_zero(e.gid))
+		return rv_err(EINVAL, __func__, "GID index %u of port %u of %s is empty; on RoCE an entry exists for each "
+			      "IP address of the port's interface (rv_context_query_gid_entry() lists them)", index,
+			      qp->port_num, qp->ctx->dev->name);
+	e.gid_index = index;
+	e.port_num = qp->port_num;
+	qp->sgid = e;
+	qp->sgid_how = RV_SGID_CALLER;
+	return 0;
+}
+
 RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 {
 	rv_device_attr dattr;
@@ -439,10 +521,13 @@ RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 	memset(&ep, 0, sizeof(ep));
 	rv_error_clear();
 	rc = device_caps(qp, &dattr, &pattr, qp->port_num);
-	if (rc == 0)
-		rc = qp->drv->query_gid(qp->ctx, qp->port_num, 0, ep.gid);
 	if (rc < 0)
 		return rv_err_from_driver(rc, __func__, "querying the port");
+	rc = rv_qp_gid_choose(qp, &(struct rv_gid_want){0}, false, __func__);
+	if (rc < 0)
+		return rc;
+	memcpy(ep.gid, qp->sgid.gid, 16);
+	ep.caps |= roce_caps(qp);
 	ep.lid = pattr.lid;
 	ep.port_num = qp->port_num;
 	ep.mtu = (uint8_t)pattr.active_mtu;
@@ -461,38 +546,46 @@ RV_EXPORT int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep)
 	return 0;
 }
 
-static bool gid_is_zero(const uint8_t gid[16])
-{
-	for (int i = 0; i < 16; i++)
-		if (gid[i])
-			return false;
-	return true;
-}
-
 RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 {
+	return rv_qp_connect_route(qp, peer, NULL);
+}
+
+int rv_qp_connect_route(struct rv_qp *qp, const rv_endpoint *peer, const struct rv_route *route)
+{
+	const char *fn = "rv_qp_connect"; /* the public call's name in messages */
 	rv_port_attr pattr;
 	rv_qp_attr a;
 	uint32_t state;
-	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, __func__);
+	int rc = rv_obj_check(RV_COBJ(qp), RV_OBJ_QP, fn);
 
 	if (rc < 0)
 		return rc;
 	if (!peer)
-		return rv_err(EINVAL, __func__, "peer is NULL");
+		return rv_err(EINVAL, fn, "peer is NULL");
 	if (qp->qp_type == RV_QPT_UD)
-		return rv_err(EINVAL, __func__, "UD QPs are not connected: use rv_qp_to_init/to_rtr/to_rts and address handles");
+		return rv_err(EINVAL, fn, "UD QPs are not connected: use rv_qp_to_init/to_rtr/to_rts and address handles");
 	if (peer->qp_type != qp->qp_type)
-		return rv_err(EINVAL, __func__, "the peer's QP type %u differs from ours (%u): both sides must be RC or both UC",
+		return rv_err(EINVAL, fn, "the peer's QP type %u differs from ours (%u): both sides must be RC or both UC",
 			      peer->qp_type, qp->qp_type);
 	if (peer->qpn == 0 || peer->qpn > 0xffffff || peer->psn > 0xffffff)
-		return rv_err(EINVAL, __func__, "the peer endpoint's qpn 0x%x or psn 0x%x is out of range",
+		return rv_err(EINVAL, fn, "the peer endpoint's qpn 0x%x or psn 0x%x is out of range",
 			      peer->qpn, peer->psn);
 	rc = device_caps(qp, NULL, &pattr, qp->port_num);
 	if (rc < 0)
-		return rv_err_from_driver(rc, __func__, "querying the port");
+		return rv_err_from_driver(rc, fn, "querying the port");
 	if (pattr.link_layer == RV_LINK_LAYER_ETHERNET && gid_is_zero(peer->gid))
-		return rv_err(EINVAL, __func__, "the peer endpoint has no GID, which an Ethernet port (RoCE, iWARP, software device) needs");
+		return rv_err(EINVAL, fn, "the peer endpoint has no GID, which an Ethernet port (RoCE, iWARP, software device) needs");
+	if (!gid_is_zero(peer->gid)) {
+		/* The GID our endpoint advertised (or, if it never gave one, the
+		 * one that reaches this peer) is the one we send from. */
+		struct rv_gid_want w = {.peer_gid = peer->gid, .peer_type = peer_roce_type(peer)};
+		rc = rv_qp_gid_choose(qp, &w, false, fn);
+		if (rc == 0 && qp->ctx->dev->kind != RV_DEVICE_SOFT)
+			rc = rv_gid_check_peer(qp->ctx, &qp->sgid, peer->gid, w.peer_type, fn);
+		if (rc < 0)
+			return rc;
+	}
 
 	state = current_state(qp);
 	if (state == RV_QPS_RESET) {
@@ -502,14 +595,14 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 		state = RV_QPS_INIT;
 	}
 	if (state != RV_QPS_INIT)
-		return rv_err(EINVAL, __func__, "the QP is in %s; rv_qp_connect starts from RESET or INIT",
+		return rv_err(EINVAL, fn, "the QP is in %s; rv_qp_connect starts from RESET or INIT",
 			      rv_qp_state_name(state));
 	memset(&a, 0, sizeof(a));
 	a.mask = RV_QP_AV | RV_QP_DEST_QPN | RV_QP_RQ_PSN | RV_QP_PATH_MTU;
 	memcpy(a.ah_attr.dgid, peer->gid, 16);
 	a.ah_attr.is_global = !gid_is_zero(peer->gid);
 	a.ah_attr.hop_limit = 64;
-	a.ah_attr.sgid_index = 0;
+	a.ah_attr.sgid_index = (uint8_t)qp->sgid.gid_index; /* the GID our endpoint advertised */
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = qp->port_num;
 	a.dest_qp_num = peer->qpn;
@@ -517,9 +610,23 @@ RV_EXPORT int rv_qp_connect(rv_qp *qp, const rv_endpoint *peer)
 	a.path_mtu = pattr.active_mtu ? pattr.active_mtu : RV_MTU_1024;
 	if (peer->mtu >= RV_MTU_256 && peer->mtu < a.path_mtu)
 		a.path_mtu = peer->mtu;
+	if (route && (route->mask & RV_ROUTE_TRAFFIC_CLASS))
+		a.ah_attr.traffic_class = route->traffic_class;
+	if (route && (route->mask & RV_ROUTE_SL))
+		a.ah_attr.sl = route->sl;
+	if (route && (route->mask & RV_ROUTE_FLOW_LABEL))
+		a.ah_attr.flow_label = route->flow_label;
+	if (route && (route->mask & RV_ROUTE_HOP_LIMIT))
+		a.ah_attr.hop_limit = route->hop_limit;
 	rc = rv_qp_to_rtr(qp, &a);
 	if (rc < 0)
 		return rc;
+	if (route && (route->mask & RV_ROUTE_ACK_TIMEOUT) && qp->qp_type == RV_QPT_RC) {
+		memset(&a, 0, sizeof(a));
+		a.mask = RV_QP_TIMEOUT;
+		a.timeout = route->ack_timeout;
+		return rv_qp_to_rts(qp, &a);
+	}
 	return rv_qp_to_rts(qp, NULL);
 }
 

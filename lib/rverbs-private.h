@@ -91,6 +91,13 @@ struct rv_cq {
 	uint64_t spin_ns;
 };
 
+/* How a QP's source GID was chosen (struct rv_qp's sgid). */
+enum rv_sgid_how {
+	RV_SGID_NONE = 0,   /* not yet: the first rv_qp_endpoint/connect/gid_index chooses */
+	RV_SGID_AUTO = 1,   /* by lib/gid_select.c's rules */
+	RV_SGID_CALLER = 2, /* rv_qp_set_gid_index() or RV_CONN_ATTR_GID_INDEX: never changed */
+};
+
 struct rv_qp {
 	struct rv_object obj;
 	/* Data path first: the cached driver entry points and the opaque driver QP. */
@@ -117,6 +124,8 @@ struct rv_qp {
 	uint32_t state;    /* rv_qp_state as last set through rverbs (or by the driver on error) */
 	uint32_t init_psn; /* random 24-bit initial send PSN */
 	uint8_t port_num;  /* the port chosen at INIT (default 1) */
+	uint8_t sgid_how;  /* enum rv_sgid_how: whether sgid is chosen, and by whom */
+	rv_gid_entry sgid; /* the GID it advertises and sends from (lib/gid_select.c) */
 	rv_qp_cap cap;     /* as read back from the driver after create */
 	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
 	struct rv_srq *srq; /* or NULL; a dependency (strong) */
@@ -198,6 +207,26 @@ static inline bool rv_send_wr_inline(const struct rv_qp *qp, const rv_send_wr *w
  * negative errno with the message naming wrs[i]. Hot path: loads only.
  */
 int rv_ud_wr_check(const struct rv_qp *qp, const rv_send_wr *wr, size_t i);
+
+/* The routing of a connected QP beyond its peer's endpoint (the connection
+ * helper's rv_conn_attr fields): mask names the fields set, the rest keep
+ * rv_qp_connect's defaults. */
+enum rv_route_mask {
+	RV_ROUTE_TRAFFIC_CLASS = 1u << 0,
+	RV_ROUTE_SL = 1u << 1,
+	RV_ROUTE_FLOW_LABEL = 1u << 2,
+	RV_ROUTE_HOP_LIMIT = 1u << 3,
+	RV_ROUTE_ACK_TIMEOUT = 1u << 4,
+};
+struct rv_route {
+	uint32_t mask;
+	uint32_t flow_label;
+	uint8_t traffic_class, sl, hop_limit, ack_timeout;
+};
+
+/* rv_qp_connect with route (NULL: the defaults) applied to the RTR address
+ * vector and the RTS timeout (lib/qp.c). */
+int rv_qp_connect_route(struct rv_qp *qp, const rv_endpoint *peer, const struct rv_route *route);
 
 /* Random bytes from the kernel (getrandom(), else /dev/urandom): 0, or -EIO
  * (logged) when it gives none; never a guessable fallback. */

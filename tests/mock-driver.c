@@ -263,7 +263,7 @@ static int mock_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_att
 	attr->state = RV_PORT_ACTIVE;
 	attr->max_mtu = RV_MTU_4096;
 	attr->active_mtu = mock.active_mtu;
-	attr->gid_tbl_len = 1;
+	attr->gid_tbl_len = mock.n_gids ? mock.n_gids : 1;
 	attr->max_msg_sz = 1u << 31;
 	attr->lid = 7;
 	attr->link_layer = mock.link_layer;
@@ -277,9 +277,27 @@ static int mock_query_gid(struct rv_context *ctx, uint8_t port_num, int index, u
 	expect_live(ctx, RV_OBJ_CONTEXT);
 	if (mock.fail_query_errno)
 		return -mock.fail_query_errno;
-	if (port_num != 1 || index != 0)
-		return rv_err(EINVAL, "rv_context_query_gid", "the mock device has one GID on port 1");
+	if (mock.n_gids && port_num == 1 && index >= 0 && (unsigned)index < mock.n_gids) {
+		memcpy(gid, mock.gids[index].gid, 16);
+		return 0;
+	}
+	if (port_num != 1 || index != 0 || mock.n_gids)
+		return rv_err(EINVAL, "rv_context_query_gid", "no GID %d on port %u of the mock device", index, port_num);
 	memcpy(gid, g, 16);
+	return 0;
+}
+
+static int mock_query_gid_entry(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e)
+{
+	static const uint8_t zero[16];
+
+	expect_live(ctx, RV_OBJ_CONTEXT);
+	if (!mock.n_gids) /* as a driver without typed entries (the facade's own message) */
+		return rv_err(EOPNOTSUPP, "rv_context_query_gid_entry", "the device cannot report GID types");
+	if (port_num != 1 || index >= mock.n_gids || memcmp(mock.gids[index].gid, zero, 16) == 0)
+		return rv_err(ENODATA, "rv_context_query_gid_entry", "no GID entry %u on port %u", index, port_num);
+	*e = mock.gids[index];
+	e->gid_index = index;
 	return 0;
 }
 
@@ -480,6 +498,8 @@ static int mock_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 	expect_live(qp, RV_OBJ_QP);
 	mock.n_modify++;
 	mock.last_modify = *attr;
+	if (attr->mask & RV_QP_AV)
+		mock.last_av = attr->ah_attr;
 	if (mock.fail_modify_errno) {
 		if (mock.fail_sets_message)
 			rv_err(mock.fail_modify_errno, "mock_driver", "injected modify failure");
@@ -619,6 +639,7 @@ const struct rv_driver mock_driver = {
 	.query_device = mock_query_device,
 	.query_port = mock_query_port,
 	.query_gid = mock_query_gid,
+	.query_gid_entry = mock_query_gid_entry,
 	.pd_alloc = mock_pd_alloc,
 	.pd_dealloc = mock_pd_dealloc,
 	.mr_reg = mock_mr_reg,

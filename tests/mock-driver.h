@@ -65,11 +65,17 @@ struct mock_state {
 
 	/* Modify/query. */
 	rv_qp_attr last_modify;
+	rv_ah_attr last_av;     /* of the last modify that set RV_QP_AV */
 	unsigned n_modify;
 	uint32_t next_qpn;
 	uint32_t next_key;
 	uint8_t active_mtu;     /* query_port's active_mtu */
 	uint8_t link_layer;     /* query_port's link layer */
+	/* A GID table (n_gids > 0): query_port's gid_tbl_len, query_gid and
+	 * query_gid_entry (an all-zero GID is an empty slot). Else one GID,
+	 * ::ffff:127.0.0.1, and no typed entries. */
+	rv_gid_entry gids[8];
+	unsigned n_gids;
 };
 
 extern struct mock_state mock;

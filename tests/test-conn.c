@@ -841,6 +841,129 @@ static void test_conn__64_client_processes(void **state)
 	}
 }
 
+/* The routing fields of rv_conn_attr reach the QPs' RTR address vector and
+ * RTS timeout (issue 19). */
+static void test_conn__routing_fields_reach_the_qps(void **state)
+{
+	struct fixture *f = *state;
+	rv_conn_attr a = {.mask = RV_CONN_ATTR_TRAFFIC_CLASS | RV_CONN_ATTR_SL | RV_CONN_ATTR_FLOW_LABEL |
+				  RV_CONN_ATTR_HOP_LIMIT | RV_CONN_ATTR_ACK_TIMEOUT,
+			  .traffic_class = 0x68, .sl = 5, .flow_label = 0x54321, .hop_limit = 7, .ack_timeout = 19};
+	rv_conn *cli, *srv;
+
+	assert_int_equal(connect_pair(f, &a, &a, &cli, &srv), 0);
+	/* The client connects last: its RTR and RTS are the last modifies. */
+	assert_int_equal(mock.last_av.traffic_class, 0x68);
+	assert_int_equal(mock.last_av.sl, 5);
+	assert_int_equal(mock.last_av.flow_label, 0x54321);
+	assert_int_equal(mock.last_av.hop_limit, 7);
+	assert_true(mock.last_modify.mask & RV_QP_TIMEOUT);
+	assert_int_equal(mock.last_modify.timeout, 19);
+	rv_conn_unref(cli);
+	rv_conn_unref(srv);
+	/* Without them: rv_qp_connect's defaults. */
+	assert_int_equal(connect_pair(f, NULL, NULL, &cli, &srv), 0);
+	assert_int_equal(mock.last_av.traffic_class, 0);
+	assert_int_equal(mock.last_av.hop_limit, 64);
+	assert_int_equal(mock.last_modify.timeout, 14);
+	rv_conn_unref(cli);
+	rv_conn_unref(srv);
+}
+
+static void expect_bad_attr(struct fixture *f, const rv_conn_attr *a, const char *what)
+{
+	rv_conn *c = NULL;
+
+	assert_int_equal(rv_connect_start(f->ctx, f->addr, a, &c), -EINVAL);
+	assert_null(c);
+	if (!strstr(rv_error_last(), what))
+		fail_msg("\"%s\" does not mention \"%s\"", rv_error_last(), what);
+}
+
+static void test_conn__routing_fields_are_checked(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_SL, .sl = 16}, "sl 16 is above 15");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_FLOW_LABEL, .flow_label = 0x100000}, "20 bits");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_HOP_LIMIT}, "hop_limit 0");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_ACK_TIMEOUT}, "ack_timeout 0");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_ACK_TIMEOUT, .ack_timeout = 32}, "ack_timeout 32");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_RESOLVE, .resolve_retries = 1}, "resolve_timeout_ms 0");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_RESOLVE, .resolve_timeout_ms = 100,
+					   .resolve_retries = 17}, "resolve_retries 17");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = RV_CONN_ATTR_GID_INDEX, .gid_index = 256}, "gid_index 256");
+	expect_bad_attr(f, &(rv_conn_attr){.mask = 1u << 30}, "unknown bit");
+	honest_round(f);
+}
+
+static const uint8_t gid_link_local[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+static const uint8_t gid_v4_other[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 1, 1};
+static const uint8_t gid_v4_loop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+
+/* A RoCE GID table of three entries: link-local, 10.1.1.1, 127.0.0.1. */
+static void three_gids(void)
+{
+	const uint8_t *g[3] = {gid_link_local, gid_v4_other, gid_v4_loop};
+
+	memset(mock.gids, 0, sizeof(mock.gids));
+	for (int i = 0; i < 3; i++) {
+		memcpy(mock.gids[i].gid, g[i], 16);
+		mock.gids[i].gid_type = RV_GID_TYPE_ROCE_V2;
+		mock.gids[i].ndev_ifindex = 1;
+	}
+	mock.n_gids = 3;
+}
+
+/* Over 127.0.0.1 both sides advertise and send from the GID of that
+ * address (entry 2), as rdma_cm's route would choose, not the first IPv4
+ * entry (10.1.1.1) that ranks equal without it. */
+static void test_conn__gid_follows_the_control_connection(void **state)
+{
+	struct fixture *f = *state;
+	rv_conn *cli, *srv;
+	rv_endpoint ep;
+
+	three_gids();
+	if (connect_pair(f, NULL, NULL, &cli, &srv) < 0)
+		fail_msg("%s", pair_error);
+	assert_int_equal(rv_qp_gid_index(rv_conn_qp(cli, 0)), 2);
+	assert_int_equal(rv_qp_gid_index(rv_conn_qp(srv, 0)), 2);
+	assert_int_equal(mock.last_av.sgid_index, 2);
+	assert_int_equal(rv_conn_peer_endpoint(cli, 0, &ep), 0);
+	assert_memory_equal(ep.gid, gid_v4_loop, 16);
+	assert_true(ep.caps & RV_EP_CAP_ROCE_V2);
+	assert_int_equal(rv_conn_peer_endpoint(srv, 0, &ep), 0);
+	assert_memory_equal(ep.gid, gid_v4_loop, 16);
+	rv_conn_unref(cli);
+	rv_conn_unref(srv);
+	mock.n_gids = 0;
+}
+
+/* RV_CONN_ATTR_GID_INDEX overrides the choice on the side that sets it;
+ * an index past the table is refused before anything is sent. */
+static void test_conn__gid_index_attr(void **state)
+{
+	struct fixture *f = *state;
+	rv_conn_attr a = {.mask = RV_CONN_ATTR_GID_INDEX, .gid_index = 1};
+	rv_conn *cli, *srv;
+	rv_endpoint ep;
+
+	three_gids();
+	assert_int_equal(connect_pair(f, &a, NULL, &cli, &srv), 0);
+	assert_int_equal(rv_qp_gid_index(rv_conn_qp(cli, 0)), 1);
+	assert_int_equal(rv_qp_gid_index(rv_conn_qp(srv, 0)), 2);
+	assert_int_equal(rv_conn_peer_endpoint(srv, 0, &ep), 0);
+	assert_memory_equal(ep.gid, gid_v4_other, 16);
+	assert_int_equal(mock.last_av.sgid_index, 1); /* the client's RTR */
+	rv_conn_unref(cli);
+	rv_conn_unref(srv);
+	a.gid_index = 3;
+	expect_bad_attr(f, &a, "attr->gid_index: rv_qp_set_gid_index: GID index 3 is past the GID table");
+	mock.n_gids = 0;
+	honest_round(f);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -863,6 +986,10 @@ int main(void)
 		T(test_conn__hostile_servers),
 		T(test_conn__callers_qps_serve_one_client),
 		T(test_conn__64_client_processes),
+		T(test_conn__routing_fields_reach_the_qps),
+		T(test_conn__routing_fields_are_checked),
+		T(test_conn__gid_follows_the_control_connection),
+		T(test_conn__gid_index_attr),
 	};
 	return cmocka_run_group_tests_name("conn", tests, NULL, NULL);
 }

@@ -456,7 +456,15 @@ static void test_ibv_driver__connect_gives_libibverbs_each_transition(void **sta
 	assert_int_equal(rv_qp_new(pd, &qa, &b), 0);
 	assert_int_equal(rv_qp_endpoint(a, &ea), 0);
 	assert_int_equal(rv_qp_endpoint(b, &eb), 0);
-	assert_memory_equal(ea.gid, mock_gid, 16);
+	/* The RoCE v2 entry (index 1), not entry 0 (RoCE v1): lib/gid_select.c. */
+	{
+		uint8_t v2[16];
+		memcpy(v2, mock_gid, 16);
+		v2[15]++;
+		assert_memory_equal(ea.gid, v2, 16);
+		assert_int_equal(rv_qp_gid_index(a), 1);
+		assert_true(ea.caps & RV_EP_CAP_ROCE_V2);
+	}
 
 	assert_int_equal(rv_qp_connect(a, &eb), 0);
 	assert_int_equal(rv_qp_state_of(a), RV_QPS_RTS);
@@ -485,7 +493,7 @@ static void test_ibv_driver__connect_gives_libibverbs_each_transition(void **sta
 	assert_int_equal(x->min_rnr_timer, 12);
 	assert_int_equal(x->ah_attr.is_global, 1);
 	assert_memory_equal(x->ah_attr.grh.dgid.raw, eb.gid, 16);
-	assert_int_equal(x->ah_attr.grh.sgid_index, 0);
+	assert_int_equal(x->ah_attr.grh.sgid_index, 1); /* the GID the endpoint advertised */
 	assert_int_equal(x->ah_attr.grh.hop_limit, 64);
 	assert_int_equal(x->ah_attr.port_num, 1);
 

@@ -1048,6 +1048,19 @@ public:
 		detail::check(rv_qp_endpoint(p_, &ep), ec);
 		return ep;
 	}
+	/** The index of the GID the QP advertises and sends from (rv_qp_gid_index):
+	 *  the sgid_index of an address vector built by hand. */
+	uint32_t gid_index() const
+	{
+		return static_cast<uint32_t>(detail::check(rv_qp_gid_index(p_), "rv_qp_gid_index"));
+	}
+	int gid_index(std::error_code &ec) const noexcept { return detail::check(rv_qp_gid_index(p_), ec); }
+	/** Advertise and send from GID entry @p index (rv_qp_set_gid_index). */
+	void set_gid_index(uint32_t index) { detail::check(rv_qp_set_gid_index(p_, index), "rv_qp_set_gid_index"); }
+	void set_gid_index(uint32_t index, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_set_gid_index(p_, index), ec);
+	}
 	/** RESET/INIT -> RTS against @p peer (rv_qp_connect). */
 	void connect(const rv_endpoint &peer) { detail::check(rv_qp_connect(p_, &peer), "rv_qp_connect"); }
 	void connect(const rv_endpoint &peer, std::error_code &ec) noexcept
@@ -1267,6 +1280,56 @@ public:
 	{
 		a_.mask |= RV_CONN_ATTR_TRANSPORT;
 		a_.transport = t;
+		return *this;
+	}
+	/** Advertise and send from this GID index (TCP transport; rv_qp_set_gid_index). */
+	conn_options &gid_index(uint32_t i) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_GID_INDEX;
+		a_.gid_index = i;
+		return *this;
+	}
+	/** GRH traffic class / IP TOS (rdma_cm: RDMA_OPTION_ID_TOS). */
+	conn_options &traffic_class(uint8_t tc) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_TRAFFIC_CLASS;
+		a_.traffic_class = tc;
+		return *this;
+	}
+	/** Service level, 0..15. */
+	conn_options &sl(uint8_t v) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_SL;
+		a_.sl = v;
+		return *this;
+	}
+	/** GRH flow label, 20 bits. */
+	conn_options &flow_label(uint32_t v) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_FLOW_LABEL;
+		a_.flow_label = v;
+		return *this;
+	}
+	/** GRH hop limit / IP TTL, 1..255. */
+	conn_options &hop_limit(uint8_t v) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_HOP_LIMIT;
+		a_.hop_limit = v;
+		return *this;
+	}
+	/** Local ACK timeout code, 1..31 (rdma_cm: RDMA_OPTION_ID_ACK_TIMEOUT). */
+	conn_options &ack_timeout(uint8_t v) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_ACK_TIMEOUT;
+		a_.ack_timeout = v;
+		return *this;
+	}
+	/** rdma_cm: each address/route resolution's timeout and further attempts. */
+	conn_options &resolve(uint32_t timeout_ms, uint32_t retries) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_RESOLVE;
+		a_.resolve_timeout_ms = timeout_ms;
+		a_.resolve_retries = retries;
 		return *this;
 	}
 	/** The C attributes, for rv_connect() called directly. */

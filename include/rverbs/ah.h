@@ -43,15 +43,20 @@ extern "C" {
  * software device: the peer's port number, as rv_endpoint::lid carries it),
  * sl, sgid_index, hop_limit (0 means 64), traffic_class, flow_label (20 bits),
  * port_num (0 means port 1), src_path_bits, static_rate. The field reserved
- * must be 0: it is kept for attributes a later version adds.
+ * must be 0: it is kept for attributes a later version adds. On RoCE take
+ * sgid_index from rv_qp_gid_index() of the sending QP: entry 0 is usually
+ * the IPv6 link-local GID.
  *
  * @param pd      the protection domain
  * @param attr    the address vector
  * @param ret_ah  receives the address handle
  * @retval 0            success
  * @retval -EINVAL      a NULL argument, reserved not 0, flow_label above 20
- *                      bits, or an address the device cannot reach
- *                      (rv_error_last() names the field)
+ *                      bits, or an address the device cannot reach, such
+ *                      as a kernel RoCE device's sgid_index naming an empty
+ *                      entry or one of the other IP family than dgid
+ *                      (rv_error_last() names the field, both GIDs and the
+ *                      index that would reach dgid)
  * @retval -RV_ECLOSED  the PD is closed
  * @retval -EOPNOTSUPP  the device has no address handles
  * @retval negative     the driver failed; rv_error_last() says why

@@ -115,7 +115,40 @@ enum rv_conn_attr_mask {
 	 */
 	RV_CONN_ATTR_REQUIRED_CAPS = 1u << 8,
 	/** transport is set (an rv_conn_transport; default RV_CONN_TRANSPORT_AUTO). */
-	RV_CONN_ATTR_TRANSPORT = 1u << 9
+	RV_CONN_ATTR_TRANSPORT = 1u << 9,
+	/**
+	 * gid_index is set: the QPs advertise and send from this entry of their
+	 * port's GID table (rv_qp_set_gid_index()) instead of the one chosen as
+	 * rdma_cm would (docs/connection-helper.md, "Which GID"). TCP transport
+	 * only: rdma_cm chooses the GID from its route, and refuses it.
+	 */
+	RV_CONN_ATTR_GID_INDEX = 1u << 10,
+	/**
+	 * traffic_class is set (default 0): the GRH traffic class, on RoCE v2 the
+	 * IP DSCP and ECN bits of the QPs' packets. With rdma_cm it is the id's
+	 * type of service (RDMA_OPTION_ID_TOS), set before the route is resolved.
+	 */
+	RV_CONN_ATTR_TRAFFIC_CLASS = 1u << 11,
+	/** sl is set: the service level, 0..15 (default 0). */
+	RV_CONN_ATTR_SL = 1u << 12,
+	/** flow_label is set: the GRH flow label, 20 bits (default 0). */
+	RV_CONN_ATTR_FLOW_LABEL = 1u << 13,
+	/** hop_limit is set: the GRH hop limit, on RoCE v2 the IP TTL, 1..255 (default 64). */
+	RV_CONN_ATTR_HOP_LIMIT = 1u << 14,
+	/**
+	 * ack_timeout is set: the QPs' local ACK timeout, 4.096 µs × 2^ack_timeout,
+	 * 1..31 (default 14, about 67 ms). With rdma_cm it is set through
+	 * RDMA_OPTION_ID_ACK_TIMEOUT.
+	 */
+	RV_CONN_ATTR_ACK_TIMEOUT = 1u << 15,
+	/**
+	 * resolve_timeout_ms and resolve_retries are set (rdma_cm only): each
+	 * address and route resolution may take resolve_timeout_ms (1..60000;
+	 * default: what is left of the call's timeout, or 5000 without one) and
+	 * is tried again up to resolve_retries times (0..16; default 0) when it
+	 * fails or times out, all within the call's timeout.
+	 */
+	RV_CONN_ATTR_RESOLVE = 1u << 16
 };
 
 /**
@@ -138,6 +171,14 @@ typedef struct rv_conn_attr {
 	uint32_t transport;        /**< an rv_conn_transport */
 	uint32_t reserved;         /**< zero */
 	rv_qp_cap qp_cap;          /**< queue sizes of created QPs */
+	uint32_t gid_index;        /**< source GID index (RV_CONN_ATTR_GID_INDEX) */
+	uint32_t flow_label;       /**< GRH flow label, 20 bits (RV_CONN_ATTR_FLOW_LABEL) */
+	uint8_t traffic_class;     /**< GRH traffic class / IP TOS (RV_CONN_ATTR_TRAFFIC_CLASS) */
+	uint8_t sl;                /**< service level, 0..15 (RV_CONN_ATTR_SL) */
+	uint8_t hop_limit;         /**< GRH hop limit / IP TTL, 1..255 (RV_CONN_ATTR_HOP_LIMIT) */
+	uint8_t ack_timeout;       /**< local ACK timeout code, 1..31 (RV_CONN_ATTR_ACK_TIMEOUT) */
+	uint32_t resolve_timeout_ms; /**< rdma_cm: per resolution attempt (RV_CONN_ATTR_RESOLVE) */
+	uint32_t resolve_retries;  /**< rdma_cm: further attempts (RV_CONN_ATTR_RESOLVE) */
 } rv_conn_attr;
 
 /** Bits of rv_listener_attr::mask. */

@@ -30,7 +30,15 @@ enum rv_endpoint_mask {
 enum rv_endpoint_caps {
 	RV_EP_CAP_ATOMIC = 1u << 0,     /**< responds to atomic operations */
 	RV_EP_CAP_IMM = 1u << 1,        /**< sends and receives immediate data */
-	RV_EP_CAP_SOFT = 1u << 2        /**< served by the rverbs software device */
+	RV_EP_CAP_SOFT = 1u << 2,       /**< served by the rverbs software device */
+	/**
+	 * The endpoint's GID is a RoCE v1 entry (rv_gid_type). rv_qp_connect()
+	 * refuses to connect a QP whose GID is of the other RoCE version, naming
+	 * both; an endpoint with neither bit (an older library, InfiniBand,
+	 * iWARP, the software device) sets no constraint.
+	 */
+	RV_EP_CAP_ROCE_V1 = 1u << 3,
+	RV_EP_CAP_ROCE_V2 = 1u << 4     /**< the endpoint's GID is a RoCE v2 entry (see RV_EP_CAP_ROCE_V1) */
 };
 
 /**
@@ -39,7 +47,8 @@ enum rv_endpoint_caps {
  */
 typedef struct rv_endpoint {
 	uint64_t mask;        /**< which optional fields are valid (rv_endpoint_mask) */
-	uint8_t gid[16];      /**< port GID (software device: IPv4-mapped listen address) */
+	uint8_t gid[16];      /**< port GID: entry rv_qp_gid_index() of the port's GID table (software
+	                           device: IPv4-mapped listen address) */
 	uint16_t lid;         /**< port LID (software device: its TCP port) */
 	uint8_t port_num;     /**< port number on the device */
 	uint8_t mtu;          /**< active MTU of the port (an rv_mtu) */

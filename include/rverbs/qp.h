@@ -295,9 +295,13 @@ RV_API int rv_qp_to_init(rv_qp *qp, const rv_qp_attr *attr);
 /**
  * INIT → RTR. For RC/UC, @p attr must set RV_QP_AV, RV_QP_DEST_QPN and
  * RV_QP_RQ_PSN; path_mtu defaults to the port's active MTU, max_dest_rd_atomic
- * to the device limit, min_rnr_timer to 12. UD needs no attributes.
+ * to the device limit, min_rnr_timer to 12. UD needs no attributes. Set
+ * ah_attr.sgid_index to rv_qp_gid_index(), the GID the QP's endpoint
+ * advertised.
  * @retval 0            success
- * @retval -EINVAL      wrong state, or a missing/forbidden attribute (named)
+ * @retval -EINVAL      wrong state, a missing/forbidden attribute (named), or,
+ *                      on a kernel RoCE device, an sgid_index whose entry is
+ *                      empty or cannot reach ah_attr.dgid (both named)
  * @retval -RV_ECLOSED  the QP is closed
  * @retval negative     the driver refused (software device: the peer could not be reached)
  */
@@ -315,7 +319,8 @@ RV_API int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr);
 /**
  * This QP's endpoint (GID, LID, QPN, PSN, MTU, capabilities) for its peer.
  * The optional fields are cleared; add a memory region or user data before
- * packing it.
+ * packing it. The GID is entry rv_qp_gid_index() of the port's GID table;
+ * on RoCE, capabilities carry its version (RV_EP_CAP_ROCE_V1/V2).
  * @retval 0            success
  * @retval -EINVAL      a NULL argument
  * @retval -RV_ECLOSED  the QP is closed
@@ -323,12 +328,52 @@ RV_API int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr);
 RV_API int rv_qp_endpoint(rv_qp *qp, rv_endpoint *ret_ep);
 
 /**
+ * The index in the QP's port's GID table of the GID the QP advertises in its
+ * endpoint (rv_qp_endpoint()) and sends from (rv_qp_connect()). Code that
+ * builds an RTR address vector or an address handle by hand puts it in
+ * rv_ah_attr::sgid_index, so that its packets come from the GID its peer
+ * was told.
+ *
+ * The index is chosen once per QP, by the first of rv_qp_endpoint(),
+ * rv_qp_connect() and this call, as rdma_cm chooses on RoCE: an entry of
+ * the peer's family (IPv4-mapped for an IPv4 peer) and, if the peer's
+ * endpoint says, of its RoCE version; the one whose address the kernel's
+ * route to the peer uses as its source; RoCE v2 over RoCE v1; an
+ * IPv4-mapped address over a global IPv6 one over a link-local one; the
+ * lowest index (without a peer, the same without its first two rules). A
+ * device without typed GID entries, an InfiniBand port and the software
+ * device use index 0. rv_qp_set_gid_index() sets it instead.
+ * @return the index (≥ 0), or
+ * @retval -EINVAL      @p qp is NULL or not a QP
+ * @retval -RV_ECLOSED  the QP is closed
+ * @retval negative     querying the port's GID table failed
+ */
+RV_API int rv_qp_gid_index(rv_qp *qp);
+
+/**
+ * Make the QP advertise and send from entry @p index of its port's GID
+ * table, instead of the one rv_qp_gid_index() would choose. Call it before
+ * rv_qp_endpoint() (after rv_qp_to_init() if the QP uses another port than
+ * 1: changing the port forgets the index).
+ * @retval 0            success
+ * @retval -EINVAL      @p qp is not a QP, the QP is past INIT, @p index is
+ *                      past the GID table or names an empty entry
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_set_gid_index(rv_qp *qp, uint32_t index);
+
+/**
  * Drive the QP from RESET (or INIT) to RTS against @p peer with sane defaults:
  * MTU the minimum of both ports, timeout 14, retry 7, rnr_retry 7,
- * min_rnr_timer 12, rd_atomic from the device caps, the PSNs of both endpoints.
+ * min_rnr_timer 12, rd_atomic from the device caps, the PSNs of both endpoints,
+ * hop limit 64, and as source GID the one the QP's endpoint advertised
+ * (rv_qp_gid_index()).
  * @retval 0            success: the QP is in RTS
- * @retval -EINVAL      the peer endpoint is incompatible (QP type, missing GID);
- *                      rv_error_last() says which field
+ * @retval -EINVAL      the peer endpoint is incompatible (QP type, missing GID,
+ *                      a GID our GID cannot reach: another IP family, another
+ *                      RoCE version); rv_error_last() names both
+ * @retval -EADDRNOTAVAIL the port has no GID that reaches the peer's (its
+ *                      family, its RoCE version), named
  * @retval -RV_ECLOSED  the QP is closed
  * @retval negative     a transition failed; rv_error_last() names it
  */

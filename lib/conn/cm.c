@@ -24,6 +24,7 @@
 
 #include "conn/cm.h"
 #include "conn/conn-private.h"
+#include "gid_select.h"
 
 struct rv_cm_conn {
 	struct rdma_event_channel *ch; /* NULL while the listener's channel serves the id */
@@ -180,29 +181,103 @@ static int expect_event(struct rv_cm_conn *cm, int64_t deadline, enum rdma_cm_ev
 		int st = ev->status;
 		enum rdma_cm_event_type got = ev->event;
 		rdma_ack_cm_event(ev);
-		rc = rv_err(got == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : got == RDMA_CM_EVENT_UNREACHABLE
-										      ? EHOSTUNREACH
-										      : EPROTO,
-			    func, "rdma_cm: expected %s, got %s (status %d)", rdma_event_str(want), rdma_event_str(got), st);
+		int err = got == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : EPROTO;
+		if (got == RDMA_CM_EVENT_UNREACHABLE || got == RDMA_CM_EVENT_ADDR_ERROR || got == RDMA_CM_EVENT_ROUTE_ERROR)
+			err = st == -ETIMEDOUT ? ETIMEDOUT : EHOSTUNREACH;
+		rc = rv_err(err, func, "rdma_cm: expected %s, got %s (status %d)", rdma_event_str(want), rdma_event_str(got), st);
 		return rc;
 	}
 	*ret = ev;
 	return 0;
 }
 
-/* Apply rdma_init_qp_attr()'s attributes for state to the rverbs QP. */
-static int cm_modify(struct rv_cm_conn *cm, struct rv_qp *qp, enum ibv_qp_state state, const char *func)
+/* Apply rdma_init_qp_attr()'s attributes for state to the rverbs QP, with
+ * the caller's SL, flow label and hop limit over the CM's path (its traffic
+ * class and ACK timeout went to the CM itself: cm_set_options). At RTR the
+ * QP adopts the CM's source GID, so rv_qp_gid_index() and the connection's
+ * local endpoint say what the QP sends from. */
+static int cm_modify(struct rv_cm_conn *cm, struct rv_conn *c, enum ibv_qp_state state, const char *func)
 {
+	const struct rv_route *r = &c->route;
+	struct rv_qp *qp = c->qps[0];
 	struct ibv_qp_attr ia;
 	rv_qp_attr a;
-	int mask = 0;
+	int mask = 0, rc;
 
 	memset(&ia, 0, sizeof(ia));
 	ia.qp_state = state;
 	if (rdma_init_qp_attr(cm->id, &ia, &mask) < 0)
 		return rv_err(errno, func, "rdma_init_qp_attr(%d): %s", (int)state, strerror(errno));
 	rv_cm_qp_attr_from_ibv(&ia, mask, &a);
-	return rv_qp_modify(qp, &a);
+	if (a.mask & RV_QP_AV) {
+		if (r->mask & RV_ROUTE_SL)
+			a.ah_attr.sl = r->sl;
+		if (r->mask & RV_ROUTE_FLOW_LABEL)
+			a.ah_attr.flow_label = r->flow_label;
+		if (r->mask & RV_ROUTE_HOP_LIMIT)
+			a.ah_attr.hop_limit = r->hop_limit;
+	}
+	rc = rv_qp_modify(qp, &a);
+	if (rc == 0 && (a.mask & RV_QP_AV) && a.ah_attr.is_global &&
+	    rv_qp_gid_adopt(qp, a.ah_attr.sgid_index) == 0) {
+		memcpy(c->local[0].gid, qp->sgid.gid, 16);
+		rv_error_clear();
+	}
+	return rc;
+}
+
+/* The caller's rdma_cm options on an id: type of service (before the
+ * route is resolved: it selects the path) and the ACK timeout. */
+static int cm_set_options(struct rdma_cm_id *id, const struct rv_route *r, const char *func)
+{
+	if (r->mask & RV_ROUTE_TRAFFIC_CLASS) {
+		uint8_t tos = r->traffic_class;
+		if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)) < 0)
+			return rv_err(errno, func, "rdma_set_option(RDMA_OPTION_ID_TOS, %u): %s", tos, strerror(errno));
+	}
+	if (r->mask & RV_ROUTE_ACK_TIMEOUT) {
+		uint8_t t = r->ack_timeout;
+		if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t)) < 0)
+			return rv_err(errno, func, "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT, %u): %s (the kernel "
+				      "may be older than 4.19)", t, strerror(errno));
+	}
+	return 0;
+}
+
+/* rdma_resolve_addr (route false) or rdma_resolve_route, each attempt
+ * limited to o's resolve_timeout_ms and tried again resolve_retries times
+ * on an error event or a timeout, within the call's deadline. */
+static int cm_resolve(struct rv_conn *c, const struct rv_conn_opts *o, const struct sockaddr *to, bool route,
+		      int64_t deadline, const char *func)
+{
+	const char *what = route ? "rdma_resolve_route" : "rdma_resolve_addr";
+	enum rdma_cm_event_type want = route ? RDMA_CM_EVENT_ROUTE_RESOLVED : RDMA_CM_EVENT_ADDR_RESOLVED;
+	int rc = 0;
+
+	for (uint32_t attempt = 0; attempt <= o->resolve_retries; attempt++) {
+		struct rdma_cm_event *ev;
+		int left = rv_ms_left(deadline), ms = left < 0 ? 5000 : left;
+		int64_t until;
+		if (o->resolve_timeout_ms && (left < 0 || (uint32_t)left > o->resolve_timeout_ms))
+			ms = (int)o->resolve_timeout_ms;
+		if (ms == 0)
+			return rv_err(ETIMEDOUT, func, "%s %s: no time left", what, c->peer_addr);
+		if ((route ? rdma_resolve_route(c->cm->id, ms) : rdma_resolve_addr(c->cm->id, NULL, (struct sockaddr *)to, ms)) < 0)
+			return rv_err(errno, func, "%s %s: %s", what, c->peer_addr, strerror(errno));
+		/* The kernel reports its own timeout as an error event; ours is a margin over it. */
+		until = rv_deadline(ms + 1000);
+		if (deadline >= 0 && deadline < until)
+			until = deadline;
+		rc = expect_event(c->cm, until, want, &ev, func);
+		if (rc == 0) {
+			rdma_ack_cm_event(ev);
+			return 0;
+		}
+		if (attempt < o->resolve_retries)
+			rv_log(RV_LOG_INFO, "%s %s failed (%s); attempt %u of %u", what, c->peer_addr, rv_error_last(),
+			       attempt + 2, o->resolve_retries + 1);
+	}
+	return rc;
 }
 
 void rv_cm_conn_destroy(struct rv_conn *c)
@@ -245,6 +320,9 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	if (!rv_cm_usable(ctx))
 		return rv_err(EOPNOTSUPP, func, "device %s has no rdma_cm support; use RV_CONN_TRANSPORT_TCP",
 			      ctx->dev->name);
+	if (o->has_gid_index)
+		return rv_err(EINVAL, func, "RV_CONN_ATTR_GID_INDEX: rdma_cm chooses the GID from its route to the "
+			      "peer; use RV_CONN_TRANSPORT_TCP to choose it yourself");
 	if ((o->num_qps ? o->num_qps : 1) != 1)
 		return rv_err(EOPNOTSUPP, func, "rdma_cm connects one QP per connection; num_qps is %u", o->num_qps);
 	if (o->data_len > RV_CONN_CM_PRIVATE_DATA_MAX)
@@ -272,22 +350,18 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 		rc = rv_err(errno, func, "rdma_create_id: %s", strerror(errno));
 	if (rc == 0) {
 		c->fd = c->cm->ch->fd;
-		if (rdma_resolve_addr(c->cm->id, NULL, ai->ai_addr, rv_ms_left(deadline) < 0 ? 5000 : rv_ms_left(deadline)) < 0)
-			rc = rv_err(errno, func, "rdma_resolve_addr %s: %s", c->peer_addr, strerror(errno));
+		rc = cm_set_options(c->cm->id, &o->route, func);
 	}
+	if (rc == 0)
+		rc = cm_resolve(c, o, ai->ai_addr, false, deadline, func);
 	freeaddrinfo(ai);
-	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_ADDR_RESOLVED, &ev, func)) == 0) {
-		rdma_ack_cm_event(ev);
-		if (strcmp(ibv_get_device_name(c->cm->id->verbs->device), ctx->dev->name) != 0)
-			rc = rv_err(EADDRNOTAVAIL, func, "%s is reached through device %s, not %s", c->peer_addr,
-				    ibv_get_device_name(c->cm->id->verbs->device), ctx->dev->name);
-		else if (rdma_resolve_route(c->cm->id, rv_ms_left(deadline) < 0 ? 5000 : rv_ms_left(deadline)) < 0)
-			rc = rv_err(errno, func, "rdma_resolve_route: %s", strerror(errno));
-	}
-	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, func)) == 0) {
-		rdma_ack_cm_event(ev);
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_INIT, func);
-	}
+	if (rc == 0 && strcmp(ibv_get_device_name(c->cm->id->verbs->device), ctx->dev->name) != 0)
+		rc = rv_err(EADDRNOTAVAIL, func, "%s is reached through device %s, not %s", c->peer_addr,
+			    ibv_get_device_name(c->cm->id->verbs->device), ctx->dev->name);
+	if (rc == 0)
+		rc = cm_resolve(c, o, NULL, true, deadline, func);
+	if (rc == 0)
+		rc = cm_modify(c->cm, c, IBV_QPS_INIT, func);
 	memset(&mine, 0, sizeof(mine));
 	mine.caps = c->local[0].caps;
 	mine.has_mr = o->has_mr;
@@ -322,11 +396,11 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	 * nothing of the responder and gives qp_access_flags 0, so a peer's
 	 * WRITE or READ would fail with remote invalid request. */
 	if (rc == 0)
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_INIT, func);
+		rc = cm_modify(c->cm, c, IBV_QPS_INIT, func);
 	if (rc == 0)
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTR, func);
+		rc = cm_modify(c->cm, c, IBV_QPS_RTR, func);
 	if (rc == 0)
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTS, func);
+		rc = cm_modify(c->cm, c, IBV_QPS_RTS, func);
 	if (rc == 0 && rdma_establish(c->cm->id) < 0)
 		rc = rv_err(errno, func, "rdma_establish: %s", strerror(errno));
 	if (rc < 0) {
@@ -483,6 +557,9 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 			    cml->ctx->dev->name);
 	if (rc == 0 && o->num_qps > 1)
 		rc = rv_err(EPROTO, func, "rdma_cm connects one QP; this server wants %u", o->num_qps);
+	if (rc == 0 && o->has_gid_index)
+		rc = rv_err(EINVAL, func, "RV_CONN_ATTR_GID_INDEX: rdma_cm chooses the GID from the client's "
+			    "route; listen with RV_CONN_TRANSPORT_TCP to choose it yourself");
 	if (rc == 0 && o->caller_qps && o->qps[0]->state != RV_QPS_RESET)
 		rc = rv_err(EBUSY, func, "the QP given to rv_listener_accept() is not in RESET (already serving a client?)");
 	if (rc == 0 && (o->required_caps & ~peer.caps))
@@ -500,12 +577,15 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 	if (rc == 0) {
 		c->cm->id = id;
 		id->context = c;
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_INIT, func);
+		/* The client's type of service chose the path; ours only marks our packets. */
+		rc = cm_set_options(id, &o->route, func);
 	}
 	if (rc == 0)
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTR, func);
+		rc = cm_modify(c->cm, c, IBV_QPS_INIT, func);
 	if (rc == 0)
-		rc = cm_modify(c->cm, c->qps[0], IBV_QPS_RTS, func);
+		rc = cm_modify(c->cm, c, IBV_QPS_RTR, func);
+	if (rc == 0)
+		rc = cm_modify(c->cm, c, IBV_QPS_RTS, func);
 	if (rc == 0) {
 		memset(&mine, 0, sizeof(mine));
 		mine.caps = c->local[0].caps;

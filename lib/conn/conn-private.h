@@ -32,6 +32,11 @@ struct rv_conn_opts {
 	uint32_t required_caps;
 	uint32_t transport;
 	bool cm; /* rdma_cm drives the QP transitions: leave the QPs in RESET */
+	bool has_gid_index;
+	uint32_t gid_index;
+	struct rv_route route;        /* traffic class, SL, flow label, hop limit, ACK timeout */
+	uint32_t resolve_timeout_ms;  /* rdma_cm, per attempt; 0: not set */
+	uint32_t resolve_retries;
 };
 
 enum rv_conn_phase {
@@ -66,6 +71,7 @@ struct rv_conn {
 	struct rv_pd *own_pd;               /* created here, or NULL */
 	struct rv_cq *own_cq;               /* created here, or NULL */
 	uint32_t required_caps;
+	struct rv_route route; /* applied by rv_qp_connect_route */
 	rv_endpoint local[RV_CONN_MAX_QPS];
 
 	bool have_peer;
@@ -90,6 +96,11 @@ int rv_conn_opts_parse(struct rv_context *ctx, const rv_conn_attr *attr, struct 
 /* A connection object with its QPs in INIT and local endpoints filled. */
 int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_t num_qps, bool server,
 		   struct rv_conn **ret, const char *func);
+/* Make the QPs advertise the GID of the control socket fd's local address
+ * (the address the peer reached us at, as rdma_cm's route would), unless
+ * the caller chose their GID, and refresh the local endpoints. Hardware
+ * devices only; *changed tells whether an endpoint's GID changed. */
+int rv_conn_local_gids(struct rv_conn *c, int fd, bool *changed, const char *func);
 /* Check the peer's HELLO against ours (names every mismatch), keep its
  * endpoints and data, and connect the QPs (RTR, RTS). */
 int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const char *func);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "conn/conn-private.h"
+#include "gid_select.h"
 
 static void close_fd(struct rv_conn *c)
 {
@@ -101,7 +102,9 @@ static const struct rv_object_class conn_class = {
 #define CONN_ATTR_KNOWN                                                                            \
 	(RV_CONN_ATTR_PD | RV_CONN_ATTR_CQ | RV_CONN_ATTR_QP_TYPE | RV_CONN_ATTR_QP_CAP |          \
 	 RV_CONN_ATTR_NUM_QPS | RV_CONN_ATTR_QPS | RV_CONN_ATTR_MR | RV_CONN_ATTR_PRIVATE_DATA |   \
-	 RV_CONN_ATTR_REQUIRED_CAPS | RV_CONN_ATTR_TRANSPORT)
+	 RV_CONN_ATTR_REQUIRED_CAPS | RV_CONN_ATTR_TRANSPORT | RV_CONN_ATTR_GID_INDEX |               \
+	 RV_CONN_ATTR_TRAFFIC_CLASS | RV_CONN_ATTR_SL | RV_CONN_ATTR_FLOW_LABEL | RV_CONN_ATTR_HOP_LIMIT | \
+	 RV_CONN_ATTR_ACK_TIMEOUT | RV_CONN_ATTR_RESOLVE)
 #define REQUIRABLE_CAPS (RV_EP_CAP_ATOMIC | RV_EP_CAP_IMM)
 
 static int check_in_ctx(const struct rv_object *obj, enum rv_obj_type type, struct rv_context *ctx,
@@ -113,6 +116,58 @@ static int check_in_ctx(const struct rv_object *obj, enum rv_obj_type type, stru
 		return rc;
 	if (obj->ctx != ctx)
 		return rv_err(EINVAL, func, "attr->%s belongs to another context than the one connecting", field);
+	return 0;
+}
+
+/* The routing fields of rv_conn_attr (issue 19), each checked against its range. */
+static int parse_route(const rv_conn_attr *attr, struct rv_conn_opts *o, const char *func)
+{
+	uint64_t m = attr->mask;
+
+	if (m & RV_CONN_ATTR_GID_INDEX) {
+		if (attr->gid_index > 255)
+			return rv_err(EINVAL, func, "gid_index %u is above 255, the largest GID index an address vector holds",
+				      attr->gid_index);
+		o->has_gid_index = true;
+		o->gid_index = attr->gid_index;
+	}
+	if (m & RV_CONN_ATTR_TRAFFIC_CLASS) {
+		o->route.mask |= RV_ROUTE_TRAFFIC_CLASS;
+		o->route.traffic_class = attr->traffic_class;
+	}
+	if (m & RV_CONN_ATTR_SL) {
+		if (attr->sl > 15)
+			return rv_err(EINVAL, func, "sl %u is above 15", attr->sl);
+		o->route.mask |= RV_ROUTE_SL;
+		o->route.sl = attr->sl;
+	}
+	if (m & RV_CONN_ATTR_FLOW_LABEL) {
+		if (attr->flow_label > 0xfffff)
+			return rv_err(EINVAL, func, "flow_label 0x%x does not fit 20 bits", attr->flow_label);
+		o->route.mask |= RV_ROUTE_FLOW_LABEL;
+		o->route.flow_label = attr->flow_label;
+	}
+	if (m & RV_CONN_ATTR_HOP_LIMIT) {
+		if (attr->hop_limit == 0)
+			return rv_err(EINVAL, func, "hop_limit 0 would drop every packet at the first router; use 1..255");
+		o->route.mask |= RV_ROUTE_HOP_LIMIT;
+		o->route.hop_limit = attr->hop_limit;
+	}
+	if (m & RV_CONN_ATTR_ACK_TIMEOUT) {
+		if (attr->ack_timeout < 1 || attr->ack_timeout > 31)
+			return rv_err(EINVAL, func, "ack_timeout %u: use 1..31 (4.096 us x 2^n; 0, infinite, is not "
+				      "offered: a lost peer would hang the QP)", attr->ack_timeout);
+		o->route.mask |= RV_ROUTE_ACK_TIMEOUT;
+		o->route.ack_timeout = attr->ack_timeout;
+	}
+	if (m & RV_CONN_ATTR_RESOLVE) {
+		if (attr->resolve_timeout_ms < 1 || attr->resolve_timeout_ms > 60000)
+			return rv_err(EINVAL, func, "resolve_timeout_ms %u: use 1..60000", attr->resolve_timeout_ms);
+		if (attr->resolve_retries > 16)
+			return rv_err(EINVAL, func, "resolve_retries %u is above 16", attr->resolve_retries);
+		o->resolve_timeout_ms = attr->resolve_timeout_ms;
+		o->resolve_retries = attr->resolve_retries;
+	}
 	return 0;
 }
 
@@ -213,7 +268,7 @@ int rv_conn_opts_parse(struct rv_context *ctx, const rv_conn_attr *attr, struct 
 			return rv_err(EINVAL, func, "transport %u is not an rv_conn_transport", attr->transport);
 		o->transport = attr->transport;
 	}
-	return 0;
+	return parse_route(attr, o, func);
 }
 
 int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_t num_qps, bool server,
@@ -240,6 +295,7 @@ int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_
 	c->transport = RV_CONN_TRANSPORT_TCP;
 	c->server = server;
 	c->required_caps = o->required_caps;
+	c->route = o->route;
 	c->num_qps = num_qps;
 
 	if (o->caller_qps) {
@@ -275,6 +331,14 @@ int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_
 	for (uint32_t i = 0; rc == 0 && !o->cm && i < num_qps; i++)
 		if (c->qps[i]->state == RV_QPS_RESET)
 			rc = rv_qp_to_init(c->qps[i], NULL);
+	for (uint32_t i = 0; rc == 0 && o->has_gid_index && i < num_qps; i++) {
+		rc = rv_qp_set_gid_index(c->qps[i], o->gid_index);
+		if (rc < 0) {
+			char why[400];
+			snprintf(why, sizeof(why), "%s", rv_error_last());
+			rc = rv_err(-rc, func, "attr->gid_index: %s", why);
+		}
+	}
 	for (uint32_t i = 0; rc == 0 && i < num_qps; i++) {
 		rc = rv_qp_endpoint(c->qps[i], &c->local[i]);
 		if (rc == 0 && o->has_mr) {
@@ -401,12 +465,39 @@ int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const c
 	memcpy(c->peer, h->ep, sizeof(c->peer[0]) * c->num_qps);
 	c->have_peer = true;
 	for (uint32_t i = 0; i < c->num_qps; i++) {
-		rc = rv_qp_connect(c->qps[i], &h->ep[i]);
+		rc = rv_qp_connect_route(c->qps[i], &h->ep[i], &c->route);
 		if (rc < 0) {
 			struct rv_error_saved why;
 			rv_error_save(&why);
 			return rv_err(-rc, func, "connecting QP %u to %s failed: %s", i, c->peer_addr, why.msg);
 		}
+	}
+	return 0;
+}
+
+int rv_conn_local_gids(struct rv_conn *c, int fd, bool *changed, const char *func)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	uint8_t here[16];
+
+	*changed = false;
+	if (c->ctx->dev->kind == RV_DEVICE_SOFT) /* its one GID is its listen address */
+		return 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || !rv_gid_from_sockaddr((struct sockaddr *)&ss, here))
+		return 0; /* no address to go by: the choice without it stands */
+	for (uint32_t i = 0; i < c->num_qps; i++) {
+		struct rv_gid_want w = {.local_gid = here};
+		rv_endpoint ep;
+		int rc = rv_qp_gid_choose(c->qps[i], &w, true, func);
+		if (rc == 0)
+			rc = rv_qp_endpoint(c->qps[i], &ep);
+		if (rc < 0)
+			return rc;
+		if (memcmp(ep.gid, c->local[i].gid, 16) != 0 || ep.caps != c->local[i].caps)
+			*changed = true;
+		memcpy(c->local[i].gid, ep.gid, 16);
+		c->local[i].caps = ep.caps;
 	}
 	return 0;
 }
@@ -491,6 +582,36 @@ static int client_auth(struct rv_conn *c, int64_t deadline, const char *func)
 	return reject(c, rv_err(EBADMSG, func, "%s sent AUTH step %u out of order", c->peer_addr, a.step));
 }
 
+/* Now that the control connection has a local address: the GIDs the QPs
+ * advertise follow it (rv_conn_local_gids), and the REQ, not sent yet, is
+ * encoded again if one changed. */
+static int client_local_gids(struct rv_conn *c, const char *func)
+{
+	struct rv_wire_hello h;
+	uint8_t *out;
+	bool changed;
+	int n, rc = rv_conn_local_gids(c, c->fd, &changed, func);
+
+	if (rc < 0 || !changed)
+		return rc;
+	rc = rv_wire_hello_decode(c->out + RV_WIRE_HDR_LEN, c->out_len - RV_WIRE_HDR_LEN, &h, func);
+	if (rc < 0)
+		return rc;
+	memcpy(h.ep, c->local, sizeof(c->local[0]) * c->num_qps);
+	out = malloc(RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX);
+	if (!out)
+		return rv_err(ENOMEM, func, "out of memory");
+	n = rv_wire_hello_encode(RV_WIRE_REQ, &h, out, RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX, func);
+	if (n < 0) {
+		free(out);
+		return n;
+	}
+	free(c->out); /* h.data pointed into it: freed only after the encode */
+	c->out = out;
+	c->out_len = (size_t)n;
+	return 0;
+}
+
 /* One step of the client: 1 established, 0 waiting for the socket, < 0 failed. */
 static int client_step(struct rv_conn *c, int64_t deadline, const char *func)
 {
@@ -506,6 +627,8 @@ static int client_step(struct rv_conn *c, int64_t deadline, const char *func)
 		rc = rv_sock_connect_finish(c->fd, c->peer_addr, func);
 		if (rc == 0)
 			rc = rv_conn_check_own_addr(c->ctx, c->fd, c->peer_addr, func);
+		if (rc == 0)
+			rc = client_local_gids(c, func);
 		if (rc == 0 && c->auth)
 			rc = rv_conn_send_auth(c->fd, RV_AUTH_HELLO, c->auth_nc, NULL, deadline, c->peer_addr, func);
 		else if (rc == 0)

@@ -445,7 +445,12 @@ static int on_request(struct rv_listener *l, struct pending *p, const struct rv_
 	if (rc < 0)
 		goto reject;
 	memcpy(p->conn->peer_addr, p->peer, sizeof(p->peer));
-	rc = rv_conn_apply_peer(p->conn, &h, func);
+	{
+		bool changed; /* nothing was sent yet: the REP carries the final GIDs */
+		rc = rv_conn_local_gids(p->conn, p->fd, &changed, func);
+	}
+	if (rc == 0)
+		rc = rv_conn_apply_peer(p->conn, &h, func);
 	if (rc < 0)
 		goto reject;
 	out = malloc(RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX);

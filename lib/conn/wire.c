@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "conn/wire.h"
 
-#define EP_KNOWN_CAPS (RV_EP_CAP_ATOMIC | RV_EP_CAP_IMM | RV_EP_CAP_SOFT)
+#define EP_KNOWN_CAPS (RV_EP_CAP_ATOMIC | RV_EP_CAP_IMM | RV_EP_CAP_SOFT | RV_EP_CAP_ROCE_V1 | RV_EP_CAP_ROCE_V2)
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16(p + 2, (uint16_t)v); }

@@ -394,6 +394,12 @@ static void connect_one(struct conf_side *s, const rv_endpoint *peer, const rv_q
 	memcpy(a.ah_attr.dgid, peer->gid, 16);
 	a.ah_attr.is_global = 1;
 	a.ah_attr.hop_limit = 64;
+	/* The GID this QP's endpoint advertised: on a kernel RoCE device,
+	 * entry 0 is usually the IPv6 link-local one. */
+	rc = rv_qp_gid_index(s->qp);
+	if (rc < 0)
+		fail_msg("rv_qp_gid_index: %d %s", rc, rv_error_last());
+	a.ah_attr.sgid_index = (uint8_t)rc;
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = peer->port_num ? peer->port_num : 1;
 	a.dest_qp_num = peer->qpn;

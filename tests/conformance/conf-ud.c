@@ -47,6 +47,12 @@ static rv_ah *ah_to(struct conf_side *from, struct conf_side *to)
 	a.is_global = 1;
 	a.dlid = ep.lid;
 	a.port_num = ep.port_num ? ep.port_num : 1;
+	/* From the GID the sender's endpoint advertises (entry 0 of a kernel
+	 * RoCE device is usually IPv6 link-local, which reaches no IPv4 GID). */
+	rc = rv_qp_gid_index(from->qp);
+	if (rc < 0)
+		fail_msg("rv_qp_gid_index: %d %s", rc, rv_error_last());
+	a.sgid_index = (uint8_t)rc;
 	rc = rv_ah_new(from->pd, &a, &ah);
 	if (rc == -EOPNOTSUPP)
 		conf_skip("address handles: %s", rv_error_last());

@@ -367,6 +367,7 @@ TEST_CASE(ud_send_and_reply_through_address_handles)
 	std::memcpy(av.dgid, eb.gid, 16);
 	av.is_global = 1;
 	av.dlid = eb.lid;
+	av.sgid_index = static_cast<uint8_t>(a.gid_index()); /* the GID a advertises and sends from */
 	ah to_b = ah::create(p, av);
 	CHECK(to_b.query().hop_limit == 64);
 
@@ -911,10 +912,22 @@ TEST_CASE(connection_helper_options_by_name)
 	std::error_code cec;
 	conn client = conn::connect(cctx, addr.c_str(),
 				    conn_options().num_qps(2).required_caps(RV_EP_CAP_ATOMIC | RV_EP_CAP_IMM)
-					    .transport(RV_CONN_TRANSPORT_AUTO),
+					    .transport(RV_CONN_TRANSPORT_AUTO).gid_index(0).traffic_class(0x68).sl(2)
+					    .flow_label(0x12345).hop_limit(9).ack_timeout(18),
 				    20000, cec);
 	t.join();
 	CHECK(!cec && !sec && client && server);
+	{
+		rv_qp_attr q{};
+		q.mask = RV_QP_AV | RV_QP_TIMEOUT;
+		CHECK(rv_qp_query(client.qp(1).get(), &q) == 0);
+		CHECK(q.timeout == 18 && q.ah_attr.hop_limit == 9 && q.ah_attr.traffic_class == 0x68);
+		CHECK(q.ah_attr.sl == 2 && q.ah_attr.flow_label == 0x12345);
+		CHECK(client.qp(1).gid_index() == 0); // soft0's one GID
+		std::error_code rec;
+		conn bad = conn::connect_start(cctx, addr.c_str(), conn_options().resolve(0, 1), rec);
+		CHECK(rec && !bad);
+	}
 	CHECK(client.num_qps() == 2 && server.num_qps() == 2);
 	CHECK(server.pd() == spd && server.cq() == scq);
 	CHECK(server.qp(1).cap().max_send_wr >= 32);

@@ -903,6 +903,16 @@ class QP(_Handle):
         check(lib.rv_qp_endpoint(self._ptr("rv_qp_endpoint"), ep._c), "rv_qp_endpoint")
         return ep
 
+    @property
+    def gid_index(self):
+        """The index of the GID this QP advertises and sends from (rv_qp_gid_index):
+        the sgid_index for an AH or an RTR address built by hand."""
+        return check(lib.rv_qp_gid_index(self._ptr("rv_qp_gid_index")), "rv_qp_gid_index")
+
+    @gid_index.setter
+    def gid_index(self, index):
+        check(lib.rv_qp_set_gid_index(self._ptr("rv_qp_set_gid_index"), index), "rv_qp_set_gid_index")
+
     def connect(self, peer):
         """RESET/INIT -> RTS against the peer's Endpoint (or its packed bytes)."""
         if not isinstance(peer, Endpoint):
@@ -1033,6 +1043,12 @@ def _wrap(cls, ptr, parent, **attrs):
     return obj
 
 
+# Routing options of a connection (issue 19): keyword -> its mask bit.
+_CONN_ROUTE = {"gid_index": "RV_CONN_ATTR_GID_INDEX", "traffic_class": "RV_CONN_ATTR_TRAFFIC_CLASS",
+               "sl": "RV_CONN_ATTR_SL", "flow_label": "RV_CONN_ATTR_FLOW_LABEL",
+               "hop_limit": "RV_CONN_ATTR_HOP_LIMIT", "ack_timeout": "RV_CONN_ATTR_ACK_TIMEOUT"}
+
+
 def _conn_attr(opts, keep):
     """rv_conn_attr from keyword options (see Conn)."""
     if not opts:
@@ -1085,6 +1101,12 @@ def _conn_attr(opts, keep):
         elif key == "transport":
             a.mask |= lib.RV_CONN_ATTR_TRANSPORT
             a.transport = value
+        elif key in _CONN_ROUTE:
+            a.mask |= getattr(lib, _CONN_ROUTE[key])
+            setattr(a, key, value)
+        elif key == "resolve":  # (timeout_ms, retries), rdma_cm only
+            a.mask |= lib.RV_CONN_ATTR_RESOLVE
+            a.resolve_timeout_ms, a.resolve_retries = value
         else:
             raise TypeError("unknown connection option %r" % key)
     return a
@@ -1149,7 +1171,8 @@ class Conn(_Handle):
     the GIL); Conn.connect_start(...) returns at once, then poll() until
     RV_CONN_EVENT_ESTABLISHED. Options: pd, cq, recv_cq, qp_type, qp_cap (dict),
     num_qps, qps (list of QP), mr (advertised to the peer), private_data
-    (bytes), required_caps, transport.
+    (bytes), required_caps, transport; routing: gid_index, traffic_class, sl,
+    flow_label, hop_limit, ack_timeout, resolve=(timeout_ms, retries) (rdma_cm).
 
     ``qps`` are QP objects for the connection's QPs; ``peer_endpoint(i)`` has the
     peer's advertised memory region (mr_addr, mr_length, mr_rkey).

@@ -36,7 +36,9 @@ def conn_pair():
     t.start()
     try:
         client = rverbs.Conn.connect(cctx, "127.0.0.1:%d" % listener.port, timeout=20,
-                                     private_data=b"from client")
+                                     private_data=b"from client", gid_index=0,
+                                     traffic_class=0x68, sl=2, flow_label=0x12345,
+                                     hop_limit=9, ack_timeout=18)
     finally:
         t.join(30)
     if "error" in result:
@@ -61,6 +63,21 @@ def test_connect_write_and_private_data(conn_pair):
     wcs = client.cq.wait(1, timeout=10)
     assert wcs and wcs[0].ok, wcs
     assert bytes(smr.buf[0:6]) == b"conn!\0"
+
+
+def test_routing_options_are_applied_and_checked(conn_pair):
+    server, client, smr = conn_pair
+    assert client.qp.gid_index == 0  # soft0's one GID
+    q = client.qp.query()
+    assert q["timeout"] == 18
+    assert q["ah_attr"]["hop_limit"] == 9 and q["ah_attr"]["traffic_class"] == 0x68
+    ctx = client.context
+    with pytest.raises(rverbs.RVerbsError) as e:
+        rverbs.Conn.connect_start(ctx, "127.0.0.1:1", sl=16)
+    assert "sl 16" in str(e.value)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        rverbs.Conn.connect_start(ctx, "127.0.0.1:1", resolve=(0, 1))
+    assert "resolve_timeout_ms 0" in str(e.value)
 
 
 def test_disconnect_is_seen_by_the_peer(conn_pair):

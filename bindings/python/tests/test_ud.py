@@ -45,7 +45,8 @@ def ud():
 def test_ud_send_and_reply_from_wc(ud):
     ctx, pd, cq, (a, b), mr = ud
     eb = b.endpoint()
-    ah = rverbs.AH(pd, dgid=eb.gid, dlid=eb.lid, traffic_class=0x20)
+    assert a.gid_index == 0  # soft0's one GID
+    ah = rverbs.AH(pd, dgid=eb.gid, dlid=eb.lid, traffic_class=0x20, sgid_index=a.gid_index)
     assert ah.query()["is_global"] == 1 and ah.query()["hop_limit"] == 64
     b.post_recv([RecvWR(wr_id=5, sg_list=[mr.sge(4096, 1024)])])
     mr.buf[0:5] = b"hello"
@@ -73,6 +74,16 @@ def test_ud_ah_errors_and_lifetime(ud):
     with pytest.raises(rverbs.RVerbsError) as e:
         rverbs.AH(pd, dgid=eb.gid, dlid=eb.lid, sgid_index=1)
     assert "sgid_index 1" in str(e.value)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        a.gid_index = 0  # a and b are in RTS: their GID is chosen
+    assert "RTS" in str(e.value)
+    fresh = rverbs.QP(pd, cq, qp_type=rverbs.RV_QPT_UD)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        fresh.gid_index = 1
+    assert "past the GID table" in str(e.value)
+    fresh.gid_index = 0
+    assert fresh.gid_index == 0
+    fresh.close()
     rverbs.AH(pd, dgid=eb.gid, dlid=0).close()  # dlid 0: RoCEv2's port 4791, as to a NIC
     with pytest.raises(TypeError):
         rverbs.AH(pd, nonsense=1)

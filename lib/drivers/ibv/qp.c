@@ -41,11 +41,12 @@ static void hint_modify(struct rv_qp *qp, const rv_qp_attr *attr, int err)
 	if (target == RV_QPS_RTR && (attr->mask & RV_QP_AV)) {
 		if (pattr.link_layer == IBV_LINK_LAYER_ETHERNET && !attr->ah_attr.is_global) {
 			rv_err_hint("port %u is Ethernet (RoCE): the address vector needs a GRH "
-				    "(is_global 1, the peer's dgid, a valid sgid_index)", port);
+				    "(is_global 1, the peer's dgid, the sgid_index rv_qp_gid_index() gives)", port);
 			return;
 		}
 		if (attr->ah_attr.is_global && attr->ah_attr.sgid_index >= pattr.gid_tbl_len) {
-			rv_err_hint("sgid_index %u is past the GID table of port %u (%d entries)",
+			rv_err_hint("sgid_index %u is past the GID table of port %u (%d entries); "
+				    "rv_qp_gid_index() gives the GID the QP's endpoint advertised",
 				    attr->ah_attr.sgid_index, port, pattr.gid_tbl_len);
 			return;
 		}
