@@ -76,7 +76,8 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 		fprintf(stderr, "rverbs bench: --reps must be 1..%d\n", MAX_REPS);
 		return 2;
 	}
-	if ((pid = perf_fork_server(dev, &port)) < 0)
+	struct perf_server_opts so = {.dev = dev, .quiet = true};
+	if ((pid = perf_fork_server(&so, &port)) < 0)
 		return 1;
 	if (session_open(&s, "127.0.0.1", port, dev, &p) < 0 || s.data_fd < 0) {
 		session_close(&s);
@@ -98,7 +99,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 				struct perf_cmd c = {
 					m == TCP_LAT || m == TCP_BW ? PERF_TCP : m == RV_LAT ? PERF_SEND : PERF_WRITE,
 					m == TCP_LAT || m == RV_LAT ? PERF_LAT : PERF_BW, sizes[i],
-					m == TCP_LAT || m == RV_LAT ? lat_iters : bw_iters(sizes[i]),
+					m == TCP_LAT || m == RV_LAT ? lat_iters : bw_iters(sizes[i]), p.cq_mod,
 				};
 				struct perf_result res;
 				double *out[5];
