@@ -204,10 +204,11 @@ def case_perf_json_svg():
     need_soft()
     with tempfile.TemporaryDirectory() as d:
         svg = os.path.join(d, "curves.svg")
-        p = run(["perf", "write", "bw", "--loopback", "-n", "50", "-s", "1024", "--json", "--svg", svg])
+        p = run(["perf", "-d", "soft0", "write", "bw", "--loopback", "-n", "50", "-s", "1024", "--json", "--svg", svg])
         check(p.returncode == 0, "perf --json --svg exits 0")
         data = json.loads(p.stdout)
         check(data["test"] == "write" and data["mode"] == "bw" and data["ok"], "the JSON names the test")
+        check(data["yield_after_empty_polls"] == 64, "on soft0 a bandwidth run yields after 64 empty polls")
         r = data["results"][0]
         check(r["bytes"] == 1024 and r["iterations"] == 50 and r["bw_avg_gbps"] > 0, "the JSON row has the run")
         with open(svg) as f:
@@ -221,15 +222,19 @@ def case_perf_json_svg():
               "no -e: both sides poll")
         check(r["path_client"] in PATHS and r["path_server"] in PATHS and data["path"] in PATHS,
               "the JSON says which path soft0 took")
-        p = run(["perf", "send", "lat", "--loopback", "-n", "50", "--json"])
+        p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "--json"])
         data = json.loads(p.stdout)
         r = data["results"][0]
         for k in ("t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "t_p99_us", "t_p999_us"):
             check(k in r, f"the latency row has {k}")
         check(r["t_min_us"] <= r["t_typical_us"] <= r["t_max_us"], "min <= typical <= max")
         check(r["inline"] is True and r["cq_moderation"] == 100, "2-byte SENDs go inline, one in 100 signalled")
+        check(data["yield_after_empty_polls"] == 0 and data["params"]["polling"] == "default",
+              "on soft0 a latency run spins by default")
+        p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "--json", "--yield"])
+        check(json.loads(p.stdout)["yield_after_empty_polls"] == 64, "--yield: the latency run yields")
         # --tcp-only: soft0 keeps every frame on TCP, both processes; -e blocks on both with --loopback.
-        p = run(["perf", "send", "lat", "--loopback", "-n", "50", "-s", "64", "--json", "--tcp-only", "-e",
+        p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "-s", "64", "--json", "--tcp-only", "-e",
                  "-Q", "1"])
         check(p.returncode == 0, "--tcp-only -e -Q 1 runs")
         data = json.loads(p.stdout)
@@ -239,7 +244,7 @@ def case_perf_json_svg():
         check(data["params"]["events"] and r["events_client"] and r["events_server"] and data["server"]["events"],
               "-e with --loopback: both sides wait on a completion channel, and the JSON says so")
         check(r["cq_moderation"] == 1, "-Q 1 signals every SEND")
-        p = run(["perf", "write", "bw", "--loopback", "-n", "50", "-s", "65536", "--json"])
+        p = run(["perf", "-d", "soft0", "write", "bw", "--loopback", "-n", "50", "-s", "65536", "--json"])
         check(json.loads(p.stdout)["params"]["cq_moderation"] == 1, "above 8 KiB perftest signals every WRITE")
 
 

@@ -59,11 +59,11 @@ static uint64_t bw_iters(uint64_t size)
 	return n < 500 ? 500 : n > 100000 ? 100000 : n;
 }
 
-int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, bool spin)
+int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, uint32_t poll)
 {
 	static const uint64_t sizes[N_SIZES] = {64, 4096, 65536};
 	struct perf_params p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .cq_mod = 16,
-				.max_size = 65536, .tcp_data = 1, .spin = spin};
+				.max_size = 65536, .tcp_data = 1, .spin = poll};
 	struct cell cell[N_SIZES][N_MEAS];
 	static double samples[N_SIZES][N_MEAS][5][MAX_REPS];
 	struct session s;

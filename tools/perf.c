@@ -51,7 +51,7 @@ static int recv_params(int fd, struct perf_params *p)
 	if (rc < 0)
 		return rc;
 	if (v[0] == 0 || v[0] > RV_CONN_MAX_QPS || v[1] == 0 || v[1] > 65536 || v[2] == 0 || v[2] > 65536 ||
-	    v[3] > v[1] || v[5] > (64u << 20) || v[10] > 1 || v[11] > 1)
+	    v[3] > v[1] || v[5] > (64u << 20) || v[9] > PERF_POLL_YIELD || v[10] > 1 || v[11] > 1)
 		return -EBADMSG;
 	*p = (struct perf_params){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4],
 				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9],
@@ -228,13 +228,13 @@ int perf_session_server(int lfd, const struct perf_server_opts *so)
 		json_string(&js, "rverbs_version", rv_version());
 		json_string(&js, "role", "server");
 		if (s.r)
-			perf_rdma_json_header(s.r, &js);
+			perf_rdma_json_header(s.r, &js, -1);
 		json_bool(&js, "events", so->events);
 		json_bool(&js, "tcp_only", p.tcp_only);
 		json_array_begin(&js, "runs");
 	} else if (printing) {
 		if (s.r)
-			perf_rdma_print_header(s.r, "rverbs perf server", p.cq_mod);
+			perf_rdma_print_header(s.r, "rverbs perf server", p.cq_mod, -1);
 		printf(" test  mode #bytes     #iterations wall[s]  CPU[%%]   wait   soft0 path\n");
 	}
 	for (;;) {
@@ -470,7 +470,7 @@ static int run_client(struct perf_opts *o)
 		json_string(&js, "rverbs_version", rv_version());
 		json_string(&js, "test", perf_test_name(o->test));
 		json_string(&js, "mode", o->mode == PERF_BW ? "bw" : "lat");
-		perf_rdma_json_header(s.r, &js);
+		perf_rdma_json_header(s.r, &js, (int)o->mode);
 		json_object_begin(&js, "params");
 		json_uint(&js, "qps", o->p.n_qps);
 		json_uint(&js, "tx_depth", o->p.tx_depth);
@@ -482,12 +482,13 @@ static int run_client(struct perf_opts *o)
 		json_bool(&js, "bidirectional", o->p.bidir);
 		json_double(&js, "duration_s", o->duration);
 		json_bool(&js, "events", o->p.events);
-		json_bool(&js, "spin", o->p.spin);
+		json_string(&js, "polling", o->p.spin == PERF_POLL_SPIN ? "spin" : o->p.spin == PERF_POLL_YIELD ? "yield" :
+			    "default");
 		json_bool(&js, "tcp_only", o->p.tcp_only);
 		json_object_end(&js);
 		json_array_begin(&js, "results");
 	} else {
-		perf_rdma_print_header(s.r, title_of(o->test, o->mode), cq_mod);
+		perf_rdma_print_header(s.r, title_of(o->test, o->mode), cq_mod, (int)o->mode);
 		print_columns(o);
 	}
 	for (int i = 0; i < n_sizes; i++) {
@@ -591,8 +592,10 @@ static void usage(FILE *f)
 		"      --reps N            repetitions for --compare (median; default 3)\n"
 		"      --tcp-only          soft0: no same-host path, every frame over TCP (sets\n"
 		"                          RVERBS_SOFT_SHM=0 here and on the server before they open soft0)\n"
-		"      --spin              never yield the CPU while polling (default on soft0: yield\n"
-		"                          after 64 empty polls, so its progress threads get a core)\n", DEFAULT_PORT);
+		"      --spin              never yield the CPU while polling (default on soft0: latency\n"
+		"                          runs spin, bandwidth runs yield after 64 empty polls so that\n"
+		"                          soft0's progress thread gets a core)\n"
+		"      --yield             on soft0, yield after 64 empty polls in latency runs too\n", DEFAULT_PORT);
 }
 
 static int parse(int argc, char **argv, struct perf_opts *o)
@@ -608,6 +611,7 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		{"json", no_argument, NULL, 'J'}, {"svg", required_argument, NULL, 'S'},
 		{"loopback", no_argument, NULL, 'L'}, {"compare", no_argument, NULL, 'C'},
 		{"reps", required_argument, NULL, 'N'}, {"spin", no_argument, NULL, 'P'},
+		{"yield", no_argument, NULL, 'Y'},
 		{"rdma_cm", no_argument, NULL, 'R'}, {"tcp-only", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -653,7 +657,8 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		case 'C': o->compare = true; break;
 		case 'N': o->reps = atoi(optarg); break;
 		case 'R': o->p.rdma_cm = 1; break;
-		case 'P': o->p.spin = 1; break;
+		case 'P': o->p.spin = PERF_POLL_SPIN; break;
+		case 'Y': o->p.spin = PERF_POLL_YIELD; break;
 		case 'T': o->p.tcp_only = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;

@@ -19,6 +19,11 @@
 enum perf_test { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2, PERF_ATOMIC = 3,
 		 PERF_TCP = 4 /* the raw TCP baseline: ping-pong / stream */ };
 enum perf_mode { PERF_BW = 0, PERF_LAT = 1 };
+/* Busy polling on the software device: by default the latency loops spin
+ * (the poller moves the data itself) and the bandwidth loops yield after 64
+ * empty polls (soft0's progress thread pushes data too); --spin never
+ * yields, --yield always does. Other devices never yield. */
+enum perf_poll { PERF_POLL_DEFAULT = 0, PERF_POLL_SPIN = 1, PERF_POLL_YIELD = 2 };
 
 /* Set on the client, sent to the server once. */
 struct perf_params {
@@ -31,7 +36,7 @@ struct perf_params {
 	uint32_t bidir;
 	uint32_t atomics;    /* the client wants atomics: register the MR for them */
 	uint32_t tcp_data;   /* open a second TCP connection for the TCP baseline */
-	uint32_t spin;       /* never yield while polling, even on the software device */
+	uint32_t spin;       /* enum perf_poll: when a poller on soft0 yields the CPU */
 	uint32_t rdma_cm;    /* -R: connect the QPs through rdma_cm (the server follows the client) */
 	uint32_t tcp_only;   /* --tcp-only: soft0 without its same-host path (both sides) */
 	uint32_t events;     /* -e: wait on a completion channel (this side only; not sent) */
@@ -103,8 +108,9 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 void perf_rdma_close(struct rdma *r);
 bool perf_rdma_has_atomics(const struct rdma *r);
 /* The perftest-style connection header. */
-void perf_rdma_print_header(const struct rdma *r, const char *title, uint32_t cq_mod);
-void perf_rdma_json_header(const struct rdma *r, void *json);
+/* mode: the test's (enum perf_mode), or -1 on the server, which runs what the client asks. */
+void perf_rdma_print_header(const struct rdma *r, const char *title, uint32_t cq_mod, int mode);
+void perf_rdma_json_header(const struct rdma *r, void *json, int mode);
 const char *perf_rdma_device_name(const struct rdma *r);
 bool perf_rdma_is_soft(const struct rdma *r);
 /* -e: this side waits on a completion channel. */
@@ -128,7 +134,7 @@ int svg_write(const char *path, const char *title, const struct svg_series *bw, 
 	      const struct svg_series *lat, int n_lat);
 
 /* ---- perf-compare.c ---- */
-int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, bool spin);
+int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, uint32_t poll);
 
 /* ---- perf.c: a client/server session, for perf-compare.c too ---- */
 struct session {
