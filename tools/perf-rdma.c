@@ -544,7 +544,7 @@ static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
 }
 
 /* On soft0 a ping-pong's poller receives from its own socket or ring, so
- * yielding only hands its core to other work (bench/README.md: 0.7 against
+ * yielding only hands its core to other work (docs/tuning.md: 0.7 against
  * 6.8 µs on the rings with builds running); a bandwidth run needs soft0's
  * progress thread to push data when the socket has room, and a poller that
  * never yields starves it when cores are few. */
