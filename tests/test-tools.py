@@ -15,6 +15,8 @@ import sys
 import tempfile
 
 SKIP = 77
+# What `rverbs perf --json` says of soft0's path.
+PATHS = ("tcp", "same-host", "same-host-rings")
 
 
 def run(args, timeout=120, env=None, prefix=()):
@@ -202,20 +204,73 @@ def case_perf_json_svg():
     need_soft()
     with tempfile.TemporaryDirectory() as d:
         svg = os.path.join(d, "curves.svg")
-        p = run(["perf", "write", "bw", "--loopback", "-n", "50", "-s", "1024", "--json", "--svg", svg])
+        p = run(["perf", "-d", "soft0", "write", "bw", "--loopback", "-n", "50", "-s", "1024", "--json", "--svg", svg])
         check(p.returncode == 0, "perf --json --svg exits 0")
         data = json.loads(p.stdout)
         check(data["test"] == "write" and data["mode"] == "bw" and data["ok"], "the JSON names the test")
+        check(data["yield_after_empty_polls"] == 64, "on soft0 a bandwidth run yields after 64 empty polls")
         r = data["results"][0]
         check(r["bytes"] == 1024 and r["iterations"] == 50 and r["bw_avg_gbps"] > 0, "the JSON row has the run")
         with open(svg) as f:
             text = f.read()
         check(text.startswith("<?xml") and "<svg" in text and "<polyline" in text, "the SVG has a curve")
-        p = run(["perf", "send", "lat", "--loopback", "-n", "50", "--json"])
-        r = json.loads(p.stdout)["results"][0]
+        check(data["params"]["cq_moderation"] == 100 and data["params"]["cq_moderation_default"],
+              "bw of 1 KiB signals one WRITE in 100 by default, as perftest")
+        check(data["params"]["max_inline_data"] >= 64 and r["inline"] is False,
+              "the JSON gives the inline size read back; 1 KiB WRITEs are not inline")
+        check(data["params"]["events"] is False and r["events_client"] is False and r["events_server"] is False,
+              "no -e: both sides poll")
+        check(r["path_client"] in PATHS and r["path_server"] in PATHS and data["path"] in PATHS,
+              "the JSON says which path soft0 took")
+        p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "--json"])
+        data = json.loads(p.stdout)
+        r = data["results"][0]
         for k in ("t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "t_p99_us", "t_p999_us"):
             check(k in r, f"the latency row has {k}")
         check(r["t_min_us"] <= r["t_typical_us"] <= r["t_max_us"], "min <= typical <= max")
+        check(r["inline"] is True and r["cq_moderation"] == 100, "2-byte SENDs go inline, one in 100 signalled")
+        check(data["yield_after_empty_polls"] == 0 and data["params"]["polling"] == "default",
+              "on soft0 a latency run spins by default")
+        p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "--json", "--yield"])
+        check(json.loads(p.stdout)["yield_after_empty_polls"] == 64, "--yield: the latency run yields")
+        # --tcp-only: soft0 keeps every frame on TCP, both processes; -e blocks on both with --loopback.
+        p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "-s", "64", "--json", "--tcp-only", "-e",
+                 "-Q", "1"])
+        check(p.returncode == 0, "--tcp-only -e -Q 1 runs")
+        data = json.loads(p.stdout)
+        r = data["results"][0]
+        check(data["params"]["tcp_only"] and r["path_client"] == "tcp" and r["path_server"] == "tcp",
+              "--tcp-only: soft0 took TCP on both sides")
+        check(data["params"]["events"] and r["events_client"] and r["events_server"] and data["server"]["events"],
+              "-e with --loopback: both sides wait on a completion channel, and the JSON says so")
+        check(r["cq_moderation"] == 1, "-Q 1 signals every SEND")
+        p = run(["perf", "-d", "soft0", "write", "bw", "--loopback", "-n", "50", "-s", "65536", "--json"])
+        check(json.loads(p.stdout)["params"]["cq_moderation"] == 1, "above 8 KiB perftest signals every WRITE")
+
+
+def case_perf_server():
+    """A server started alone prints its own summary of what it served."""
+    need_soft()
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = str(sk.getsockname()[1])
+    e = dict(os.environ)
+    e.pop("RVERBS_DEVICE", None)
+    srv = subprocess.Popen([RVERBS, "perf", "-p", port, "-d", "soft0"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, env=e)
+    try:
+        p = run(["perf", "write", "bw", "-n", "100", "-s", "4096", "-p", port, "-d", "soft0", "127.0.0.1"])
+        out, _ = srv.communicate(timeout=60)
+    finally:
+        srv.kill()
+    sys.stdout.write(f"server:\n{out}\n")
+    check(p.returncode == 0 and srv.returncode == 0, "client and server exit 0")
+    check("soft0 path      : client " in p.stdout, "the client says which path soft0 took")
+    check("Inline          : no" in p.stdout, "the client says whether the WRITEs went inline")
+    rows = [l.split() for l in out.splitlines() if l.split()[:3] == ["write", "bw", "4096"]]
+    check(len(rows) == 1 and rows[0][3] == "100" and rows[0][-1] in PATHS, "the server prints a row for the run")
+    check("served 1 run" in out, "the server prints its summary")
 
 
 def case_perf_errors():
@@ -223,6 +278,8 @@ def case_perf_errors():
     check(p.returncode == 2 and "-b" in p.stderr, "-b on a latency test is refused")
     p = run(["perf", "write", "bw", "-s", "junk"])
     check(p.returncode == 2, "a bad size is refused")
+    p = run(["perf", "write", "bw", "-Q", "200", "--loopback"])
+    check(p.returncode == 2 and "-Q" in p.stderr, "-Q above -t is refused")
     if soft_built():
         need_soft()
         for test in (["write", "bw"], ["send", "lat"]):
@@ -266,6 +323,7 @@ CASES = {
     "perf-loopback": case_perf_loopback,
     "perf-json-svg": case_perf_json_svg,
     "perf-errors": case_perf_errors,
+    "perf-server": case_perf_server,
     "bench-table": case_bench_table,
 }
 

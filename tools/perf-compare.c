@@ -59,11 +59,11 @@ static uint64_t bw_iters(uint64_t size)
 	return n < 500 ? 500 : n > 100000 ? 100000 : n;
 }
 
-int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, bool spin)
+int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, uint32_t poll)
 {
 	static const uint64_t sizes[N_SIZES] = {64, 4096, 65536};
 	struct perf_params p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .cq_mod = 16,
-				.max_size = 65536, .tcp_data = 1, .spin = spin};
+				.max_size = 65536, .tcp_data = 1, .spin = poll};
 	struct cell cell[N_SIZES][N_MEAS];
 	static double samples[N_SIZES][N_MEAS][5][MAX_REPS];
 	struct session s;
@@ -76,7 +76,8 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 		fprintf(stderr, "rverbs bench: --reps must be 1..%d\n", MAX_REPS);
 		return 2;
 	}
-	if ((pid = perf_fork_server(dev, &port)) < 0)
+	struct perf_server_opts so = {.dev = dev, .quiet = true};
+	if ((pid = perf_fork_server(&so, &port)) < 0)
 		return 1;
 	if (session_open(&s, "127.0.0.1", port, dev, &p) < 0 || s.data_fd < 0) {
 		session_close(&s);
@@ -98,7 +99,7 @@ int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg,
 				struct perf_cmd c = {
 					m == TCP_LAT || m == TCP_BW ? PERF_TCP : m == RV_LAT ? PERF_SEND : PERF_WRITE,
 					m == TCP_LAT || m == RV_LAT ? PERF_LAT : PERF_BW, sizes[i],
-					m == TCP_LAT || m == RV_LAT ? lat_iters : bw_iters(sizes[i]),
+					m == TCP_LAT || m == RV_LAT ? lat_iters : bw_iters(sizes[i]), p.cq_mod,
 				};
 				struct perf_result res;
 				double *out[5];

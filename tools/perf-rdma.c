@@ -40,7 +40,7 @@ struct rdma {
 	uint32_t lkey;
 	rv_device_attr dattr;
 	rv_port_attr pattr;
-	/* Yield the CPU after this many empty polls in a row (0: never). */
+	/* Yield the CPU after this many empty polls in a row (0: never), for the run. */
 	unsigned yield_after, empty_polls;
 };
 
@@ -54,6 +54,29 @@ static char *source(struct rdma *r, uint32_t q) { return target(r, q) + r->slot;
 
 const char *perf_rdma_device_name(const struct rdma *r) { return rv_device_name(r->dev); }
 bool perf_rdma_has_atomics(const struct rdma *r) { return r->dattr.atomic_cap != RV_ATOMIC_NONE; }
+bool perf_rdma_is_soft(const struct rdma *r) { return rv_device_kind_of(r->dev) == RV_DEVICE_SOFT; }
+bool perf_rdma_events(const struct rdma *r) { return r->ch != NULL; }
+
+uint32_t perf_rdma_max_inline(const struct rdma *r)
+{
+	rv_qp_cap cap = {0};
+
+	rv_qp_get_cap(r->qp[0], &cap);
+	return cap.max_inline_data;
+}
+
+uint32_t perf_cq_mod(const struct perf_params *p, uint64_t size, bool all)
+{
+	if (p->cq_mod)
+		return p->cq_mod;
+	/* perftest's rule: 100, at most the TX depth (ib_*_lat have a TX depth
+	 * of 1, so they signal every send; rverbs perf's lat keeps -t, 128);
+	 * 1 above 8 KiB "for a correct BW", except when one run covers every
+	 * size (-a) and with events (-e). */
+	if (size > 8192 && !all && !p->events)
+		return 1;
+	return p->tx_depth < 100 ? p->tx_depth : 100;
+}
 
 void perf_rdma_close(struct rdma *r)
 {
@@ -119,8 +142,6 @@ int perf_rdma_open(struct rdma **ret, const char *devname, const struct perf_par
 	}
 	if (r->dattr.atomic_cap != RV_ATOMIC_NONE)
 		access |= RV_ACCESS_REMOTE_ATOMIC;
-	if (!p->spin && rv_device_kind_of(r->dev) == RV_DEVICE_SOFT)
-		r->yield_after = 64;
 	if ((rc = rv_pd_new(r->ctx, NULL, &r->pd)) < 0) {
 		tool_fail("rv_pd_new", rc);
 		goto fail;
@@ -347,7 +368,7 @@ static int run_bw(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 		for (uint32_t q = 0; q < nq && sender; q++) {
 			while (st[q].posted < c->iters && st[q].posted - st[q].done < r->p.tx_depth) {
 				uint64_t seq = st[q].posted + 1;
-				bool sig = seq % r->p.cq_mod == 0 || seq == c->iters;
+				bool sig = seq % c->cq_mod == 0 || seq == c->iters;
 				if ((rc = post_op(r, q, c->test, size, seq, sig)) < 0)
 					goto out;
 				st[q].posted = seq;
@@ -419,6 +440,32 @@ static int drain(struct rdma *r, struct qrun *st)
 	return 0;
 }
 
+/* One latency operation on QP 0. A ping-pong signals one send in cq_mod
+ * and the last (as perftest's run_iter_lat_send): soft0 confirms a signalled
+ * SEND or WRITE with a frame exchange of its own, a NIC with the ACK it sends
+ * anyway. READ and atomics are always signalled: their completion is the
+ * measurement. */
+static int post_lat(struct rdma *r, struct qrun *st, const struct perf_cmd *c, uint32_t size)
+{
+	uint64_t seq = st[0].posted + 1;
+	bool pingpong = c->test == PERF_WRITE || c->test == PERF_SEND;
+	bool sig = !pingpong || seq % c->cq_mod == 0 || seq == c->iters;
+	int rc;
+
+	/* Room in the send queue: the unsignalled WRs count until a later
+	 * signalled one completes. */
+	for (uint64_t t0 = now_ns(); st[0].posted - st[0].done >= r->p.tx_depth;) {
+		if ((rc = poll_once(r, st)) < 0)
+			return rc;
+		if (now_ns() - t0 > STALL_NS)
+			return fprintf(stderr, "rverbs perf: send completions stalled\n"), -ETIMEDOUT;
+	}
+	if ((rc = post_op(r, 0, c->test, size, seq, sig)) < 0)
+		return rc;
+	st[0].posted = seq;
+	return 0;
+}
+
 /* Latency on QP 0: WRITE and SEND ping-pong (half the round trip, as
  * perftest), READ and atomics one round trip each. */
 static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
@@ -445,7 +492,7 @@ static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct
 
 		if (client || !pingpong) {
 			*out = seq;
-			if ((rc = post_op(r, 0, c->test, size, ++st[0].posted, true)) < 0)
+			if ((rc = post_lat(r, st, c, size)) < 0)
 				goto out;
 		}
 		/* Wait for: the peer's write (WRITE), a receive (SEND), our own completion (READ, atomic). */
@@ -467,7 +514,7 @@ static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct
 			goto out;
 		if (!client) {
 			*out = seq;
-			if ((rc = post_op(r, 0, c->test, size, ++st[0].posted, true)) < 0)
+			if ((rc = post_lat(r, st, c, size)) < 0)
 				goto out;
 		} else {
 			lat[i] = (double)(now_ns() - t0) / 1e3 / (pingpong ? 2 : 1);
@@ -496,9 +543,23 @@ static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
 	return 0;
 }
 
+/* On soft0 a ping-pong's poller receives from its own socket or ring, so
+ * yielding only hands its core to other work (docs/tuning.md: 0.7 against
+ * 6.8 µs on the rings with builds running); a bandwidth run needs soft0's
+ * progress thread to push data when the socket has room, and a poller that
+ * never yields starves it when cores are few. */
+static unsigned yield_for(const struct rdma *r, int mode)
+{
+	if (rv_device_kind_of(r->dev) != RV_DEVICE_SOFT || r->p.spin == PERF_POLL_SPIN)
+		return 0;
+	return r->p.spin == PERF_POLL_YIELD || mode == PERF_BW ? 64 : 0;
+}
+
 int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
 	     progress_fn progress)
 {
+	r->yield_after = yield_for(r, (int)c->mode);
+	r->empty_polls = 0;
 	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
 	if (c->mode == PERF_LAT)
@@ -528,7 +589,7 @@ static void print_addr(const char *which, const rv_endpoint *e)
 	printf(" GID: %s\n", gid);
 }
 
-void perf_rdma_print_header(const struct rdma *r, const char *title)
+void perf_rdma_print_header(const struct rdma *r, const char *title, uint32_t cq_mod, int mode)
 {
 	static const char line[] =
 		"---------------------------------------------------------------------------------------\n";
@@ -544,17 +605,24 @@ void perf_rdma_print_header(const struct rdma *r, const char *title)
 	printf(" PCIe relax order: OFF\n");
 	printf(" TX depth        : %u\n", r->p.tx_depth);
 	printf(" RX depth        : %u\n", r->p.rx_depth);
-	printf(" CQ Moderation   : %u\n", r->p.cq_mod);
+	if (cq_mod)
+		printf(" CQ Moderation   : %u\n", cq_mod);
+	else
+		printf(" CQ Moderation   : as the client asks\n");
 	printf(" Mtu             : %d[B]\n", mtu_bytes(r->pattr.active_mtu));
 	printf(" Link type       : %s\n", link_layer_name(r->pattr.link_layer));
 	printf(" GID index       : 0\n");
 	printf(" Max inline data : %u[B]\n", cap.max_inline_data);
-	printf(" rdma_cm QPs     : OFF\n");
+	printf(" rdma_cm QPs     : %s\n", r->p.rdma_cm ? "ON" : "OFF");
 	printf(" Data ex. method : Ethernet\n");
 	if (r->ch)
 		printf(" Polling         : events (completion channel, rv_cq_wait RV_CQ_WAIT_EVENT)\n");
-	else if (r->yield_after)
-		printf(" Polling         : busy, yielding after %u empty polls (software device)\n", r->yield_after);
+	else if (mode < 0 && yield_for(r, PERF_BW) != yield_for(r, PERF_LAT))
+		printf(" Polling         : busy; bw runs yield after %u empty polls (software device)\n",
+		       yield_for(r, PERF_BW));
+	else if (yield_for(r, mode < 0 ? PERF_BW : mode))
+		printf(" Polling         : busy, yielding after %u empty polls (software device)\n",
+		       yield_for(r, mode < 0 ? PERF_BW : mode));
 	else
 		printf(" Polling         : busy\n");
 	printf("%s", line);
@@ -565,7 +633,7 @@ void perf_rdma_print_header(const struct rdma *r, const char *title)
 	printf("%s", line);
 }
 
-void perf_rdma_json_header(const struct rdma *r, void *jv)
+void perf_rdma_json_header(const struct rdma *r, void *jv, int mode)
 {
 	struct json *j = jv;
 	char gid[48];
@@ -573,7 +641,7 @@ void perf_rdma_json_header(const struct rdma *r, void *jv)
 	json_string(j, "device", rv_device_name(r->dev));
 	json_uint(j, "mtu", (uint64_t)mtu_bytes(r->pattr.active_mtu));
 	json_string(j, "link_layer", link_layer_name(r->pattr.link_layer));
-	json_uint(j, "yield_after_empty_polls", r->yield_after);
+	json_uint(j, "yield_after_empty_polls", yield_for(r, mode < 0 ? PERF_BW : mode));
 	json_array_begin(j, "qps");
 	for (uint32_t i = 0; i < r->p.n_qps; i++) {
 		const rv_endpoint *e[2] = {&r->local[i], &r->remote[i]};

@@ -34,26 +34,28 @@ const char *perf_test_name(uint32_t test)
 
 /* ---- the session ---------------------------------------------------------- */
 
+#define N_PARAMS 12
+
 static int send_params(int fd, const struct perf_params *p)
 {
-	uint64_t v[11] = {p->n_qps, p->tx_depth, p->rx_depth, p->cq_mod, p->inline_size, p->max_size,
-			  p->bidir, p->atomics, p->tcp_data, p->spin, p->rdma_cm};
-	return net_send_u64s(fd, v, 11);
+	uint64_t v[N_PARAMS] = {p->n_qps, p->tx_depth, p->rx_depth, p->cq_mod, p->inline_size, p->max_size,
+				p->bidir, p->atomics, p->tcp_data, p->spin, p->rdma_cm, p->tcp_only};
+	return net_send_u64s(fd, v, N_PARAMS);
 }
 
 static int recv_params(int fd, struct perf_params *p)
 {
-	uint64_t v[11];
-	int rc = net_recv_u64s(fd, v, 11);
+	uint64_t v[N_PARAMS];
+	int rc = net_recv_u64s(fd, v, N_PARAMS);
 
 	if (rc < 0)
 		return rc;
-	if (v[0] == 0 || v[0] > RV_CONN_MAX_QPS || v[1] == 0 || v[1] > 65536 || v[2] == 0 || v[2] > 65536 || v[3] == 0 ||
-	    v[5] > (64u << 20) || v[10] > 1)
+	if (v[0] == 0 || v[0] > RV_CONN_MAX_QPS || v[1] == 0 || v[1] > 65536 || v[2] == 0 || v[2] > 65536 ||
+	    v[3] > v[1] || v[5] > (64u << 20) || v[9] > PERF_POLL_YIELD || v[10] > 1 || v[11] > 1)
 		return -EBADMSG;
 	*p = (struct perf_params){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4],
 				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9],
-				  (uint32_t)v[10], 0};
+				  (uint32_t)v[10], (uint32_t)v[11], 0};
 	return 0;
 }
 
@@ -68,6 +70,8 @@ static int session_rdma(struct session *s, const char *dev, const struct perf_pa
 	/* Only the client decides (and says) that atomics are missing. */
 	if (!client)
 		mine_p.atomics = 0;
+	/* The client's --tcp-only holds for both ends, before the context opens. */
+	perf_path_init(p->tcp_only);
 	rc = perf_rdma_open(&s->r, dev, &mine_p);
 
 	mine = rc < 0 ? (uint64_t)-rc : 0;
@@ -125,15 +129,20 @@ static int prepare_local(struct session *s, bool client, const struct perf_cmd *
 	return perf_rdma_prepare(s->r, client, c);
 }
 
+/* The server's answer to a command: its CPU and wall time, its error, its
+ * -e and the soft0 path it saw. */
+#define N_REPLY 5
+#define N_CMD 6
+
 int session_run(struct session *s, const struct perf_cmd *c, struct perf_result *res, progress_fn progress)
 {
-	uint64_t cmd[5] = {OP_RUN, c->test, c->mode, c->size, c->iters}, peer[3], t0, c0;
+	uint64_t cmd[N_CMD] = {OP_RUN, c->test, c->mode, c->size, c->iters, c->cq_mod}, peer[N_REPLY], t0, c0;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	res->size = c->size;
 	res->iters = c->iters;
-	if ((rc = net_send_u64s(s->fd, cmd, 5)) < 0)
+	if ((rc = net_send_u64s(s->fd, cmd, N_CMD)) < 0)
 		return rc;
 	if ((rc = prepare_local(s, true, c)) < 0 || (rc = net_barrier(s->fd)) < 0)
 		return rc;
@@ -142,9 +151,13 @@ int session_run(struct session *s, const struct perf_cmd *c, struct perf_result 
 	int run_rc = run_local(s, true, c, res, progress);
 	res->cpu_client = (double)(cpu_ns() - c0) / 1e9;
 	res->wall = (double)(now_ns() - t0) / 1e9;
-	if ((rc = net_barrier(s->fd)) < 0 || (rc = net_recv_u64s(s->fd, peer, 3)) < 0)
+	res->events_client = s->r && perf_rdma_events(s->r);
+	res->path_client = perf_path_now(s->r && perf_rdma_is_soft(s->r));
+	if ((rc = net_barrier(s->fd)) < 0 || (rc = net_recv_u64s(s->fd, peer, N_REPLY)) < 0)
 		return rc;
 	res->cpu_server = (double)peer[0] / 1e9;
+	res->events_server = peer[3] != 0;
+	res->path_server = peer[4] <= PERF_PATH_NOT_SOFT ? (enum perf_path)peer[4] : PERF_PATH_UNKNOWN;
 	if (run_rc < 0)
 		return run_rc;
 	return peer[2] ? -(int)peer[2] : 0;
@@ -165,23 +178,67 @@ void session_close(struct session *s)
 	s->r = NULL;
 }
 
-int perf_session_server(int lfd, const char *dev)
+/* The server's own summary: one row per command it served, what it cost this
+ * side, and the path soft0 took. */
+static void server_row(const struct perf_server_opts *so, struct json *js, const struct perf_cmd *c,
+		       double wall, double cpu, bool events, enum perf_path path, int run_rc)
+{
+	if (so->json) {
+		json_object_begin(js, NULL);
+		json_string(js, "test", perf_test_name(c->test));
+		json_string(js, "mode", c->mode == PERF_BW ? "bw" : "lat");
+		json_uint(js, "bytes", c->size);
+		json_uint(js, "iterations", c->iters);
+		json_uint(js, "cq_moderation", c->cq_mod);
+		json_double(js, "wall_s", wall);
+		json_double(js, "cpu_server_s", cpu);
+		json_bool(js, "events", events);
+		json_string(js, "path", perf_path_name(path));
+		json_bool(js, "ok", run_rc >= 0);
+		json_object_end(js);
+	} else {
+		printf(" %-5s %-3s %-10" PRIu64 " %-10" PRIu64 " %-8.3f %-8.0f %-6s %s%s\n", perf_test_name(c->test),
+		       c->mode == PERF_BW ? "bw" : "lat", c->size, c->iters, wall, wall > 0 ? 100 * cpu / wall : 0,
+		       events ? "events" : "poll", perf_path_name(path), run_rc < 0 ? "  FAILED" : "");
+	}
+	fflush(stdout);
+}
+
+int perf_session_server(int lfd, const struct perf_server_opts *so)
 {
 	struct session s = {.fd = -1, .data_fd = -1, .r = NULL};
 	struct perf_params p;
-	int rc, status = 1;
+	struct json js;
+	bool printing = !so->quiet;
+	int rc, status = 1, served = 0;
 
 	if ((rc = net_accept(lfd, &s.fd)) < 0) {
 		fprintf(stderr, "rverbs perf server: accept failed: %s\n", strerror(-rc));
 		return 1;
 	}
-	if ((rc = recv_params(s.fd, &p)) < 0 || (rc = session_rdma(&s, dev, &p, false, NULL)) < 0 ||
-	    (p.tcp_data && (rc = net_accept(lfd, &s.data_fd)) < 0)) {
-		fprintf(stderr, "rverbs perf server: session setup failed: %s\n", strerror(-rc));
-		goto out;
+	if ((rc = recv_params(s.fd, &p)) < 0)
+		goto setup_failed;
+	p.events = so->events; /* -e is each side's own */
+	if ((rc = session_rdma(&s, so->dev, &p, false, NULL)) < 0 ||
+	    (p.tcp_data && (rc = net_accept(lfd, &s.data_fd)) < 0))
+		goto setup_failed;
+	if (printing && so->json) {
+		json_init(&js, stdout);
+		json_object_begin(&js, NULL);
+		json_string(&js, "rverbs_version", rv_version());
+		json_string(&js, "role", "server");
+		if (s.r)
+			perf_rdma_json_header(s.r, &js, -1);
+		json_bool(&js, "events", so->events);
+		json_bool(&js, "tcp_only", p.tcp_only);
+		json_array_begin(&js, "runs");
+	} else if (printing) {
+		if (s.r)
+			perf_rdma_print_header(s.r, "rverbs perf server", p.cq_mod, -1);
+		printf(" test  mode #bytes     #iterations wall[s]  CPU[%%]   wait   soft0 path\n");
 	}
 	for (;;) {
-		uint64_t cmd[5], reply[3], t0, c0;
+		uint64_t cmd[N_CMD], reply[N_REPLY], t0, c0;
 		struct perf_result res;
 
 		if ((rc = net_recv_u64s(s.fd, cmd, 1)) < 0)
@@ -190,9 +247,13 @@ int perf_session_server(int lfd, const char *dev)
 			status = 0;
 			break;
 		}
-		if ((rc = net_recv_u64s(s.fd, cmd + 1, 4)) < 0)
+		if ((rc = net_recv_u64s(s.fd, cmd + 1, N_CMD - 1)) < 0)
 			break;
-		struct perf_cmd c = {(uint32_t)cmd[1], (uint32_t)cmd[2], cmd[3], cmd[4]};
+		if (cmd[5] == 0 || cmd[5] > p.tx_depth) {
+			rc = -EBADMSG;
+			break;
+		}
+		struct perf_cmd c = {(uint32_t)cmd[1], (uint32_t)cmd[2], cmd[3], cmd[4], (uint32_t)cmd[5]};
 		if ((rc = prepare_local(&s, false, &c)) < 0 || (rc = net_barrier(s.fd)) < 0)
 			break;
 		t0 = now_ns();
@@ -205,9 +266,27 @@ int perf_session_server(int lfd, const char *dev)
 		reply[0] = cpu_ns() - c0;
 		reply[1] = now_ns() - t0;
 		reply[2] = run_rc < 0 ? (uint64_t)-run_rc : 0;
-		if ((rc = net_send_u64s(s.fd, reply, 3)) < 0)
+		reply[3] = s.r && perf_rdma_events(s.r);
+		reply[4] = c.test == PERF_TCP ? PERF_PATH_UNKNOWN : perf_path_now(s.r && perf_rdma_is_soft(s.r));
+		if (printing && c.test != PERF_TCP)
+			server_row(so, &js, &c, (double)reply[1] / 1e9, (double)reply[0] / 1e9, reply[3] != 0,
+				   (enum perf_path)reply[4], run_rc);
+		served++;
+		if ((rc = net_send_u64s(s.fd, reply, N_REPLY)) < 0)
 			break;
 	}
+	if (printing && so->json) {
+		json_array_end(&js);
+		json_bool(&js, "ok", status == 0);
+		json_object_end(&js);
+		json_finish(&js);
+	} else if (printing) {
+		printf(" served %d run%s; %s\n", served, served == 1 ? "" : "s",
+		       status == 0 ? "the client ended the session" : "the session broke off");
+	}
+	goto out;
+setup_failed:
+	fprintf(stderr, "rverbs perf server: session setup failed: %s\n", strerror(-rc));
 out:
 	close(lfd);
 	s.fd >= 0 ? close(s.fd) : 0;
@@ -217,7 +296,7 @@ out:
 	return status;
 }
 
-int perf_fork_server(const char *dev, int *ret_port)
+int perf_fork_server(const struct perf_server_opts *so, int *ret_port)
 {
 	int lfd, rc;
 	pid_t pid;
@@ -234,7 +313,7 @@ int perf_fork_server(const char *dev, int *ret_port)
 		return rc;
 	}
 	if (pid == 0)
-		_exit(perf_session_server(lfd, dev));
+		_exit(perf_session_server(lfd, so));
 	close(lfd);
 	return pid;
 }
@@ -247,7 +326,7 @@ struct perf_opts {
 	int port;
 	uint64_t size, iters;
 	double duration;
-	bool all, events, gbits, loopback, json, compare, iters_set;
+	bool all, events, gbits, loopback, json, compare, iters_set, cq_mod_set;
 	int reps;
 	struct perf_params p;
 };
@@ -305,11 +384,21 @@ static void print_row(const struct perf_opts *o, const struct perf_result *r)
 	fflush(stdout);
 }
 
-static void json_row(struct json *j, const struct perf_opts *o, const struct perf_result *r)
+/* rverbs sends a WRITE or SEND inline by itself when it fits the QP's
+ * max_inline_data; READs and atomics carry no payload out. */
+static bool went_inline(const struct perf_opts *o, uint64_t size, uint32_t max_inline)
+{
+	return (o->test == PERF_WRITE || o->test == PERF_SEND) && size <= max_inline;
+}
+
+static void json_row(struct json *j, const struct perf_opts *o, const struct perf_result *r, uint32_t cq_mod,
+		     uint32_t max_inline)
 {
 	json_object_begin(j, NULL);
 	json_uint(j, "bytes", r->size);
 	json_uint(j, "iterations", r->iters);
+	json_uint(j, "cq_moderation", cq_mod);
+	json_bool(j, "inline", went_inline(o, r->size, max_inline));
 	if (o->mode == PERF_BW) {
 		json_double(j, "bw_peak_gbps", r->bw_peak * 8 / 1e9);
 		json_double(j, "bw_avg_gbps", r->bw_avg * 8 / 1e9);
@@ -328,7 +417,27 @@ static void json_row(struct json *j, const struct perf_opts *o, const struct per
 	json_double(j, "wall_s", r->wall);
 	json_double(j, "cpu_client_s", r->cpu_client);
 	json_double(j, "cpu_server_s", r->cpu_server);
+	json_bool(j, "events_client", r->events_client);
+	json_bool(j, "events_server", r->events_server);
+	json_string(j, "path_client", perf_path_name(r->path_client));
+	json_string(j, "path_server", perf_path_name(r->path_server));
 	json_object_end(j);
+}
+
+/* After the table: what the header could not know before the runs. */
+static void print_trailer(const struct perf_opts *o, const struct perf_result *last, int done, uint32_t max_inline)
+{
+	if (o->test == PERF_WRITE || o->test == PERF_SEND)
+		printf(" Inline          : %s (sends up to max inline data, %u B, go inline)\n",
+		       done == 0 ? "no run" : o->all ? "the sizes up to max inline data" :
+		       went_inline(o, last->size, max_inline) ? "yes" : "no", max_inline);
+	else
+		printf(" Inline          : no (%s carries no payload out)\n", perf_test_name(o->test));
+	if (done > 0) {
+		printf(" Server polling  : %s\n", last->events_server ? "events (completion channel)" : "busy");
+		printf(" soft0 path      : client %s, server %s\n", perf_path_name(last->path_client),
+		       perf_path_name(last->path_server));
+	}
 }
 
 static int run_client(struct perf_opts *o)
@@ -338,6 +447,7 @@ static int run_client(struct perf_opts *o)
 	uint64_t sizes[32];
 	struct perf_result res[32];
 	int n_sizes = 0, rc, done = 0;
+	uint32_t cq_mod, max_inline;
 
 	if (o->all) {
 		for (uint64_t sz = o->test == PERF_ATOMIC ? 8 : 2; sz <= (o->test == PERF_ATOMIC ? 8u : 8u << 20); sz <<= 1)
@@ -351,29 +461,38 @@ static int run_client(struct perf_opts *o)
 		return 1;
 	}
 	progress_on = !o->json && isatty(STDOUT_FILENO);
+	/* One value for the session: the size rule does not apply with -a. */
+	cq_mod = perf_cq_mod(&o->p, sizes[0], o->all);
+	max_inline = perf_rdma_max_inline(s.r);
 	if (o->json) {
 		json_init(&js, stdout);
 		json_object_begin(&js, NULL);
 		json_string(&js, "rverbs_version", rv_version());
 		json_string(&js, "test", perf_test_name(o->test));
 		json_string(&js, "mode", o->mode == PERF_BW ? "bw" : "lat");
-		perf_rdma_json_header(s.r, &js);
+		perf_rdma_json_header(s.r, &js, (int)o->mode);
 		json_object_begin(&js, "params");
 		json_uint(&js, "qps", o->p.n_qps);
 		json_uint(&js, "tx_depth", o->p.tx_depth);
 		json_uint(&js, "rx_depth", o->p.rx_depth);
-		json_uint(&js, "cq_moderation", o->p.cq_mod);
+		json_uint(&js, "cq_moderation", cq_mod);
+		json_bool(&js, "cq_moderation_default", o->p.cq_mod == 0);
 		json_uint(&js, "inline_size", o->p.inline_size);
+		json_uint(&js, "max_inline_data", max_inline);
 		json_bool(&js, "bidirectional", o->p.bidir);
 		json_double(&js, "duration_s", o->duration);
+		json_bool(&js, "events", o->p.events);
+		json_string(&js, "polling", o->p.spin == PERF_POLL_SPIN ? "spin" : o->p.spin == PERF_POLL_YIELD ? "yield" :
+			    "default");
+		json_bool(&js, "tcp_only", o->p.tcp_only);
 		json_object_end(&js);
 		json_array_begin(&js, "results");
 	} else {
-		perf_rdma_print_header(s.r, title_of(o->test, o->mode));
+		perf_rdma_print_header(s.r, title_of(o->test, o->mode), cq_mod, (int)o->mode);
 		print_columns(o);
 	}
 	for (int i = 0; i < n_sizes; i++) {
-		struct perf_cmd c = {o->test, o->mode, sizes[i], o->iters};
+		struct perf_cmd c = {o->test, o->mode, sizes[i], o->iters, cq_mod};
 		if (o->duration > 0) {
 			/* Calibrate: a short warm-up run says how many iterations fill the duration. */
 			c.iters = o->mode == PERF_LAT ? 200 : 1000;
@@ -397,18 +516,28 @@ static int run_client(struct perf_opts *o)
 			res[i].msg_rate *= 2;
 		}
 		if (o->json)
-			json_row(&js, o, &res[i]);
+			json_row(&js, o, &res[i], cq_mod, max_inline);
 		else
 			print_row(o, &res[i]);
 		done++;
 	}
 	if (o->json) {
 		json_array_end(&js);
+		if (done > 0) {
+			/* The path after the last run: soft0 agrees on the same-host
+			 * path once connected, so the first run may start on TCP. */
+			json_string(&js, "path", perf_path_name(res[done - 1].path_client));
+			json_object_begin(&js, "server");
+			json_bool(&js, "events", res[done - 1].events_server);
+			json_string(&js, "path", perf_path_name(res[done - 1].path_server));
+			json_object_end(&js);
+		}
 		json_bool(&js, "ok", rc >= 0);
 		json_object_end(&js);
 		json_finish(&js);
 	} else {
 		printf("---------------------------------------------------------------------------------------\n");
+		print_trailer(o, done > 0 ? &res[done - 1] : NULL, done, max_inline);
 	}
 	if (o->svg && done > 0) {
 		double x[32], y[32];
@@ -444,11 +573,14 @@ static void usage(FILE *f)
 		"  -n, --iters N           iterations per size (default 5000 bw, 1000 lat)\n"
 		"  -D, --duration SECONDS  run each size for about this long instead of -n\n"
 		"  -I, --inline_size BYTES max inline data (sends up to it go inline)\n"
-		"  -Q, --cq-mod N          signal one send in N (bw)\n"
+		"  -Q, --cq-mod N          signal one send in N and the last (default as perftest: 100,\n"
+		"                          at most -t; 1 above 8 KiB unless -a or -e; -Q 1 or -t 1 for\n"
+		"                          ib_*_lat's every send)\n"
 		"  -R, --rdma_cm           connect the QPs through rdma_cm (the server follows; default:\n"
 		"                          the TCP exchange of the connection helper)\n"
-		"  -e, --events            sleep on a completion channel instead of polling (this side;\n"
-		"                          rv_cq_wait in RV_CQ_WAIT_EVENT mode)\n"
+		"  -e, --events            sleep on a completion channel instead of polling (this side,\n"
+		"                          and the forked server with --loopback; rv_cq_wait in\n"
+		"                          RV_CQ_WAIT_EVENT mode)\n"
 		"  -q, --qp N              number of QPs\n"
 		"  -t, --tx-depth N        send queue depth (default 128)\n"
 		"  -r, --rx-depth N        receive queue depth (default 512)\n"
@@ -458,8 +590,12 @@ static void usage(FILE *f)
 		"      --svg FILE          draw the curves against message size\n"
 		"      --compare           the raw TCP vs rverbs RC table (= rverbs bench)\n"
 		"      --reps N            repetitions for --compare (median; default 3)\n"
-		"      --spin              never yield the CPU while polling (default on soft0: yield\n"
-		"                          after 64 empty polls, so its progress threads get a core)\n", DEFAULT_PORT);
+		"      --tcp-only          soft0: no same-host path, every frame over TCP (sets\n"
+		"                          RVERBS_SOFT_SHM=0 here and on the server before they open soft0)\n"
+		"      --spin              never yield the CPU while polling (default on soft0: latency\n"
+		"                          runs spin, bandwidth runs yield after 64 empty polls so that\n"
+		"                          soft0's progress thread gets a core)\n"
+		"      --yield             on soft0, yield after 64 empty polls in latency runs too\n", DEFAULT_PORT);
 }
 
 static int parse(int argc, char **argv, struct perf_opts *o)
@@ -475,7 +611,8 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		{"json", no_argument, NULL, 'J'}, {"svg", required_argument, NULL, 'S'},
 		{"loopback", no_argument, NULL, 'L'}, {"compare", no_argument, NULL, 'C'},
 		{"reps", required_argument, NULL, 'N'}, {"spin", no_argument, NULL, 'P'},
-		{"rdma_cm", no_argument, NULL, 'R'},
+		{"yield", no_argument, NULL, 'Y'},
+		{"rdma_cm", no_argument, NULL, 'R'}, {"tcp-only", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -504,7 +641,10 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 				return fprintf(stderr, "rverbs perf: -D needs a positive number of seconds\n"), -1;
 			break;
 		case 'I': o->p.inline_size = (uint32_t)atoi(optarg); break;
-		case 'Q': o->p.cq_mod = (uint32_t)atoi(optarg); break;
+		case 'Q':
+			o->p.cq_mod = (uint32_t)atoi(optarg);
+			o->cq_mod_set = true;
+			break;
 		case 'e': o->events = true; break;
 		case 'q': o->p.n_qps = (uint32_t)atoi(optarg); break;
 		case 't': o->p.tx_depth = (uint32_t)atoi(optarg); break;
@@ -517,7 +657,9 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		case 'C': o->compare = true; break;
 		case 'N': o->reps = atoi(optarg); break;
 		case 'R': o->p.rdma_cm = 1; break;
-		case 'P': o->p.spin = 1; break;
+		case 'P': o->p.spin = PERF_POLL_SPIN; break;
+		case 'Y': o->p.spin = PERF_POLL_YIELD; break;
+		case 'T': o->p.tcp_only = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -532,9 +674,10 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		else if (!o->host) o->host = argv[i];
 		else return fprintf(stderr, "rverbs perf: unexpected argument \"%s\"\n", argv[i]), -1;
 	}
-	if (o->p.n_qps < 1 || o->p.n_qps > RV_CONN_MAX_QPS || o->p.tx_depth < 1 || o->p.rx_depth < 1 || o->p.cq_mod < 1 ||
-	    o->p.cq_mod > o->p.tx_depth)
-		return fprintf(stderr, "rverbs perf: need 1 <= -q <= %d, -t and -r >= 1, 1 <= -Q <= -t\n", RV_CONN_MAX_QPS), -1;
+	if (o->p.n_qps < 1 || o->p.n_qps > RV_CONN_MAX_QPS || o->p.tx_depth < 1 || o->p.tx_depth > 65536 ||
+	    o->p.rx_depth < 1 || o->p.rx_depth > 65536 || (o->cq_mod_set && (o->p.cq_mod < 1 || o->p.cq_mod > o->p.tx_depth)))
+		return fprintf(stderr, "rverbs perf: need 1 <= -q <= %d, 1 <= -t, -r <= 65536, 1 <= -Q <= -t\n",
+			       RV_CONN_MAX_QPS), -1;
 	if (o->events)
 		o->p.events = 1;
 	if (o->p.bidir && o->mode != PERF_BW)
@@ -553,16 +696,19 @@ int cmd_perf(int argc, char **argv)
 {
 	struct perf_opts o = {
 		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 3,
-		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .cq_mod = 1},
+		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512},
 	};
 	int status, rc, pid;
 
 	if (parse(argc, argv, &o) < 0)
 		return 2;
+	/* Before any context opens, and before the fork of --loopback. */
+	perf_path_init(o.p.tcp_only);
 	if (o.compare)
 		return perf_compare(o.dev, o.iters_set ? o.iters : 0, o.reps, o.svg, o.json, o.p.spin);
+	struct perf_server_opts so = {.dev = o.dev, .events = o.events, .quiet = o.loopback, .json = o.json};
 	if (o.loopback) {
-		if ((pid = perf_fork_server(o.dev, &o.port)) < 0)
+		if ((pid = perf_fork_server(&so, &o.port)) < 0)
 			return 1;
 		o.host = "127.0.0.1";
 		rc = run_client(&o);
@@ -584,14 +730,14 @@ int cmd_perf(int argc, char **argv)
 		printf("rverbs perf server: waiting for a client on port %d\n", o.port);
 		fflush(stdout);
 	}
-	return perf_session_server(lfd, o.dev);
+	return perf_session_server(lfd, &so);
 }
 
 int cmd_bench(int argc, char **argv)
 {
 	struct perf_opts o = {
 		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 3,
-		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .cq_mod = 1},
+		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512},
 	};
 
 	if (parse(argc, argv, &o) < 0)

@@ -19,27 +19,38 @@
 enum perf_test { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2, PERF_ATOMIC = 3,
 		 PERF_TCP = 4 /* the raw TCP baseline: ping-pong / stream */ };
 enum perf_mode { PERF_BW = 0, PERF_LAT = 1 };
+/* Busy polling on the software device: by default the latency loops spin
+ * (the poller moves the data itself) and the bandwidth loops yield after 64
+ * empty polls (soft0's progress thread pushes data too); --spin never
+ * yields, --yield always does. Other devices never yield. */
+enum perf_poll { PERF_POLL_DEFAULT = 0, PERF_POLL_SPIN = 1, PERF_POLL_YIELD = 2 };
 
 /* Set on the client, sent to the server once. */
 struct perf_params {
 	uint32_t n_qps;
 	uint32_t tx_depth;
 	uint32_t rx_depth;
-	uint32_t cq_mod;
+	uint32_t cq_mod;     /* -Q as given; 0: perftest's default (perf_cq_mod) */
 	uint32_t inline_size;
 	uint32_t max_size;   /* the largest message of the session */
 	uint32_t bidir;
 	uint32_t atomics;    /* the client wants atomics: register the MR for them */
 	uint32_t tcp_data;   /* open a second TCP connection for the TCP baseline */
-	uint32_t spin;       /* never yield while polling, even on the software device */
+	uint32_t spin;       /* enum perf_poll: when a poller on soft0 yields the CPU */
 	uint32_t rdma_cm;    /* -R: connect the QPs through rdma_cm (the server follows the client) */
+	uint32_t tcp_only;   /* --tcp-only: soft0 without its same-host path (both sides) */
 	uint32_t events;     /* -e: wait on a completion channel (this side only; not sent) */
 };
+
+/* The path soft0's QPs took, as its log says (perf-path.c). */
+enum perf_path { PERF_PATH_UNKNOWN = 0, PERF_PATH_TCP = 1, PERF_PATH_SAMEHOST = 2, PERF_PATH_RINGS = 3,
+		 PERF_PATH_NOT_SOFT = 4 };
 
 /* One measurement. */
 struct perf_cmd {
 	uint32_t test, mode;
 	uint64_t size, iters;
+	uint32_t cq_mod;     /* signal one send in this many (and the last), both sides */
 };
 
 struct perf_result {
@@ -50,6 +61,9 @@ struct perf_result {
 	double lat_min, lat_max, lat_typical, lat_avg, lat_stdev, lat_p99, lat_p999;
 	/* both: wall time of the run and CPU time used by each side, seconds */
 	double wall, cpu_client, cpu_server;
+	/* what each side did: -e (blocking waits), the soft0 path after the run */
+	bool events_client, events_server;
+	enum perf_path path_client, path_server;
 };
 
 /* ---- perf-net.c: the control connection and the TCP baseline ---- */
@@ -69,6 +83,14 @@ uint64_t cpu_ns(void);
 /* Fill the latency fields of res from n samples in microseconds (sorts them). */
 void perf_lat_stats(double *us, uint64_t n, struct perf_result *res);
 
+/* ---- perf-path.c: which path soft0 took ---- */
+/* Before the context opens: --tcp-only sets RVERBS_SOFT_SHM=0 for this process;
+ * then soft0's INFO log lines are watched for its same-host agreement. */
+void perf_path_init(bool tcp_only);
+/* What the QPs of this process did so far: rings, same-host by reference, or TCP. */
+enum perf_path perf_path_now(bool soft);
+const char *perf_path_name(enum perf_path p);
+
 /* ---- perf-rdma.c ---- */
 struct rdma;
 typedef void (*progress_fn)(uint64_t done, uint64_t total);
@@ -86,9 +108,18 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 void perf_rdma_close(struct rdma *r);
 bool perf_rdma_has_atomics(const struct rdma *r);
 /* The perftest-style connection header. */
-void perf_rdma_print_header(const struct rdma *r, const char *title);
-void perf_rdma_json_header(const struct rdma *r, void *json);
+/* mode: the test's (enum perf_mode), or -1 on the server, which runs what the client asks. */
+void perf_rdma_print_header(const struct rdma *r, const char *title, uint32_t cq_mod, int mode);
+void perf_rdma_json_header(const struct rdma *r, void *json, int mode);
 const char *perf_rdma_device_name(const struct rdma *r);
+bool perf_rdma_is_soft(const struct rdma *r);
+/* -e: this side waits on a completion channel. */
+bool perf_rdma_events(const struct rdma *r);
+/* The QP's max_inline_data read back after creation: sends up to it go inline. */
+uint32_t perf_rdma_max_inline(const struct rdma *r);
+/* perftest's CQ moderation: -Q if given, else 100 (at most -t), 1 above
+ * 8 KiB unless -a or -e. */
+uint32_t perf_cq_mod(const struct perf_params *p, uint64_t size, bool all);
 
 /* ---- perf-svg.c ---- */
 struct svg_series {
@@ -103,7 +134,7 @@ int svg_write(const char *path, const char *title, const struct svg_series *bw, 
 	      const struct svg_series *lat, int n_lat);
 
 /* ---- perf-compare.c ---- */
-int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, bool spin);
+int perf_compare(const char *dev, uint64_t lat_iters, int reps, const char *svg, bool json, uint32_t poll);
 
 /* ---- perf.c: a client/server session, for perf-compare.c too ---- */
 struct session {
@@ -111,8 +142,13 @@ struct session {
 	struct rdma *r;      /* NULL when either side could not set up RDMA */
 	bool quiet;
 };
+/* What the server side does by itself: -e, and whether it prints a summary. */
+struct perf_server_opts {
+	const char *dev;
+	bool events, quiet, json;
+};
 /* Serve one client on the listening socket; returns an exit status. */
-int perf_session_server(int lfd, const char *dev);
+int perf_session_server(int lfd, const struct perf_server_opts *so);
 /* Connect, send p, set up RDMA on both sides (a failure leaves s->r NULL
  * and is printed), open the TCP data connection if p->tcp_data. */
 int session_open(struct session *s, const char *host, int port, const char *dev, const struct perf_params *p);
@@ -120,7 +156,7 @@ int session_open(struct session *s, const char *host, int port, const char *dev,
 int session_run(struct session *s, const struct perf_cmd *c, struct perf_result *res, progress_fn progress);
 void session_close(struct session *s);
 /* fork a server child on a loopback listener; returns its pid, *ret_port the port. */
-int perf_fork_server(const char *dev, int *ret_port);
+int perf_fork_server(const struct perf_server_opts *so, int *ret_port);
 const char *perf_test_name(uint32_t test);
 
 #endif
