@@ -109,6 +109,15 @@ static void test_conn_wire__hello_round_trip(void **state)
 			assert_memory_equal(out.ep[i].gid, in.ep[i].gid, 16);
 		}
 	}
+	/* A capability bit a later library offers is dropped, not refused: a
+	 * newer peer still connects (an unknown *required* bit is refused,
+	 * below). */
+	sample_hello(&in, 2);
+	in.ep[1].caps |= 1u << 30;
+	n = rv_wire_hello_encode(RV_WIRE_REQ, &in, buf, sizeof(buf), F);
+	assert_true(n > RV_WIRE_HDR_LEN);
+	assert_int_equal(rv_wire_hello_decode(buf + RV_WIRE_HDR_LEN, (size_t)n - RV_WIRE_HDR_LEN, &out, F), 0);
+	assert_int_equal(out.ep[1].caps, RV_EP_CAP_ATOMIC | RV_EP_CAP_SOFT);
 	/* The largest HELLO fits RV_WIRE_PAYLOAD_MAX. */
 	sample_hello(&in, RV_CONN_MAX_QPS);
 	static uint8_t big[RV_CONN_PRIVATE_DATA_MAX];

@@ -158,9 +158,10 @@ int rv_wire_hello_decode(const void *payload, size_t len, struct rv_wire_hello *
 			rv_error_save(&why);
 			return rv_err(-rc, func, "endpoint %u of the HELLO is invalid (%s)", i, why.msg);
 		}
-		if (h->ep[i].caps & ~(uint32_t)EP_KNOWN_CAPS)
-			return rv_err(EBADMSG, func, "endpoint %u has unknown capability bits 0x%x", i,
-				      h->ep[i].caps & ~(uint32_t)EP_KNOWN_CAPS);
+		/* What an endpoint offers only describes it: a bit a later
+		 * library adds is not for us to judge, so it is dropped rather
+		 * than refusing the peer (required_caps above stays strict). */
+		h->ep[i].caps &= (uint32_t)EP_KNOWN_CAPS;
 		off += ep_len;
 	}
 	if (len - off != data_len)
