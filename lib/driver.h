@@ -32,7 +32,8 @@ struct rv_driver {
 	/* ctx->dev is set; attr has defaults applied (listen_addr never NULL). */
 	int (*context_open)(struct rv_context *ctx, const rv_context_attr *attr);
 	int (*context_close)(struct rv_context *ctx);
-	/* Fill every field of rv_device_attr / rv_port_attr (the facade handles masks). */
+	/* Fill every field of rv_device_attr (the RV_DEVICE_ATTR_EX ones too) /
+	 * rv_port_attr; the facade handles masks. */
 	int (*query_device)(struct rv_context *ctx, rv_device_attr *attr);
 	int (*query_port)(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
 	int (*query_gid)(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
@@ -53,7 +54,8 @@ struct rv_driver {
 	int (*mr_rereg)(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 			uint32_t access);
 
-	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. */
+	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. A
+	 * driver may put its own rv_cq_poll entry for this CQ in cq->poll. */
 	int (*cq_create)(struct rv_cq *cq, const rv_cq_attr *attr);
 	int (*cq_destroy)(struct rv_cq *cq);
 	/* cqe ≥ 1; keep every completion in the CQ, in order, or refuse (a size
@@ -61,6 +63,15 @@ struct rv_driver {
 	int (*cq_resize)(struct rv_cq *cq, uint32_t cqe);
 	/* Data path: max ≥ 1, wc non-NULL. */
 	int (*cq_poll)(struct rv_cq *cq, rv_wc *wc, int max);
+	/* rv_cq_poll_ex: as cq_poll, and the extended fields cq->wc_flags names
+	 * (cq_create refused the flags it cannot give; attr->wc_flags is set
+	 * with RV_CQ_ATTR_WC_FLAGS). Write every field of each rv_wc_ex.
+	 * NULL: the facade polls rv_wc and gives no extended field (a driver
+	 * whose cq_create accepts no wc_flags). */
+	int (*cq_poll_ex)(struct rv_cq *cq, rv_wc_ex *wc, int max);
+	/* rv_context_read_clock: the raw clock completion timestamps count in.
+	 * NULL: the device has none (-EOPNOTSUPP). */
+	int (*read_clock)(struct rv_context *ctx, uint64_t *raw);
 
 	/* Completion channels (rv_comp_channel_new). Fill ch->fd (non-blocking,
 	 * readable while an event waits) and drv_ch. cq_create gets attr->channel

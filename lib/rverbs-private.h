@@ -89,6 +89,7 @@ struct rv_cq {
 	struct rv_qp *sig_qps;           /* QPs sending here with a signalling policy (lib/qp_signal.c) */
 	uint32_t wait_mode;              /* rv_cq_wait_mode */
 	uint64_t spin_ns;
+	uint32_t wc_flags;               /* rv_cq_wc_flags it was created with (rv_cq_poll_ex) */
 };
 
 struct rv_qp {

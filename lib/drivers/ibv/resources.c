@@ -183,6 +183,8 @@ int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 
 	struct ibv_comp_channel *ch = NULL;
 
+	if ((attr->mask & RV_CQ_ATTR_WC_FLAGS) && attr->wc_flags)
+		return rv_ibv_cq_create_ex(cq, attr);
 	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
 		ch = attr->channel->drv_ch;
 	errno = 0;
