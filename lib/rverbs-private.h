@@ -121,6 +121,7 @@ struct rv_qp {
 	rv_qp_cap cap;     /* as read back from the driver after create */
 	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
 	struct rv_srq *srq; /* or NULL; a dependency (strong) */
+	struct rv_wr_builder *wrb; /* rv_qp_wr_* state, or NULL before the first batch (lib/wr_builder.c) */
 };
 
 struct rv_srq {
