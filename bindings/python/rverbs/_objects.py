@@ -592,11 +592,14 @@ class CQ(_Handle):
     _kind = "CQ"
     _prefix = "cq"
 
-    def __init__(self, context, cqe=None, batch=16, channel=None):
+    def __init__(self, context, cqe=None, batch=16, channel=None, wc_flags=None):
         super().__init__()
         attr = _NULL
-        if cqe is not None or channel is not None:
+        if cqe is not None or channel is not None or wc_flags is not None:
             attr = ffi.new("rv_cq_attr *")
+            if wc_flags is not None:  # rv_cq_wc_flags: read them with poll_ex() (_extended.py)
+                attr.mask |= lib.RV_CQ_ATTR_WC_FLAGS
+                attr.wc_flags = wc_flags
             if cqe is not None:
                 attr.mask |= lib.RV_CQ_ATTR_CQE
                 attr.cqe = cqe
