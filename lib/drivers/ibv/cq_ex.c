@@ -60,6 +60,24 @@ static void read_entry(struct ibv_cq_ex *x, uint32_t want, rv_wc *wc, rv_wc_ex *
 		wcx->flow_tag = ibv_wc_read_flow_tag(x);
 }
 
+/* As datapath.c's rv_cq_poll: a provider that reports an overflow only by
+ * IBV_EVENT_CQ_ERR (acknowledged into async_events_completed) makes the
+ * empty poll return -EOVERFLOW. */
+static inline bool cq_err_seen(const struct rv_cq *cq)
+{
+	const struct ibv_cq *icq = cq->drv_cq;
+
+	return __atomic_load_n(&icq->async_events_completed, __ATOMIC_RELAXED) != 0;
+}
+
+static int cq_err_empty(struct rv_cq *cq)
+{
+	rv_err(EOVERFLOW, "rv_cq_poll", "the device reported a CQ error (IBV_EVENT_CQ_ERR) on this CQ "
+	       "of %u entries, and it holds no more completions", cq->cqe);
+	rv_err_hint("usually the CQ overflowed: size it for the sum of its QPs' queue depths");
+	return -EOVERFLOW;
+}
+
 static int poll_error(struct rv_cq *cq, int rc)
 {
 	rv_err(EOVERFLOW, "rv_cq_poll", "ibv_start_poll/ibv_next_poll on the CQ of %u entries failed "
@@ -78,7 +96,7 @@ static int poll_batch(struct rv_cq *cq, rv_wc *wc, rv_wc_ex *wcx, int max)
 	memset(&pa, 0, sizeof(pa));
 	rc = ibv_start_poll(x, &pa);
 	if (rc == ENOENT)
-		return 0;
+		return RV_UNLIKELY(cq_err_seen(cq)) ? cq_err_empty(cq) : 0;
 	if (rc != 0)
 		return poll_error(cq, rc);
 	for (;;) {
