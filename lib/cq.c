@@ -192,8 +192,8 @@ RV_EXPORT int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max)
 	return cq->poll(cq, wc, max);
 }
 
-/* rv_cq_poll_ex on a driver without cq_poll_ex (its CQs have no wc_flags):
- * the plain completions, with no extended field. */
+/* rv_cq_poll_ex on a CQ created without wc_flags: the plain completions,
+ * with no extended field. */
 static int poll_ex_plain(rv_cq *cq, rv_wc_ex *wc, int max)
 {
 	rv_wc batch[16];
@@ -218,7 +218,7 @@ RV_EXPORT int rv_cq_poll_ex(rv_cq *cq, rv_wc_ex *wc, int max)
 		if (!wc || max < 1)
 			return rv_err(EINVAL, __func__, "%s", wc ? "max must be at least 1" : "wc is NULL");
 	}
-	if (cq->ctx->drv->cq_poll_ex)
+	if (cq->wc_flags) /* rv_cq_new let wc_flags through only with a cq_poll_ex */
 		return cq->ctx->drv->cq_poll_ex(cq, wc, max);
 	return poll_ex_plain(cq, wc, max);
 }

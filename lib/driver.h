@@ -63,11 +63,11 @@ struct rv_driver {
 	int (*cq_resize)(struct rv_cq *cq, uint32_t cqe);
 	/* Data path: max ≥ 1, wc non-NULL. */
 	int (*cq_poll)(struct rv_cq *cq, rv_wc *wc, int max);
-	/* rv_cq_poll_ex: as cq_poll, and the extended fields cq->wc_flags names
-	 * (cq_create refused the flags it cannot give; attr->wc_flags is set
-	 * with RV_CQ_ATTR_WC_FLAGS). Write every field of each rv_wc_ex.
-	 * NULL: the facade polls rv_wc and gives no extended field (a driver
-	 * whose cq_create accepts no wc_flags). */
+	/* rv_cq_poll_ex on a CQ created with wc_flags (cq->wc_flags nonzero;
+	 * cq_create refused the flags it cannot give): as cq_poll, and the
+	 * extended fields cq->wc_flags names. Write every field of each
+	 * rv_wc_ex. The facade polls a CQ without wc_flags with cq->poll
+	 * itself. NULL: the device accepts no wc_flags (rv_cq_new says so). */
 	int (*cq_poll_ex)(struct rv_cq *cq, rv_wc_ex *wc, int max);
 	/* rv_context_read_clock: the raw clock completion timestamps count in.
 	 * NULL: the device has none (-EOPNOTSUPP). */

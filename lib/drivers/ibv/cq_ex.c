@@ -118,8 +118,6 @@ static int poll_batch(struct rv_cq *cq, rv_wc *wc, rv_wc_ex *wcx, int max)
 
 int rv_ibv_cq_poll_ex(struct rv_cq *cq, rv_wc_ex *wc, int max)
 {
-	if (!cq->wc_flags)
-		return rv_ibv_cq_poll_ex_plain(cq, wc, max);
 	return poll_batch(cq, NULL, wc, max);
 }
 
@@ -127,19 +125,6 @@ int rv_ibv_cq_poll_ex(struct rv_cq *cq, rv_wc_ex *wc, int max)
 static int poll_plain_on_ex(struct rv_cq *cq, rv_wc *wc, int max)
 {
 	return poll_batch(cq, wc, NULL, max);
-}
-
-/* rv_cq_poll_ex on a CQ created without wc_flags: its plain completions. */
-int rv_ibv_cq_poll_ex_plain(struct rv_cq *cq, rv_wc_ex *wc, int max)
-{
-	rv_wc batch[16];
-	int n = rv_ibv_cq_poll(cq, batch, max < 16 ? max : 16);
-
-	for (int i = 0; i < n; i++) {
-		memset(&wc[i], 0, sizeof(wc[i]));
-		wc[i].wc = batch[i];
-	}
-	return n;
 }
 
 int rv_ibv_cq_create_ex(struct rv_cq *cq, const rv_cq_attr *attr)

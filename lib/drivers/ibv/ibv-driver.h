@@ -96,7 +96,6 @@ int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
 /* cq_ex.c: CQs created with rv_cq_attr.wc_flags (rv_ibv_cq_create calls it). */
 int rv_ibv_cq_create_ex(struct rv_cq *cq, const rv_cq_attr *attr);
 int rv_ibv_cq_poll_ex(struct rv_cq *cq, rv_wc_ex *wc, int max);
-int rv_ibv_cq_poll_ex_plain(struct rv_cq *cq, rv_wc_ex *wc, int max);
 
 /* srq.c */
 int rv_ibv_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);

@@ -237,17 +237,16 @@ int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_c
 	return 0;
 }
 
-/* Entry i of the ring as an rv_wc_ex (c->lock held). */
+/* Entry i of the ring as an rv_wc_ex (c->lock held). Only CQs created with
+ * wc_flags come here (lib/cq.c), and those have stamps. */
 static void ex_entry(const struct soft_cq *c, uint32_t i, rv_wc_ex *x)
 {
 	memset(x, 0, sizeof(*x));
 	x->wc = c->ring[i];
-	if (c->stamps) {
-		x->ex_flags = c->wc_flags;
-		if (c->wc_flags & RV_CQ_WC_TIMESTAMP)
-			x->timestamp = c->stamps[i].raw;
-		x->timestamp_wallclock = c->stamps[i].wall;
-	}
+	x->ex_flags = c->wc_flags;
+	if (c->wc_flags & RV_CQ_WC_TIMESTAMP)
+		x->timestamp = c->stamps[i].raw;
+	x->timestamp_wallclock = c->stamps[i].wall; /* 0 without RV_CQ_WC_TIMESTAMP_WALLCLOCK */
 }
 
 /* Empty polls in a row by this thread, any CQ (reset by a poll that finds one). */
