@@ -48,6 +48,11 @@ struct rv_driver {
 	/* mr->pd, addr, length, access are set; fill lkey, rkey, drv_mr. */
 	int (*mr_reg)(struct rv_mr *mr);
 	int (*mr_dereg)(struct rv_mr *mr);
+	/* rv_mr_reg_dmabuf: mr->pd, addr (the iova), length, access are set
+	 * and mr->dmabuf is true; fd is a dma-buf (checked), valid during the
+	 * call only. Fill lkey, rkey, drv_mr; mr_dereg releases it. NULL: the
+	 * device has none (-EOPNOTSUPP). */
+	int (*mr_reg_dmabuf)(struct rv_mr *mr, uint64_t offset, int fd);
 	/* Re-register mr with pd, addr, length, access (all given, changed or not;
 	 * flags says which changed, checked). Update mr->lkey, rkey, drv_mr; the
 	 * facade updates the rest on success. May be NULL (-EOPNOTSUPP). */

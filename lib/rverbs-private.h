@@ -66,6 +66,7 @@ struct rv_mr {
 	 * unmaps it only after deregistration: a driver may rely on it being
 	 * mapped while registered (soft0 copies it with memcpy, mr.c). */
 	bool memory_ours;
+	bool dmabuf;          /* rv_mr_reg_dmabuf: addr is the iova; never moved by rv_mr_rereg */
 };
 
 struct rv_comp_channel {

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -483,6 +485,32 @@ static void test_errors__extended_verbs_on_a_driver_without_them(void **state)
 	assert_msg_contains("unknown bit 0x4 in rv_device_attr.mask");
 }
 
+/* rv_mr_reg_dmabuf's checks before any driver: a descriptor that is not a
+ * dma-buf (a memfd), a negative one, zero length, a bad access; and a
+ * driver without dma-buf registration cannot be asked (the facade's check
+ * comes first, so the mock's missing op is never reached with a non-dma-buf). */
+static void test_errors__dmabuf_arguments(void **state)
+{
+	rv_mr *mr = NULL;
+	int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 65536), 0);
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 65536, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("is not a dma-buf");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 65536, 0x10000, -1, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("fd -1");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 0, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("length is 0");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 4096, UINT64_MAX - 10, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("wraps");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 4096, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, NULL), -EINVAL);
+	assert_int_equal(rv_mr_reg_dmabuf(NULL, 0, 4096, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_null(mr);
+	close(fd);
+}
+
 /* The work-request builder on the mock: the WRs it collected reach the
  * driver's post_send as one array, SGE lists and inline bytes copied when
  * set; a partial post reports how many went; misuse is named. */
@@ -559,6 +587,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors__context_queries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__extended_verbs_on_a_driver_without_them, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__wr_builder_posts_one_array, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors__dmabuf_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__qp_helpers_and_driver_failures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__mr_cache_arguments, setup, teardown),

@@ -28,6 +28,7 @@ const struct rv_driver rv_driver_ibv = {
 	.pd_dealloc = rv_ibv_pd_dealloc,
 
 	.mr_reg = rv_ibv_mr_reg,
+	.mr_reg_dmabuf = rv_ibv_mr_reg_dmabuf,
 	.mr_dereg = rv_ibv_mr_dereg,
 	.mr_rereg = rv_ibv_mr_rereg,
 	.mw_alloc = rv_ibv_mw_alloc,

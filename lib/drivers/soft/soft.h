@@ -195,6 +195,9 @@ struct soft_mr {
 	 * entry exists, so copies use memcpy; the caller's memory (rv_mr_reg)
 	 * and windows are copied fault-safe (mr.c). */
 	bool trusted;
+	/* rv_mr_reg_dmabuf: soft0's own mapping of the dma-buf (at the MR's
+	 * iova, trusted), unmapped when the MR is deregistered; else NULL. */
+	void *dmabuf_map;
 };
 
 #define SOFT_REMOTE_ACCESS (RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)
@@ -615,6 +618,9 @@ void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
 int soft_pd_alloc(struct rv_pd *pd);
 int soft_pd_dealloc(struct rv_pd *pd);
 int soft_mr_reg(struct rv_mr *mr);
+int soft_mr_reg_mapped(struct rv_mr *mr, bool ours, void *dmabuf_map);
+/* memory/dmabuf.c */
+int soft_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd);
 int soft_mr_dereg(struct rv_mr *mr);
 int soft_mw_alloc(struct rv_mw *mw);
 int soft_mw_dealloc(struct rv_mw *mw);

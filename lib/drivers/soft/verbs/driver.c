@@ -20,6 +20,7 @@ const struct rv_driver rv_driver_soft = {
 	.pd_alloc = soft_pd_alloc,
 	.pd_dealloc = soft_pd_dealloc,
 	.mr_reg = soft_mr_reg,
+	.mr_reg_dmabuf = soft_mr_reg_dmabuf,
 	.mr_dereg = soft_mr_dereg,
 	.mw_alloc = soft_mw_alloc,
 	.mw_dealloc = soft_mw_dealloc,
