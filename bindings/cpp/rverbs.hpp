@@ -582,6 +582,13 @@ public:
 	static mr reg(const pd &pd, void *addr, size_t length, uint32_t access,
 		      std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg, pd.get(), addr, length, access)
+	/** Register @p length bytes of the dma-buf @p fd from @p offset, addressed
+	 *  from @p iova (rv_mr_reg_dmabuf); @p fd may be closed afterwards. */
+	static mr reg_dmabuf(const pd &pd, uint64_t offset, size_t length, uint64_t iova, int fd, uint32_t access)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_reg_dmabuf, pd.get(), offset, length, iova, fd, access)
+	static mr reg_dmabuf(const pd &pd, uint64_t offset, size_t length, uint64_t iova, int fd, uint32_t access,
+			     std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg_dmabuf, pd.get(), offset, length, iova, fd, access)
 	/** Allocate zeroed, page-aligned memory and register it (rv_mr_alloc). */
 	static mr alloc(const pd &pd, size_t length, uint32_t access)
 		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, nullptr)

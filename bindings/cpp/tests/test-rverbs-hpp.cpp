@@ -17,6 +17,9 @@
 #include <string_view>
 #include <random>
 #include <thread>
+
+#include <sys/mman.h>
+#include <unistd.h>
 #include <variant>
 
 #include "harness.hpp"
@@ -989,6 +992,19 @@ TEST_CASE(extended_cq_timestamps_clock_and_wr_builder)
 	CHECK(r.wc.wr_id == 9 && r.wc.byte_len == 7 && r.timestamp >= t0);
 	CHECK(std::memcmp(mb.addr(), "builder", 7) == 0);
 	CHECK(std::memcmp(static_cast<char *>(mb.addr()) + 4096, "inline!", 7) == 0);
+	// A descriptor that is not a dma-buf is refused (both styles).
+	int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+	CHECK(fd >= 0 && ftruncate(fd, 65536) == 0);
+	mr::reg_dmabuf(pa, 0, 65536, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, ec);
+	CHECK(ec == std::errc::invalid_argument);
+	bool threw = false;
+	try {
+		mr::reg_dmabuf(pa, 0, 65536, 0x10000, fd, RV_ACCESS_LOCAL_WRITE);
+	} catch (const error &) {
+		threw = true;
+	}
+	CHECK(threw);
+	close(fd);
 	a.wr_start();
 	a.wr_send(4, RV_SEND_SIGNALED);
 	a.wr_abort();

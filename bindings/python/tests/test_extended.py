@@ -161,3 +161,19 @@ def test_work_request_builder():
         a.qp.wr_complete()
     a.ctx.close()
     b.ctx.close()
+
+
+def test_dmabuf_mr_refuses_what_is_not_a_dmabuf(context):
+    """MR(pd, length, dmabuf=fd): a descriptor that is not a dma-buf is refused by name."""
+    import os
+    pd = rverbs.PD(context)
+    fd = os.memfd_create("not-a-dmabuf")
+    try:
+        os.ftruncate(fd, 65536)
+        with pytest.raises(rverbs.RVerbsError) as e:
+            rverbs.MR(pd, 65536, dmabuf=fd, iova=0x10000)
+        assert e.value.errno == errno.EINVAL and "not a dma-buf" in str(e.value)
+        with pytest.raises(TypeError):
+            rverbs.MR(pd, dmabuf=fd)
+    finally:
+        os.close(fd)
