@@ -120,6 +120,9 @@ RV_EXPORT rv_device *rv_context_device(const rv_context *ctx)
 	return ctx->dev;
 }
 
+/* Where rv_device_attr's RV_DEVICE_ATTR_EX part begins. */
+#define DEVICE_ATTR_EX_OFF offsetof(rv_device_attr, device_cap_flags_ex)
+
 RV_EXPORT int rv_context_query_device(rv_context *ctx, rv_device_attr *attr)
 {
 	rv_device_attr tmp;
@@ -139,8 +142,33 @@ RV_EXPORT int rv_context_query_device(rv_context *ctx, rv_device_attr *attr)
 	rc = ctx->drv->query_device(ctx, &tmp);
 	if (rc < 0)
 		return rv_err_from_driver(rc, __func__, "querying the device");
-	tmp.mask = RV_DEVICE_ATTR_ALL;
-	*attr = tmp;
+	/* Only the parts asked for: a program built before RV_DEVICE_ATTR_EX
+	 * passes a struct that ends where the extended fields begin. */
+	if (attr->mask & RV_DEVICE_ATTR_BASE)
+		memcpy((char *)attr + sizeof(attr->mask), (const char *)&tmp + sizeof(tmp.mask),
+		       DEVICE_ATTR_EX_OFF - sizeof(tmp.mask));
+	if (attr->mask & RV_DEVICE_ATTR_EX)
+		memcpy((char *)attr + DEVICE_ATTR_EX_OFF, (const char *)&tmp + DEVICE_ATTR_EX_OFF,
+		       sizeof(tmp) - DEVICE_ATTR_EX_OFF);
+	return 0;
+}
+
+RV_EXPORT int rv_context_read_clock(rv_context *ctx, uint64_t *ret_raw)
+{
+	uint64_t raw = 0;
+	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_raw)
+		return rv_err(EINVAL, __func__, "ret_raw is NULL");
+	if (!ctx->drv->read_clock)
+		return rv_err(EOPNOTSUPP, __func__, "device %s has no clock to read", ctx->dev->name);
+	rv_error_clear();
+	rc = ctx->drv->read_clock(ctx, &raw);
+	if (rc < 0)
+		return rv_err_from_driver(rc, __func__, "reading the device clock");
+	*ret_raw = raw;
 	return 0;
 }
 

@@ -33,11 +33,25 @@ static const struct rv_object_class cq_class = {
 	.destroy = cq_destroy,
 };
 
-#define CQ_ATTR_KNOWN (RV_CQ_ATTR_CQE | RV_CQ_ATTR_CHANNEL | RV_CQ_ATTR_COMP_VECTOR)
+#define CQ_ATTR_KNOWN (RV_CQ_ATTR_CQE | RV_CQ_ATTR_CHANNEL | RV_CQ_ATTR_COMP_VECTOR | RV_CQ_ATTR_WC_FLAGS)
+#define CQ_WC_FLAGS_KNOWN (RV_CQ_WC_TIMESTAMP | RV_CQ_WC_FLOW_TAG | RV_CQ_WC_TIMESTAMP_WALLCLOCK)
+
+/* rv_cq_attr.wc_flags: known bits only, and a driver that can give them. */
+static int check_wc_flags(rv_context *ctx, uint64_t wc_flags)
+{
+	if (wc_flags & ~(uint64_t)CQ_WC_FLAGS_KNOWN)
+		return rv_err(EINVAL, "rv_cq_new", "unknown bit 0x%" PRIx64 " in rv_cq_attr.wc_flags",
+			      wc_flags & ~(uint64_t)CQ_WC_FLAGS_KNOWN);
+	if (wc_flags && !ctx->drv->cq_poll_ex)
+		return rv_err(EOPNOTSUPP, "rv_cq_new", "device %s gives no extended completion fields "
+			      "(wc_flags 0x%" PRIx64 "); create the CQ without RV_CQ_ATTR_WC_FLAGS",
+			      ctx->dev->name, wc_flags);
+	return 0;
+}
 
 RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 {
-	rv_cq_attr a = {.mask = 0, .cqe = 256, .comp_vector = 0, .channel = NULL};
+	rv_cq_attr a = {.mask = 0, .cqe = 256, .comp_vector = 0, .channel = NULL, .wc_flags = 0};
 	struct rv_cq *cq;
 	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
 
@@ -67,6 +81,12 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 					      ctx->dev->name);
 			a.channel = attr->channel;
 		}
+		if (attr->mask & RV_CQ_ATTR_WC_FLAGS) {
+			rc = check_wc_flags(ctx, attr->wc_flags);
+			if (rc < 0)
+				return rc;
+			a.wc_flags = attr->wc_flags;
+		}
 		a.mask = attr->mask;
 	}
 	cq = calloc(1, sizeof(*cq));
@@ -76,6 +96,7 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 	cq->obj.id = rv_ctx_next_id(ctx);
 	cq->ctx = ctx;
 	cq->poll = ctx->drv->cq_poll;
+	cq->wc_flags = (uint32_t)a.wc_flags;
 	rv_graph_lock(&ctx->obj);
 	rc = rv_obj_add_dep(&cq->obj, &ctx->obj);
 	if (rc == 0 && a.channel) {
@@ -149,6 +170,44 @@ RV_EXPORT int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max)
 	if (RV_UNLIKELY(!rv_obj_live_fast(cq, RV_OBJ_CQ) || !wc || max < 1))
 		return poll_checked(cq, wc, max, __func__);
 	return cq->poll(cq, wc, max);
+}
+
+/* rv_cq_poll_ex on a CQ created without wc_flags: the plain completions,
+ * with no extended field. */
+static int poll_ex_plain(rv_cq *cq, rv_wc_ex *wc, int max)
+{
+	rv_wc batch[16];
+	int n = cq->poll(cq, batch, max < 16 ? max : 16);
+
+	for (int i = 0; i < n; i++) {
+		memset(&wc[i], 0, sizeof(wc[i]));
+		wc[i].wc = batch[i];
+	}
+	return n;
+}
+
+RV_EXPORT int rv_cq_poll_ex(rv_cq *cq, rv_wc_ex *wc, int max)
+{
+	/* As poll_checked: the slow test only when the one-compare test fails
+	 * (a fork child's own CQs pass it and are polled). */
+	if (RV_UNLIKELY(!rv_obj_live_fast(cq, RV_OBJ_CQ) || !wc || max < 1)) {
+		int rc = rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__);
+
+		if (rc < 0)
+			return rc;
+		if (!wc || max < 1)
+			return rv_err(EINVAL, __func__, "%s", wc ? "max must be at least 1" : "wc is NULL");
+	}
+	if (cq->wc_flags) /* rv_cq_new let wc_flags through only with a cq_poll_ex */
+		return cq->ctx->drv->cq_poll_ex(cq, wc, max);
+	return poll_ex_plain(cq, wc, max);
+}
+
+RV_EXPORT uint64_t rv_cq_get_wc_flags(const rv_cq *cq)
+{
+	if (rv_obj_check(RV_COBJ(cq), RV_OBJ_CQ, __func__) < 0)
+		return 0;
+	return cq->wc_flags;
 }
 
 RV_EXPORT uint32_t rv_cq_size(const rv_cq *cq)

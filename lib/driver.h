@@ -32,7 +32,8 @@ struct rv_driver {
 	/* ctx->dev is set; attr has defaults applied (listen_addr never NULL). */
 	int (*context_open)(struct rv_context *ctx, const rv_context_attr *attr);
 	int (*context_close)(struct rv_context *ctx);
-	/* Fill every field of rv_device_attr / rv_port_attr (the facade handles masks). */
+	/* Fill every field of rv_device_attr (the RV_DEVICE_ATTR_EX ones too) /
+	 * rv_port_attr; the facade handles masks. */
 	int (*query_device)(struct rv_context *ctx, rv_device_attr *attr);
 	int (*query_port)(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr);
 	int (*query_gid)(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
@@ -47,13 +48,19 @@ struct rv_driver {
 	/* mr->pd, addr, length, access are set; fill lkey, rkey, drv_mr. */
 	int (*mr_reg)(struct rv_mr *mr);
 	int (*mr_dereg)(struct rv_mr *mr);
+	/* rv_mr_reg_dmabuf: mr->pd, addr (the iova), length, access are set
+	 * and mr->dmabuf is true; fd is a dma-buf (checked), valid during the
+	 * call only. Fill lkey, rkey, drv_mr; mr_dereg releases it. NULL: the
+	 * device has none (-EOPNOTSUPP). */
+	int (*mr_reg_dmabuf)(struct rv_mr *mr, uint64_t offset, int fd);
 	/* Re-register mr with pd, addr, length, access (all given, changed or not;
 	 * flags says which changed, checked). Update mr->lkey, rkey, drv_mr; the
 	 * facade updates the rest on success. May be NULL (-EOPNOTSUPP). */
 	int (*mr_rereg)(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 			uint32_t access);
 
-	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. */
+	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. A
+	 * driver may put its own rv_cq_poll entry for this CQ in cq->poll. */
 	int (*cq_create)(struct rv_cq *cq, const rv_cq_attr *attr);
 	int (*cq_destroy)(struct rv_cq *cq);
 	/* cqe ≥ 1; keep every completion in the CQ, in order, or refuse (a size
@@ -61,6 +68,15 @@ struct rv_driver {
 	int (*cq_resize)(struct rv_cq *cq, uint32_t cqe);
 	/* Data path: max ≥ 1, wc non-NULL. */
 	int (*cq_poll)(struct rv_cq *cq, rv_wc *wc, int max);
+	/* rv_cq_poll_ex on a CQ created with wc_flags (cq->wc_flags nonzero;
+	 * cq_create refused the flags it cannot give): as cq_poll, and the
+	 * extended fields cq->wc_flags names. Write every field of each
+	 * rv_wc_ex. The facade polls a CQ without wc_flags with cq->poll
+	 * itself. NULL: the device accepts no wc_flags (rv_cq_new says so). */
+	int (*cq_poll_ex)(struct rv_cq *cq, rv_wc_ex *wc, int max);
+	/* rv_context_read_clock: the raw clock completion timestamps count in.
+	 * NULL: the device has none (-EOPNOTSUPP). */
+	int (*read_clock)(struct rv_context *ctx, uint64_t *raw);
 
 	/* Completion channels (rv_comp_channel_new). Fill ch->fd (non-blocking,
 	 * readable while an event waits) and drv_ch. cq_create gets attr->channel

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "driver.h"
@@ -179,6 +180,59 @@ RV_EXPORT int rv_mr_reg(rv_pd *pd, void *addr, size_t length, uint32_t access, r
 	return mr_new(pd, addr, length, access, NULL, ret_mr, __func__);
 }
 
+/* A dma-buf's file system (linux/magic.h DMA_BUF_MAGIC, "DMAB"). */
+#define RV_DMA_BUF_MAGIC 0x444d4142
+
+RV_EXPORT int rv_mr_reg_dmabuf(rv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+			       uint32_t access, rv_mr **ret_mr)
+{
+	struct rv_context *ctx;
+	struct statfs sfs;
+	struct rv_mr *mr;
+	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+
+	if (rc < 0)
+		return rc;
+	ctx = pd->ctx;
+	if (!ret_mr)
+		return rv_err(EINVAL, __func__, "ret_mr is NULL");
+	if (length == 0)
+		return rv_err(EINVAL, __func__, "length is 0");
+	if (iova + length < iova || offset + length < offset)
+		return rv_err(EINVAL, __func__, "iova or offset + length wraps around");
+	if (fd < 0)
+		return rv_err(EINVAL, __func__, "fd %d is not a file descriptor", fd);
+	if (fstatfs(fd, &sfs) != 0 || sfs.f_type != RV_DMA_BUF_MAGIC)
+		return rv_err(EINVAL, __func__, "fd %d is not a dma-buf; pass the descriptor an exporter "
+			      "gave out (a GPU driver, vgem, udmabuf, a DMA heap)", fd);
+	rc = check_access(access, __func__);
+	if (rc < 0)
+		return rc;
+	if (!ctx->drv->mr_reg_dmabuf)
+		return rv_err(EOPNOTSUPP, __func__, "device %s cannot register dma-bufs", ctx->dev->name);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return rv_err(ENOMEM, __func__, "out of memory");
+	mr_init(mr, pd, (void *)(uintptr_t)iova, length, access);
+	mr->dmabuf = true;
+	rv_graph_lock(&pd->obj);
+	rc = rv_obj_add_dep(&mr->obj, &pd->obj);
+	if (rc == 0) {
+		/* Not host memory the process pins: no memlock account. */
+		rv_error_clear();
+		rc = ctx->drv->mr_reg_dmabuf(mr, offset, fd);
+		rc = rv_err_from_driver(rc, __func__, "registering the dma-buf");
+	} else {
+		rc = rv_err(ENOMEM, __func__, "out of memory");
+	}
+	if (rc < 0)
+		rv_obj_abort(&mr->obj);
+	rv_graph_unlock(&pd->obj);
+	if (rc == 0)
+		*ret_mr = mr;
+	return rc;
+}
+
 #define MR_ALLOC_ATTR_KNOWN (RV_MR_ALLOC_ATTR_PAGE | RV_MR_ALLOC_ATTR_NUMA_NODE | RV_MR_ALLOC_ATTR_FLAGS)
 
 /* Validate a placement request (shared with rv_pool_new). */
@@ -249,6 +303,9 @@ RV_EXPORT int rv_mr_rereg(rv_mr *mr, uint32_t flags, rv_pd *pd, void *addr, size
 	if (rc < 0)
 		return rc;
 	ctx = mr->pd->ctx;
+	if (mr->dmabuf)
+		return rv_err(EOPNOTSUPP, __func__, "the MR is a dma-buf (rv_mr_reg_dmabuf), which is not "
+			      "re-registered; register a new MR and close this one");
 	if (flags & ~(uint32_t)RV_REREG_KNOWN)
 		return rv_err(EINVAL, __func__, "unknown bit 0x%x in flags", flags & ~(uint32_t)RV_REREG_KNOWN);
 	if (flags == 0)

@@ -14,6 +14,7 @@
 #include "driver.h"
 #include "gid_select.h"
 #include "qp_signal.h"
+#include "wr_builder.h"
 #include "qp_state.h"
 #include "memory.h"
 
@@ -30,6 +31,7 @@ static int qp_destroy(struct rv_object *obj)
 static void qp_release(struct rv_object *obj)
 {
 	rv_qp_signal_free((struct rv_qp *)obj);
+	rv_wr_builder_free((struct rv_qp *)obj);
 }
 
 static const struct rv_object_class qp_class = {

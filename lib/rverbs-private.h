@@ -66,6 +66,7 @@ struct rv_mr {
 	 * unmaps it only after deregistration: a driver may rely on it being
 	 * mapped while registered (soft0 copies it with memcpy, mr.c). */
 	bool memory_ours;
+	bool dmabuf;          /* rv_mr_reg_dmabuf: addr is the iova; never moved by rv_mr_rereg */
 };
 
 struct rv_comp_channel {
@@ -89,6 +90,7 @@ struct rv_cq {
 	struct rv_qp *sig_qps;           /* QPs sending here with a signalling policy (lib/qp_signal.c) */
 	uint32_t wait_mode;              /* rv_cq_wait_mode */
 	uint64_t spin_ns;
+	uint32_t wc_flags;               /* rv_cq_wc_flags it was created with (rv_cq_poll_ex) */
 };
 
 /* How a QP's source GID was chosen (struct rv_qp's sgid). */
@@ -129,6 +131,7 @@ struct rv_qp {
 	rv_qp_cap cap;     /* as read back from the driver after create */
 	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
 	struct rv_srq *srq; /* or NULL; a dependency (strong) */
+	struct rv_wr_builder *wrb; /* rv_qp_wr_* state, or NULL before the first batch (lib/wr_builder.c) */
 };
 
 struct rv_srq {

@@ -18,7 +18,7 @@ archive=$1
 ORDER='
 wire/crc32c wire/sha256 wire/wire wire/roce
 event completion
-memory/maps memory/mr memory/atomic
+memory/maps memory/mr memory/dmabuf memory/atomic
 iwarp/fault
 samehost/shm samehost/shmring
 iwarp/stream iwarp/auth iwarp/ext iwarp/tx iwarp/retry iwarp/rx iwarp/place iwarp/conn

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -414,12 +416,178 @@ static void test_errors__address_handle_arguments(void **state)
 	assert_int_equal(rv_ah_query(NULL, &a), -EINVAL);
 }
 
+/* The extended verbs on a driver that has none of them (the mock): a CQ
+ * with wc_flags and the device clock are refused with -EOPNOTSUPP, unknown
+ * flag bits with -EINVAL naming them; rv_cq_poll_ex falls back to the plain
+ * completions; a query of one part of rv_device_attr writes only that part. */
+static void test_errors__extended_verbs_on_a_driver_without_them(void **state)
+{
+	rv_device_attr da;
+	rv_cq *cq = NULL;
+	rv_wc_ex x[4];
+	uint64_t raw = 5;
+
+	(void)state;
+	assert_int_equal(rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS, .wc_flags = 1u << 0}, &cq),
+			 -EINVAL);
+	assert_msg_contains("unknown bit 0x1 in rv_cq_attr.wc_flags");
+	assert_int_equal(rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS, .wc_flags = RV_CQ_WC_TIMESTAMP},
+				   &cq),
+			 -EOPNOTSUPP);
+	assert_msg_contains("gives no extended completion fields");
+	assert_null(cq);
+	assert_int_equal(rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS, .wc_flags = 0}, &cq), 0);
+	assert_int_equal(rv_cq_get_wc_flags(cq), 0);
+	mock.poll_n = 2;
+	mock.poll_wc[0].wr_id = 11;
+	mock.poll_wc[1].wr_id = 12;
+	mock.poll_wc[1].status = RV_WC_REM_ACCESS_ERR;
+	memset(x, 0xff, sizeof(x));
+	assert_int_equal(rv_cq_poll_ex(cq, x, 4), 2);
+	assert_int_equal(x[0].wc.wr_id, 11);
+	assert_int_equal(x[1].wc.status, RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(x[0].ex_flags | x[1].ex_flags, 0);
+	assert_int_equal(x[0].timestamp | x[0].reserved[3], 0);
+	assert_int_equal(x[2].wc.wr_id, UINT64_MAX); /* untouched beyond the count */
+	assert_int_equal(rv_cq_poll_ex(cq, x, 1), 1);
+	mock.poll_rc = -EOVERFLOW;
+	assert_int_equal(rv_cq_poll_ex(cq, x, 1), -EOVERFLOW);
+	assert_int_equal(rv_cq_poll_ex(cq, NULL, 1), -EINVAL);
+	assert_msg_contains("wc is NULL");
+	assert_int_equal(rv_cq_poll_ex(cq, x, 0), -EINVAL);
+	assert_msg_contains("max must be at least 1");
+	assert_int_equal(rv_cq_poll_ex(NULL, x, 1), -EINVAL);
+	assert_int_equal(rv_cq_close(cq), 0);
+	assert_int_equal(rv_cq_poll_ex(cq, x, 1), -RV_ECLOSED);
+	assert_int_equal(rv_cq_get_wc_flags(cq), 0);
+	rv_cq_unref(cq);
+
+	assert_int_equal(rv_context_read_clock(ctx, &raw), -EOPNOTSUPP);
+	assert_msg_contains("has no clock");
+	assert_int_equal(raw, 5);
+	assert_int_equal(rv_context_read_clock(ctx, NULL), -EINVAL);
+	assert_int_equal(rv_context_read_clock(NULL, &raw), -EINVAL);
+
+	/* The extended part alone leaves the base part as it was, and the reverse. */
+	memset(&da, 0x5a, sizeof(da));
+	da.mask = RV_DEVICE_ATTR_EX;
+	assert_int_equal(rv_context_query_device(ctx, &da), 0);
+	assert_int_equal(da.mask, RV_DEVICE_ATTR_EX);
+	assert_int_equal(da.max_qp, 0x5a5a5a5a);
+	assert_int_equal(da.completion_timestamp_mask, 0);
+	memset(&da, 0x5a, sizeof(da));
+	da.mask = RV_DEVICE_ATTR_BASE;
+	assert_int_equal(rv_context_query_device(ctx, &da), 0);
+	assert_int_not_equal(da.max_qp, 0x5a5a5a5a);
+	assert_int_equal(da.completion_timestamp_mask, UINT64_C(0x5a5a5a5a5a5a5a5a));
+	da.mask = RV_DEVICE_ATTR_ALL | (UINT64_C(1) << 2);
+	assert_int_equal(rv_context_query_device(ctx, &da), -EINVAL);
+	assert_msg_contains("unknown bit 0x4 in rv_device_attr.mask");
+}
+
+/* rv_mr_reg_dmabuf's checks before any driver: a descriptor that is not a
+ * dma-buf (a memfd), a negative one, zero length, a bad access; and a
+ * driver without dma-buf registration cannot be asked (the facade's check
+ * comes first, so the mock's missing op is never reached with a non-dma-buf). */
+static void test_errors__dmabuf_arguments(void **state)
+{
+	rv_mr *mr = NULL;
+	int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 65536), 0);
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 65536, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("is not a dma-buf");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 65536, 0x10000, -1, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("fd -1");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 0, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("length is 0");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 4096, UINT64_MAX - 10, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("wraps");
+	assert_int_equal(rv_mr_reg_dmabuf(pd, 0, 4096, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, NULL), -EINVAL);
+	assert_int_equal(rv_mr_reg_dmabuf(NULL, 0, 4096, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_null(mr);
+	close(fd);
+}
+
+/* The work-request builder on the mock: the WRs it collected reach the
+ * driver's post_send as one array, SGE lists and inline bytes copied when
+ * set; a partial post reports how many went; misuse is named. */
+static void test_errors__wr_builder_posts_one_array(void **state)
+{
+	rv_cq *cq = NULL;
+	rv_qp *qp = new_qp(&cq);
+	rv_sge two[2] = {{.addr = 0x1000, .length = 8, .lkey = 1}, {.addr = 0x2000, .length = 16, .lkey = 2}};
+	char text[6] = "hello";
+	size_t posted = 99;
+
+	(void)state;
+	assert_int_equal(rv_qp_wr_start(qp), 0);
+	assert_int_equal(rv_qp_wr_rdma_write_imm(qp, 1, RV_SEND_SIGNALED, 0x77, 0xabc000, 0x1234), 0);
+	assert_int_equal(rv_qp_wr_set_sge_list(qp, two, 2), 0);
+	two[0].addr = 0; /* copied: no effect on the WR */
+	assert_int_equal(rv_qp_wr_send(qp, 2, 0), 0);
+	assert_int_equal(rv_qp_wr_set_inline_data(qp, text, 5), 0);
+	text[0] = 'J';
+	assert_int_equal(rv_qp_wr_atomic_cmp_swp(qp, 3, 0, 0x88, 0xdef000, 4, 5), 0);
+	assert_int_equal(rv_qp_wr_set_sge(qp, 3, 0x3000, 8), 0);
+	assert_int_equal(rv_qp_wr_complete(qp, &posted), 0);
+	assert_int_equal(posted, 3);
+	assert_int_equal(mock.n_sent, 3);
+	assert_int_equal(mock.sent_wr_id[0], 1);
+	assert_int_equal(mock.sent_wr_id[2], 3);
+	assert_true(mock.sent_flags[1] & RV_SEND_INLINE);
+	assert_int_equal(mock.last_send.opcode, RV_WR_RDMA_WRITE_WITH_IMM);
+	assert_int_equal(mock.last_send.imm_data, 0x1234);
+	assert_int_equal(mock.last_send.rkey, 0x77);
+	assert_int_equal(mock.last_send.remote_addr, 0xabc000);
+	assert_int_equal(mock.last_send.num_sge, 2);
+	assert_int_equal(mock.last_send.sg_list[0].addr, 0x1000);
+	assert_int_equal(mock.last_send.sg_list[1].lkey, 2);
+	/* The batch is closed: a second complete is refused by name. */
+	assert_int_equal(rv_qp_wr_complete(qp, NULL), -EINVAL);
+	assert_msg_contains("no batch is open");
+
+	/* The driver takes one of two: the count says so. */
+	mock.post_limit = 1;
+	assert_int_equal(rv_qp_wr_start(qp), 0);
+	assert_int_equal(rv_qp_wr_send(qp, 4, 0), 0);
+	assert_int_equal(rv_qp_wr_send(qp, 5, 0), 0);
+	assert_int_equal(rv_qp_wr_complete(qp, &posted), -ENOMEM);
+	assert_int_equal(posted, 1);
+
+	/* Each batch reuses the builder; misuse is named. */
+	assert_int_equal(rv_qp_wr_start(qp), 0);
+	assert_int_equal(rv_qp_wr_start(qp), -EBUSY);
+	assert_msg_contains("already open");
+	assert_int_equal(rv_qp_wr_set_inline_data(qp, "x", 1), -EINVAL);
+	assert_msg_contains("no work request yet");
+	assert_int_equal(rv_qp_wr_send(qp, 6, 0), 0);
+	assert_int_equal(rv_qp_wr_set_sge(qp, 1, 0x1000, 4), 0);
+	assert_int_equal(rv_qp_wr_set_sge(qp, 1, 0x1000, 4), -EINVAL);
+	assert_msg_contains("has its data already");
+	assert_int_equal(rv_qp_wr_set_ud_addr(qp, NULL, 1, 1), -EINVAL);
+	assert_msg_contains("not a UD QP");
+	assert_int_equal(rv_qp_wr_atomic_write(qp, 7, 0, 1, 0x1000, "12345678"), -EOPNOTSUPP);
+	assert_msg_contains("no RDMA atomic write");
+	assert_int_equal(rv_qp_wr_abort(qp), 0);
+	assert_int_equal(rv_qp_close(qp), 0);
+	assert_int_equal(rv_qp_wr_start(qp), -RV_ECLOSED);
+	assert_int_equal(rv_qp_wr_abort(qp), -RV_ECLOSED);
+	rv_qp_unref(qp);
+	rv_cq_unref(cq);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_errors__names_of_unknown_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__cq_masks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__context_queries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors__extended_verbs_on_a_driver_without_them, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors__wr_builder_posts_one_array, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors__dmabuf_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__qp_helpers_and_driver_failures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors__mr_cache_arguments, setup, teardown),

@@ -1131,6 +1131,138 @@ static void test_ibv_driver__memory_windows(void **state)
 	close_mock(dev, ctx);
 }
 
+/* A provider without the extended verbs (the mock's plain ibv_context):
+ * ibv_query_device_ex falls back to the legacy query, so the extended part
+ * reports nothing; a CQ with timestamps and the device clock are refused
+ * with -EOPNOTSUPP naming the reason; rv_cq_poll_ex on a plain CQ gives the
+ * completions without extended fields. */
+static void test_ibv_driver__no_extended_verbs_means_eopnotsupp(void **state)
+{
+	rv_device_attr da = {.mask = RV_DEVICE_ATTR_ALL};
+	rv_device *dev;
+	rv_context *ctx;
+	rv_cq *cq = NULL;
+	uint64_t raw = 7;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_context_query_device(ctx, &da), 0);
+	assert_int_equal(da.max_qp_wr, 1024);
+	assert_int_equal(da.completion_timestamp_mask, 0);
+	assert_int_equal(da.hca_core_clock, 0);
+	assert_int_equal(da.cq_wc_flags, 0);
+	assert_int_equal(da.max_send_sge, MOCK_SGE);
+	assert_int_equal(da.max_recv_sge, MOCK_SGE);
+	assert_int_equal(da.max_inline_data, 0);
+	assert_int_equal(rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS, .wc_flags = RV_CQ_WC_TIMESTAMP},
+				   &cq),
+			 -EOPNOTSUPP);
+	assert_msg("does not stamp completions");
+	assert_null(cq);
+	assert_int_equal(rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS,
+						      .wc_flags = RV_CQ_WC_TIMESTAMP_WALLCLOCK},
+				   &cq),
+			 -EOPNOTSUPP);
+	assert_msg("ibv_create_cq_ex");
+	assert_int_equal(rv_context_read_clock(ctx, &raw), -EOPNOTSUPP);
+	assert_msg("cannot read its clock");
+	assert_int_equal(raw, 7);
+	close_mock(dev, ctx);
+}
+
+/* A provider with them: ibv_query_device_ex's fields arrive in
+ * rv_device_attr, a CQ with timestamps is an ibv_cq_ex polled with
+ * start/next/end (rv_cq_poll_ex gives each stamp, rv_cq_poll the plain
+ * completions), the clock reads ibv_query_rt_values_ex, and a flag the
+ * provider refuses is -EOPNOTSUPP. */
+static void test_ibv_driver__extended_query_and_cq_timestamps(void **state)
+{
+	rv_device_attr da = {.mask = RV_DEVICE_ATTR_ALL};
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ};
+	static char src[64], dst[64];
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_cq *cq, *bad = NULL;
+	rv_qp *a, *b;
+	rv_mr *smr, *dmr;
+	rv_endpoint ea, eb;
+	rv_wc_ex x[4];
+	rv_wc wc;
+	uint64_t t0, t1;
+
+	(void)state;
+	mock.extended = 1;
+	mock.ts_mask = (UINT64_C(1) << 48) - 1;
+	mock.clock = 1000;
+	mock.cq_ex_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_context_query_device(ctx, &da), 0);
+	assert_int_equal(da.max_qp_wr, 1024);
+	assert_int_equal(da.completion_timestamp_mask, mock.ts_mask);
+	assert_int_equal(da.hca_core_clock, 156250);
+	assert_int_equal(da.cq_wc_flags, RV_CQ_WC_TIMESTAMP);
+	assert_true(da.device_cap_flags_ex & RV_DEVICE_CAP_ATOMIC_WRITE);
+	assert_int_equal(da.odp_general_caps, RV_ODP_SUPPORT);
+	assert_int_equal(da.odp_rc_caps, RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_WRITE);
+	assert_int_equal(da.pp_rate_limit_min, 1000);
+	assert_int_equal(da.pp_rate_limit_max, 100000000);
+	assert_int_equal(da.max_dm_size, 262144);
+	assert_int_equal(da.pci_atomic_fetch_add, RV_PCI_ATOMIC_8_BYTE);
+	assert_int_equal(da.pci_atomic_compare_swap, RV_PCI_ATOMIC_4_BYTE | RV_PCI_ATOMIC_8_BYTE);
+
+	assert_int_equal(rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS, .wc_flags = RV_CQ_WC_FLOW_TAG},
+				   &bad),
+			 -EOPNOTSUPP);
+	assert_msg("cannot give the completion fields 0x200");
+	assert_int_equal(rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS, .wc_flags = RV_CQ_WC_TIMESTAMP},
+				   &cq),
+			 0);
+	assert_int_equal(mock.n_cq_ex, 1);
+	assert_int_equal(rv_cq_get_wc_flags(cq), RV_CQ_WC_TIMESTAMP);
+
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	qa.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &qa, &a), 0);
+	assert_int_equal(rv_qp_new(pd, &qa, &b), 0);
+	assert_int_equal(rv_mr_reg(pd, src, sizeof(src), RV_ACCESS_LOCAL_WRITE, &smr), 0);
+	assert_int_equal(rv_mr_reg(pd, dst, sizeof(dst), RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, &dmr), 0);
+	assert_int_equal(rv_qp_endpoint(a, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b, &eb), 0);
+	assert_int_equal(rv_qp_connect(a, &eb), 0);
+	assert_int_equal(rv_qp_connect(b, &ea), 0);
+	rv_sge sge = {.addr = (uintptr_t)src, .length = 16, .lkey = rv_mr_lkey(smr)};
+
+	assert_int_equal(rv_context_read_clock(ctx, &t0), 0);
+	assert_int_equal(t0, 1000);
+	for (uint64_t k = 1; k <= 3; k++)
+		assert_int_equal(rv_qp_write(a, &sge, (uintptr_t)dst, rv_mr_rkey(dmr), k), 0);
+	assert_int_equal(rv_context_read_clock(ctx, &t1), 0);
+	assert_int_equal(rv_cq_poll_ex(cq, x, 2), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(x[i].wc.wr_id, (uint64_t)i + 1);
+		assert_int_equal(x[i].wc.status, RV_WC_SUCCESS);
+		assert_int_equal(x[i].wc.opcode, RV_WC_RDMA_WRITE);
+		assert_int_equal(x[i].wc.qp_num, rv_qp_num(a));
+		assert_int_equal(x[i].ex_flags, RV_CQ_WC_TIMESTAMP);
+		assert_true(x[i].timestamp > t0 && x[i].timestamp <= t1);
+	}
+	assert_true(x[0].timestamp < x[1].timestamp);
+	/* The plain poll on the same CQ goes through start/next/end too. */
+	assert_int_equal(rv_cq_poll(cq, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(rv_cq_poll(cq, &wc, 1), 0);
+	assert_int_equal(rv_cq_poll_ex(cq, x, 4), 0);
+
+	close_mock(dev, ctx);
+	rv_mr_unref(smr);
+	rv_mr_unref(dmr);
+	rv_qp_unref(a);
+	rv_qp_unref(b);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1156,6 +1288,8 @@ int main(void)
 		T(test_ibv_driver__srq_through_libibverbs),
 		T(test_ibv_driver__async_events_are_translated_and_acked_at_once),
 		T(test_ibv_driver__cq_resize),
+		T(test_ibv_driver__no_extended_verbs_means_eopnotsupp),
+		T(test_ibv_driver__extended_query_and_cq_timestamps),
 #undef T
 	};
 

@@ -84,6 +84,17 @@ static struct {
 	/* ibv_rereg_mr */
 	int n_rereg, rereg_flags;
 	int rereg_rc, rereg_errno; /* ibv_rereg_mr returns rereg_rc with errno rereg_errno */
+	/* The extended verbs: with `extended` set before ibv_open_device, the
+	 * context is a verbs_context with query_device_ex, query_rt_values and
+	 * create_cq_ex; ts_mask is the completion timestamp mask it reports
+	 * (0: no timestamps), cq_ex_flags the wc_flags beyond the standard ones
+	 * its create_cq_ex accepts, clock its raw clock (each stamped
+	 * completion advances it by one). */
+	int extended;
+	uint64_t ts_mask;
+	uint64_t cq_ex_flags;
+	uint64_t clock;
+	int n_cq_ex;           /* CQs made by create_cq_ex */
 } mock = { .port_state = IBV_PORT_ACTIVE, .next_qpn = 0x100 };
 
 static struct ibv_device mock_devs[MOCK_NDEV] = {
@@ -95,8 +106,13 @@ static const uint8_t mock_gid[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
 				      0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55 };
 
 struct mock_cq {
-	struct ibv_cq cq; /* first: the driver holds &cq */
+	union {
+		struct ibv_cq cq;     /* first: the driver holds &cq */
+		struct ibv_cq_ex cqx; /* a CQ of create_cq_ex: ibv_cq_ex_to_cq is the cast */
+	};
 	struct ibv_wc *q;
+	uint64_t *ts;       /* create_cq_ex with a timestamp: the stamp of each entry */
+	bool loaded;        /* create_cq_ex: start_poll/next_poll loaded the head entry */
 	int size, head, count;
 };
 
@@ -166,6 +182,8 @@ static int mock_complete(struct ibv_cq *cq, const struct ibv_wc *wc)
 	if (c->count == c->size)
 		return -1;
 	c->q[(c->head + c->count) % c->size] = *wc;
+	if (c->ts)
+		c->ts[(c->head + c->count) % c->size] = ++mock.clock & mock.ts_mask;
 	c->count++;
 	return 0;
 }
@@ -626,6 +644,146 @@ static int mock_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	return n;
 }
 
+/* ---- the extended verbs (mock.extended) ---- */
+
+static struct mock_cq *cq_of_ex(struct ibv_cq_ex *x)
+{
+	return (struct mock_cq *)(void *)x;
+}
+
+static const struct ibv_wc *ex_cur(struct ibv_cq_ex *x)
+{
+	struct mock_cq *c = cq_of_ex(x);
+
+	return &c->q[c->head];
+}
+
+static int ex_load(struct mock_cq *c)
+{
+	if (c->count == 0)
+		return ENOENT;
+	c->cqx.wr_id = c->q[c->head].wr_id;
+	c->cqx.status = c->q[c->head].status;
+	c->loaded = true;
+	return 0;
+}
+
+static void ex_consume(struct mock_cq *c)
+{
+	if (!c->loaded)
+		return;
+	c->head = (c->head + 1) % c->size;
+	c->count--;
+	c->loaded = false;
+}
+
+static int ex_start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
+{
+	(void)attr;
+	return ex_load(cq_of_ex(x));
+}
+
+static int ex_next_poll(struct ibv_cq_ex *x)
+{
+	ex_consume(cq_of_ex(x));
+	return ex_load(cq_of_ex(x));
+}
+
+static void ex_end_poll(struct ibv_cq_ex *x)
+{
+	ex_consume(cq_of_ex(x));
+}
+
+static enum ibv_wc_opcode ex_read_opcode(struct ibv_cq_ex *x) { return ex_cur(x)->opcode; }
+static uint32_t ex_read_vendor_err(struct ibv_cq_ex *x) { return ex_cur(x)->vendor_err; }
+static uint32_t ex_read_byte_len(struct ibv_cq_ex *x) { return ex_cur(x)->byte_len; }
+static __be32 ex_read_imm_data(struct ibv_cq_ex *x) { return ex_cur(x)->imm_data; }
+static uint32_t ex_read_qp_num(struct ibv_cq_ex *x) { return ex_cur(x)->qp_num; }
+static uint32_t ex_read_src_qp(struct ibv_cq_ex *x) { return ex_cur(x)->src_qp; }
+static unsigned int ex_read_wc_flags(struct ibv_cq_ex *x) { return ex_cur(x)->wc_flags; }
+static uint32_t ex_read_slid(struct ibv_cq_ex *x) { return ex_cur(x)->slid; }
+static uint8_t ex_read_sl(struct ibv_cq_ex *x) { return ex_cur(x)->sl; }
+static uint8_t ex_read_dlid_path_bits(struct ibv_cq_ex *x) { return ex_cur(x)->dlid_path_bits; }
+
+static uint64_t ex_read_completion_ts(struct ibv_cq_ex *x)
+{
+	struct mock_cq *c = cq_of_ex(x);
+
+	return c->ts[c->head];
+}
+
+static struct ibv_cq_ex *mock_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *a)
+{
+	uint64_t beyond = a->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS;
+	struct ibv_cq *cq;
+	struct mock_cq *c;
+
+	if (beyond & ~mock.cq_ex_flags || ((beyond & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) && !mock.ts_mask)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = ibv_create_cq(context, (int)a->cqe, a->cq_context, a->channel, (int)a->comp_vector);
+	if (!cq)
+		return NULL;
+	c = (struct mock_cq *)cq;
+	if (beyond & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) {
+		c->ts = calloc((size_t)c->size, sizeof(*c->ts));
+		if (!c->ts) {
+			ibv_destroy_cq(cq);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	c->cqx.start_poll = ex_start_poll;
+	c->cqx.next_poll = ex_next_poll;
+	c->cqx.end_poll = ex_end_poll;
+	c->cqx.read_opcode = ex_read_opcode;
+	c->cqx.read_vendor_err = ex_read_vendor_err;
+	c->cqx.read_byte_len = ex_read_byte_len;
+	c->cqx.read_imm_data = ex_read_imm_data;
+	c->cqx.read_qp_num = ex_read_qp_num;
+	c->cqx.read_src_qp = ex_read_src_qp;
+	c->cqx.read_wc_flags = ex_read_wc_flags;
+	c->cqx.read_slid = ex_read_slid;
+	c->cqx.read_sl = ex_read_sl;
+	c->cqx.read_dlid_path_bits = ex_read_dlid_path_bits;
+	c->cqx.read_completion_ts = ex_read_completion_ts;
+	mock.n_cq_ex++;
+	return &c->cqx;
+}
+
+static int mock_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
+				struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	(void)input;
+	memset(attr, 0, attr_size);
+	ibv_query_device(context, &attr->orig_attr);
+	attr->completion_timestamp_mask = mock.ts_mask;
+	attr->hca_core_clock = mock.ts_mask ? 156250 : 0;
+	attr->device_cap_flags_ex = attr->orig_attr.device_cap_flags | (1ULL << 40);
+	attr->odp_caps.general_caps = IBV_ODP_SUPPORT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE;
+	attr->packet_pacing_caps.qp_rate_limit_min = 1000;
+	attr->packet_pacing_caps.qp_rate_limit_max = 100000000;
+	attr->packet_pacing_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+	attr->max_dm_size = 262144;
+	attr->pci_atomic_caps.fetch_add = IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
+	attr->pci_atomic_caps.compare_swap = IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP |
+					     IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
+	return 0;
+}
+
+static int mock_query_rt_values(struct ibv_context *context, struct ibv_values_ex *v)
+{
+	(void)context;
+	if (!mock.ts_mask)
+		return EOPNOTSUPP;
+	v->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+	v->raw_clock.tv_sec = 0;
+	v->raw_clock.tv_nsec = (long)(mock.clock & mock.ts_mask);
+	return 0;
+}
+
 /* Completion channels: an fd that never signals; CQs arm but never fire. */
 static int mock_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
@@ -836,7 +994,20 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = mock.open_errno;
 		return NULL;
 	}
-	c = calloc(1, sizeof(*c));
+	if (mock.extended) {
+		struct verbs_context *v = calloc(1, sizeof(*v));
+
+		if (!v)
+			return NULL;
+		v->sz = sizeof(*v);
+		v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+		v->query_device_ex = mock_query_device_ex;
+		v->query_rt_values = mock_query_rt_values;
+		v->create_cq_ex = mock_create_cq_ex;
+		c = &v->context;
+	} else {
+		c = calloc(1, sizeof(*c));
+	}
 	if (!c)
 		return NULL;
 	c->device = device;
@@ -857,7 +1028,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 int ibv_close_device(struct ibv_context *context)
 {
 	close(context->async_fd);
-	free(context);
+	if (context->abi_compat == __VERBS_ABI_IS_EXTENDED)
+		free(verbs_get_ctx(context));
+	else
+		free(context);
 	mock.ctx_out--;
 	return 0;
 }
@@ -1084,6 +1258,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	struct mock_cq *c = (struct mock_cq *)cq;
 
+	free(c->ts);
 	free(c->q);
 	free(c);
 	mock.cq_out--;

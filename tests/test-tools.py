@@ -90,6 +90,16 @@ def case_info_json():
     p = run(["info", "-v"])
     check(p.returncode == 0, "rverbs info -v exits 0")
     check(("hca_id:" in p.stdout) == bool(names), "rverbs info -v prints each device, or says there is none")
+    if soft_built():
+        p = run(["info", "-v", "--json", "-d", "soft0"])
+        soft = json.loads(p.stdout)["devices"][0]
+        check(soft["completion_timestamp_mask"] == 2**64 - 1 and soft["hca_core_clock"] == 1000000,
+              "rverbs info -v shows soft0's completion clock (64-bit ns, 1 GHz)")
+        check(soft["max_read_sge"] == soft["max_sge_rd"] and soft["max_inline_data"] > 0,
+              "rverbs info -v shows the limits per work-request type")
+        p = run(["info", "-v", "-d", "soft0"])
+        check("completion_timestamp_mask:" in p.stdout and "odp_caps:" in p.stdout,
+              "rverbs info -v prints the extended device attributes")
     p = run(["info", "-d", "no-such-device"])
     check(p.returncode != 0 and "no-such-device" in p.stderr, "an unknown -d is an error that names it")
 

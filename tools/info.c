@@ -55,6 +55,26 @@ static void text_device(const rv_device *dev, const rv_device_attr *d, bool verb
 	printf("\tmax_mw:\t\t\t\t%u\n", d->max_mw);
 	printf("\tmax_ah:\t\t\t\t%u\n", d->max_ah);
 	printf("\tmax_pkeys:\t\t\t%u\n", d->max_pkeys);
+	/* The extended part (RV_DEVICE_ATTR_EX, as ibv_devinfo -v shows ibv_query_device_ex). */
+	printf("\tdevice_cap_flags_ex:\t\t0x%" PRIx64 "\n", d->device_cap_flags_ex);
+	printf("\tcompletion_timestamp_mask:\t0x%" PRIx64 "\n", d->completion_timestamp_mask);
+	printf("\thca_core_clock:\t\t\t%" PRIu64 " kHz\n", d->hca_core_clock);
+	printf("\tcq_wc_flags:\t\t\t0x%x%s%s%s\n", d->cq_wc_flags,
+	       d->cq_wc_flags & RV_CQ_WC_TIMESTAMP ? " TIMESTAMP" : "",
+	       d->cq_wc_flags & RV_CQ_WC_TIMESTAMP_WALLCLOCK ? " TIMESTAMP_WALLCLOCK" : "",
+	       d->cq_wc_flags & RV_CQ_WC_FLOW_TAG ? " FLOW_TAG" : "");
+	printf("\todp_caps:\t\t\tgeneral 0x%" PRIx64 " rc 0x%x uc 0x%x ud 0x%x xrc 0x%x\n", d->odp_general_caps,
+	       d->odp_rc_caps, d->odp_uc_caps, d->odp_ud_caps, d->odp_xrc_caps);
+	printf("\tpacket_pacing:\t\t\t%u..%u kbps, QP types 0x%x\n", d->pp_rate_limit_min, d->pp_rate_limit_max,
+	       d->pp_supported_qpts);
+	printf("\tmax_dm_size:\t\t\t%" PRIu64 "\n", d->max_dm_size);
+	printf("\tpci_atomic_caps:\t\tfetch_add 0x%x swap 0x%x compare_swap 0x%x\n", d->pci_atomic_fetch_add,
+	       d->pci_atomic_swap, d->pci_atomic_compare_swap);
+	printf("\tmax_send_sge:\t\t\t%u\n", d->max_send_sge);
+	printf("\tmax_recv_sge:\t\t\t%u\n", d->max_recv_sge);
+	printf("\tmax_read_sge:\t\t\t%u\n", d->max_read_sge);
+	printf("\tmax_inline_data:\t\t%u%s\n", d->max_inline_data,
+	       d->max_inline_data ? "" : " (not reported; a QP's cap tells)");
 }
 
 static void json_device_attr(struct json *j, const rv_device_attr *d, bool verbose)
@@ -92,6 +112,26 @@ static void json_device_attr(struct json *j, const rv_device_attr *d, bool verbo
 	json_uint(j, "max_mw", d->max_mw);
 	json_uint(j, "max_ah", d->max_ah);
 	json_uint(j, "max_pkeys", d->max_pkeys);
+	json_uint(j, "device_cap_flags_ex", d->device_cap_flags_ex);
+	json_uint(j, "completion_timestamp_mask", d->completion_timestamp_mask);
+	json_uint(j, "hca_core_clock", d->hca_core_clock);
+	json_uint(j, "cq_wc_flags", d->cq_wc_flags);
+	json_uint(j, "odp_general_caps", d->odp_general_caps);
+	json_uint(j, "odp_rc_caps", d->odp_rc_caps);
+	json_uint(j, "odp_uc_caps", d->odp_uc_caps);
+	json_uint(j, "odp_ud_caps", d->odp_ud_caps);
+	json_uint(j, "odp_xrc_caps", d->odp_xrc_caps);
+	json_uint(j, "pp_rate_limit_min", d->pp_rate_limit_min);
+	json_uint(j, "pp_rate_limit_max", d->pp_rate_limit_max);
+	json_uint(j, "pp_supported_qpts", d->pp_supported_qpts);
+	json_uint(j, "max_dm_size", d->max_dm_size);
+	json_uint(j, "pci_atomic_fetch_add", d->pci_atomic_fetch_add);
+	json_uint(j, "pci_atomic_swap", d->pci_atomic_swap);
+	json_uint(j, "pci_atomic_compare_swap", d->pci_atomic_compare_swap);
+	json_uint(j, "max_send_sge", d->max_send_sge);
+	json_uint(j, "max_recv_sge", d->max_recv_sge);
+	json_uint(j, "max_read_sge", d->max_read_sge);
+	json_uint(j, "max_inline_data", d->max_inline_data);
 }
 
 static void port_out(struct json *j, rv_context *ctx, const char *name, uint8_t p, bool verbose)

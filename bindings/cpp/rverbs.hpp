@@ -420,6 +420,19 @@ public:
 		detail::check(rv_context_query_device(p_, &a), ec);
 		return a;
 	}
+	/** The device's raw clock, in the units of CQ timestamps (rv_context_read_clock). */
+	uint64_t read_clock() const
+	{
+		uint64_t v = 0;
+		detail::check(rv_context_read_clock(p_, &v), "rv_context_read_clock");
+		return v;
+	}
+	uint64_t read_clock(std::error_code &ec) const noexcept
+	{
+		uint64_t v = 0;
+		detail::check(rv_context_read_clock(p_, &v), ec);
+		return v;
+	}
 	rv_port_attr query_port(uint8_t port_num = 1) const
 	{
 		rv_port_attr a{};
@@ -569,6 +582,13 @@ public:
 	static mr reg(const pd &pd, void *addr, size_t length, uint32_t access,
 		      std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg, pd.get(), addr, length, access)
+	/** Register @p length bytes of the dma-buf @p fd from @p offset, addressed
+	 *  from @p iova (rv_mr_reg_dmabuf); @p fd may be closed afterwards. */
+	static mr reg_dmabuf(const pd &pd, uint64_t offset, size_t length, uint64_t iova, int fd, uint32_t access)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_reg_dmabuf, pd.get(), offset, length, iova, fd, access)
+	static mr reg_dmabuf(const pd &pd, uint64_t offset, size_t length, uint64_t iova, int fd, uint32_t access,
+			     std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg_dmabuf, pd.get(), offset, length, iova, fd, access)
 	/** Allocate zeroed, page-aligned memory and register it (rv_mr_alloc). */
 	static mr alloc(const pd &pd, size_t length, uint32_t access)
 		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_alloc, pd.get(), length, access, nullptr)
@@ -663,6 +683,32 @@ public:
 		return create(ctx, &a, ec);
 	}
 
+	/** A CQ of at least @p cqe entries (0: the default) whose completions carry
+	 *  @p wc_flags (rv_cq_wc_flags; read them with poll_ex()). */
+	static cq create_ex(const context &ctx, uint32_t cqe, uint64_t wc_flags)
+	{
+		rv_cq_attr a = ex_attr(cqe, wc_flags);
+		return create(ctx, &a);
+	}
+	static cq create_ex(const context &ctx, uint32_t cqe, uint64_t wc_flags, std::error_code &ec) noexcept
+	{
+		rv_cq_attr a = ex_attr(cqe, wc_flags);
+		return create(ctx, &a, ec);
+	}
+	/** Poll up to wc.size() completions with their extended fields (rv_cq_poll_ex). */
+	size_t poll_ex(span<rv_wc_ex> wc) const
+	{
+		return static_cast<size_t>(
+			detail::check(rv_cq_poll_ex(p_, wc.data(), clamp(wc.size())), "rv_cq_poll_ex"));
+	}
+	size_t poll_ex(span<rv_wc_ex> wc, std::error_code &ec) const noexcept
+	{
+		int n = detail::check(rv_cq_poll_ex(p_, wc.data(), clamp(wc.size())), ec);
+		return n < 0 ? 0 : static_cast<size_t>(n);
+	}
+	/** The rv_cq_wc_flags the CQ was created with. */
+	uint64_t wc_flags() const noexcept { return rv_cq_get_wc_flags(p_); }
+
 	/** Poll up to wc.size() completions into @p wc; returns how many. */
 	size_t poll(span<rv_wc> wc) const
 	{
@@ -727,6 +773,14 @@ public:
 
 private:
 	static int clamp(size_t n) noexcept { return n > 0x7fffffff ? 0x7fffffff : static_cast<int>(n); }
+	static rv_cq_attr ex_attr(uint32_t cqe, uint64_t wc_flags) noexcept
+	{
+		rv_cq_attr a{};
+		a.mask = RV_CQ_ATTR_WC_FLAGS | (cqe ? RV_CQ_ATTR_CQE : 0);
+		a.cqe = cqe;
+		a.wc_flags = wc_flags;
+		return a;
+	}
 	static rv_cq_attr channel_attr(uint32_t cqe, const comp_channel &ch) noexcept
 	{
 		rv_cq_attr a{};
@@ -1153,6 +1207,97 @@ public:
 	{
 		post_send(span<const rv_send_wr>(&w, 1), ec);
 	}
+
+	/** @name The work-request builder (rv_qp_wr_*, as ibv_wr_*): wr_start(), one
+	 *  operation and its data per WR, then wr_complete() or wr_abort().
+	 *  @{ */
+	void wr_start() { detail::check(rv_qp_wr_start(p_), "rv_qp_wr_start"); }
+	void wr_start(std::error_code &ec) noexcept { detail::check(rv_qp_wr_start(p_), ec); }
+	void wr_send(uint64_t wr_id, uint32_t flags)
+	{
+		detail::check(rv_qp_wr_send(p_, wr_id, flags), "rv_qp_wr_send");
+	}
+	void wr_send_imm(uint64_t wr_id, uint32_t flags, uint32_t imm)
+	{
+		detail::check(rv_qp_wr_send_imm(p_, wr_id, flags, imm), "rv_qp_wr_send_imm");
+	}
+	void wr_send_inv(uint64_t wr_id, uint32_t flags, uint32_t rkey)
+	{
+		detail::check(rv_qp_wr_send_inv(p_, wr_id, flags, rkey), "rv_qp_wr_send_inv");
+	}
+	void wr_rdma_write(uint64_t wr_id, uint32_t flags, uint32_t rkey, uint64_t remote_addr)
+	{
+		detail::check(rv_qp_wr_rdma_write(p_, wr_id, flags, rkey, remote_addr), "rv_qp_wr_rdma_write");
+	}
+	void wr_rdma_write_imm(uint64_t wr_id, uint32_t flags, uint32_t rkey, uint64_t remote_addr, uint32_t imm)
+	{
+		detail::check(rv_qp_wr_rdma_write_imm(p_, wr_id, flags, rkey, remote_addr, imm),
+			      "rv_qp_wr_rdma_write_imm");
+	}
+	void wr_rdma_read(uint64_t wr_id, uint32_t flags, uint32_t rkey, uint64_t remote_addr)
+	{
+		detail::check(rv_qp_wr_rdma_read(p_, wr_id, flags, rkey, remote_addr), "rv_qp_wr_rdma_read");
+	}
+	void wr_atomic_cmp_swp(uint64_t wr_id, uint32_t flags, uint32_t rkey, uint64_t remote_addr,
+			       uint64_t compare, uint64_t swap)
+	{
+		detail::check(rv_qp_wr_atomic_cmp_swp(p_, wr_id, flags, rkey, remote_addr, compare, swap),
+			      "rv_qp_wr_atomic_cmp_swp");
+	}
+	void wr_atomic_fetch_add(uint64_t wr_id, uint32_t flags, uint32_t rkey, uint64_t remote_addr, uint64_t add)
+	{
+		detail::check(rv_qp_wr_atomic_fetch_add(p_, wr_id, flags, rkey, remote_addr, add),
+			      "rv_qp_wr_atomic_fetch_add");
+	}
+	/** 8 bytes at @p value, where the device has atomic write. */
+	void wr_atomic_write(uint64_t wr_id, uint32_t flags, uint32_t rkey, uint64_t remote_addr, const void *value)
+	{
+		detail::check(rv_qp_wr_atomic_write(p_, wr_id, flags, rkey, remote_addr, value),
+			      "rv_qp_wr_atomic_write");
+	}
+	void wr_atomic_write(uint64_t wr_id, uint32_t flags, uint32_t rkey, uint64_t remote_addr, const void *value,
+			     std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_wr_atomic_write(p_, wr_id, flags, rkey, remote_addr, value), ec);
+	}
+	void wr_set_sge(const rv_sge &g)
+	{
+		detail::check(rv_qp_wr_set_sge(p_, g.lkey, g.addr, g.length), "rv_qp_wr_set_sge");
+	}
+	void wr_set_sge_list(span<const rv_sge> g)
+	{
+		detail::check(rv_qp_wr_set_sge_list(p_, g.data(), g.size()), "rv_qp_wr_set_sge_list");
+	}
+	/** The payload, copied now and sent inline. */
+	void wr_set_inline_data(const void *addr, size_t length)
+	{
+		detail::check(rv_qp_wr_set_inline_data(p_, addr, length), "rv_qp_wr_set_inline_data");
+	}
+	/** Several buffers (addr and length of each rv_sge), copied now, sent inline. */
+	void wr_set_inline_data_list(span<const rv_sge> bufs)
+	{
+		detail::check(rv_qp_wr_set_inline_data_list(p_, bufs.data(), bufs.size()),
+			      "rv_qp_wr_set_inline_data_list");
+	}
+	void wr_set_ud_addr(const ah &dest, uint32_t remote_qpn, uint32_t remote_qkey)
+	{
+		detail::check(rv_qp_wr_set_ud_addr(p_, dest.get(), remote_qpn, remote_qkey), "rv_qp_wr_set_ud_addr");
+	}
+	/** Post the batch; returns how many WRs were posted. */
+	size_t wr_complete()
+	{
+		size_t n = 0;
+		detail::check(rv_qp_wr_complete(p_, &n), "rv_qp_wr_complete");
+		return n;
+	}
+	size_t wr_complete(std::error_code &ec) noexcept
+	{
+		size_t n = 0;
+		detail::check(rv_qp_wr_complete(p_, &n), ec);
+		return n;
+	}
+	void wr_abort() noexcept { rv_qp_wr_abort(p_); }
+	/** @} */
 
 	/** Post a bind of @p w to the range @p info (rv_qp_bind_mw): @p w gets its
 	 *  new rkey at once; the bind completes with RV_WC_BIND_MW. */

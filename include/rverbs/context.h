@@ -107,8 +107,46 @@ typedef enum rv_atomic_cap {
 	RV_ATOMIC_GLOB = 2  /**< atomic with respect to the whole node */
 } rv_atomic_cap;
 
+/** Request the base fields of rv_device_attr (fw_ver to phys_port_cnt), as ibv_query_device. */
+#define RV_DEVICE_ATTR_BASE UINT64_C(0x1)
+/**
+ * Request the extended fields of rv_device_attr (device_cap_flags_ex to the
+ * end): the completion clock, ODP, packet pacing, device memory, PCI atomics
+ * and the limits per work-request type, as ibv_query_device_ex.
+ */
+#define RV_DEVICE_ATTR_EX UINT64_C(0x2)
 /** Request every field of rv_device_attr known to this header version. */
-#define RV_DEVICE_ATTR_ALL UINT64_C(0x1)
+#define RV_DEVICE_ATTR_ALL (RV_DEVICE_ATTR_BASE | RV_DEVICE_ATTR_EX)
+
+/** Bits of rv_device_attr::odp_general_caps (values equal IBV_ODP_SUPPORT*). */
+typedef enum rv_odp_general_caps {
+	RV_ODP_SUPPORT = 1u << 0,         /**< on-demand paging: memory need not be pinned */
+	RV_ODP_SUPPORT_IMPLICIT = 1u << 1 /**< implicit ODP (the whole address space as one MR) */
+} rv_odp_general_caps;
+
+/** Bits of rv_device_attr::odp_rc_caps, odp_uc_caps, odp_ud_caps (values equal IBV_ODP_SUPPORT_*). */
+typedef enum rv_odp_transport_caps {
+	RV_ODP_SUPPORT_SEND = 1u << 0,    /**< SEND from ODP memory */
+	RV_ODP_SUPPORT_RECV = 1u << 1,    /**< receive into ODP memory */
+	RV_ODP_SUPPORT_WRITE = 1u << 2,   /**< RDMA WRITE targets ODP memory */
+	RV_ODP_SUPPORT_READ = 1u << 3,    /**< RDMA READ of ODP memory */
+	RV_ODP_SUPPORT_ATOMIC = 1u << 4,  /**< atomics on ODP memory */
+	RV_ODP_SUPPORT_SRQ_RECV = 1u << 5 /**< SRQ receives into ODP memory */
+} rv_odp_transport_caps;
+
+/** Bits of rv_device_attr::pci_atomic_fetch_add and its siblings (values equal IBV_PCI_ATOMIC_*). */
+typedef enum rv_pci_atomic_size {
+	RV_PCI_ATOMIC_4_BYTE = 1u << 0,  /**< 4-byte operands */
+	RV_PCI_ATOMIC_8_BYTE = 1u << 1,  /**< 8-byte operands */
+	RV_PCI_ATOMIC_16_BYTE = 1u << 2  /**< 16-byte operands */
+} rv_pci_atomic_size;
+
+/**
+ * Bit of rv_device_attr::device_cap_flags_ex: the device executes
+ * RDMA atomic write (rv_qp_wr_atomic_write()); the kernel's
+ * IB_UVERBS_DEVICE_ATOMIC_WRITE.
+ */
+#define RV_DEVICE_CAP_ATOMIC_WRITE (UINT64_C(1) << 40)
 
 /** Device capabilities, as rv_context_query_device() reports them. */
 typedef struct rv_device_attr {
@@ -144,6 +182,45 @@ typedef struct rv_device_attr {
 	uint32_t max_ah;          /**< address handles */
 	uint32_t max_pkeys;       /**< P_Key table size */
 	uint32_t phys_port_cnt;   /**< number of ports (numbered from 1) */
+	/* ---- RV_DEVICE_ATTR_EX: written only when that bit is set ---- */
+	/** IBV_DEVICE_* capability flags, all 64 bits (RV_DEVICE_CAP_ATOMIC_WRITE among them) */
+	uint64_t device_cap_flags_ex;
+	/**
+	 * The bits a raw completion timestamp has (RV_CQ_WC_TIMESTAMP); 0: the
+	 * device does not stamp completions.
+	 */
+	uint64_t completion_timestamp_mask;
+	/** Frequency of the raw completion clock in kHz (rv_context_read_clock()); 0: unknown */
+	uint64_t hca_core_clock;
+	/** Device memory that can be allocated, bytes; 0: none */
+	uint64_t max_dm_size;
+	/** rv_odp_general_caps bits; 0: no on-demand paging */
+	uint64_t odp_general_caps;
+	uint32_t odp_rc_caps;     /**< rv_odp_transport_caps of RC QPs */
+	uint32_t odp_uc_caps;     /**< rv_odp_transport_caps of UC QPs */
+	uint32_t odp_ud_caps;     /**< rv_odp_transport_caps of UD QPs */
+	uint32_t odp_xrc_caps;    /**< rv_odp_transport_caps of XRC QPs */
+	uint32_t pp_rate_limit_min; /**< packet pacing: lowest rate limit of a QP, kbps; 0: no pacing */
+	uint32_t pp_rate_limit_max; /**< packet pacing: highest rate limit of a QP, kbps */
+	uint32_t pp_supported_qpts; /**< packet pacing: bit (1 << rv_qp_type) per QP type that has it */
+	uint32_t pci_atomic_fetch_add;    /**< rv_pci_atomic_size bits: fetch-and-add over PCIe */
+	uint32_t pci_atomic_swap;         /**< rv_pci_atomic_size bits: swap over PCIe */
+	uint32_t pci_atomic_compare_swap; /**< rv_pci_atomic_size bits: compare-and-swap over PCIe */
+	uint32_t max_send_sge;    /**< scatter/gather entries per send WR (SEND, WRITE) */
+	uint32_t max_recv_sge;    /**< scatter/gather entries per receive WR */
+	uint32_t max_read_sge;    /**< scatter/gather entries per RDMA READ WR (as max_sge_rd) */
+	/**
+	 * Inline bytes per send WR; 0 where the device does not report it (a
+	 * libibverbs device: rv_qp_get_cap() of a created QP tells)
+	 */
+	uint32_t max_inline_data;
+	/**
+	 * The rv_cq_wc_flags bits rv_cq_new() is known to accept on this device
+	 * (RV_CQ_ATTR_WC_FLAGS). libibverbs reports only timestamps (from
+	 * completion_timestamp_mask): on such a device only creating the CQ tells
+	 * whether wall-clock stamps and flow tags are there.
+	 */
+	uint32_t cq_wc_flags;
 } rv_device_attr;
 
 /** Request every field of rv_port_attr known to this header version. */
@@ -205,7 +282,11 @@ RV_API int rv_context_close(rv_context *ctx);
 RV_API rv_device *rv_context_device(const rv_context *ctx);
 
 /**
- * Query device capabilities.
+ * Query device capabilities. RV_DEVICE_ATTR_BASE asks for the fields of
+ * ibv_query_device, RV_DEVICE_ATTR_EX for those of ibv_query_device_ex
+ * (docs/extended-verbs.md says what soft0 reports); a program built with an
+ * older header passes only the bits it knows and its smaller struct is never
+ * written past its end.
  * @param ctx   the context
  * @param attr  in: attr->mask names the wanted fields; out: the fields
  * @retval 0            success
@@ -213,6 +294,25 @@ RV_API rv_device *rv_context_device(const rv_context *ctx);
  * @retval -RV_ECLOSED  the context is closed
  */
 RV_API int rv_context_query_device(rv_context *ctx, rv_device_attr *attr);
+
+/**
+ * Read the device's free-running clock, the one raw completion timestamps
+ * (rv_wc_ex::timestamp) count in, as ibv_query_rt_values_ex. With
+ * rv_device_attr::hca_core_clock (kHz) a program turns the difference of two
+ * raw values into nanoseconds, and a raw timestamp into host time by reading
+ * this clock between two reads of its own clock.
+ * On soft0 the clock is CLOCK_MONOTONIC in nanoseconds (hca_core_clock
+ * 1000000 kHz).
+ * @param ctx      the context
+ * @param ret_raw  receives the raw clock value (masked with
+ *                 rv_device_attr::completion_timestamp_mask)
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument
+ * @retval -EOPNOTSUPP  the device has no readable clock
+ * @retval -RV_ECLOSED  the context is closed
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_context_read_clock(rv_context *ctx, uint64_t *ret_raw);
 
 /**
  * Query one port.

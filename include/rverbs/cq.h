@@ -79,11 +79,40 @@ typedef struct rv_wc {
 	uint16_t reserved;    /**< zero */
 } rv_wc;
 
+/**
+ * What the completions of a CQ carry beyond rv_wc (rv_cq_attr::wc_flags,
+ * rv_wc_ex::ex_flags); the values equal IBV_WC_EX_WITH_*.
+ */
+typedef enum rv_cq_wc_flags {
+	/** rv_wc_ex::timestamp: the device's raw clock when the completion was made */
+	RV_CQ_WC_TIMESTAMP = 1u << 7,
+	/** rv_wc_ex::flow_tag: the tag of the flow steering rule a receive matched */
+	RV_CQ_WC_FLOW_TAG = 1u << 9,
+	/** rv_wc_ex::timestamp_wallclock: the completion time in ns since the Unix epoch */
+	RV_CQ_WC_TIMESTAMP_WALLCLOCK = 1u << 11
+} rv_cq_wc_flags;
+
+/**
+ * A work completion with the extended fields (rv_cq_poll_ex()). Like rv_wc
+ * it never changes size: later fields take the reserved room.
+ */
+typedef struct rv_wc_ex {
+	rv_wc wc;                     /**< the completion, as rv_cq_poll() gives it */
+	/** With RV_CQ_WC_TIMESTAMP: the raw device clock (rv_context_read_clock()) */
+	uint64_t timestamp;
+	/** With RV_CQ_WC_TIMESTAMP_WALLCLOCK: nanoseconds since the Unix epoch */
+	uint64_t timestamp_wallclock;
+	uint32_t flow_tag;            /**< with RV_CQ_WC_FLOW_TAG: the flow tag (0: none) */
+	uint32_t ex_flags;            /**< rv_cq_wc_flags: which fields above are valid */
+	uint64_t reserved[4];         /**< zero; room for later fields */
+} rv_wc_ex;
+
 /** Bits of rv_cq_attr::mask. */
 enum rv_cq_attr_mask {
 	RV_CQ_ATTR_CQE = 1u << 0,         /**< rv_cq_attr::cqe is set */
 	RV_CQ_ATTR_CHANNEL = 1u << 1,     /**< rv_cq_attr::channel is set */
-	RV_CQ_ATTR_COMP_VECTOR = 1u << 2  /**< rv_cq_attr::comp_vector is set */
+	RV_CQ_ATTR_COMP_VECTOR = 1u << 2, /**< rv_cq_attr::comp_vector is set */
+	RV_CQ_ATTR_WC_FLAGS = 1u << 3     /**< rv_cq_attr::wc_flags is set */
 };
 
 /** Options for rv_cq_new(). */
@@ -92,6 +121,12 @@ typedef struct rv_cq_attr {
 	uint32_t cqe;              /**< minimum number of entries; default 256 */
 	uint32_t comp_vector;      /**< completion vector; default 0 */
 	rv_comp_channel *channel;  /**< completion channel; default none */
+	/**
+	 * rv_cq_wc_flags the completions must carry (read them with
+	 * rv_cq_poll_ex()); default 0. rv_device_attr::cq_wc_flags says what the
+	 * device has; a flag it lacks fails rv_cq_new() with -EOPNOTSUPP.
+	 */
+	uint64_t wc_flags;
 } rv_cq_attr;
 
 /**
@@ -101,8 +136,11 @@ typedef struct rv_cq_attr {
  * @param attr    options, or NULL for defaults
  * @param ret_cq  receives the CQ
  * @retval 0            success
- * @retval -EINVAL      a NULL argument, an unknown mask bit, cqe of 0 or above
- *                      the device's max_cqe (rv_error_last() names the limit)
+ * @retval -EINVAL      a NULL argument, an unknown mask bit or rv_cq_wc_flags
+ *                      bit, cqe of 0 or above the device's max_cqe
+ *                      (rv_error_last() names the limit)
+ * @retval -EOPNOTSUPP  a wc_flags bit the device cannot give (no completion
+ *                      timestamps, no flow tags); rv_error_last() names it
  * @retval -RV_ECLOSED  the context is closed
  * @retval negative     the driver failed; rv_error_last() says why
  */
@@ -134,6 +172,25 @@ RV_API int rv_cq_close(rv_cq *cq);
  *                      using it moved to the error state
  */
 RV_API int rv_cq_poll(rv_cq *cq, rv_wc *wc, int max);
+
+/**
+ * Poll for completions with their extended fields, without blocking: a
+ * batch of up to @p max completions in one call, as rv_cq_poll(), each with
+ * the fields the CQ was created for (rv_cq_attr::wc_flags; ex_flags says
+ * which are valid, 0 on a CQ created without them). rv_cq_poll() and this
+ * call may be mixed on one CQ (not concurrently).
+ * @param cq   the CQ
+ * @param wc   array of at least @p max entries
+ * @param max  how many to take at most (≥ 1)
+ * @return the number of completions written to @p wc (0 if none), or
+ * @retval -EINVAL      a NULL argument or @p max < 1
+ * @retval -RV_ECLOSED  the CQ is closed
+ * @retval -EOVERFLOW   the CQ overflowed (as rv_cq_poll())
+ */
+RV_API int rv_cq_poll_ex(rv_cq *cq, rv_wc_ex *wc, int max);
+
+/** The rv_cq_wc_flags the CQ was created with; 0 for an invalid handle. */
+RV_API uint64_t rv_cq_get_wc_flags(const rv_cq *cq);
 
 /**
  * Resize the CQ to at least @p cqe entries (as ibv_resize_cq). Completions

@@ -49,6 +49,39 @@ typedef enum rv_access_flags {
 RV_API int rv_mr_reg(rv_pd *pd, void *addr, size_t length, uint32_t access, rv_mr **ret_mr);
 
 /**
+ * Register @p length bytes of a dma-buf, from @p offset into it: GPU or
+ * accelerator memory an exporter hands out as a file descriptor (as
+ * ibv_reg_dmabuf_mr). Local SGEs and peers address the region from @p iova
+ * (rv_mr_addr() returns it). The MR keeps what it needs of the dma-buf:
+ * @p fd may be closed after the call. It is not counted against the memlock
+ * limit (the memory is the exporter's), and rv_mr_rereg() refuses it
+ * (-EOPNOTSUPP).
+ *
+ * On soft0 the exporter must let the CPU map the buffer: soft0 maps it at
+ * @p iova itself, so @p iova and @p offset must be page aligned and nothing
+ * else of the process may be mapped in the range (docs/extended-verbs.md).
+ * @param pd      the protection domain
+ * @param offset  where the region starts in the dma-buf
+ * @param length  bytes (≥ 1)
+ * @param iova    the address of the region's first byte for SGEs and peers
+ * @param fd      the dma-buf's file descriptor
+ * @param access  rv_access_flags
+ * @param ret_mr  receives the MR
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument, zero length, a negative @p fd or one
+ *                      that is not a dma-buf, an unknown access bit or
+ *                      REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE; on soft0
+ *                      also an @p iova range that other memory occupies, or a
+ *                      misaligned @p iova or @p offset
+ * @retval -EOPNOTSUPP  the device cannot register dma-bufs, or (soft0) the
+ *                      exporter does not let the CPU map this one
+ * @retval -RV_ECLOSED  the PD is closed
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_mr_reg_dmabuf(rv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+			    uint32_t access, rv_mr **ret_mr);
+
+/**
  * Page sizes rv_mr_alloc() and rv_pool_new() can ask for. Every choice falls
  * back down the chain 1 GiB → 2 MiB → transparent huge pages → normal pages
  * unless RV_MEM_STRICT is set; rv_mr_page_size() tells what was obtained.

@@ -476,6 +476,168 @@ RV_API int rv_qp_send(rv_qp *qp, const rv_sge *local, uint64_t wr_id);
  */
 RV_API int rv_qp_recv(rv_qp *qp, const rv_sge *local, uint64_t wr_id);
 
+/* ---- the work-request builder (as ibv_qp_ex / ibv_wr_*) ------------------ */
+
+/**
+ * Open a batch of send work requests on @p qp, built one call per operation
+ * as with libibverbs' ibv_wr_start() and the ibv_wr_* builders: an operation
+ * (rv_qp_wr_send(), rv_qp_wr_rdma_write(), ...) starts a WR, the setters
+ * (rv_qp_wr_set_sge(), rv_qp_wr_set_inline_data(), rv_qp_wr_set_ud_addr())
+ * fill the latest one, rv_qp_wr_complete() posts the batch with
+ * rv_qp_post_send() (the same validation, automatic inline and signalling
+ * policy) and rv_qp_wr_abort() drops it. Nothing reaches the device before
+ * rv_qp_wr_complete(). Works on every QP and device; no creation flag is
+ * needed. One batch per QP at a time; like ibv_qp_ex, the calls on one QP
+ * are not thread safe (serialize them). docs/extended-verbs.md has the
+ * details.
+ * @param qp  the QP
+ * @retval 0            a batch is open
+ * @retval -EINVAL      @p qp is not a QP
+ * @retval -EBUSY       a batch is already open on @p qp (complete or abort it)
+ * @retval -ENOMEM      out of memory
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_wr_start(rv_qp *qp);
+
+/**
+ * Add a SEND to the open batch (ibv_wr_send()); its data comes from a setter.
+ * @param qp          the QP with an open batch
+ * @param wr_id       returned in the completion
+ * @param send_flags  rv_send_flags
+ * @retval 0            added
+ * @retval -EINVAL      @p qp is not a QP, or no batch is open (rv_qp_wr_start())
+ * @retval -ENOMEM      out of memory
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_wr_send(rv_qp *qp, uint64_t wr_id, uint32_t send_flags);
+
+/**
+ * Add a SEND with immediate data @p imm_data, host byte order (ibv_wr_send_imm()).
+ * @retval 0 or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_send_imm(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t imm_data);
+
+/**
+ * Add a SEND with invalidate of @p invalidate_rkey at the receiver (ibv_wr_send_inv()).
+ * @retval 0 or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_send_inv(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t invalidate_rkey);
+
+/**
+ * Add an RDMA WRITE to (@p remote_addr, @p rkey) (ibv_wr_rdma_write()).
+ * @retval 0 or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_rdma_write(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t rkey,
+			       uint64_t remote_addr);
+
+/**
+ * Add an RDMA WRITE with immediate data (ibv_wr_rdma_write_imm()).
+ * @retval 0 or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_rdma_write_imm(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t rkey,
+				   uint64_t remote_addr, uint32_t imm_data);
+
+/**
+ * Add an RDMA READ of (@p remote_addr, @p rkey) into the WR's SGEs (ibv_wr_rdma_read()).
+ * @retval 0 or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_rdma_read(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t rkey,
+			      uint64_t remote_addr);
+
+/**
+ * Add an atomic compare and swap (ibv_wr_atomic_cmp_swp()); the original
+ * value lands in the WR's one 8-byte SGE.
+ * @retval 0 or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_atomic_cmp_swp(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t rkey,
+				   uint64_t remote_addr, uint64_t compare, uint64_t swap);
+
+/**
+ * Add an atomic fetch and add (ibv_wr_atomic_fetch_add()); the original
+ * value lands in the WR's one 8-byte SGE.
+ * @retval 0 or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_atomic_fetch_add(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t rkey,
+				     uint64_t remote_addr, uint64_t add);
+
+/**
+ * Add an RDMA atomic write of the 8 bytes at @p value (ibv_wr_atomic_write()),
+ * where the device has it (RV_DEVICE_CAP_ATOMIC_WRITE).
+ * @retval 0            added
+ * @retval -EOPNOTSUPP  the device has no atomic write, or rverbs cannot post
+ *                      one to it (rv_error_last() says which)
+ * @retval -EINVAL      @p value is NULL, or the errors of rv_qp_wr_send()
+ */
+RV_API int rv_qp_wr_atomic_write(rv_qp *qp, uint64_t wr_id, uint32_t send_flags, uint32_t rkey,
+				 uint64_t remote_addr, const void *value);
+
+/**
+ * Give the latest WR of the batch one SGE (ibv_wr_set_sge()). A WR takes one
+ * setter call: an SGE, an SGE list or inline data.
+ * @retval 0            set
+ * @retval -EINVAL      no batch or no WR in it, or the WR's data is set already
+ * @retval -ENOMEM      out of memory
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_wr_set_sge(rv_qp *qp, uint32_t lkey, uint64_t addr, uint32_t length);
+
+/**
+ * Give the latest WR @p n SGEs, copied (ibv_wr_set_sge_list()).
+ * @retval 0 or the errors of rv_qp_wr_set_sge(); -EINVAL also for a NULL
+ *         @p sges with @p n > 0
+ */
+RV_API int rv_qp_wr_set_sge_list(rv_qp *qp, const rv_sge *sges, size_t n);
+
+/**
+ * Make the latest WR's payload the @p length bytes at @p addr, copied now
+ * (the buffer may be reused at once) and sent inline (ibv_wr_set_inline_data()).
+ * rv_qp_wr_complete() fails it with -EINVAL when it exceeds the QP's
+ * max_inline_data.
+ * @retval 0 or the errors of rv_qp_wr_set_sge(); -EINVAL also for a NULL
+ *         @p addr with @p length > 0
+ */
+RV_API int rv_qp_wr_set_inline_data(rv_qp *qp, const void *addr, size_t length);
+
+/**
+ * As rv_qp_wr_set_inline_data() with @p n buffers, each rv_sge giving addr
+ * and length (lkey is ignored), copied now in order (ibv_wr_set_inline_data_list()).
+ * @retval 0 or the errors of rv_qp_wr_set_inline_data()
+ */
+RV_API int rv_qp_wr_set_inline_data_list(rv_qp *qp, const rv_sge *bufs, size_t n);
+
+/**
+ * Address the latest WR of a UD QP's batch (ibv_wr_set_ud_addr()).
+ * @param qp           the UD QP with an open batch
+ * @param ah           the destination's address handle (of the QP's PD)
+ * @param remote_qpn   the destination QP
+ * @param remote_qkey  its Q_Key
+ * @retval 0            set
+ * @retval -EINVAL      not a UD QP, no batch or no WR in it, or @p ah NULL
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_wr_set_ud_addr(rv_qp *qp, rv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey);
+
+/**
+ * Post the batch with rv_qp_post_send() and close it (ibv_wr_complete()).
+ * As there, the WRs before a refused one stay posted: @p ret_n_posted says
+ * how many. The batch is closed whatever the outcome.
+ * @param qp            the QP with an open batch
+ * @param ret_n_posted  receives how many WRs were posted (may be NULL)
+ * @retval 0            all posted (an empty batch posts nothing)
+ * @retval -EINVAL      no batch is open, or a WR is invalid (rv_error_last()
+ *                      names it, as rv_qp_post_send() does)
+ * @retval negative     the errors of rv_qp_post_send()
+ */
+RV_API int rv_qp_wr_complete(rv_qp *qp, size_t *ret_n_posted);
+
+/**
+ * Drop the open batch without posting anything (ibv_wr_abort()).
+ * @retval 0            dropped (or no batch was open)
+ * @retval -EINVAL      @p qp is not a QP
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_wr_abort(rv_qp *qp);
+
 #ifdef __cplusplus
 }
 #endif

@@ -312,7 +312,15 @@ static void side_open(struct conf_side *s, rv_context *ctx, const struct conf_op
 		ca.mask = RV_CQ_ATTR_CHANNEL;
 		ca.channel = s->ch;
 	}
-	assert_int_equal(rv_cq_new(ctx, &ca, &s->cq), 0);
+	if (o->cq_wc_flags) {
+		ca.mask |= RV_CQ_ATTR_WC_FLAGS;
+		ca.wc_flags = o->cq_wc_flags;
+	}
+	rc = rv_cq_new(ctx, &ca, &s->cq);
+	if (rc == -EOPNOTSUPP && o->cq_wc_flags)
+		conf_skip("a CQ with wc_flags 0x%llx: %s", (unsigned long long)o->cq_wc_flags, rv_error_last());
+	if (rc < 0)
+		fail_msg("rv_cq_new: %d %s", rc, rv_error_last());
 	memset(&qa, 0, sizeof(qa));
 	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SQ_SIG_ALL;
 	qa.qp_type = o->qp_type ? o->qp_type : RV_QPT_RC;
@@ -491,9 +499,11 @@ static void run_case(void **state)
 
 static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_cases, conf_ud_cases,
 						  conf_atomics_cases, conf_srq_cases, conf_events_cases,
-						  conf_cq_cases, conf_mw_cases};
+						  conf_cq_cases, conf_mw_cases, conf_cqex_cases,
+						  conf_wr_builder_cases};
 
-static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics", "srq", "events", "cq-resize", "mw"};
+static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics", "srq", "events", "cq-resize", "mw", "cq-ex",
+					    "wr-builder"};
 
 /* Whether name is one of the comma-separated names of list. */
 static bool name_listed(const char *list, const char *name)

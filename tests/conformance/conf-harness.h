@@ -74,6 +74,7 @@ struct conf_opts {
 	bool no_connect;    /* the case connects (conf_connect) */
 	bool sq_sig_selective; /* sq_sig_all 0: only RV_SEND_SIGNALED WRs complete */
 	uint32_t b_qp_access;  /* nonzero: B's QP's qp_access_flags (set at INIT) */
+	uint64_t cq_wc_flags;  /* nonzero: both CQs with these rv_cq_wc_flags (refused: skip) */
 };
 
 /* The device and arrangement of the running case. */
@@ -159,5 +160,7 @@ extern const struct conf_case conf_srq_cases[];
 extern const struct conf_case conf_events_cases[];
 extern const struct conf_case conf_cq_cases[];
 extern const struct conf_case conf_mw_cases[];
+extern const struct conf_case conf_cqex_cases[];
+extern const struct conf_case conf_wr_builder_cases[];
 
 #endif

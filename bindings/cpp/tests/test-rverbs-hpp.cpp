@@ -17,6 +17,9 @@
 #include <string_view>
 #include <random>
 #include <thread>
+
+#include <sys/mman.h>
+#include <unistd.h>
 #include <variant>
 
 #include "harness.hpp"
@@ -947,6 +950,80 @@ TEST_CASE(connection_helper_options_by_name)
 	mine.qps(span<rv_qp *const>(raw));
 	CHECK(mine.c_attr().num_qps == 1 && mine.c_attr().qps == raw &&
 	      (mine.c_attr().mask & RV_CONN_ATTR_QPS) && (mine.c_attr().mask & RV_CONN_ATTR_NUM_QPS));
+}
+
+TEST_CASE(extended_cq_timestamps_clock_and_wr_builder)
+{
+	device d = soft_device();
+	context ca = soft_context(), cb = soft_context();
+	rv_device_attr da = ca.query_device();
+	CHECK(da.completion_timestamp_mask != 0 && da.hca_core_clock > 0);
+	CHECK((da.cq_wc_flags & RV_CQ_WC_TIMESTAMP) != 0);
+	pd pa = pd::create(ca), pb = pd::create(cb);
+	cq qa = cq::create_ex(ca, 64, RV_CQ_WC_TIMESTAMP), qb = cq::create_ex(cb, 64, RV_CQ_WC_TIMESTAMP);
+	CHECK(qa.wc_flags() == RV_CQ_WC_TIMESTAMP);
+	std::error_code ec;
+	cq::create_ex(ca, 0, RV_CQ_WC_FLOW_TAG, ec);
+	CHECK(ec == std::errc::operation_not_supported || ec == std::errc::not_supported);
+	qp a = qp::create(pa, qa), b = qp::create(pb, qb);
+	mr ma = mr::alloc(pa, 65536, RV_ACCESS_ALL_REMOTE), mb = mr::alloc(pb, 65536, RV_ACCESS_ALL_REMOTE);
+	rv_endpoint ea = a.endpoint(), eb = b.endpoint();
+	std::error_code eca, ecb;
+	std::thread t([&] { b.connect(ea, ecb); });
+	a.connect(eb, eca);
+	t.join();
+	CHECK(!eca && !ecb);
+
+	b.recv(mb.sge(0, 1024), 9);
+	std::memcpy(ma.addr(), "builder", 7);
+	uint64_t t0 = ca.read_clock();
+	a.wr_start();
+	a.wr_send(1, RV_SEND_SIGNALED);
+	a.wr_set_sge(ma.sge(0, 7));
+	a.wr_rdma_write(2, RV_SEND_SIGNALED, mb.rkey(), reinterpret_cast<uintptr_t>(mb.addr()) + 4096);
+	a.wr_set_inline_data("inline!", 7);
+	uint64_t v = 1;
+	a.wr_atomic_write(3, 0, mb.rkey(), reinterpret_cast<uintptr_t>(mb.addr()), &v, ec);
+	CHECK(ec == std::errc::operation_not_supported || ec == std::errc::not_supported);
+	CHECK(a.wr_complete() == 2);
+	rv_wc_ex x[2];
+	size_t got = 0;
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (got < 2 && std::chrono::steady_clock::now() < end)
+		got += qa.poll_ex(span<rv_wc_ex>(x + got, 2 - got));
+	uint64_t t1 = ca.read_clock();
+	CHECK(got == 2 && x[0].wc.wr_id == 1 && x[1].wc.wr_id == 2);
+	for (const rv_wc_ex &w : x) {
+		CHECK(w.wc.status == RV_WC_SUCCESS && w.ex_flags == RV_CQ_WC_TIMESTAMP);
+		CHECK(w.timestamp >= t0 && w.timestamp <= t1);
+	}
+	CHECK(x[0].timestamp <= x[1].timestamp);
+	rv_wc_ex r{};
+	end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (qb.poll_ex(span<rv_wc_ex>(&r, 1)) == 0 && std::chrono::steady_clock::now() < end)
+		std::this_thread::yield();
+	CHECK(r.wc.wr_id == 9 && r.wc.byte_len == 7 && r.timestamp >= t0);
+	CHECK(std::memcmp(mb.addr(), "builder", 7) == 0);
+	CHECK(std::memcmp(static_cast<char *>(mb.addr()) + 4096, "inline!", 7) == 0);
+	// A descriptor that is not a dma-buf is refused (both styles).
+	int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+	CHECK(fd >= 0 && ftruncate(fd, 65536) == 0);
+	mr::reg_dmabuf(pa, 0, 65536, 0x10000, fd, RV_ACCESS_LOCAL_WRITE, ec);
+	CHECK(ec == std::errc::invalid_argument);
+	bool threw = false;
+	try {
+		mr::reg_dmabuf(pa, 0, 65536, 0x10000, fd, RV_ACCESS_LOCAL_WRITE);
+	} catch (const error &) {
+		threw = true;
+	}
+	CHECK(threw);
+	close(fd);
+	a.wr_start();
+	a.wr_send(4, RV_SEND_SIGNALED);
+	a.wr_abort();
+	a.wr_complete(ec);
+	CHECK(ec == std::errc::invalid_argument);
+	(void)d;
 }
 
 int main()

@@ -36,6 +36,7 @@ from . import _channel  # noqa: E402
 from . import _fault  # noqa: E402
 from . import _srq  # noqa: E402
 from . import _mw  # noqa: E402
+from . import _extended  # noqa: E402
 
 __version__ = _cdef.STRING_CONSTANTS["RVERBS_VERSION_STRING"]
 
@@ -65,9 +66,9 @@ def _export_constants(namespace):
 
 _export_constants(globals())
 
-# Pool, PoolBuffer, MRCache, alloc_mr, CompChannel, SRQ, AsyncEvent, MW: present
-# when the headers have them.
-for _mod in (_memory, _channel, _srq, _mw):
+# Pool, PoolBuffer, MRCache, alloc_mr, CompChannel, SRQ, AsyncEvent, MW, WCEx:
+# present when the headers have them.
+for _mod in (_memory, _channel, _srq, _mw, _extended):
     for _name in _mod.__all__:
         globals()[_name] = getattr(_mod, _name)
 
@@ -76,4 +77,5 @@ __all__ = [
     "PD", "MR", "CQ", "QP", "AH", "Listener", "Conn", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
     "set_log_handler", "set_log_level", "wc_status_str", "wc_status_hint",
     "library_version", "library_version_number",
-] + list(_memory.__all__) + list(_channel.__all__) + list(_srq.__all__) + list(_mw.__all__)
+] + list(_memory.__all__) + list(_channel.__all__) + list(_srq.__all__) + list(_mw.__all__) \
+    + list(_extended.__all__)

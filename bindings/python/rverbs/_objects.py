@@ -418,14 +418,23 @@ class MR(_Handle):
 
     _kind = "MR"
     _prefix = "mr"
+    _dmabuf = False  # rv_mr_reg_dmabuf: no buf (MRs made elsewhere, e.g. by _wrap, are not)
 
-    def __init__(self, pd, length=None, access=None, buffer=None):
+    def __init__(self, pd, length=None, access=None, buffer=None, dmabuf=None, offset=0, iova=0):
         super().__init__()
         if access is None:
             access = _default_access()
         out = ffi.new("rv_mr **")
         self._owner = None
-        if buffer is None:
+        self._dmabuf = dmabuf is not None
+        if dmabuf is not None:
+            # MR(pd, length, dmabuf=fd, offset=, iova=): a dma-buf (rv_mr_reg_dmabuf);
+            # the fd may be closed afterwards. Its memory is the exporter's: no buf.
+            if length is None or buffer is not None:
+                raise TypeError("a dma-buf MR needs a length and no buffer")
+            check(lib.rv_mr_reg_dmabuf(pd._ptr("rv_mr_reg_dmabuf"), offset, length, iova, dmabuf, access, out),
+                  "rv_mr_reg_dmabuf")
+        elif buffer is None:
             if length is None:
                 raise TypeError("MR needs a length or a buffer")
             check(lib.rv_mr_alloc(pd._ptr("rv_mr_alloc"), length, access, ffi.NULL, out), "rv_mr_alloc")
@@ -454,6 +463,8 @@ class MR(_Handle):
     @property
     def buf(self):
         """The region's memory as a writable memoryview (no copy)."""
+        if self._dmabuf:
+            raise TypeError("a dma-buf MR's memory is the exporter's: map the dma-buf to read it")
         view = self._view
         if view is None:
             h = self._ptr("MR.buf")
@@ -592,11 +603,14 @@ class CQ(_Handle):
     _kind = "CQ"
     _prefix = "cq"
 
-    def __init__(self, context, cqe=None, batch=16, channel=None):
+    def __init__(self, context, cqe=None, batch=16, channel=None, wc_flags=None):
         super().__init__()
         attr = _NULL
-        if cqe is not None or channel is not None:
+        if cqe is not None or channel is not None or wc_flags is not None:
             attr = ffi.new("rv_cq_attr *")
+            if wc_flags is not None:  # rv_cq_wc_flags: read them with poll_ex() (_extended.py)
+                attr.mask |= lib.RV_CQ_ATTR_WC_FLAGS
+                attr.wc_flags = wc_flags
             if cqe is not None:
                 attr.mask |= lib.RV_CQ_ATTR_CQE
                 attr.cqe = cqe

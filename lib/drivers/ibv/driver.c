@@ -28,6 +28,7 @@ const struct rv_driver rv_driver_ibv = {
 	.pd_dealloc = rv_ibv_pd_dealloc,
 
 	.mr_reg = rv_ibv_mr_reg,
+	.mr_reg_dmabuf = rv_ibv_mr_reg_dmabuf,
 	.mr_dereg = rv_ibv_mr_dereg,
 	.mr_rereg = rv_ibv_mr_rereg,
 	.mw_alloc = rv_ibv_mw_alloc,
@@ -37,6 +38,8 @@ const struct rv_driver rv_driver_ibv = {
 	.cq_create = rv_ibv_cq_create,
 	.cq_destroy = rv_ibv_cq_destroy,
 	.cq_poll = rv_ibv_cq_poll,
+	.cq_poll_ex = rv_ibv_cq_poll_ex,
+	.read_clock = rv_ibv_read_clock,
 	.cq_resize = rv_ibv_cq_resize,
 	.comp_channel_create = rv_ibv_comp_channel_create,
 	.comp_channel_destroy = rv_ibv_comp_channel_destroy,

@@ -53,11 +53,13 @@ int rv_ibv_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_attr *at
 int rv_ibv_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
 int rv_ibv_query_gid_entry(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e);
 int rv_ibv_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey);
+int rv_ibv_read_clock(struct rv_context *ctx, uint64_t *raw);
 
 /* resources.c */
 int rv_ibv_pd_alloc(struct rv_pd *pd);
 int rv_ibv_pd_dealloc(struct rv_pd *pd);
 int rv_ibv_mr_reg(struct rv_mr *mr);
+int rv_ibv_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd);
 int rv_ibv_mr_dereg(struct rv_mr *mr);
 int rv_ibv_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 		    uint32_t access);
@@ -91,6 +93,10 @@ int rv_ibv_post_send_one_connected(struct rv_qp *qp, const rv_send_wr *wrs, size
 int rv_ibv_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 int rv_ibv_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 int rv_ibv_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
+
+/* cq_ex.c: CQs created with rv_cq_attr.wc_flags (rv_ibv_cq_create calls it). */
+int rv_ibv_cq_create_ex(struct rv_cq *cq, const rv_cq_attr *attr);
+int rv_ibv_cq_poll_ex(struct rv_cq *cq, rv_wc_ex *wc, int max);
 
 /* srq.c */
 int rv_ibv_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);

@@ -72,6 +72,39 @@ int rv_ibv_pd_dealloc(struct rv_pd *pd)
 
 /* ---- memory regions ---------------------------------------------------- */
 
+int rv_ibv_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd)
+{
+	const char *devname = mr->pd->ctx->dev->name;
+	uint64_t iova = (uint64_t)(uintptr_t)mr->addr;
+	struct ibv_mr *m;
+	char ebuf[128];
+	int err;
+
+	errno = 0;
+	m = ibv_reg_dmabuf_mr(mr->pd->drv_pd, offset, mr->length, iova, fd, (int)mr->access);
+	if (m) {
+		mr->drv_mr = m;
+		mr->lkey = m->lkey;
+		mr->rkey = m->rkey;
+		return 0;
+	}
+	err = errno ? errno : ENOMEM;
+	if (err == EOPNOTSUPP || err == ENOSYS || err == EPROTONOSUPPORT) {
+		rv_err(EOPNOTSUPP, "rv_mr_reg_dmabuf", "device %s cannot register dma-bufs "
+		       "(ibv_reg_dmabuf_mr: %s)", devname, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+		rv_err_hint("the device, its kernel driver or rdma-core lacks dma-buf support; register "
+			    "host memory with rv_mr_reg instead");
+		return -EOPNOTSUPP;
+	}
+	rv_err(err, "rv_mr_reg_dmabuf", "ibv_reg_dmabuf_mr(offset %llu, %zu bytes, iova 0x%llx, fd %d, "
+	       "access 0x%x) on %s failed: %s", (unsigned long long)offset, mr->length,
+	       (unsigned long long)iova, fd, mr->access, devname, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));
+	if (err == EINVAL)
+		rv_err_hint("offset + length must lie inside the dma-buf, and the device may require "
+			    "iova and offset to agree modulo its page size");
+	return -err;
+}
+
 int rv_ibv_mr_reg(struct rv_mr *mr)
 {
 	const char *devname = mr->pd->ctx->dev->name;
@@ -183,6 +216,8 @@ int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 
 	struct ibv_comp_channel *ch = NULL;
 
+	if ((attr->mask & RV_CQ_ATTR_WC_FLAGS) && attr->wc_flags)
+		return rv_ibv_cq_create_ex(cq, attr);
 	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
 		ch = attr->channel->drv_ch;
 	errno = 0;

@@ -472,6 +472,50 @@ void rv_ibv_device_attr_from_ibv(const struct ibv_device_attr *in, rv_device_att
 	out->phys_port_cnt = in->phys_port_cnt;
 }
 
+/* The extended fields as rverbs/context.h and cq.h promise them. */
+RV_SAME(RV_ODP_SUPPORT, IBV_ODP_SUPPORT);
+RV_SAME(RV_ODP_SUPPORT_IMPLICIT, IBV_ODP_SUPPORT_IMPLICIT);
+RV_SAME(RV_ODP_SUPPORT_SEND, IBV_ODP_SUPPORT_SEND);
+RV_SAME(RV_ODP_SUPPORT_RECV, IBV_ODP_SUPPORT_RECV);
+RV_SAME(RV_ODP_SUPPORT_WRITE, IBV_ODP_SUPPORT_WRITE);
+RV_SAME(RV_ODP_SUPPORT_READ, IBV_ODP_SUPPORT_READ);
+RV_SAME(RV_ODP_SUPPORT_ATOMIC, IBV_ODP_SUPPORT_ATOMIC);
+RV_SAME(RV_ODP_SUPPORT_SRQ_RECV, IBV_ODP_SUPPORT_SRQ_RECV);
+RV_SAME(RV_PCI_ATOMIC_4_BYTE, IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP);
+RV_SAME(RV_PCI_ATOMIC_8_BYTE, IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP);
+RV_SAME(RV_PCI_ATOMIC_16_BYTE, IBV_PCI_ATOMIC_OPERATION_16_BYTE_SIZE_SUP);
+RV_SAME(RV_CQ_WC_TIMESTAMP, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+RV_SAME(RV_CQ_WC_FLOW_TAG, IBV_WC_EX_WITH_FLOW_TAG);
+RV_SAME(RV_CQ_WC_TIMESTAMP_WALLCLOCK, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
+
+void rv_ibv_device_attr_ex_from_ibv(const struct ibv_device_attr_ex *in, rv_device_attr *out)
+{
+	out->device_cap_flags_ex = in->device_cap_flags_ex;
+	out->completion_timestamp_mask = in->completion_timestamp_mask;
+	out->hca_core_clock = in->hca_core_clock;
+	out->max_dm_size = in->max_dm_size;
+	out->odp_general_caps = in->odp_caps.general_caps;
+	out->odp_rc_caps = in->odp_caps.per_transport_caps.rc_odp_caps;
+	out->odp_uc_caps = in->odp_caps.per_transport_caps.uc_odp_caps;
+	out->odp_ud_caps = in->odp_caps.per_transport_caps.ud_odp_caps;
+	out->odp_xrc_caps = in->xrc_odp_caps;
+	out->pp_rate_limit_min = in->packet_pacing_caps.qp_rate_limit_min;
+	out->pp_rate_limit_max = in->packet_pacing_caps.qp_rate_limit_max;
+	out->pp_supported_qpts = in->packet_pacing_caps.supported_qpts;
+	out->pci_atomic_fetch_add = in->pci_atomic_caps.fetch_add;
+	out->pci_atomic_swap = in->pci_atomic_caps.swap;
+	out->pci_atomic_compare_swap = in->pci_atomic_caps.compare_swap;
+	/* The kernel reports one limit for send and receive WRs (max_sge). */
+	out->max_send_sge = limit_u32(in->orig_attr.max_sge);
+	out->max_recv_sge = limit_u32(in->orig_attr.max_sge);
+	out->max_read_sge = limit_u32(in->orig_attr.max_sge_rd);
+	/* Not part of the device query in libibverbs: a QP's cap says it. */
+	out->max_inline_data = 0;
+	/* Timestamps are known from the mask; whether wall-clock stamps and
+	 * flow tags are there only ibv_create_cq_ex tells (rv_cq_new tries). */
+	out->cq_wc_flags = in->completion_timestamp_mask ? RV_CQ_WC_TIMESTAMP : 0;
+}
+
 void rv_ibv_port_attr_from_ibv(const struct ibv_port_attr *in, rv_port_attr *out)
 {
 	out->state = (uint32_t)in->state;

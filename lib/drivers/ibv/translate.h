@@ -60,6 +60,8 @@ void rv_ibv_qp_init_attr_to_ibv(const rv_qp_init_attr *in, struct ibv_cq *send_c
 /* ibv_device_attr -> rv_device_attr: every field but mask. GUIDs become host
  * byte order; negative limits (never reported by sane providers) become 0. */
 void rv_ibv_device_attr_from_ibv(const struct ibv_device_attr *in, rv_device_attr *out);
+/* The RV_DEVICE_ATTR_EX part. */
+void rv_ibv_device_attr_ex_from_ibv(const struct ibv_device_attr_ex *in, rv_device_attr *out);
 
 /* ibv_port_attr -> rv_port_attr: every field but mask. */
 void rv_ibv_port_attr_from_ibv(const struct ibv_port_attr *in, rv_port_attr *out);

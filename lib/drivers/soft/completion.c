@@ -8,12 +8,15 @@
  * time) and the progress thread, so pushes take cq->lock. An armed CQ
  * (rv_cq_req_notify) fires at most once: the pusher that clears `armed`
  * (atomic exchange) queues the CQ on its channel and writes the eventfd; an
- * unarmed push costs one relaxed load, no syscall. Lock order: cq->lock is
+ * unarmed push costs one relaxed load, no syscall. A CQ created with
+ * timestamps (rv_cq_attr.wc_flags) gets each entry stamped as it is pushed.
+ * Lock order: cq->lock is
  * never held while taking the channel lock.
  *
  * Calls down only: event.c (asynchronous events) and soft_kick (soft.h).
  */
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "completion.h"
@@ -166,6 +169,20 @@ static void channel_signal(struct soft_cq *c)
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* The extended fields a CQ created with timestamps keeps for each entry:
+ * one or two vDSO clock reads, on such CQs only. */
+static void stamp(const struct soft_cq *c, struct soft_cq_stamp *s)
+{
+	struct timespec ts;
+
+	s->raw = soft_clock_raw();
+	s->wall = 0;
+	if (c->wc_flags & RV_CQ_WC_TIMESTAMP_WALLCLOCK) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		s->wall = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+}
+
 bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
 {
 	return soft_cq_push_se(cq, wc, false);
@@ -186,6 +203,8 @@ bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
 		ok = false;
 	} else {
 		c->ring[c->tail & c->mask] = *wc;
+		if (c->stamps) /* under the lock: stamps rise in the CQ's order */
+			stamp(c, &c->stamps[c->tail & c->mask]);
 		c->tail++;
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
 	}

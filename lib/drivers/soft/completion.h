@@ -27,6 +27,12 @@ struct soft_channel {
 
 enum { ARM_NONE, ARM_SOLICITED, ARM_ALL };
 
+/* The extended fields of one CQ entry (rv_cq_poll_ex), beside the ring. */
+struct soft_cq_stamp {
+	uint64_t raw;  /* soft_clock_raw() when the completion was pushed */
+	uint64_t wall; /* CLOCK_REALTIME in ns then, with RV_CQ_WC_TIMESTAMP_WALLCLOCK */
+};
+
 struct soft_cq {
 	pthread_mutex_t lock;
 	struct rv_cq *cq;
@@ -37,6 +43,8 @@ struct soft_cq {
 	bool queued;             /* in ch's FIFO (ch->lock) */
 	struct soft_cq *next;    /* ch's FIFO (ch->lock) */
 	rv_wc *ring;
+	struct soft_cq_stamp *stamps; /* as many as ring, or NULL: a CQ without timestamps */
+	uint32_t wc_flags;       /* rv_cq_wc_flags it was created with */
 	uint32_t mask;
 	uint32_t head, tail;
 	_Atomic uint32_t avail;  /* tail - head, readable without the lock */

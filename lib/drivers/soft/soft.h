@@ -195,6 +195,9 @@ struct soft_mr {
 	 * entry exists, so copies use memcpy; the caller's memory (rv_mr_reg)
 	 * and windows are copied fault-safe (mr.c). */
 	bool trusted;
+	/* rv_mr_reg_dmabuf: soft0's own mapping of the dma-buf (at the MR's
+	 * iova, trusted), unmapped when the MR is deregistered; else NULL. */
+	void *dmabuf_map;
 };
 
 #define SOFT_REMOTE_ACCESS (RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)
@@ -535,6 +538,16 @@ static inline int64_t soft_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* soft0's device clock (rv_context_read_clock, completion timestamps):
+ * CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t soft_clock_raw(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline int64_t soft_now_us(void)
 {
 	struct timespec ts;
@@ -584,6 +597,7 @@ int soft_query_port(struct rv_context *ctx, uint8_t port_num, rv_port_attr *attr
 int soft_query_gid(struct rv_context *ctx, uint8_t port_num, int index, uint8_t gid[16]);
 int soft_query_gid_entry(struct rv_context *ctx, uint8_t port_num, uint32_t index, rv_gid_entry *e);
 int soft_query_pkey(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey);
+int soft_read_clock(struct rv_context *ctx, uint64_t *raw);
 
 /* ---- context.c ---- */
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
@@ -604,6 +618,9 @@ void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
 int soft_pd_alloc(struct rv_pd *pd);
 int soft_pd_dealloc(struct rv_pd *pd);
 int soft_mr_reg(struct rv_mr *mr);
+int soft_mr_reg_mapped(struct rv_mr *mr, bool ours, void *dmabuf_map);
+/* memory/dmabuf.c */
+int soft_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd);
 int soft_mr_dereg(struct rv_mr *mr);
 int soft_mw_alloc(struct rv_mw *mw);
 int soft_mw_dealloc(struct rv_mw *mw);
@@ -696,6 +713,7 @@ enum soft_mem_err soft_atomic_exec(struct soft_ctx *sc, struct rv_qp *qp, const 
 int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr);
 int soft_cq_destroy(struct rv_cq *cq);
 int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max);
+int soft_cq_poll_ex(struct rv_cq *cq, rv_wc_ex *wc, int max);
 int soft_cq_resize(struct rv_cq *cq, uint32_t cqe);
 int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only);
 /* rv_cq_wait's blocking step (driver.h cq_block): see "Progress" in README.md. */

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include "drivers/soft/soft.h"
@@ -273,6 +274,14 @@ static int zero_based_refused(const char *fn)
 
 int soft_mr_reg(struct rv_mr *mr)
 {
+	return soft_mr_reg_mapped(mr, mr->memory_ours, NULL);
+}
+
+/* ours: rverbs (the facade or soft0) mapped the range and unmaps it only
+ * after deregistration; dmabuf_map: soft0's mapping of a dma-buf there,
+ * unmapped by soft_mr_dereg. */
+int soft_mr_reg_mapped(struct rv_mr *mr, bool ours, void *dmabuf_map)
+{
 	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
 	struct soft_mr *m;
 
@@ -280,7 +289,7 @@ int soft_mr_reg(struct rv_mr *mr)
 		return zero_based_refused("rv_mr_reg");
 	/* As ibv_reg_mr: the whole range present, with the rights asked for
 	 * (memory rverbs just mapped read-write needs no look). */
-	if (!mr->memory_ours && soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
+	if (!ours && soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
 		return -EFAULT;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -289,7 +298,8 @@ int soft_mr_reg(struct rv_mr *mr)
 	m->addr = (uint64_t)(uintptr_t)mr->addr;
 	m->length = mr->length;
 	m->access = mr->access;
-	m->trusted = mr->memory_ours || sc->trust_memory;
+	m->trusted = ours || sc->trust_memory;
+	m->dmabuf_map = dmabuf_map;
 	if (m->length > UINT64_MAX - m->addr) {
 		free(m);
 		return rv_err(EINVAL, "rv_mr_reg", "the region wraps around the address space");
@@ -321,6 +331,9 @@ int soft_mr_dereg(struct rv_mr *mr)
 		}
 	}
 	pthread_rwlock_unlock(&sc->mr_lock);
+	/* After the unhook: no copy runs on the mapping any more. */
+	if (m->dmabuf_map)
+		munmap(m->dmabuf_map, m->length);
 	free(m);
 	mr->drv_mr = NULL;
 	return 0;

@@ -1,5 +1,6 @@
 /*
- * Completion queues of the software device: a ring of rv_wc; its producer
+ * Completion queues of the software device: a ring of rv_wc (and, on a CQ
+ * created with timestamps, a ring of their stamps beside it); its producer
  * side (soft_cq_push, the completion channel's signal) is completion.c's.
  *
  * rv_cq_poll first reads one atomic counter and returns 0 without a lock or
@@ -30,19 +31,28 @@ int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 	struct soft_cq *c;
 	uint32_t n = 1;
 
+	uint32_t wc_flags = (attr->mask & RV_CQ_ATTR_WC_FLAGS) ? (uint32_t)attr->wc_flags : 0;
+
 	if (attr->cqe > SOFT_MAX_CQE)
 		return rv_err(EINVAL, "rv_cq_new", "cqe %u exceeds soft0's max_cqe %u", attr->cqe, SOFT_MAX_CQE);
+	if (wc_flags & RV_CQ_WC_FLOW_TAG)
+		return rv_err(EOPNOTSUPP, "rv_cq_new", "soft0 has no flow steering, so its completions carry "
+			      "no flow tag; leave RV_CQ_WC_FLOW_TAG out of wc_flags");
 	while (n < attr->cqe)
 		n <<= 1;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return rv_err(ENOMEM, "rv_cq_new", "out of memory for the CQ");
 	c->ring = calloc(n, sizeof(*c->ring));
-	if (!c->ring || pthread_mutex_init(&c->lock, NULL) != 0) {
+	if (wc_flags)
+		c->stamps = calloc(n, sizeof(*c->stamps));
+	if (!c->ring || (wc_flags && !c->stamps) || pthread_mutex_init(&c->lock, NULL) != 0) {
 		free(c->ring);
+		free(c->stamps);
 		free(c);
 		return rv_err(ENOMEM, "rv_cq_new", "out of memory for %u CQ entries", n);
 	}
+	c->wc_flags = wc_flags;
 	c->mask = n - 1;
 	c->cq = cq;
 	c->sc = cq->ctx->drv_ctx;
@@ -83,6 +93,7 @@ int soft_cq_destroy(struct rv_cq *cq)
 	soft_event_forget(cq->ctx->drv_ctx, &cq->obj);
 	pthread_mutex_destroy(&c->lock);
 	free(c->ring);
+	free(c->stamps);
 	free(c);
 	cq->drv_cq = NULL;
 	return 0;
@@ -93,6 +104,7 @@ int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
 {
 	struct soft_cq *c = cq->drv_cq;
 	uint32_t n = 1, held;
+	struct soft_cq_stamp *stamps = NULL;
 	rv_wc *ring;
 
 	if (cqe > SOFT_MAX_CQE)
@@ -100,20 +112,31 @@ int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
 	while (n < cqe)
 		n <<= 1;
 	ring = calloc(n, sizeof(*ring));
-	if (!ring)
+	if (c->stamps)
+		stamps = calloc(n, sizeof(*stamps));
+	if (!ring || (c->stamps && !stamps)) {
+		free(ring);
+		free(stamps);
 		return rv_err(ENOMEM, "rv_cq_resize", "out of memory for %u CQ entries", n);
+	}
 	pthread_mutex_lock(&c->lock);
 	held = c->tail - c->head;
 	if (held > cqe) {
 		pthread_mutex_unlock(&c->lock);
 		free(ring);
+		free(stamps);
 		return rv_err(EINVAL, "rv_cq_resize", "the CQ holds %u completions, more than the %u "
 			      "entries asked for; poll them first or choose a larger size", held, cqe);
 	}
-	for (uint32_t i = 0; i < held; i++)
+	for (uint32_t i = 0; i < held; i++) {
 		ring[i] = c->ring[(c->head + i) & c->mask];
+		if (stamps)
+			stamps[i] = c->stamps[(c->head + i) & c->mask];
+	}
 	free(c->ring);
+	free(c->stamps);
 	c->ring = ring;
+	c->stamps = stamps;
 	c->mask = n - 1;
 	c->head = 0;
 	c->tail = held;
@@ -214,6 +237,18 @@ int soft_comp_channel_get_event(struct rv_comp_channel *ch, struct rv_cq **ret_c
 	return 0;
 }
 
+/* Entry i of the ring as an rv_wc_ex (c->lock held). Only CQs created with
+ * wc_flags come here (lib/cq.c), and those have stamps. */
+static void ex_entry(const struct soft_cq *c, uint32_t i, rv_wc_ex *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->wc = c->ring[i];
+	x->ex_flags = c->wc_flags;
+	if (c->wc_flags & RV_CQ_WC_TIMESTAMP)
+		x->timestamp = c->stamps[i].raw;
+	x->timestamp_wallclock = c->stamps[i].wall; /* 0 without RV_CQ_WC_TIMESTAMP_WALLCLOCK */
+}
+
 /* Empty polls in a row by this thread, any CQ (reset by a poll that finds one). */
 static _Thread_local uint32_t empty_polls __attribute__((tls_model("initial-exec")));
 /* µs: when this thread last read the clock for poll_progress (see there). */
@@ -272,7 +307,9 @@ static void poll_progress(struct soft_cq *c)
 	pthread_mutex_unlock(&sc->lock);
 }
 
-int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
+/* rv_cq_poll (wcx NULL) and rv_cq_poll_ex (wc NULL): inlined into each with
+ * a constant NULL, so the plain poll's copy loop has no extra test. */
+static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc *wc, rv_wc_ex *wcx, int max)
 {
 	struct soft_cq *c = cq->drv_cq;
 	uint32_t n = 0;
@@ -292,7 +329,10 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 	} else {
 		pthread_mutex_lock(&c->lock);
 		while (n < (uint32_t)max && c->head != c->tail) {
-			wc[n++] = c->ring[c->head & c->mask];
+			if (wcx)
+				ex_entry(c, c->head & c->mask, &wcx[n++]);
+			else
+				wc[n++] = c->ring[c->head & c->mask];
 			c->head++;
 		}
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
@@ -305,6 +345,16 @@ int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
 		      "the CQ overflowed: completions were lost and the QPs that used it are in the error "
 		      "state; size it for every WR that can complete at once (max_send_wr + "
 		      "max_recv_wr of its QPs)");
+}
+
+int soft_cq_poll(struct rv_cq *cq, rv_wc *wc, int max)
+{
+	return poll_cq(cq, wc, NULL, max);
+}
+
+int soft_cq_poll_ex(struct rv_cq *cq, rv_wc_ex *wc, int max)
+{
+	return poll_cq(cq, NULL, wc, max);
 }
 
 /* Milliseconds poll() may sleep before deadline_ns (-1: forever), rounded up. */

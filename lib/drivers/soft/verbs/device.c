@@ -44,6 +44,44 @@ bool soft_device_active(void *drv_dev)
 	return true;
 }
 
+/*
+ * The RV_DEVICE_ATTR_EX part (docs/extended-verbs.md). soft0 stamps every
+ * completion from its clock, CLOCK_MONOTONIC in ns (soft_clock_raw), so the
+ * core clock is 1 GHz and the stamp has all 64 bits. Its memory is always
+ * on-demand: a registration pins nothing, and every access goes through the
+ * kernel at the time of the access (memory/mr.c: process_vm_readv/writev),
+ * so a page that is not there is faulted in, and an unmapped one fails that
+ * access with an error completion instead of a signal. Not implicit ODP (an
+ * MR is a range). No packet pacing, no device memory, no PCIe (its atomics
+ * are the CPU's: atomic_cap), no flow steering, no atomic write.
+ */
+static void query_device_ex(const struct soft_ctx *sc, rv_device_attr *a)
+{
+	bool atomics = sc->caps & RV_SOFT_CAP_ATOMIC;
+
+	a->device_cap_flags_ex = SOFT_DEVICE_CAP_FLAGS;
+	a->completion_timestamp_mask = UINT64_MAX;
+	a->hca_core_clock = 1000000; /* kHz: one tick per nanosecond */
+	a->max_dm_size = 0;
+	a->odp_general_caps = RV_ODP_SUPPORT;
+	a->odp_rc_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_WRITE | RV_ODP_SUPPORT_READ |
+			 RV_ODP_SUPPORT_SRQ_RECV | (atomics ? RV_ODP_SUPPORT_ATOMIC : 0);
+	a->odp_uc_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_WRITE | RV_ODP_SUPPORT_SRQ_RECV;
+	a->odp_ud_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_SRQ_RECV;
+	a->odp_xrc_caps = 0;
+	a->pp_rate_limit_min = 0;
+	a->pp_rate_limit_max = 0;
+	a->pp_supported_qpts = 0;
+	a->pci_atomic_fetch_add = 0;
+	a->pci_atomic_swap = 0;
+	a->pci_atomic_compare_swap = 0;
+	a->max_send_sge = SOFT_MAX_SGE;
+	a->max_recv_sge = SOFT_MAX_SGE;
+	a->max_read_sge = SOFT_MAX_SGE;
+	a->max_inline_data = SOFT_MAX_INLINE;
+	a->cq_wc_flags = RV_CQ_WC_TIMESTAMP | RV_CQ_WC_TIMESTAMP_WALLCLOCK;
+}
+
 int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 {
 	struct soft_ctx *sc = ctx->drv_ctx;
@@ -87,6 +125,14 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	a->max_ah = SOFT_MAX_AH;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
+	query_device_ex(sc, a);
+	return 0;
+}
+
+int soft_read_clock(struct rv_context *ctx, uint64_t *raw)
+{
+	(void)ctx;
+	*raw = soft_clock_raw();
 	return 0;
 }
 
