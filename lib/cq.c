@@ -150,7 +150,7 @@ RV_DEFINE_HANDLE_CLOSE(cq, RV_OBJ_CQ, "destroying the CQ or a QP using it")
 /* What rv_cq_poll's one-compare checks did not let through: a handle that
  * is not a live CQ of this process (in a fork child the CQs it made itself
  * come here and are polled; rv_fork_child is one load of a flag set only
- * there, lib/memory.c, and the pid compare makes no system call), bad
+ * there, core/fork.c, and the pid compare makes no system call), bad
  * arguments. Never inlined into the hot path. */
 static __attribute__((noinline)) int poll_checked(rv_cq *cq, rv_wc *wc, int max, const char *func)
 {
@@ -421,15 +421,13 @@ static int wait_poll(rv_cq *cq, rv_wc *wc, int max)
 		return poll_checked(cq, wc, max, "rv_cq_wait");
 	n = cq->poll(cq, wc, max);
 	if (RV_UNLIKELY(n < 0)) {
-		static const char prefix[] = "rv_cq_poll: ";
-		const char *m = rv_error_last();
+		struct rv_error_saved why;
+		const char *text;
 
-		if (strncmp(m, prefix, sizeof(prefix) - 1) == 0) {
-			char text[512];
-
-			snprintf(text, sizeof(text), "%s", m + sizeof(prefix) - 1);
+		rv_error_save(&why);
+		text = rv_error_text(&why, "rv_cq_poll");
+		if (text != why.msg)
 			return rv_err(-n, "rv_cq_wait", "%s", text);
-		}
 	}
 	return n;
 }

@@ -636,7 +636,7 @@ int rv_qp_connect_route(struct rv_qp *qp, const rv_endpoint *peer, const struct 
 
 /* The complete check of a QP on the data path: live, and not a parent's
  * QP in a fork child (rv_fork_child: one load of a flag set only there,
- * lib/memory.c; the pid compare makes no system call). */
+ * core/fork.c; the pid compare makes no system call). */
 static inline int qp_live(const struct rv_qp *qp)
 {
 	return RV_LIKELY(qp && qp->obj.magic == rv_obj_magic(RV_OBJ_QP) && qp->obj.state == RV_OBJ_LIVE &&
