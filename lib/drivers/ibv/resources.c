@@ -72,6 +72,15 @@ int rv_ibv_pd_dealloc(struct rv_pd *pd)
 
 /* ---- memory regions ---------------------------------------------------- */
 
+/* A registration the provider made: the MR takes it and its keys. */
+static int mr_took(struct rv_mr *mr, struct ibv_mr *m)
+{
+	mr->drv_mr = m;
+	mr->lkey = m->lkey;
+	mr->rkey = m->rkey;
+	return 0;
+}
+
 int rv_ibv_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd)
 {
 	const char *devname = mr->pd->ctx->dev->name;
@@ -82,12 +91,8 @@ int rv_ibv_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd)
 
 	errno = 0;
 	m = ibv_reg_dmabuf_mr(mr->pd->drv_pd, offset, mr->length, iova, fd, (int)mr->access);
-	if (m) {
-		mr->drv_mr = m;
-		mr->lkey = m->lkey;
-		mr->rkey = m->rkey;
-		return 0;
-	}
+	if (m)
+		return mr_took(mr, m);
 	err = errno ? errno : ENOMEM;
 	if (err == EOPNOTSUPP || err == ENOSYS || err == EPROTONOSUPPORT) {
 		rv_err(EOPNOTSUPP, "rv_mr_reg_dmabuf", "device %s cannot register dma-bufs "
@@ -114,12 +119,8 @@ int rv_ibv_mr_reg(struct rv_mr *mr)
 
 	errno = 0;
 	m = ibv_reg_mr(mr->pd->drv_pd, mr->addr, mr->length, (int)mr->access);
-	if (m) {
-		mr->drv_mr = m;
-		mr->lkey = m->lkey;
-		mr->rkey = m->rkey;
-		return 0;
-	}
+	if (m)
+		return mr_took(mr, m);
 	err = errno ? errno : ENOMEM;
 	rv_err(err, "rv_mr_reg", "ibv_reg_mr(%p, %zu bytes, access 0x%x) on %s failed: %s",
 	       mr->addr, mr->length, mr->access, devname, rv_ibv_strerror(err, ebuf, sizeof(ebuf)));

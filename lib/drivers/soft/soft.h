@@ -738,6 +738,9 @@ bool soft_conn_flush(struct soft_conn *c);
 void soft_conn_unpoll(struct soft_conn *c);
 /* Out of epoll and the live list; freed by the progress thread later. */
 void soft_conn_kill(struct soft_conn *c);
+/* A closing stream's send side: push what is left and shut our direction
+ * down once it is out; false when the stream broke (the connection is killed). */
+bool soft_conn_drain_then_shut(struct soft_conn *c);
 /* Flush, shut our direction down, linger for the peer's end (SOFT_LINGER_MS). */
 void soft_conn_closing(struct soft_conn *c);
 /* q gives its connection up: gracefully (a TERMINATE queued goes last) or not. */

@@ -1045,16 +1045,8 @@ void soft_conn_wait_out(struct soft_qp *q)
 
 static void on_closing(struct soft_conn *c, uint32_t events)
 {
-	if (events & EPOLLOUT) {
-		if (!soft_conn_flush(c)) {
-			soft_conn_kill(c);
-			return;
-		}
-		if (c->tx_len == 0 && !c->shut_wr) {
-			shutdown(c->fd, SHUT_WR);
-			c->shut_wr = true;
-		}
-	}
+	if ((events & EPOLLOUT) && !soft_conn_drain_then_shut(c))
+		return;
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		c->rx_off = c->rx_len = 0;
 		if (fill_rx(c) < 0) {

@@ -141,20 +141,27 @@ void soft_conn_kill(struct soft_conn *c)
 	sc->zombies = c;
 }
 
+bool soft_conn_drain_then_shut(struct soft_conn *c)
+{
+	if (!soft_conn_flush(c)) {
+		soft_conn_kill(c);
+		return false;
+	}
+	if (c->tx_len == 0 && !c->shut_wr) {
+		shutdown(c->fd, SHUT_WR);
+		c->shut_wr = true;
+	}
+	return true;
+}
+
 void soft_conn_closing(struct soft_conn *c)
 {
 	soft_conn_unpoll(c);
 	memset(&c->place, 0, sizeof(c->place)); /* a WRITE being placed is abandoned with the stream */
 	c->state = CONN_CLOSING;
 	c->deadline = soft_now_ms() + SOFT_LINGER_MS;
-	if (!soft_conn_flush(c)) {
-		soft_conn_kill(c);
+	if (!soft_conn_drain_then_shut(c))
 		return;
-	}
-	if (c->tx_len == 0 && !c->shut_wr) {
-		shutdown(c->fd, SHUT_WR);
-		c->shut_wr = true;
-	}
 	c->rx_off = c->rx_len = 0;
 	soft_conn_update_events(c);
 }
