@@ -91,7 +91,7 @@ RV_API int rv_soft_fault_inject(rv_context *ctx, rv_qp *qp, rv_soft_fault_kind k
  * Between two processes of one host (or two contexts of one process) soft0
  * agrees on a same-host path after the connection is up, then moves the
  * connection's frames onto shared-memory rings once both directions of that
- * agreement hold (docs/software-device.md, "Same-host path"). A QP's path
+ * agreement hold (docs/software-device.md, "Same host"). A QP's path
  * therefore moves from ::RV_SOFT_PATH_TCP to ::RV_SOFT_PATH_SAME_HOST to
  * ::RV_SOFT_PATH_SAME_HOST_RINGS in the moments after it connects, as the
  * progress thread exchanges the agreement's messages; it goes back to
