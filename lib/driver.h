@@ -140,6 +140,10 @@ struct rv_driver {
 	 * qp NULL or of ctx). NULL: the device has none (-EOPNOTSUPP). */
 	int (*fault_inject)(struct rv_context *ctx, struct rv_qp *qp, uint32_t kind, uint32_t count,
 			    uint32_t delay_ms);
+	/* rv_soft_qp_path: which path qp's traffic takes now, an rv_soft_path
+	 * value (qp checked by the facade; read-only). NULL: the device has no
+	 * such paths (-EOPNOTSUPP). */
+	int (*qp_path)(struct rv_qp *qp, uint32_t *path);
 	/* Shared receive queues (rv_srq_new). srq->pd is set; attr has defaults
 	 * applied and is validated against the device caps. Fill srq->max_wr,
 	 * max_sge (actual) and drv_srq. qp_create gets attr->srq (live, same PD)

@@ -1,48 +1,52 @@
 /*
  * Which path soft0 took for `rverbs perf`: TCP, or the same-host path (large
  * WRITEs and SENDs by reference, every frame on shared-memory rings once both
- * sides agreed).
- *
- * The public API has no query for it, so this file watches what soft0 says
- * anyway: its INFO log lines when a QP agrees on the same-host path and when
- * its frames move onto a ring. The handler runs on soft0's progress thread
- * too, so it only sets atomic flags; it never prints (other messages are
- * dropped, as they were without a handler).
+ * sides agreed), from rv_soft_qp_path() on this side's QPs after a run. Each
+ * side asks its own QPs; the server sends its answer to the client
+ * (perf.c, session_run).
  */
-#include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include <rverbs/soft.h>
 
 #include "perf.h"
-
-static atomic_bool seen_samehost, seen_ring;
-
-static void watch_log(rv_log_level level, const char *msg, void *user)
-{
-	(void)level;
-	(void)user;
-	if (strstr(msg, "soft0: ") && strstr(msg, ": same-host path to QP "))
-		atomic_store(&seen_samehost, true);
-	else if (strstr(msg, "soft0: ") && strstr(msg, "through a shared-memory ring"))
-		atomic_store(&seen_ring, true);
-}
 
 void perf_path_init(bool tcp_only)
 {
 	/* soft0 reads RVERBS_SOFT_SHM when a context opens (docs/software-device.md). */
 	if (tcp_only)
 		setenv("RVERBS_SOFT_SHM", "0", 1);
-	rv_set_log_handler(watch_log, NULL);
-	rv_set_log_level(RV_LOG_INFO);
 }
 
-enum perf_path perf_path_now(bool soft)
+static enum perf_path from_soft(rv_soft_path p)
 {
-	if (!soft)
-		return PERF_PATH_NOT_SOFT;
-	if (atomic_load(&seen_ring))
+	switch (p) {
+	case RV_SOFT_PATH_TCP:
+		return PERF_PATH_TCP;
+	case RV_SOFT_PATH_SAME_HOST:
+		return PERF_PATH_SAMEHOST;
+	case RV_SOFT_PATH_SAME_HOST_RINGS:
 		return PERF_PATH_RINGS;
-	return atomic_load(&seen_samehost) ? PERF_PATH_SAMEHOST : PERF_PATH_TCP;
+	default: /* not connected (any more), or a value this tool does not know */
+		return PERF_PATH_UNKNOWN;
+	}
+}
+
+enum perf_path perf_path_now(const struct rdma *r)
+{
+	enum perf_path best = PERF_PATH_UNKNOWN;
+	rv_soft_path p;
+	rv_qp *qp;
+
+	if (!r || !perf_rdma_is_soft(r))
+		return PERF_PATH_NOT_SOFT;
+	/* The QPs of a session agree the same way; the furthest one along is
+	 * what the run used once it got going. */
+	for (uint32_t i = 0; (qp = perf_rdma_qp(r, i)) != NULL; i++) {
+		if (rv_soft_qp_path(qp, &p) == 0 && from_soft(p) > best)
+			best = from_soft(p);
+	}
+	return best;
 }
 
 const char *perf_path_name(enum perf_path p)

@@ -55,6 +55,7 @@ static char *source(struct rdma *r, uint32_t q) { return target(r, q) + r->slot;
 const char *perf_rdma_device_name(const struct rdma *r) { return rv_device_name(r->dev); }
 bool perf_rdma_has_atomics(const struct rdma *r) { return r->dattr.atomic_cap != RV_ATOMIC_NONE; }
 bool perf_rdma_is_soft(const struct rdma *r) { return rv_device_kind_of(r->dev) == RV_DEVICE_SOFT; }
+rv_qp *perf_rdma_qp(const struct rdma *r, uint32_t i) { return r->qp && i < r->p.n_qps ? r->qp[i] : NULL; }
 bool perf_rdma_events(const struct rdma *r) { return r->ch != NULL; }
 
 uint32_t perf_rdma_max_inline(const struct rdma *r)

@@ -152,7 +152,7 @@ int session_run(struct session *s, const struct perf_cmd *c, struct perf_result 
 	res->cpu_client = (double)(cpu_ns() - c0) / 1e9;
 	res->wall = (double)(now_ns() - t0) / 1e9;
 	res->events_client = s->r && perf_rdma_events(s->r);
-	res->path_client = perf_path_now(s->r && perf_rdma_is_soft(s->r));
+	res->path_client = perf_path_now(s->r);
 	if ((rc = net_barrier(s->fd)) < 0 || (rc = net_recv_u64s(s->fd, peer, N_REPLY)) < 0)
 		return rc;
 	res->cpu_server = (double)peer[0] / 1e9;
@@ -267,7 +267,7 @@ int perf_session_server(int lfd, const struct perf_server_opts *so)
 		reply[1] = now_ns() - t0;
 		reply[2] = run_rc < 0 ? (uint64_t)-run_rc : 0;
 		reply[3] = s.r && perf_rdma_events(s.r);
-		reply[4] = c.test == PERF_TCP ? PERF_PATH_UNKNOWN : perf_path_now(s.r && perf_rdma_is_soft(s.r));
+		reply[4] = c.test == PERF_TCP ? PERF_PATH_UNKNOWN : perf_path_now(s.r);
 		if (printing && c.test != PERF_TCP)
 			server_row(so, &js, &c, (double)reply[1] / 1e9, (double)reply[0] / 1e9, reply[3] != 0,
 				   (enum perf_path)reply[4], run_rc);

@@ -42,7 +42,7 @@ struct perf_params {
 	uint32_t events;     /* -e: wait on a completion channel (this side only; not sent) */
 };
 
-/* The path soft0's QPs took, as its log says (perf-path.c). */
+/* The path soft0's QPs took, as rv_soft_qp_path() says (perf-path.c). */
 enum perf_path { PERF_PATH_UNKNOWN = 0, PERF_PATH_TCP = 1, PERF_PATH_SAMEHOST = 2, PERF_PATH_RINGS = 3,
 		 PERF_PATH_NOT_SOFT = 4 };
 
@@ -84,11 +84,13 @@ uint64_t cpu_ns(void);
 void perf_lat_stats(double *us, uint64_t n, struct perf_result *res);
 
 /* ---- perf-path.c: which path soft0 took ---- */
-/* Before the context opens: --tcp-only sets RVERBS_SOFT_SHM=0 for this process;
- * then soft0's INFO log lines are watched for its same-host agreement. */
+struct rdma;
+/* Before the context opens: --tcp-only sets RVERBS_SOFT_SHM=0 for this process. */
 void perf_path_init(bool tcp_only);
-/* What the QPs of this process did so far: rings, same-host by reference, or TCP. */
-enum perf_path perf_path_now(bool soft);
+/* The path r's QPs take now: rings, same-host by reference, or TCP (the
+ * furthest along of them); PERF_PATH_NOT_SOFT on another device or
+ * without RDMA (r NULL), PERF_PATH_UNKNOWN when no QP is connected. */
+enum perf_path perf_path_now(const struct rdma *r);
 const char *perf_path_name(enum perf_path p);
 
 /* ---- perf-rdma.c ---- */
@@ -113,6 +115,8 @@ void perf_rdma_print_header(const struct rdma *r, const char *title, uint32_t cq
 void perf_rdma_json_header(const struct rdma *r, void *json, int mode);
 const char *perf_rdma_device_name(const struct rdma *r);
 bool perf_rdma_is_soft(const struct rdma *r);
+/* QP i of the session, NULL past the last. */
+rv_qp *perf_rdma_qp(const struct rdma *r, uint32_t i);
 /* -e: this side waits on a completion channel. */
 bool perf_rdma_events(const struct rdma *r);
 /* The QP's max_inline_data read back after creation: sends up to it go inline. */

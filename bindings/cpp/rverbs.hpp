@@ -1322,7 +1322,7 @@ private:
 	}
 };
 
-// ---- fault injection on the software device (rverbs/soft.h) ---------------
+// ---- the software device (rverbs/soft.h): fault injection, the path -------
 
 /** Inject a fault into the next `count` frames `ctx` sends, or only those of
  *  `only` (a QP of ctx) when given (rv_soft_fault_inject). Throws rverbs::error
@@ -1340,6 +1340,22 @@ inline void soft_fault_inject(const context &ctx, rv_soft_fault_kind kind, uint3
 	detail::check(rv_soft_fault_inject(ctx.get(), only ? only->get() : nullptr, kind,
 					   kind == RV_SOFT_FAULT_CLEAR ? 0 : count, delay_ms),
 		      ec);
+}
+
+/** The path `q`'s traffic takes now on the software device: TCP, the
+ *  same-host path, its shared-memory rings, or none (rv_soft_qp_path).
+ *  Throws rverbs::error (EOPNOTSUPP off soft0). */
+inline rv_soft_path soft_qp_path(const qp &q)
+{
+	rv_soft_path p = RV_SOFT_PATH_NONE;
+	detail::check(rv_soft_qp_path(q.get(), &p), "rv_soft_qp_path");
+	return p;
+}
+inline rv_soft_path soft_qp_path(const qp &q, std::error_code &ec) noexcept
+{
+	rv_soft_path p = RV_SOFT_PATH_NONE;
+	detail::check(rv_soft_qp_path(q.get(), &p), ec);
+	return p;
 }
 
 // ---- the connection helper (rverbs/conn.h) --------------------------------

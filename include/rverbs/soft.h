@@ -1,7 +1,8 @@
 /**
  * @file rverbs/soft.h
  * @brief Fault injection on the software device (soft0), so that an
- *        application can test its own error paths.
+ *        application can test its own error paths, and which path a QP's
+ *        traffic takes (rv_soft_qp_path()).
  *
  * soft0 can lose, corrupt, delay or reset the frames it sends, on request:
  * through rv_soft_fault_inject(), or for a whole process through the
@@ -83,6 +84,55 @@ typedef enum rv_soft_fault_kind {
  */
 RV_API int rv_soft_fault_inject(rv_context *ctx, rv_qp *qp, rv_soft_fault_kind kind, uint32_t count,
 				uint32_t delay_ms);
+
+/**
+ * The path a software device QP's traffic takes (rv_soft_qp_path()).
+ *
+ * Between two processes of one host (or two contexts of one process) soft0
+ * agrees on a same-host path after the connection is up, then moves the
+ * connection's frames onto shared-memory rings once both directions of that
+ * agreement hold (docs/software-device.md, "Same host"). A QP's path
+ * therefore moves from ::RV_SOFT_PATH_TCP to ::RV_SOFT_PATH_SAME_HOST to
+ * ::RV_SOFT_PATH_SAME_HOST_RINGS in the moments after it connects, as the
+ * progress thread exchanges the agreement's messages; it goes back to
+ * ::RV_SOFT_PATH_NONE when the connection ends.
+ */
+typedef enum rv_soft_path {
+	/** No connection: the QP is not connected yet (RESET to RTR before
+	 *  the peer answered), its connection ended (ERR, or it failed), or
+	 *  it is a UD QP (datagrams over UDP, no connection). */
+	RV_SOFT_PATH_NONE = 0,
+	/** Every frame goes over TCP (iWARP): a peer on another host, the
+	 *  same-host path off (`RVERBS_SOFT_SHM=0`, or refused by either
+	 *  side), or its agreement not finished yet. */
+	RV_SOFT_PATH_TCP = 1,
+	/** The same-host path holds in at least one direction: RDMA WRITEs and
+	 *  SENDs of 8 KiB or more move by reference (one `process_vm_readv(2)`
+	 *  by the target), everything else still over TCP. */
+	RV_SOFT_PATH_SAME_HOST = 2,
+	/** The same-host path holds and frames move through shared-memory
+	 *  rings instead of the socket, in at least one direction (each
+	 *  direction switches on its own; the other follows unless it was
+	 *  refused, e.g. with `RVERBS_SOFT_SHM_RING=0`). */
+	RV_SOFT_PATH_SAME_HOST_RINGS = 3
+} rv_soft_path;
+
+/**
+ * Which path a software device QP's traffic takes now.
+ *
+ * A read-only query of the QP's connection, for tools and tests that report
+ * or check it (`rverbs perf` prints it). The answer may change right after
+ * the call: see ::rv_soft_path for the order in which it moves.
+ *
+ * @param qp   a live QP on soft0.
+ * @param path receives the path; written only on success.
+ * @retval 0 success.
+ * @retval -EINVAL @p qp is NULL or not a QP, or @p path is NULL.
+ * @retval -RV_ECLOSED @p qp was closed.
+ * @retval -EOPNOTSUPP @p qp is not on the software device (rv_error_last()
+ *         names its device).
+ */
+RV_API int rv_soft_qp_path(rv_qp *qp, rv_soft_path *path);
 
 #ifdef __cplusplus
 }

@@ -492,6 +492,36 @@ TEST_CASE(soft_fault_reset_completes_work)
 	CHECK(wc.wr_id == 5 && wc.status == RV_WC_RETRY_EXC_ERR);
 }
 
+TEST_CASE(soft_qp_path_of_a_connected_pair)
+{
+	context ctx = soft_context();
+	pd p = pd::create(ctx);
+	cq c = cq::create(ctx);
+	qp lone = qp::create(p, c);
+	CHECK(soft_qp_path(lone) == RV_SOFT_PATH_NONE); // never connected
+	auto [a, b] = connected_pair();
+	// A round trip: the connection is up on both sides.
+	rv_sge rsge = b->mr_.sge(0, 4096);
+	rv_recv_wr rwr{};
+	rwr.wr_id = 1;
+	set_sg_list(rwr, span<const rv_sge>(&rsge, 1));
+	CHECK(b->qp_.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	a->qp_.send(a->mr_.sge(0, 8), 2);
+	CHECK(wait_one(a->cq_).status == RV_WC_SUCCESS);
+	CHECK(wait_one(b->cq_).status == RV_WC_SUCCESS);
+	// Two contexts of one process: TCP until the same-host agreement, then
+	// the rings (unless the environment turned them off).
+	for (const qp *q : {&a->qp_, &b->qp_}) {
+		rv_soft_path path = soft_qp_path(*q);
+		CHECK(path == RV_SOFT_PATH_TCP || path == RV_SOFT_PATH_SAME_HOST ||
+		      path == RV_SOFT_PATH_SAME_HOST_RINGS);
+	}
+	std::error_code ec;
+	qp closed = qp::create(p, c);
+	closed.close();
+	CHECK(soft_qp_path(closed, ec) == RV_SOFT_PATH_NONE && is_closed(ec));
+}
+
 TEST_CASE(connection_helper_write_and_disconnect)
 {
 	context sctx = soft_context(), cctx = soft_context();

@@ -1,7 +1,9 @@
-"""Fault injection on soft0 from Python: a reset connection completes the
-posted work with RETRY_EXC_ERR, a delay keeps the traffic correct, bad
-arguments raise with the errno and message. Skipped while soft0 cannot carry
-traffic or the headers have no rverbs/soft.h."""
+"""rverbs/soft.h from Python. Fault injection on soft0: a reset connection
+completes the posted work with RETRY_EXC_ERR, a delay keeps the traffic
+correct, bad arguments raise with the errno and message. The path query: a
+connected pair of this process reports TCP or the same-host path, a closed QP
+raises. Skipped while soft0 cannot carry traffic or the headers have no
+rverbs/soft.h."""
 import errno
 
 import pytest
@@ -61,3 +63,24 @@ def test_bad_arguments(rc_pair):
     assert e.value.errno == errno.EINVAL and "another context" in str(e.value)
     a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_CORRUPT, count=3)
     a.ctx.fault_inject(rverbs.RV_SOFT_FAULT_CLEAR)
+
+
+needs_path = pytest.mark.skipif(not hasattr(rverbs.QP, "soft_path"), reason="no rv_soft_qp_path")
+
+
+@needs_path
+def test_soft_path_of_a_connected_pair(rc_pair):
+    a, b = rc_pair
+    b.qp.recv(b.mr.sge(0, 4096), wr_id=1)
+    a.qp.send(a.mr.sge(0, 16), wr_id=2)
+    assert wait_one(a.cq, "SEND").status == rverbs.RV_WC_SUCCESS
+    assert wait_one(b.cq, "RECV").status == rverbs.RV_WC_SUCCESS
+    # Up on both sides: TCP until the same-host agreement, then its rings.
+    for qp in (a.qp, b.qp):
+        assert qp.soft_path() in (rverbs.RV_SOFT_PATH_TCP, rverbs.RV_SOFT_PATH_SAME_HOST,
+                                  rverbs.RV_SOFT_PATH_SAME_HOST_RINGS)
+    lone = rverbs.QP(a.pd, a.cq)
+    assert lone.soft_path() == rverbs.RV_SOFT_PATH_NONE
+    lone.close()
+    with pytest.raises(rverbs.RVerbsClosedError):
+        lone.soft_path()

@@ -727,6 +727,8 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);
 int soft_qp_destroy(struct rv_qp *qp);
 int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr);
 int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr);
+/* rv_soft_qp_path (rverbs/soft.h): an rv_soft_path value; takes sc->lock, q->lock. */
+int soft_qp_path(struct rv_qp *qp, uint32_t *path);
 int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted);
 /* ---- stream.c: a connection's stream, below tx.c, rx.c and conn.c ---- */

@@ -48,6 +48,7 @@ const struct rv_driver rv_driver_soft = {
 	.ah_destroy = soft_ah_destroy,
 	.ah_attr_from_wc = NULL, /* the facade reads soft0's GRH area (IPv4 or IPv6 form) */
 	.fault_inject = soft_fault_inject,
+	.qp_path = soft_qp_path,
 	.srq_create = soft_srq_create,
 	.srq_destroy = soft_srq_destroy,
 	.srq_modify = soft_srq_modify,

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "drivers/soft/completion.h"
+#include "rverbs/soft.h"
 #include "qp_state.h"
 
 static _Atomic uint32_t qpn_counter;
@@ -309,6 +310,32 @@ int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr)
 	attr->qp_access_flags = q->access;
 	attr->cap = qp->cap;
 	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+/* rv_soft_qp_path: read-only. sc->lock for the connection's state and its
+ * same-host agreement (the progress thread changes both under it), q->lock
+ * for q->conn, in the usual order. A connection's path only moves forward
+ * (TCP, same host once shm.c agreed, rings once a direction switched in
+ * shmring.c) until it ends. */
+int soft_qp_path(struct rv_qp *qp, uint32_t *path)
+{
+	struct soft_qp *q = qp->drv_qp;
+	const struct soft_conn *c;
+
+	pthread_mutex_lock(&q->sc->lock);
+	pthread_mutex_lock(&q->lock);
+	c = q->conn;
+	if (!c || c->state != CONN_UP)
+		*path = RV_SOFT_PATH_NONE;
+	else if (atomic_load(&c->ring_tx_on) || atomic_load(&c->ring_rx_on))
+		*path = RV_SOFT_PATH_SAME_HOST_RINGS;
+	else if (c->shm_step == 3 && (c->shm_push || c->shm_pull))
+		*path = RV_SOFT_PATH_SAME_HOST;
+	else
+		*path = RV_SOFT_PATH_TCP;
+	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->sc->lock);
 	return 0;
 }
 
