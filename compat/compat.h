@@ -1,0 +1,151 @@
+/*
+ * The private header of the libibverbs-compatible layer (compat/).
+ *
+ * A soft0 object is a libibverbs public struct (the one verbs.h's inline
+ * functions read) embedded in a wrapper that holds the rverbs handle behind
+ * it. Real devices' objects are never wrapped: they belong to the system's
+ * libibverbs (passthrough.c) and every call on them goes there.
+ *
+ * Nothing here may include a private header of rdma-core: only
+ * <infiniband/verbs.h> and rverbs' public headers.
+ */
+#ifndef RVERBS_COMPAT_H
+#define RVERBS_COMPAT_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <infiniband/verbs.h>
+#include <rverbs/rverbs.h>
+
+#define COMPAT_EXPORT __attribute__((visibility("default")))
+#define compat_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* ---- soft devices and their objects --------------------------------------- */
+
+struct compat_device {
+	struct ibv_device dev; /* what the program sees; first, so the pointer is ours */
+	rv_device *rv;
+};
+
+struct compat_cq;
+struct compat_qp;
+struct compat_srq;
+
+struct compat_ctx {
+	rv_context *rv;
+	pthread_mutex_t lock;   /* guards the object lists below (control path only) */
+	struct compat_cq *cqs;  /* to find the ibv_cq of an rv_cq in events */
+	struct compat_qp *qps;
+	struct compat_srq *srqs;
+	uint8_t gid[16];        /* port 1's GID: the address of a peer named without a GRH */
+	struct verbs_context vctx; /* last: verbs_context ends with the ibv_context */
+};
+
+/* users: the objects that depend on this one. libibverbs refuses to destroy
+ * an object in use (EBUSY) where rverbs would close the dependents too. */
+struct compat_pd {
+	struct ibv_pd pd;
+	rv_pd *rv;
+	int users;
+};
+
+struct compat_mr {
+	struct ibv_mr mr;
+	rv_mr *rv;
+};
+
+struct compat_channel {
+	struct ibv_comp_channel ch;
+	rv_comp_channel *rv;
+};
+
+struct compat_cq {
+	struct ibv_cq cq;
+	rv_cq *rv;
+	int users;
+	struct compat_cq *next;
+};
+
+struct compat_srq {
+	struct ibv_srq srq;
+	rv_srq *rv;
+	int users;
+	struct compat_srq *next;
+};
+
+struct compat_qp {
+	struct ibv_qp qp;
+	rv_qp *rv;
+	struct compat_qp *next;
+};
+
+struct compat_ah {
+	struct ibv_ah ah;
+	rv_ah *rv;
+};
+
+/* device.c */
+bool compat_is_soft_device(const struct ibv_device *dev);
+static inline struct compat_ctx *compat_ctx_of(struct ibv_context *c)
+{
+	return compat_container_of(c, struct compat_ctx, vctx.context);
+}
+/* A context, or any object's ->context, is soft0's when its device is ours. */
+static inline bool compat_is_soft(const struct ibv_context *c)
+{
+	return c && compat_is_soft_device(c->device);
+}
+
+/* rverbs' negative errno into libibverbs' conventions. */
+static inline void *compat_fail_null(int rc)
+{
+	errno = rc < 0 ? -rc : EINVAL;
+	return NULL;
+}
+static inline int compat_fail_errno(int rc)
+{
+	errno = rc < 0 ? -rc : EINVAL;
+	return -1;
+}
+
+/* Calls made into librverbs from the layer: librverbs' own libibverbs driver
+ * then reaches this layer (it is the process's libibverbs.so.1), and must see
+ * only the real devices, not soft0 a second time. */
+void compat_enter_rverbs(void);
+void compat_leave_rverbs(void);
+bool compat_inside_rverbs(void);
+
+/* query.c */
+void compat_ctx_fill_ops(struct compat_ctx *cc);
+int compat_query_port_soft(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,
+			   size_t attr_len);
+
+/* datapath.c */
+int compat_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int compat_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int compat_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* qp.c, resources.c: the soft0 halves of calls the extended tables reach */
+struct ibv_qp *compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+struct ibv_cq_ex *compat_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
+struct ibv_srq *compat_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr);
+int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			   struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* resources.c: the use counts, under the context's lock */
+void compat_use(struct ibv_context *c, int *users, int delta);
+
+/* qp.c: the rverbs handle of a soft0 address handle (UD sends). */
+rv_ah *compat_ah_rv(struct ibv_ah *ah);
+
+/* The object lists of a context (events map rverbs handles back). */
+struct ibv_cq *compat_find_cq(struct compat_ctx *cc, const rv_cq *rv);
+struct ibv_qp *compat_find_qp(struct compat_ctx *cc, const rv_qp *rv);
+struct ibv_srq *compat_find_srq(struct compat_ctx *cc, const rv_srq *rv);
+
+#endif
