@@ -60,6 +60,7 @@ struct compat_mr {
 struct compat_channel {
 	struct ibv_comp_channel ch;
 	rv_comp_channel *rv;
+	bool nonblock_at_create; /* rverbs' descriptor is non-blocking of its own */
 };
 
 struct compat_cq {

@@ -67,6 +67,9 @@ static void load(void)
 			memcpy(&r.errno_location, &sym, sizeof(sym));
 		}
 	}
+#ifdef COMPAT_HAVE_PRIVATE
+	compat_private_resolve(h);
+#endif
 	compat_real = r;
 	loaded = true;
 }

@@ -122,6 +122,9 @@ extern struct compat_real compat_real;
  * support, RVERBS_COMPAT_REAL=none, or the library cannot be loaded). */
 bool compat_real_load(void);
 
+/* private.c: point the forwarded provider interface at the real library. */
+void compat_private_resolve(void *real_handle);
+
 /* Copy the real library's errno into the program's, after a failed call. */
 void compat_real_errno(void);
 

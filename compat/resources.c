@@ -280,6 +280,7 @@ COMPAT_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_contex
 	}
 	ch->ch.context = c;
 	ch->ch.fd = rv_comp_channel_fd(ch->rv);
+	ch->nonblock_at_create = (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) != 0;
 	return &ch->ch;
 }
 
@@ -445,10 +446,12 @@ COMPAT_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_
 		return rc;
 	}
 	/* Like libibverbs' read(2) of the channel: blocking unless the program
-	 * made the descriptor non-blocking. */
+	 * made the descriptor non-blocking (rverbs' own may be so already). */
 	flags = fcntl(channel->fd, F_GETFL);
 	rc = rv_comp_channel_get_event(compat_ch_of(channel)->rv,
-				       flags >= 0 && (flags & O_NONBLOCK) ? 0 : -1, &rvcq);
+				       flags >= 0 && (flags & O_NONBLOCK) &&
+						       !compat_ch_of(channel)->nonblock_at_create ? 0 : -1,
+				       &rvcq);
 	if (rc < 0)
 		return compat_fail_errno(rc);
 	cc = compat_ctx_of(channel->context);
