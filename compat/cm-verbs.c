@@ -277,8 +277,11 @@ CM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ib
 		pd = id->pd;
 	if (!pd || pd->context != id->verbs)
 		return fail(EINVAL);
-	if (attr->qp_type != id->qp_type)
-		return fail(EINVAL); /* the port space says which type */
+	/* The port space says datagram or connected; RC or UC is the QP's. */
+	if ((attr->qp_type == IBV_QPT_UD) != (id->qp_type == IBV_QPT_UD) ||
+	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD))
+		return fail(EINVAL);
+	id->qp_type = attr->qp_type;
 	a = *attr;
 	/* Like librdmacm: CQs the caller did not give are made here, each with
 	 * its completion channel, for rdma_get_send_comp/rdma_get_recv_comp. */
@@ -433,6 +436,8 @@ CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, 
 				goto fail_id;
 			}
 			*c->ep_qp_attr = *qp_init_attr;
+			if (res->ai_qp_type)
+				c->ep_qp_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 			c->ep_pd = pd;
 		}
 		*id = cid;
@@ -443,6 +448,8 @@ CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, 
 	    rdma_resolve_route(cid, 2000) < 0)
 		goto fail_id;
 	if (qp_init_attr) {
+		/* As librdmacm: the QP's type is the address's. */
+		qp_init_attr->qp_type = res->ai_qp_type ? (enum ibv_qp_type)res->ai_qp_type : cid->qp_type;
 		if (!pd) {
 			pd = cid->pd = ibv_alloc_pd(cid->verbs);
 			if (!pd)
@@ -499,6 +506,9 @@ CM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id
 	if (l->ep_qp_attr) {
 		struct ibv_qp_init_attr a = *l->ep_qp_attr;
 		struct ibv_pd *pd = l->ep_pd;
+
+		if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD)
+			a.qp_type = child->qp_type;
 
 		if (!pd) {
 			pd = child->pd = ibv_alloc_pd(child->verbs);
