@@ -32,6 +32,13 @@ static pthread_once_t progress_once = PTHREAD_ONCE_INIT;
 
 /* How long rdma_connect waits for the TCP connection of the exchange. */
 #define CM_CONNECT_TIMEOUT_MS 5000
+/* How long a refused connection is tried again before the program hears
+ * REJECTED: resolving an address and a route on soft0 takes no time, so a
+ * client that a peer process told to go ahead (perftest's handshake) can
+ * reach the port before that peer's rdma_listen, where a NIC's address and
+ * route resolution would have given it the milliseconds it needs. */
+#define CM_REFUSED_RETRY_MS 1000
+#define CM_REFUSED_STEP_MS 20
 
 static bool alive(const struct cm_id *c)
 {
@@ -546,39 +553,61 @@ CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	return c->sync ? cm_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL) : 0;
 }
 
-/* A TCP connection to the peer's bound address, within a bound time. */
-static int tcp_connect(struct cm_id *c)
+/* A TCP connection to the peer's bound address, within a bound time;
+ * called without cm_lock (it may wait). */
+static int tcp_connect_once(struct cm_id *c, int fd)
 {
 	const struct sockaddr *dst = &c->id.route.addr.dst_addr;
 	struct pollfd p;
-	int fd = c->fd, err = 0;
+	int err = 0;
 	socklen_t len = sizeof(err);
 
-	if (fd < 0) {
-		fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -errno;
-	}
-	c->fd = -1;
-	if (connect(fd, dst, addr_len(dst)) < 0 && errno != EINPROGRESS) {
-		err = errno;
-		close(fd);
-		return -err;
-	}
+	if (connect(fd, dst, addr_len(dst)) < 0 && errno != EINPROGRESS)
+		return -errno;
 	p = (struct pollfd){.fd = fd, .events = POLLOUT};
-	if (poll(&p, 1, CM_CONNECT_TIMEOUT_MS) != 1) {
-		close(fd);
+	if (poll(&p, 1, CM_CONNECT_TIMEOUT_MS) != 1)
 		return -ETIMEDOUT;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
-		close(fd);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err)
 		return -(err ? err : EIO);
-	}
-	{
-		int one = 1;
+	return 0;
+}
 
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+static int tcp_connect(struct cm_id *c)
+{
+	const struct sockaddr *dst = &c->id.route.addr.dst_addr;
+	struct sockaddr_storage bound;
+	bool was_bound = c->fd >= 0;
+	int fd = c->fd, rc, one = 1;
+	socklen_t len = sizeof(bound);
+
+	if (was_bound)
+		getsockname(fd, (struct sockaddr *)&bound, &len);
+	c->fd = -1;
+	for (int waited = 0;; waited += CM_REFUSED_STEP_MS) {
+		if (fd < 0) {
+			fd = socket(dst->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (fd < 0)
+				return -errno;
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (was_bound && bind(fd, (struct sockaddr *)&bound, len) < 0) {
+				rc = -errno;
+				close(fd);
+				return rc;
+			}
+		}
+		rc = tcp_connect_once(c, fd);
+		if (rc != -ECONNREFUSED || waited >= CM_REFUSED_RETRY_MS)
+			break;
+		/* A refused socket cannot connect again: a new one next time. */
+		close(fd);
+		fd = -1;
+		usleep(CM_REFUSED_STEP_MS * 1000);
 	}
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->fd = fd;
 	len = sizeof(c->id.route.addr.src_storage);
 	getsockname(fd, &c->id.route.addr.src_addr, &len);
@@ -626,19 +655,21 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	req.qp_type = id->qp_type;
 	if (id->qp_type == IBV_QPT_UD)
 		req.qkey = RDMA_UDP_QKEY;
+	c->state = CM_CONNECTING; /* no second rdma_connect while this one runs */
+	pthread_mutex_unlock(&cm_lock);
 	rc = tcp_connect(c);
+	pthread_mutex_lock(&cm_lock);
 	if (rc == 0)
 		rc = cm_send(c, &req);
 	if (rc == 0)
 		rc = watch(c);
 	if (rc < 0) {
 		cm_close_fd(c);
+		c->state = CM_ROUTE_RESOLVED;
 		/* As the kernel's rdma_cm: nobody listening is a rejection
 		 * (reason 8, invalid service ID), told by an event. */
 		cm_post_event(c, rc == -ECONNREFUSED ? RDMA_CM_EVENT_REJECTED : RDMA_CM_EVENT_UNREACHABLE,
 			      rc == -ECONNREFUSED ? 8 : rc, NULL, NULL);
-	} else {
-		c->state = CM_CONNECTING;
 	}
 	pthread_mutex_unlock(&cm_lock);
 	return c->sync ? cm_wait(c, RDMA_CM_EVENT_ESTABLISHED, NULL) : 0;
