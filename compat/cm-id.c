@@ -104,18 +104,15 @@ int cm_send(struct cm_id *c, const struct cm_msg *m)
 	return 0;
 }
 
-/* The peer went away or sent the end: the QP goes to ERR and the program
- * hears DISCONNECTED once. */
+/* The exchange is over (the peer went away or sent the end, or the program
+ * disconnected): the program hears DISCONNECTED once. The QP is left alone:
+ * the program owns it and may have destroyed it already (as with librdmacm,
+ * only rdma_disconnect moves it to ERR, in the caller's thread). */
 static void peer_gone(struct cm_id *c)
 {
 	enum cm_state was = c->state;
 
 	cm_close_fd(c);
-	if (c->id.qp) {
-		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-
-		ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE);
-	}
 	if (was == CM_CONNECTING) {
 		c->state = CM_IDLE;
 		cm_post_event(c, RDMA_CM_EVENT_UNREACHABLE, -ECONNRESET, NULL, NULL);
@@ -799,8 +796,13 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	}
 	if (c->fd >= 0)
 		cm_send(c, &dreq);
-	peer_gone(c); /* our side ends the same way: QP to ERR, one DISCONNECTED */
+	peer_gone(c); /* our side hears one DISCONNECTED too */
 	pthread_mutex_unlock(&cm_lock);
+	if (id->qp) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+		ibv_modify_qp(id->qp, &a, IBV_QP_STATE); /* outstanding work flushes */
+	}
 	return 0;
 }
 
