@@ -2,15 +2,18 @@
  * Event channels and events: rdma_create_event_channel, rdma_get_cm_event,
  * rdma_ack_cm_event, rdma_event_str, and the waiting of synchronous ids.
  *
- * A channel is a queue and a pipe: each queued event writes one byte, and
- * rdma_get_cm_event reads one before it takes an event, so the channel's fd
- * polls readable exactly while events wait, and blocks (or says EAGAIN when
- * the program made it non-blocking) as librdmacm's does.
+ * A channel is a queue and a counting eventfd (EFD_SEMAPHORE): each queued
+ * event adds one, and rdma_get_cm_event takes one before it takes an event,
+ * so the channel's fd polls readable exactly while events wait, and blocks
+ * (or says EAGAIN when the program made it non-blocking) as librdmacm's does.
+ * One descriptor, as librdmacm's: closing it does not wake a thread blocked
+ * in rdma_get_cm_event (a pipe's write end would, with a false EOF).
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "cm.h"
@@ -18,18 +21,16 @@
 struct cm_channel *cm_channel_new(void)
 {
 	struct cm_channel *ch = calloc(1, sizeof(*ch));
-	int p[2];
 
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	ch->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (ch->ch.fd < 0) {
 		free(ch);
 		return NULL;
 	}
-	ch->ch.fd = p[0];
-	ch->wfd = p[1];
 	pthread_mutex_init(&ch->lock, NULL);
 	return ch;
 }
@@ -45,7 +46,6 @@ void cm_channel_free(struct cm_channel *ch)
 		free(e);
 	}
 	close(ch->ch.fd);
-	close(ch->wfd);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 }
@@ -68,7 +68,7 @@ int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 {
 	struct cm_channel *ch = cm_container_of(c->id.channel, struct cm_channel, ch);
 	struct cm_event *e = calloc(1, sizeof(*e));
-	char one = 1;
+	uint64_t one = 1;
 
 	if (!e)
 		return -ENOMEM;
@@ -107,10 +107,7 @@ int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 		ch->head = e;
 	ch->tail = e;
 	pthread_mutex_unlock(&ch->lock);
-	/* A full pipe (65536 waiting events) would block the progress thread:
-	 * the byte is written while the lock is not held, and a failure means
-	 * the program stopped reading its channel. */
-	if (write(ch->wfd, &one, 1) != 1)
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		return -errno;
 	return 0;
 }
@@ -119,7 +116,7 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 {
 	struct cm_channel *ch;
 	struct cm_event *e;
-	char one;
+	uint64_t one;
 	ssize_t n;
 
 	if (!channel || !event) {
@@ -128,13 +125,10 @@ CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	}
 	ch = cm_container_of(channel, struct cm_channel, ch);
 	do
-		n = read(ch->ch.fd, &one, 1);
+		n = read(ch->ch.fd, &one, sizeof(one));
 	while (n < 0 && errno == EINTR);
-	if (n != 1) {
-		if (n == 0)
-			errno = ENODATA;
+	if (n != sizeof(one))
 		return -1;
-	}
 	pthread_mutex_lock(&ch->lock);
 	e = ch->head;
 	if (e) {

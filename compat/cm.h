@@ -62,8 +62,7 @@ int cm_msg_decode(const uint8_t *in, struct cm_msg *m);
 /* ---- events (cm-event.c) ---------------------------------------------------- */
 
 struct cm_channel {
-	struct rdma_event_channel ch; /* ch.fd: a pipe's read end, one byte per event */
-	int wfd;
+	struct rdma_event_channel ch; /* ch.fd: an eventfd counting the queued events */
 	pthread_mutex_t lock;
 	struct cm_event *head, *tail;
 };
