@@ -33,6 +33,7 @@ struct compat_device {
 struct compat_cq;
 struct compat_qp;
 struct compat_srq;
+struct compat_linger;
 
 struct compat_ctx {
 	rv_context *rv;
@@ -40,6 +41,7 @@ struct compat_ctx {
 	struct compat_cq *cqs;  /* to find the ibv_cq of an rv_cq in events */
 	struct compat_qp *qps;
 	struct compat_srq *srqs;
+	struct compat_linger *lingering; /* destroyed RC QPs still connected (linger.c) */
 	uint8_t gid[16];        /* port 1's GID: the address of a peer named without a GRH */
 	struct verbs_context vctx; /* last: verbs_context ends with the ibv_context */
 };
@@ -140,6 +142,11 @@ int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_
 
 /* resources.c: the use counts, under the context's lock */
 void compat_use(struct ibv_context *c, int *users, int delta);
+
+/* linger.c: keep a destroyed RC QP in RTS connected a little longer (false:
+ * close it now); close those whose time is up, or all of them after waiting. */
+bool compat_linger_qp(struct compat_ctx *cc, rv_qp *qp, int qp_type);
+void compat_linger_reap(struct compat_ctx *cc, bool wait);
 
 /* qp.c: the rverbs handle of a soft0 address handle (UD sends). */
 rv_ah *compat_ah_rv(struct ibv_ah *ah);

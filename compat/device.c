@@ -219,6 +219,7 @@ COMPAT_EXPORT int ibv_close_device(struct ibv_context *c)
 	if (!compat_is_soft(c))
 		COMPAT_REAL_INT(ibv_close_device, c);
 	cc = compat_ctx_of(c);
+	compat_linger_reap(cc, true);
 	/* rverbs closes what the program left open, children first. */
 	rv_context_close(cc->rv);
 	rv_context_unref(cc->rv);

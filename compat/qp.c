@@ -274,9 +274,13 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		COMPAT_REAL_INT(ibv_destroy_qp, qp);
 	q = compat_qp_of(qp);
 	cc = compat_ctx_of(qp->context);
-	rc = rv_qp_close(q->rv);
-	if (rc < 0)
-		return errno = -rc;
+	compat_linger_reap(cc, false);
+	if (!compat_linger_qp(cc, q->rv, qp->qp_type)) {
+		rc = rv_qp_close(q->rv);
+		if (rc < 0)
+			return errno = -rc;
+		rv_qp_unref(q->rv);
+	}
 	pthread_mutex_lock(&cc->lock);
 	for (pp = &cc->qps; *pp; pp = &(*pp)->next)
 		if (*pp == q) {
@@ -289,7 +293,6 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	if (qp->srq)
 		compat_srq_of(qp->srq)->users--;
 	pthread_mutex_unlock(&cc->lock);
-	rv_qp_unref(q->rv);
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
 	free(q);

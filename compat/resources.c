@@ -75,6 +75,7 @@ COMPAT_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 	rc = check_unused(pd->context, &p->users);
 	if (rc)
 		return errno = rc;
+	compat_linger_reap(compat_ctx_of(pd->context), true); /* closing the PD closes its QPs */
 	rc = rv_pd_close(p->rv);
 	if (rc < 0)
 		return errno = -rc;
@@ -400,6 +401,7 @@ COMPAT_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	rc = check_unused(cq->context, &q->users);
 	if (rc)
 		return errno = rc;
+	compat_linger_reap(cc, true); /* closing the CQ closes its QPs */
 	rc = rv_cq_close(q->rv);
 	if (rc < 0)
 		return errno = -rc;
@@ -592,6 +594,7 @@ COMPAT_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	rc = check_unused(srq->context, &s->users);
 	if (rc)
 		return errno = rc;
+	compat_linger_reap(cc, true); /* closing the SRQ closes its QPs */
 	rc = rv_srq_close(s->rv);
 	if (rc < 0)
 		return errno = -rc;
