@@ -1,7 +1,8 @@
 /*
- * `rverbs run [--] PROGRAM [ARGS...]`: runs an unmodified libibverbs program
- * with the compatibility layer (compat/) in front of the system's libibverbs,
- * so that it sees soft0 beside the real devices (docs/compat.md).
+ * `rverbs run [--] PROGRAM [ARGS...]`: runs an unmodified libibverbs or
+ * librdmacm program with the compatibility layer (compat/) in front of the
+ * system's libraries, so that it sees soft0 beside the real devices and
+ * connects on it with rdma_cm (docs/compat.md).
  *
  * It only sets LD_LIBRARY_PATH and execs: the program's exit status is its
  * own, and a program that cannot be started exits 127 (not found) or 126, as
@@ -19,8 +20,9 @@
 static void run_usage(FILE *f)
 {
 	fprintf(f, "usage: rverbs run [--] PROGRAM [ARGS...]\n"
-		   "  runs PROGRAM with rverbs' libibverbs.so.1 first on LD_LIBRARY_PATH:\n"
-		   "  libibverbs programs see soft0 beside the real devices.\n"
+		   "  runs PROGRAM with rverbs' libibverbs.so.1 and librdmacm.so.1 first on\n"
+		   "  LD_LIBRARY_PATH: libibverbs programs see soft0 beside the real devices,\n"
+		   "  librdmacm programs connect on it.\n"
 		   "  RVERBS_COMPAT_DIR overrides where the layer is looked for.\n");
 }
 
