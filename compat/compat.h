@@ -85,6 +85,11 @@ struct compat_qp {
 	struct compat_qp *next;
 };
 
+struct compat_mw {
+	struct ibv_mw mw;
+	rv_mw *rv;
+};
+
 struct compat_ah {
 	struct ibv_ah ah;
 	rv_ah *rv;
@@ -132,6 +137,13 @@ int compat_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 int compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int compat_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* resources.c: memory windows, through the context's ops */
+struct ibv_mw *compat_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int compat_dealloc_mw(struct ibv_mw *mw);
+int compat_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* A bind posted as a work request (type 2 windows); positive errno. */
+int compat_post_bind_mw(struct ibv_qp *qp, const struct ibv_send_wr *wr);
 
 /* qp.c, resources.c: the soft0 halves of calls the extended tables reach */
 struct ibv_qp *compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);

@@ -59,7 +59,7 @@ static int send_wr_to_rv(const struct ibv_qp *qp, const struct ibv_send_wr *in, 
 		out->imm_data = in->invalidate_rkey;
 		break;
 	default:
-		return EINVAL; /* bind MW, TSO, atomic write, flush, driver opcodes */
+		return EINVAL; /* TSO, atomic write, flush, driver opcodes (BIND_MW: the caller) */
 	}
 	if (qp->qp_type == IBV_QPT_UD) {
 		if (!in->wr.ud.ah || in->wr.ud.ah->context != qp->context)
@@ -82,6 +82,8 @@ int compat_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 		int rc = 0;
 
 		for (; wr && n < BATCH; wr = wr->next) {
+			if (wr->opcode == IBV_WR_BIND_MW)
+				break; /* posted on its own, after the WRs before it */
 			rc = send_wr_to_rv(qp, wr, &wrs[n]);
 			if (rc)
 				break;
@@ -98,6 +100,14 @@ int compat_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 		if (rc) {
 			*bad = wr;
 			return rc;
+		}
+		if (wr && wr->opcode == IBV_WR_BIND_MW && n < BATCH) {
+			rc = compat_post_bind_mw(qp, wr);
+			if (rc) {
+				*bad = wr;
+				return rc;
+			}
+			wr = wr->next;
 		}
 	}
 	return 0;

@@ -28,10 +28,7 @@ static int query_device_soft(struct compat_ctx *cc, struct ibv_device_attr *out)
 	out->hw_ver = a.hw_ver;
 	out->max_qp = (int)a.max_qp;
 	out->max_qp_wr = (int)a.max_qp_wr;
-	/* Memory windows are soft0's, but this layer has no ibv_alloc_mw yet. */
-	out->device_cap_flags = a.device_cap_flags & ~(unsigned int)(IBV_DEVICE_MEM_WINDOW |
-								     IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-								     IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	out->device_cap_flags = a.device_cap_flags;
 	out->max_sge = (int)a.max_sge;
 	out->max_sge_rd = (int)a.max_sge_rd;
 	out->max_cq = (int)a.max_cq;
@@ -42,6 +39,7 @@ static int query_device_soft(struct compat_ctx *cc, struct ibv_device_attr *out)
 	out->max_res_rd_atom = (int)(a.max_qp_rd_atom * a.max_qp);
 	out->max_qp_init_rd_atom = (int)a.max_qp_init_rd_atom;
 	out->atomic_cap = (enum ibv_atomic_cap)a.atomic_cap;
+	out->max_mw = (int)a.max_mw;
 	out->max_ah = (int)a.max_ah;
 	out->max_srq = (int)a.max_srq;
 	out->max_srq_wr = (int)a.max_srq_wr;
@@ -115,6 +113,9 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->context.ops.post_send = compat_post_send;
 	v->context.ops.post_recv = compat_post_recv;
 	v->context.ops.post_srq_recv = compat_post_srq_recv;
+	v->context.ops.alloc_mw = compat_alloc_mw;
+	v->context.ops.bind_mw = compat_bind_mw;
+	v->context.ops.dealloc_mw = compat_dealloc_mw;
 	v->query_port = compat_query_port_soft;
 	v->query_device_ex = compat_query_device_ex;
 	v->create_qp_ex = compat_create_qp_ex;

@@ -260,6 +260,85 @@ COMPAT_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 		compat_real.ibv_unimport_dm(dm);
 }
 
+/* ---- memory windows --------------------------------------------------------- */
+
+#define compat_mw_of(w) compat_container_of(w, struct compat_mw, mw)
+
+struct ibv_mw *compat_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct compat_mw *w;
+	int rc;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+		return compat_fail_null(-EINVAL);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return compat_fail_null(-ENOMEM);
+	rc = rv_mw_alloc(compat_pd_of(pd)->rv, (rv_mw_type)type, &w->rv); /* the same values */
+	if (rc < 0) {
+		free(w);
+		return compat_fail_null(rc);
+	}
+	w->mw.context = pd->context;
+	w->mw.pd = pd;
+	w->mw.rkey = rv_mw_rkey(w->rv);
+	w->mw.type = type;
+	compat_use(pd->context, &compat_pd_of(pd)->users, 1);
+	return &w->mw;
+}
+
+int compat_dealloc_mw(struct ibv_mw *mw)
+{
+	struct compat_mw *w = compat_mw_of(mw);
+	int rc = rv_mw_close(w->rv);
+
+	if (rc < 0)
+		return -rc;
+	compat_use(mw->context, &compat_pd_of(mw->pd)->users, -1);
+	rv_mw_unref(w->rv);
+	free(w);
+	return 0;
+}
+
+static int bind_soft(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_bind_info *b,
+		     uint64_t wr_id, unsigned int send_flags)
+{
+	struct compat_mw *w = compat_mw_of(mw);
+	rv_mw_bind_info info = {.addr = b->addr, .length = b->length,
+				.access = b->mw_access_flags}; /* IBV_ACCESS_* == RV_ACCESS_* */
+	int rc;
+
+	if (qp->context != mw->context || (b->mr && b->mr->context != mw->context))
+		return EINVAL;
+	if (b->mr)
+		info.mr = compat_mr_of(b->mr)->rv;
+	rc = rv_qp_bind_mw(compat_container_of(qp, struct compat_qp, qp)->rv, w->rv, &info, wr_id,
+			   send_flags);
+	if (rc < 0)
+		return -rc;
+	mw->rkey = rv_mw_rkey(w->rv); /* the new key, as the provider writes it back */
+	return 0;
+}
+
+int compat_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	if (!qp || !mw || !mw_bind)
+		return EINVAL;
+	return bind_soft(qp, mw, &mw_bind->bind_info, mw_bind->wr_id, mw_bind->send_flags);
+}
+
+int compat_post_bind_mw(struct ibv_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct ibv_mw *mw = wr->bind_mw.mw;
+
+	/* A type 1 window is bound with ibv_bind_mw, never by a work request;
+	 * the new rkey is the old one's next key (ibv_inc_rkey), which rverbs
+	 * chooses: a program naming another one cannot have it. */
+	if (!mw || mw->type != IBV_MW_TYPE_2 || wr->bind_mw.rkey != ibv_inc_rkey(mw->rkey))
+		return EINVAL;
+	return bind_soft(qp, mw, &wr->bind_mw.bind_info, wr->wr_id, wr->send_flags);
+}
+
 /* ---- completion channels -------------------------------------------------- */
 
 COMPAT_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)

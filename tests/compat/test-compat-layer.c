@@ -83,8 +83,9 @@ static void test_compat__port_lid_is_tcp_port_and_gid_is_ipv4_mapped(void **stat
 	assert_int_equal(ibv_query_device(c, &dev), 0);
 	assert_int_equal(dev.phys_port_cnt, 1);
 	assert_true(dev.max_qp > 0);
-	/* The layer offers no memory windows yet: the attributes say so. */
-	assert_int_equal(dev.device_cap_flags & IBV_DEVICE_MEM_WINDOW, 0);
+	/* soft0's memory windows, through ibv_alloc_mw / ibv_bind_mw. */
+	assert_int_not_equal(dev.device_cap_flags & IBV_DEVICE_MEM_WINDOW, 0);
+	assert_true(dev.max_mw > 0);
 	assert_int_equal(ibv_query_device_ex(c, NULL, &ex), 0);
 	assert_int_equal(ex.orig_attr.max_qp, dev.max_qp);
 	assert_int_equal(ex.odp_caps.general_caps, 0);
@@ -180,7 +181,8 @@ static void side_open(struct side *s)
 	s->buf = calloc(1, BUF);
 	assert_non_null(s->buf);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_MW_BIND);
 	assert_non_null(s->mr);
 	assert_ptr_equal(s->mr->addr, s->buf);
 	s->cq = ibv_create_cq(s->c, 16, NULL, NULL, 0);
@@ -324,6 +326,43 @@ static void loopback(int with_grh)
 	assert_int_equal(be32toh(wc.imm_data), 0x12345678);
 	assert_int_equal(wc.qp_num, a.qp->qp_num);
 	assert_string_equal(a.buf + 4096, "hello");
+
+	/* A type 1 memory window of b's MR, bound with ibv_bind_mw: a WRITE
+	 * through its rkey lands in the window. */
+	{
+		struct ibv_mw *mw = ibv_alloc_mw(b.pd, IBV_MW_TYPE_1);
+		struct ibv_mw_bind bind = {.wr_id = 11, .send_flags = IBV_SEND_SIGNALED};
+		uint32_t old_rkey;
+
+		assert_non_null(mw);
+		old_rkey = mw->rkey;
+		bind.bind_info.mr = b.mr;
+		bind.bind_info.addr = (uintptr_t)b.buf;
+		bind.bind_info.length = 4096;
+		bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		assert_int_equal(ibv_bind_mw(b.qp, mw, &bind), 0);
+		assert_int_not_equal(mw->rkey, old_rkey);
+		wc = wait_one(b.cq);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+		memset(a.buf, 'M', 16);
+		sge = (struct ibv_sge){.addr = (uintptr_t)a.buf, .length = 16, .lkey = a.mr->lkey};
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 12;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.wr.rdma.remote_addr = (uintptr_t)b.buf + 100;
+		wr.wr.rdma.rkey = mw->rkey;
+		assert_int_equal(ibv_post_send(a.qp, &wr, &bad), 0);
+		wc = wait_one(a.cq);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(b.buf[100], 'M');
+		assert_int_equal(b.buf[115], 'M');
+		/* the PD is in use while the window lives */
+		assert_int_equal(ibv_dealloc_pd(b.pd), EBUSY);
+		assert_int_equal(ibv_dealloc_mw(mw), 0);
+	}
 
 	/* A bad opcode fails the post with a positive errno and names the WR. */
 	wr.opcode = IBV_WR_TSO;
