@@ -66,8 +66,12 @@ struct compat_channel {
 };
 
 struct compat_cq {
-	struct ibv_cq cq;
+	union {
+		struct ibv_cq cq;     /* ibv_cq_ex begins as ibv_cq (ibv_cq_ex_to_cq is a cast) */
+		struct ibv_cq_ex ex;  /* filled for CQs from ibv_create_cq_ex */
+	};
 	rv_cq *rv;
+	rv_wc cur;              /* the completion an extended poll is on (cq_ex.c) */
 	int users;
 	struct compat_cq *next;
 };
@@ -137,6 +141,9 @@ int compat_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 int compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int compat_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* cq_ex.c: the polling table of an extended CQ */
+void compat_cq_ex_fill(struct compat_cq *q);
 
 /* resources.c: memory windows, through the context's ops */
 struct ibv_mw *compat_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

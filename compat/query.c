@@ -120,6 +120,7 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->query_device_ex = compat_query_device_ex;
 	v->create_qp_ex = compat_create_qp_ex;
 	v->create_srq_ex = compat_create_srq_ex;
+	v->create_cq_ex = compat_create_cq_ex;
 }
 
 COMPAT_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)

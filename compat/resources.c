@@ -387,8 +387,8 @@ COMPAT_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 
 /* ---- CQ ------------------------------------------------------------------- */
 
-static struct ibv_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq_context,
-				     struct ibv_comp_channel *channel, int comp_vector)
+static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq_context,
+				       struct ibv_comp_channel *channel, int comp_vector)
 {
 	struct compat_ctx *cc = compat_ctx_of(c);
 	rv_cq_attr a = {.mask = RV_CQ_ATTR_CQE | RV_CQ_ATTR_COMP_VECTOR};
@@ -424,7 +424,7 @@ static struct ibv_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq_co
 	if (channel)
 		channel->refcnt++;
 	pthread_mutex_unlock(&cc->lock);
-	return &q->cq;
+	return q;
 }
 
 COMPAT_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
@@ -432,18 +432,41 @@ COMPAT_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void 
 {
 	if (!c)
 		return compat_fail_null(-EINVAL);
+	struct compat_cq *q;
+
 	if (!compat_is_soft(c))
 		COMPAT_REAL_PTR(ibv_create_cq, c, cqe, cq_context, channel, comp_vector);
-	return create_cq_soft(c, cqe, cq_context, channel, comp_vector);
+	q = create_cq_soft(c, cqe, cq_context, channel, comp_vector);
+	return q ? &q->cq : NULL;
 }
+
+/* The completion fields soft0 has; timestamps, VLAN, flow tag and tag
+ * matching it has not, and asking for them is EOPNOTSUPP, as on a NIC. */
+#define COMPAT_CQ_EX_WC_FLAGS                                                   \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |     \
+	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |           \
+	 IBV_WC_EX_WITH_DLID_PATH_BITS)
 
 struct ibv_cq_ex *compat_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr)
 {
-	(void)c;
-	(void)attr;
-	/* The extended CQ's polling table is not provided yet: a NIC without
-	 * it says EOPNOTSUPP, and programs fall back to ibv_create_cq. */
-	return compat_fail_null(-EOPNOTSUPP);
+	struct compat_cq *q;
+
+	if (!attr || attr->cqe > INT32_MAX)
+		return compat_fail_null(-EINVAL);
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
+		return compat_fail_null(-EINVAL);
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)
+		return compat_fail_null(-EOPNOTSUPP); /* no parent domains on soft0 */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
+		return compat_fail_null(-EOPNOTSUPP); /* IGNORE_OVERRUN */
+	if (attr->wc_flags & ~(uint64_t)COMPAT_CQ_EX_WC_FLAGS)
+		return compat_fail_null(-EOPNOTSUPP);
+	q = create_cq_soft(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector);
+	if (!q)
+		return NULL;
+	compat_cq_ex_fill(q);
+	return &q->ex;
 }
 
 COMPAT_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
