@@ -41,7 +41,7 @@ struct compat_ctx {
 	struct compat_cq *cqs;  /* to find the ibv_cq of an rv_cq in events */
 	struct compat_qp *qps;
 	struct compat_srq *srqs;
-	struct compat_linger *lingering; /* destroyed RC QPs still connected (linger.c) */
+	struct compat_linger *lingering; /* destroyed RC/UC QPs still connected (linger.c) */
 	uint8_t gid[16];        /* port 1's GID: the address of a peer named without a GRH */
 	struct verbs_context vctx; /* last: verbs_context ends with the ibv_context */
 };
@@ -62,7 +62,6 @@ struct compat_mr {
 struct compat_channel {
 	struct ibv_comp_channel ch;
 	rv_comp_channel *rv;
-	bool nonblock_at_create; /* rverbs' descriptor is non-blocking of its own */
 };
 
 struct compat_cq {
@@ -162,7 +161,7 @@ int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_
 /* resources.c: the use counts, under the context's lock */
 void compat_use(struct ibv_context *c, int *users, int delta);
 
-/* linger.c: keep a destroyed RC QP in RTS connected a little longer (false:
+/* linger.c: keep a destroyed RC/UC QP in RTS connected a little longer (false:
  * close it now); close those whose time is up, or all of them after waiting. */
 bool compat_linger_qp(struct compat_ctx *cc, rv_qp *qp, int qp_type);
 void compat_linger_reap(struct compat_ctx *cc, bool wait);

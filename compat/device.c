@@ -246,6 +246,10 @@ COMPAT_EXPORT int ibv_get_async_event(struct ibv_context *c, struct ibv_async_ev
 		return rc;
 	}
 	cc = compat_ctx_of(c);
+	/* Blocking, as libibverbs' read(2) of a blocking async_fd. soft0's
+	 * descriptor is non-blocking for rverbs' own use, so a program's
+	 * O_NONBLOCK cannot be told from it: a call with nothing pending waits
+	 * (docs/compat.md). */
 	rc = rv_context_get_async_event(cc->rv, &ev, -1);
 	if (rc < 0)
 		return compat_fail_errno(rc);

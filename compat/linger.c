@@ -1,15 +1,17 @@
 /*
- * Lingering RC QPs: a destroyed soft0 RC QP that was in RTS keeps its
- * connection for a short while before rverbs closes it, as SO_LINGER keeps
- * a TCP connection.
+ * Lingering connected QPs: a destroyed soft0 RC or UC QP that was in RTS
+ * keeps its connection for a short while before rverbs closes it, as
+ * SO_LINGER keeps a TCP connection.
  *
- * Why: soft0 completes a SEND or WRITE at the sender once the responder
+ * Why: soft0 completes an RC SEND or WRITE at the sender once the responder
  * confirmed it over the connection (docs/software-device.md), where a NIC
- * acknowledges in hardware before the receiver's program even polls. A
- * program that destroys its QP right after its last completion (every
- * ibv_*_pingpong does, then exits) would otherwise take the connection away
- * before the peer's last operations are confirmed, and the peer would see
- * them fail. The QP is closed at the deadline, or earlier when something it
+ * acknowledges in hardware before the receiver's program even polls, and a
+ * UC one once it is framed, where a NIC has put it on the wire. A program
+ * that destroys its QP right after its last completion (every
+ * ibv_*_pingpong does, then exits) would otherwise take the connection, or
+ * the frames still in soft0's buffers, away before the peer's last
+ * operations are confirmed or its own last ones delivered, and the peer
+ * would see them fail. The QP is closed at the deadline, or earlier when something it
  * depends on (its CQs, SRQ, PD, the context) is destroyed: those calls wait
  * for what remains of the linger first. Never on the data path.
  */
@@ -45,7 +47,7 @@ bool compat_linger_qp(struct compat_ctx *cc, rv_qp *qp, int qp_type)
 {
 	struct compat_linger *l;
 
-	if (qp_type != IBV_QPT_RC || rv_qp_state_of(qp) != RV_QPS_RTS)
+	if ((qp_type != IBV_QPT_RC && qp_type != IBV_QPT_UC) || rv_qp_state_of(qp) != RV_QPS_RTS)
 		return false;
 	l = malloc(sizeof(*l));
 	if (!l)

@@ -4,7 +4,6 @@
  * to the real library).
  */
 #include <endian.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -360,7 +359,6 @@ COMPAT_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_contex
 	}
 	ch->ch.context = c;
 	ch->ch.fd = rv_comp_channel_fd(ch->rv);
-	ch->nonblock_at_create = (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) != 0;
 	return &ch->ch;
 }
 
@@ -537,7 +535,7 @@ COMPAT_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_
 	struct compat_ctx *cc;
 	struct ibv_cq *found;
 	rv_cq *rvcq = NULL;
-	int flags, rc;
+	int rc;
 
 	if (!channel || !channel->context || !cq || !cq_context)
 		return compat_fail_errno(-EINVAL);
@@ -549,13 +547,11 @@ COMPAT_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_
 			compat_real_errno();
 		return rc;
 	}
-	/* Like libibverbs' read(2) of the channel: blocking unless the program
-	 * made the descriptor non-blocking (rverbs' own may be so already). */
-	flags = fcntl(channel->fd, F_GETFL);
-	rc = rv_comp_channel_get_event(compat_ch_of(channel)->rv,
-				       flags >= 0 && (flags & O_NONBLOCK) &&
-						       !compat_ch_of(channel)->nonblock_at_create ? 0 : -1,
-				       &rvcq);
+	/* Blocking, as libibverbs' read(2) of a blocking channel. soft0's
+	 * descriptor is non-blocking for rverbs' own use, so a program's
+	 * O_NONBLOCK cannot be told from it: a call with nothing pending waits
+	 * (docs/compat.md). */
+	rc = rv_comp_channel_get_event(compat_ch_of(channel)->rv, -1, &rvcq);
 	if (rc < 0)
 		return compat_fail_errno(rc);
 	cc = compat_ctx_of(channel->context);
