@@ -82,9 +82,15 @@ struct compat_srq {
 	struct compat_srq *next;
 };
 
+struct compat_qp_ex;
+
 struct compat_qp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;     /* ibv_qp_ex begins with it (qp_base) */
+		struct ibv_qp_ex ex;  /* filled for QPs with send operations (qp_ex.c) */
+	};
 	rv_qp *rv;
+	struct compat_qp_ex *wr; /* the ibv_wr_* builder's state, or NULL */
 	struct compat_qp *next;
 };
 
@@ -140,6 +146,11 @@ int compat_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 int compat_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int compat_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int compat_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* qp_ex.c: the ibv_wr_* builders of an extended QP */
+int compat_qp_ex_check(uint64_t send_ops_flags);
+int compat_qp_ex_init(struct compat_qp *q);
+void compat_qp_ex_free(struct compat_qp *q);
 
 /* cq_ex.c: the polling table of an extended CQ */
 void compat_cq_ex_fill(struct compat_cq *q);

@@ -63,7 +63,7 @@ static void ah_from_rv(const rv_ah_attr *in, struct ibv_ah_attr *out)
 
 /* ---- QP ------------------------------------------------------------------- */
 
-static struct ibv_qp *create_qp_soft(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+static struct compat_qp *create_qp_soft(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct ibv_context *c = pd->context;
 	struct compat_ctx *cc = compat_ctx_of(c);
@@ -129,30 +129,39 @@ static struct ibv_qp *create_qp_soft(struct ibv_pd *pd, struct ibv_qp_init_attr 
 	if (attr->srq)
 		compat_srq_of(attr->srq)->users++;
 	pthread_mutex_unlock(&cc->lock);
-	return &q->qp;
+	return q;
 }
 
 COMPAT_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	if (!pd || !pd->context || !attr)
 		return compat_fail_null(-EINVAL);
+	struct compat_qp *q;
+
 	if (!compat_is_soft(pd->context))
 		COMPAT_REAL_PTR(ibv_create_qp, pd, attr);
-	return create_qp_soft(pd, attr);
+	q = create_qp_soft(pd, attr);
+	return q ? &q->qp : NULL;
 }
 
 struct ibv_qp *compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp_init_attr base;
-	struct ibv_qp *qp;
+	struct compat_qp *q;
+	int rc;
 
 	if (!attr)
 		return compat_fail_null(-EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != c)
 		return compat_fail_null(-EINVAL);
-	/* Extended send operations (ibv_qp_ex), XRC, RSS, TSO, flags: not yet. */
-	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
+	/* XRC domains, create flags, TSO, RSS, source QPNs: not on soft0. */
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return compat_fail_null(-EOPNOTSUPP);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		rc = compat_qp_ex_check(attr->send_ops_flags);
+		if (rc < 0)
+			return compat_fail_null(rc);
+	}
 	memset(&base, 0, sizeof(base));
 	base.qp_context = attr->qp_context;
 	base.send_cq = attr->send_cq;
@@ -161,10 +170,19 @@ struct ibv_qp *compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_att
 	base.cap = attr->cap;
 	base.qp_type = attr->qp_type;
 	base.sq_sig_all = attr->sq_sig_all;
-	qp = create_qp_soft(attr->pd, &base);
-	if (qp)
-		attr->cap = base.cap;
-	return qp;
+	q = create_qp_soft(attr->pd, &base);
+	if (!q)
+		return NULL;
+	attr->cap = base.cap;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		rc = compat_qp_ex_init(q);
+		if (rc < 0) {
+			ibv_destroy_qp(&q->qp);
+			return compat_fail_null(rc);
+		}
+		q->ex.comp_mask = 0;
+	}
+	return &q->qp;
 }
 
 COMPAT_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
@@ -295,6 +313,7 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	pthread_mutex_unlock(&cc->lock);
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
+	compat_qp_ex_free(q);
 	free(q);
 	return 0;
 }
@@ -309,8 +328,12 @@ struct ibv_qp *compat_find_qp(struct compat_ctx *cc, const rv_qp *rv)
 
 COMPAT_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	if (qp && qp->context && compat_is_soft(qp->context))
-		return compat_fail_null(-EOPNOTSUPP); /* soft0 QPs have no ibv_qp_ex yet */
+	if (qp && qp->context && compat_is_soft(qp->context)) {
+		struct compat_qp *q = compat_qp_of(qp);
+
+		/* As libibverbs: only a QP created with send operations has one. */
+		return q->wr ? &q->ex : compat_fail_null(-EINVAL);
+	}
 	COMPAT_REAL_PTR(ibv_qp_to_qp_ex, qp);
 }
 

@@ -32,6 +32,7 @@ CASES = {
     "ibv_rc_pingpong": perftest("ibv_rc_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),
     "ibv_rc_pingpong-gid": perftest("ibv_rc_pingpong", ["-g", "0"], r"1000 iters in [\d.]+ seconds"),
     "ibv_rc_pingpong-events": perftest("ibv_rc_pingpong", ["-e"], r"1000 iters in [\d.]+ seconds"),
+    "ibv_rc_pingpong-new_send": perftest("ibv_rc_pingpong", ["-N"], r"1000 iters in [\d.]+ seconds"),
     "ibv_uc_pingpong": perftest("ibv_uc_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),
     "ibv_srq_pingpong": perftest("ibv_srq_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),
     "ibv_ud_pingpong": perftest("ibv_ud_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),

@@ -144,6 +144,44 @@ static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 		assert_int_equal(ibv_start_poll(ex, &pa), ENOENT); /* empty */
 		assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(ex)), 0);
 	}
+	/* Extended QPs: the send operations soft0 has; a memory window bind by
+	 * the builder is not among them, and a classic QP has no ibv_qp_ex. */
+	{
+		struct ibv_qp_init_attr_ex xa = {.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+						 .cap = {4, 4, 1, 1, 0}, .pd = pd,
+						 .comp_mask = IBV_QP_INIT_ATTR_PD |
+							      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+						 .send_ops_flags = IBV_QP_EX_WITH_SEND |
+								   IBV_QP_EX_WITH_BIND_MW};
+		struct ibv_qp *qp;
+		struct ibv_qp_ex *qpx;
+		struct ibv_qp_init_attr ca = {.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+					      .cap = {4, 4, 1, 1, 0}};
+
+		errno = 0;
+		assert_null(ibv_create_qp_ex(c, &xa));
+		assert_int_equal(errno, EOPNOTSUPP);
+		xa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+		qp = ibv_create_qp_ex(c, &xa);
+		assert_non_null(qp);
+		qpx = ibv_qp_to_qp_ex(qp);
+		assert_non_null(qpx);
+		/* A builder error (an SGE list longer than max_send_sge) is what
+		 * ibv_wr_complete says, and nothing is posted. */
+		{
+			struct ibv_sge two[2] = {{0}, {0}};
+
+			ibv_wr_start(qpx);
+			ibv_wr_send(qpx);
+			ibv_wr_set_sge_list(qpx, 2, two);
+			assert_int_equal(ibv_wr_complete(qpx), EINVAL);
+		}
+		assert_int_equal(ibv_destroy_qp(qp), 0);
+		qp = ibv_create_qp(pd, &ca);
+		assert_non_null(qp);
+		assert_null(ibv_qp_to_qp_ex(qp));
+		assert_int_equal(ibv_destroy_qp(qp), 0);
+	}
 	/* A raw packet QP is not something soft0 has. */
 	qa.send_cq = qa.recv_cq = cq;
 	qa.qp_type = IBV_QPT_RAW_PACKET;
