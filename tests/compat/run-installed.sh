@@ -12,6 +12,10 @@ case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
 fail() { echo "FAIL: $*" >&2; exit 1; }
 case $bindir/ in "$prefix"/*) ;; *) echo "SKIP: bindir $bindir is outside the prefix"; exit 77 ;; esac
 case $libdir/ in "$prefix"/*) ;; *) echo "SKIP: libdir $libdir is outside the prefix"; exit 77 ;; esac
+case ${RVERBS_COMPAT_SANITIZE:-none} in none | "") ;; *)
+	echo "SKIP: the layer is built with -Db_sanitize=$RVERBS_COMPAT_SANITIZE; uninstrumented programs cannot load it"
+	exit 77 ;;
+esac
 command -v ibv_devices >/dev/null || { echo "SKIP: ibv_devices is not installed (ibverbs-utils)"; exit 77; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rverbs-compat-installed.XXXXXX")

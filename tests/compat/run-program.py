@@ -9,6 +9,7 @@ The client starts once the server listens on its TCP port (read from
 
 usage: run-program.py RVERBS_TOOL CASE
 """
+import os
 import re
 import shutil
 import socket
@@ -77,7 +78,19 @@ def listening(port):
     return False
 
 
+def sanitized():
+    """The layer built with a sanitizer cannot load into the system's programs."""
+    value = os.environ.get("RVERBS_COMPAT_SANITIZE", "none")
+    if value not in ("", "none"):
+        print(f"skipped: the layer is built with -Db_sanitize={value}; the system's "
+              "uninstrumented programs cannot load it (the runtime must come first)")
+        return True
+    return False
+
+
 def main():
+    if sanitized():
+        return 77
     tool, case = sys.argv[1], sys.argv[2]
     server_argv, client_argv, want_server, want_client = CASES[case]
     missing = [p for p in {server_argv[0], client_argv[0]} if shutil.which(p) is None]

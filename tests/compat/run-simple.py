@@ -4,13 +4,26 @@ and prints a line matching a regex. Exit 77 when it is not installed.
 
 usage: run-simple.py RVERBS_TOOL "PROGRAM ARGS" REGEX
 """
+import os
 import re
 import shutil
 import subprocess
 import sys
 
 
+def sanitized():
+    """The layer built with a sanitizer cannot load into the system's programs."""
+    value = os.environ.get("RVERBS_COMPAT_SANITIZE", "none")
+    if value not in ("", "none"):
+        print(f"skipped: the layer is built with -Db_sanitize={value}; the system's "
+              "uninstrumented programs cannot load it (the runtime must come first)")
+        return True
+    return False
+
+
 def main():
+    if sanitized():
+        return 77
     tool, cmd, want = sys.argv[1], sys.argv[2].split(), sys.argv[3]
     if shutil.which(cmd[0]) is None:
         print(f"{cmd[0]} is not installed (Debian: ibverbs-utils)")
