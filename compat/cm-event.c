@@ -10,6 +10,7 @@
  * in rdma_get_cm_event (a pipe's write end would, with a false EOF).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,42 @@ int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		return -errno;
 	return 0;
+}
+
+void cm_purge_events(struct rdma_event_channel *channel, const struct rdma_cm_id *id,
+		     void (*dropped)(struct rdma_cm_event *ev))
+{
+	struct cm_channel *ch = cm_container_of(channel, struct cm_channel, ch);
+	struct cm_event **pp, *e, *gone = NULL;
+	uint64_t one;
+
+	pthread_mutex_lock(&ch->lock);
+	for (pp = &ch->head; (e = *pp);) {
+		if (e->ev.id == id || e->ev.listen_id == id) {
+			*pp = e->next;
+			e->next = gone;
+			gone = e;
+			continue;
+		}
+		ch->tail = e;
+		pp = &e->next;
+	}
+	if (!ch->head)
+		ch->tail = NULL;
+	pthread_mutex_unlock(&ch->lock);
+	while ((e = gone)) {
+		struct pollfd p = {.fd = ch->ch.fd, .events = POLLIN};
+
+		gone = e->next;
+		/* Take its count back; never block (a reader may have taken it
+		 * already, and then finds no event: ENODATA). */
+		if (poll(&p, 1, 0) == 1 && read(ch->ch.fd, &one, sizeof(one)) < 0) {
+			/* nothing to take back */
+		}
+		if (dropped)
+			dropped(&e->ev);
+		free(e);
+	}
 }
 
 CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)

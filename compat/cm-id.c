@@ -351,6 +351,24 @@ CM_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_
 	return 0;
 }
 
+/* A request event nobody took: its connection is refused and freed. */
+static void drop_request(struct rdma_cm_event *ev)
+{
+	struct cm_id *child;
+
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return;
+	child = cm_id_of(ev->id);
+	if (alive(child)) {
+		struct cm_msg rej = {.type = CM_MSG_REJ, .qp_type = child->id.qp_type};
+
+		cm_send(child, &rej);
+		cm_close_fd(child);
+		unlink_id(child);
+		free(child);
+	}
+}
+
 CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct cm_id *c;
@@ -367,10 +385,23 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 	cm_close_fd(c);
 	unlink_id(c);
-	/* Children that point at a destroyed listener no longer name it. */
-	for (struct cm_id *i = ids; i; i = i->next)
+	/* A listener's connections that no request event has shown to the
+	 * program yet go with it; those shown are the program's, and no longer
+	 * name it. */
+	for (struct cm_id **pp = &ids, *i; (i = *pp);) {
+		if (i->peer_listener == id && i->state == CM_IDLE) {
+			*pp = i->next;
+			cm_close_fd(i);
+			free(i);
+			continue;
+		}
 		if (i->peer_listener == id)
 			i->peer_listener = NULL;
+		pp = &i->next;
+	}
+	/* Events not taken yet would name freed memory: they go too, and so do
+	 * the connections whose request nobody took. */
+	cm_purge_events(id->channel, id, drop_request);
 	pthread_mutex_unlock(&cm_lock);
 	if (c->sync)
 		cm_channel_free(cm_container_of(id->channel, struct cm_channel, ch));

@@ -124,6 +124,10 @@ int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 /* Sync ids: wait for the next event of the id, acknowledge it, and return 0
  * if it was @p want (else -1 with errno from its status). */
 int cm_wait(struct cm_id *c, enum rdma_cm_event_type want, struct rdma_cm_id **ret_new_id);
+/* Take the events of an id (or of a listener's requests) off a channel that
+ * nobody has taken yet: the id is going away. @p dropped sees each. */
+void cm_purge_events(struct rdma_event_channel *channel, const struct rdma_cm_id *id,
+		     void (*dropped)(struct rdma_cm_event *ev));
 struct cm_channel *cm_channel_new(void);
 void cm_channel_free(struct cm_channel *ch);
 

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -232,6 +233,35 @@ static void test_cm__reject_carries_private_data(void **state)
 	rdma_destroy_event_channel(p.ch);
 }
 
+/* A request nobody took goes with its listener: the client is rejected and
+ * the channel holds no event that names the freed ids. */
+static void test_cm__destroyed_listener_rejects_its_pending_requests(void **state)
+{
+	struct pair p;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {1, 1, 1, 1, 0}};
+	struct ibv_pd *pd;
+	struct pollfd pf;
+
+	(void)state;
+	listen_and_resolve(&p);
+	pd = ibv_alloc_pd(p.client->verbs);
+	assert_non_null(pd);
+	assert_int_equal(rdma_create_qp(p.client, pd, &qa), 0);
+	assert_int_equal(rdma_connect(p.client, NULL), 0);
+	/* Wait until the request is queued (the channel polls readable). */
+	pf = (struct pollfd){.fd = p.ch->fd, .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 10000), 1);
+	assert_int_equal(rdma_destroy_id(p.listener), 0);
+	ev = next_event(p.ch, RDMA_CM_EVENT_REJECTED);
+	assert_ptr_equal(ev->id, p.client);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(p.client);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(rdma_destroy_id(p.client), 0);
+	rdma_destroy_event_channel(p.ch);
+}
+
 static void test_cm__connect_send_disconnect(void **state)
 {
 	struct pair p;
@@ -306,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_cm__bad_arguments_fail_with_errno),
 		cmocka_unit_test(test_cm__getaddrinfo_fills_source_or_destination),
 		cmocka_unit_test(test_cm__reject_carries_private_data),
+		cmocka_unit_test(test_cm__destroyed_listener_rejects_its_pending_requests),
 		cmocka_unit_test(test_cm__connect_send_disconnect),
 	};
 
