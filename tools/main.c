@@ -1,6 +1,6 @@
 /*
  * The `rverbs` command: one executable whose subcommands live in their own
- * files (info.c, perf*.c, doctor.c). This file dispatches and holds the small
+ * files (info.c, perf*.c, doctor.c, run.c). This file dispatches and holds the small
  * helpers they share (names, formatting, reading sysfs).
  */
 #include <errno.h>
@@ -20,6 +20,7 @@ static void usage(FILE *f)
 		"  perf [TEST] [MODE] [OPTIONS]    RDMA benchmarks like perftest (rverbs perf --help)\n"
 		"  bench [OPTIONS]                 raw TCP vs rverbs RC table (same as perf --compare)\n"
 		"  doctor [--json] [--root DIR]    check this machine's RDMA setup; exit 1 if a check fails\n"
+		"  run [--] PROGRAM [ARGS...]      run a libibverbs program with soft0 in its device list\n"
 		"  version                         the library version\n");
 }
 
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
 		return cmd_bench(argc - 1, argv + 1);
 	if (strcmp(argv[1], "doctor") == 0)
 		return cmd_doctor(argc - 1, argv + 1);
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("rverbs %s\n", rv_version());
 		return 0;

@@ -16,6 +16,7 @@ int cmd_info(int argc, char **argv);
 int cmd_perf(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 /* Names for enum values ("ACTIVE", "Ethernet", "4096"). Never NULL. */
 const char *port_state_name(uint32_t state);

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Runs an unmodified libibverbs or librdmacm program through `rverbs run` on
+soft0, as a server and a client on loopback, and checks both exit statuses
+and a line of each one's output. Exit 77 (skip) when the program is not
+installed.
+
+The client starts once the server listens on its TCP port (read from
+/proc/net/tcp), so a slow start of the server is no failure.
+
+usage: run-program.py RVERBS_TOOL CASE
+"""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+SOFT = ["-d", "soft0"]
+HOST = "127.0.0.1"
+UDADDY_PORT = 7174  # udaddy has no port option
+
+
+def perftest(prog, extra, line):
+    """perftest and the pingpongs: the same command, the client adds the host."""
+    server = [prog] + SOFT + extra + ["-p", "{port}"]
+    return (server, server + [HOST], line, line)
+
+
+# case: (server argv, client argv, regex the server prints, regex the client prints)
+CASES = {
+    "ibv_rc_pingpong": perftest("ibv_rc_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),
+    "ibv_rc_pingpong-gid": perftest("ibv_rc_pingpong", ["-g", "0"], r"1000 iters in [\d.]+ seconds"),
+    "ibv_rc_pingpong-events": perftest("ibv_rc_pingpong", ["-e"], r"1000 iters in [\d.]+ seconds"),
+    "ibv_rc_pingpong-new_send": perftest("ibv_rc_pingpong", ["-N"], r"1000 iters in [\d.]+ seconds"),
+    "ibv_uc_pingpong": perftest("ibv_uc_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),
+    "ibv_srq_pingpong": perftest("ibv_srq_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),
+    "ibv_ud_pingpong": perftest("ibv_ud_pingpong", [], r"\d+ bytes in [\d.]+ seconds"),
+    "ib_write_bw": perftest("ib_write_bw", [], r"^\s*65536\s+5000\s+[\d.]+\s+[\d.]+"),
+    "ib_read_bw": perftest("ib_read_bw", [], r"^\s*65536\s+1000\s+[\d.]+\s+[\d.]+"),
+    "ib_send_lat": perftest("ib_send_lat", [], r"^\s*2\s+1000\s+[\d.]+"),
+    "ib_atomic_bw": perftest("ib_atomic_bw", [], r"^\s*8\s+1000\s+[\d.]+\s+[\d.]+"),
+    "ib_write_bw-rdma_cm": perftest("ib_write_bw", ["-R"], r"^\s*65536\s+5000\s+[\d.]+\s+[\d.]+"),
+    "ib_read_bw-rdma_cm": perftest("ib_read_bw", ["-R"], r"^\s*65536\s+1000\s+[\d.]+\s+[\d.]+"),
+    "ib_send_lat-rdma_cm": perftest("ib_send_lat", ["-R"], r"^\s*2\s+1000\s+[\d.]+"),
+    "ib_atomic_bw-rdma_cm": perftest("ib_atomic_bw", ["-R"], r"^\s*8\s+1000\s+[\d.]+\s+[\d.]+"),
+    "rping": (["rping", "-s", "-a", HOST, "-p", "{port}", "-C", "10", "-v"],
+              ["rping", "-c", "-a", HOST, "-p", "{port}", "-C", "10", "-v"],
+              r"^server ping data: rdma-ping-9: ", r"^ping data: rdma-ping-9: "),
+    "ucmatose": (["ucmatose", "-p", "{port}", "-c", "2", "-C", "20"],
+                 ["ucmatose", "-s", HOST, "-p", "{port}", "-c", "2", "-C", "20"],
+                 r"^return status 0$", r"^return status 0$"),
+    "udaddy": (["udaddy"], ["udaddy", "-s", HOST], r"^return status 0$", r"^return status 0$"),
+    "rdma_server": (["rdma_server", "-p", "{port}"], ["rdma_client", "-s", HOST, "-p", "{port}"],
+                    r"^rdma_server: end 0$", r"^rdma_client: end 0$"),
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def listening(port):
+    """True when some socket listens on TCP port `port` (state 0A)."""
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        return True
+        except OSError:
+            continue
+    return False
+
+
+def sanitized():
+    """The layer built with a sanitizer cannot load into the system's programs."""
+    value = os.environ.get("RVERBS_COMPAT_SANITIZE", "none")
+    if value not in ("", "none"):
+        print(f"skipped: the layer is built with -Db_sanitize={value}; the system's "
+              "uninstrumented programs cannot load it (the runtime must come first)")
+        return True
+    return False
+
+
+def main():
+    if sanitized():
+        return 77
+    tool, case = sys.argv[1], sys.argv[2]
+    server_argv, client_argv, want_server, want_client = CASES[case]
+    missing = [p for p in {server_argv[0], client_argv[0]} if shutil.which(p) is None]
+    if missing:
+        print(f"not installed: {' '.join(missing)} (Debian: ibverbs-utils, perftest, rdmacm-utils)")
+        return 77
+    port = UDADDY_PORT if case == "udaddy" else free_port()
+    fill = lambda argv: [a.replace("{port}", str(port)) for a in argv]
+    server = subprocess.Popen([tool, "run", "--"] + fill(server_argv), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not listening(port) and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        client = subprocess.run([tool, "run", "--"] + fill(client_argv), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, timeout=120)
+        cout = client.stdout
+        crc = client.returncode
+    except subprocess.TimeoutExpired as e:
+        cout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        crc = "timeout"
+    try:
+        sout, _ = server.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        sout, _ = server.communicate()
+    print("--- server\n" + sout + "--- client\n" + cout)
+    ok = True
+    for side, rc, out, want in (("server", server.returncode, sout, want_server),
+                                ("client", crc, cout, want_client)):
+        if rc != 0:
+            print(f"FAIL: {side} exited {rc}")
+            ok = False
+        if not re.search(want, out, re.M):
+            print(f"FAIL: {side} printed no line matching {want!r}")
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
