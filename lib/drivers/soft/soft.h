@@ -253,7 +253,14 @@ struct soft_ctx {
 	uint32_t n_rings, cap_rings;
 	_Atomic uint32_t rings_live;   /* n_rings, readable without the lock */
 	_Atomic int64_t ring_poll_at;  /* µs: a poller last looked at the rings */
-	_Atomic bool ring_sleeping;    /* "sleeping" is set in every ring (progress thread asleep) */
+	_Atomic bool ring_sleeping;    /* "sleeping" is set in every ring (progress thread or a waiter asleep) */
+	/* The rings' doorbell: the eventfd our peers write (their OFFER/ANSWER
+	 * name it), apart from evfd so that a thread blocked in rv_cq_wait can
+	 * take it out of the progress thread's epoll interest and be the only
+	 * one it wakes (soft_cq_block, soft_ctx_bell). */
+	int bell_fd;
+	_Atomic bool bell_on;          /* bell_fd is in the epoll interest (changed under sc->lock) */
+	_Atomic uint32_t ring_waiters; /* threads blocked in rv_cq_wait on the doorbell (soft_cq_block) */
 	bool auth;                 /* auth.c: connections must prove the shared secret */
 	uint8_t auth_key[64];      /* the secret (hashed when longer than 64 bytes, as HMAC does) */
 	size_t auth_key_len;
@@ -597,6 +604,10 @@ void soft_ctx_poll_progress(struct soft_ctx *sc);
  * must look within SOFT_POLL_HANDBACK_US whether it comes back. Returns the
  * time it stamped (µs), for the caller's own use. */
 int64_t soft_ctx_waiter_left(struct soft_ctx *sc);
+/* The rings' doorbell in (on) or out of the progress thread's epoll interest
+ * (sc->lock held): a blocked waiter takes it out, the progress thread puts it
+ * back once no waiter came for SOFT_POLL_HANDBACK_US. */
+void soft_ctx_bell(struct soft_ctx *sc, bool on);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
 void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
 
@@ -838,6 +849,12 @@ void soft_shmring_poller(struct soft_ctx *sc, bool busy);
 /* The application is about to block (a CQ armed): stop counting it as a
  * poller, so that the progress thread sleeps with "sleeping" set. */
 void soft_shmring_wake(struct soft_ctx *sc);
+/* A thread is about to block in rv_cq_wait with the doorbell as its wake-up
+ * (soft_cq_block, sc->lock held): counted as a ring waiter, "sleeping" set
+ * in every ring, then one more look; true: work is there already, do not
+ * sleep. soft_shmring_wait_end when it wakes. */
+bool soft_shmring_wait_begin(struct soft_ctx *sc);
+void soft_shmring_wait_end(struct soft_ctx *sc);
 /* The progress thread is about to sleep timeout ms: the timeout to use. */
 int soft_shmring_sleep(struct soft_ctx *sc, int timeout);
 /* qp.c: a receive WR came for the SEND that stalled c's ring (q->lock held):
