@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +30,7 @@
 #include "drivers/soft/wire/sha256.h"
 
 /* epoll tags for the fds that are not connections. */
-static char tag_listener, tag_eventfd, tag_bell;
+static char tag_listener, tag_eventfd, tag_bell, tag_hold;
 
 /*
  * The streams a blocked waiter watched have no reader once it left, until the
@@ -136,6 +137,13 @@ static void handle_batch(struct soft_ctx *sc, const struct epoll_event *ev, int 
 			soft_conn_accept(sc);
 		} else if (soft_ud_is_tag(sc, p)) {
 			soft_ud_rx(sc);
+		} else if (p == &tag_hold) {
+			uint64_t v;
+			if (read(sc->hold_fd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: disarmed meanwhile */
+			}
+			atomic_store(&sc->hold_armed, false); /* a hold from now on arms it again */
+			soft_conn_flush_held(sc);
 		} else if (p == &tag_eventfd || p == &tag_bell) {
 			uint64_t v;
 			if (read(p == &tag_bell ? sc->bell_fd : sc->evfd, &v, sizeof(v)) < 0) {
@@ -206,6 +214,10 @@ static void *progress(void *arg)
 		     now_us - atomic_load(&sc->wait_left_at) < SOFT_WAIT_HANDBACK_MS * 1000) &&
 		    timeout > SOFT_POLL_HANDBACK_US / 1000)
 			timeout = SOFT_POLL_HANDBACK_US / 1000;
+		/* Held READ responses have their timer; a millisecond covers one
+		 * that a concurrent disarm cancelled (soft_conn_unhold). */
+		if (atomic_load(&sc->n_held) && timeout > 1)
+			timeout = 1;
 		if (rings && timeout > 0)
 			timeout = soft_shmring_sleep(sc, timeout); /* shmring.c: doorbells while we sleep */
 		if (timeout <= SOFT_POLL_HANDBACK_US / 1000)
@@ -244,6 +256,8 @@ static void *progress(void *arg)
 			soft_ctx_bell(sc, true); /* level-triggered: a doorbell rung meanwhile is reported */
 		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed))
 			soft_conn_handback(sc, soft_now_us(), atomic_exchange(&sc->handback, false));
+		if (atomic_load(&sc->n_held))
+			soft_conn_flush_held(sc);
 		if (sc->n_rings)
 			soft_shmring_poll(sc, true); /* a doorbell, a timeout, or a poller stopped */
 		now = soft_now_ms();
@@ -425,9 +439,11 @@ static void close_fds(struct soft_ctx *sc)
 		close(sc->evfd);
 	if (sc->bell_fd >= 0)
 		close(sc->bell_fd);
+	if (sc->hold_fd >= 0)
+		close(sc->hold_fd);
 	if (sc->epfd >= 0)
 		close(sc->epfd);
-	sc->lfd = sc->evfd = sc->bell_fd = sc->epfd = -1;
+	sc->lfd = sc->evfd = sc->bell_fd = sc->hold_fd = sc->epfd = -1;
 }
 
 static void ctx_free(struct soft_ctx *sc)
@@ -500,7 +516,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	if (!sc)
 		return rv_err(ENOMEM, fn, "out of memory for the soft0 context");
 	sc->ctx = ctx;
-	sc->lfd = sc->evfd = sc->bell_fd = sc->epfd = -1;
+	sc->lfd = sc->evfd = sc->bell_fd = sc->hold_fd = sc->epfd = -1;
 	sc->evq.fd = -1;
 	sc->timeout_ms = SOFT_CONNECT_TIMEOUT_MS;
 	sc->spin_us = env_long("RVERBS_SOFT_SPIN_US",
@@ -576,9 +592,11 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	sc->epfd = epoll_create1(EPOLL_CLOEXEC);
 	sc->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	sc->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	sc->hold_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	atomic_store(&sc->bell_on, true);
-	if (sc->epfd < 0 || sc->evfd < 0 || sc->bell_fd < 0 || epoll_add(sc->epfd, sc->lfd, &tag_listener) < 0 ||
-	    epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0 || epoll_add(sc->epfd, sc->bell_fd, &tag_bell) < 0 ||
+	if (sc->epfd < 0 || sc->evfd < 0 || sc->bell_fd < 0 || sc->hold_fd < 0 ||
+	    epoll_add(sc->epfd, sc->lfd, &tag_listener) < 0 || epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0 ||
+	    epoll_add(sc->epfd, sc->bell_fd, &tag_bell) < 0 || epoll_add(sc->epfd, sc->hold_fd, &tag_hold) < 0 ||
 	    (sc->ud && epoll_add(sc->epfd, soft_ud_fd(sc), sc->ud) < 0) ||
 	    (soft_ud_roce_fd(sc) >= 0 && epoll_add(sc->epfd, soft_ud_roce_fd(sc), sc->ud) < 0)) {
 		err = errno;
