@@ -97,6 +97,7 @@ void soft_close_socket(int fd)
 
 void soft_conn_free(struct soft_conn *c)
 {
+	soft_conn_unhold(c); /* killed while holding (not detached first): the count stays right */
 	soft_shmring_free(c);
 	soft_shm_release(c);
 	if (c->fd >= 0)
