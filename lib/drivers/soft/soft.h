@@ -749,6 +749,9 @@ void soft_conn_detach(struct soft_qp *q, bool graceful);
  * soft_tx_hold): the bytes stay and go with the next flush; the last
  * connection to let go disarms the bound's timer. */
 void soft_conn_unhold(struct soft_conn *c);
+/* The count of soft_conn_unhold, for a caller that cleared c->tx_held
+ * itself (soft_tx_push: after its send(), off the latency path). */
+void soft_conn_hold_release(struct soft_ctx *sc);
 void soft_conn_free(struct soft_conn *c);
 /* shutdown() and close() a connection's socket. */
 void soft_close_socket(int fd);

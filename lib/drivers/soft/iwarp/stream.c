@@ -163,17 +163,22 @@ void soft_conn_closing(struct soft_conn *c)
 	soft_conn_update_events(c);
 }
 
-void soft_conn_unhold(struct soft_conn *c)
+void soft_conn_hold_release(struct soft_ctx *sc)
 {
 	struct itimerspec off = {{0, 0}, {0, 0}};
 
+	/* Disarmed, or it would wake the progress thread for nothing once per
+	 * message (the application's answer took the response along). */
+	if (atomic_fetch_sub(&sc->n_held, 1) == 1 && atomic_exchange(&sc->hold_armed, false))
+		timerfd_settime(sc->hold_fd, 0, &off, NULL);
+}
+
+void soft_conn_unhold(struct soft_conn *c)
+{
 	if (!c->tx_held)
 		return;
 	c->tx_held = false;
-	/* Disarmed, or it would wake the progress thread for nothing once per
-	 * message (the application's answer took the response along). */
-	if (atomic_fetch_sub(&c->sc->n_held, 1) == 1 && atomic_exchange(&c->sc->hold_armed, false))
-		timerfd_settime(c->sc->hold_fd, 0, &off, NULL);
+	soft_conn_hold_release(c->sc);
 }
 
 void soft_conn_detach(struct soft_qp *q, bool graceful)

@@ -666,13 +666,16 @@ bool soft_tx_hold(struct soft_qp *q)
 void soft_tx_push(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
+	bool unheld = false;
 
 	if (c && c->tx_held) {
 		/* Frame first: the held response goes in one send() with what
-		 * the application posted (its answer). */
+		 * the application posted (its answer); the timer is disarmed
+		 * after that send(), not before it. */
 		bool room = false;
 
-		soft_conn_unhold(c);
+		c->tx_held = false;
+		unheld = true;
 		if (c->state == CONN_UP && c->may_send && !c->tx_full)
 			fill(q, c, &room);
 	}
@@ -696,6 +699,8 @@ void soft_tx_push(struct soft_qp *q)
 		}
 		soft_conn_update_events(c);
 	}
+	if (unheld)
+		soft_conn_hold_release(q->sc);
 	soft_sq_complete(q);
 	soft_qp_check_overflow(q);
 }
