@@ -140,6 +140,9 @@
  * often instead (the waiter serves them; a waiter that left is noticed
  * within this). */
 #define SOFT_WAIT_HANDBACK_MS 10
+/* A READ response to a confirmation held for the application's answer
+ * (soft_tx_hold) goes out at the latest this long after it was framed. */
+#define SOFT_HOLD_US 50
 
 struct soft_qp;
 struct soft_conn;
@@ -256,7 +259,20 @@ struct soft_ctx {
 	uint32_t n_rings, cap_rings;
 	_Atomic uint32_t rings_live;   /* n_rings, readable without the lock */
 	_Atomic int64_t ring_poll_at;  /* µs: a poller last looked at the rings */
-	_Atomic bool ring_sleeping;    /* "sleeping" is set in every ring (progress thread asleep) */
+	_Atomic bool ring_sleeping;    /* "sleeping" is set in every ring (progress thread or a waiter asleep) */
+	/* The rings' doorbell: the eventfd our peers write (their OFFER/ANSWER
+	 * name it), apart from evfd so that a thread blocked in rv_cq_wait can
+	 * take it out of the progress thread's epoll interest and be the only
+	 * one it wakes (soft_cq_block, soft_ctx_bell). */
+	int bell_fd;
+	_Atomic bool bell_on;          /* bell_fd is in the epoll interest (changed under sc->lock) */
+	_Atomic uint32_t ring_waiters; /* threads blocked in rv_cq_wait on the doorbell (soft_cq_block) */
+	/* Confirmations' READ responses held for the application's answer
+	 * (soft_tx_hold): how many connections hold one, and the one-shot
+	 * timerfd (in epoll) that bounds the hold, armed only while one is. */
+	int hold_fd;
+	_Atomic uint32_t n_held;
+	_Atomic bool hold_armed;
 	bool auth;                 /* auth.c: connections must prove the shared secret */
 	uint8_t auth_key[64];      /* the secret (hashed when longer than 64 bytes, as HMAC does) */
 	size_t auth_key_len;
@@ -319,6 +335,7 @@ struct soft_conn {
 	bool tx_blocked;         /* the socket refused bytes (EAGAIN): no send until EPOLLOUT (on_up) */
 	bool rx_drained;         /* place.c: the last read took less than it asked for: the socket is empty */
 	bool out_waited;         /* a blocked waiter watches POLLOUT (soft_conn_wait_fd): no EPOLLOUT for the progress thread */
+	bool tx_held;            /* tx holds READ responses to confirmations for the application's answer (soft_tx_hold) */
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
 	/* fault.c: set under the QP's lock by the sending thread, read by the
 	 * progress thread's timers without it: atomic. */
@@ -611,6 +628,10 @@ void soft_ctx_poll_progress(struct soft_ctx *sc);
  * must look within SOFT_POLL_HANDBACK_US whether it comes back. Returns the
  * time it stamped (µs), for the caller's own use. */
 int64_t soft_ctx_waiter_left(struct soft_ctx *sc);
+/* The rings' doorbell in (on) or out of the progress thread's epoll interest
+ * (sc->lock held): a blocked waiter takes it out, the progress thread puts it
+ * back once no waiter came for SOFT_POLL_HANDBACK_US. */
+void soft_ctx_bell(struct soft_ctx *sc, bool on);
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q);
 void soft_ctx_del_qp(struct soft_ctx *sc, struct soft_qp *q);
 
@@ -747,6 +768,13 @@ bool soft_conn_drain_then_shut(struct soft_conn *c);
 void soft_conn_closing(struct soft_conn *c);
 /* q gives its connection up: gracefully (a TERMINATE queued goes last) or not. */
 void soft_conn_detach(struct soft_qp *q, bool graceful);
+/* c->tx no longer holds a confirmation's READ response back (tx.c,
+ * soft_tx_hold): the bytes stay and go with the next flush; the last
+ * connection to let go disarms the bound's timer. */
+void soft_conn_unhold(struct soft_conn *c);
+/* The count of soft_conn_unhold, for a caller that cleared c->tx_held
+ * itself (soft_tx_push: after its send(), off the latency path). */
+void soft_conn_hold_release(struct soft_ctx *sc);
 void soft_conn_free(struct soft_conn *c);
 /* shutdown() and close() a connection's socket. */
 void soft_close_socket(int fd);
@@ -759,6 +787,9 @@ void soft_conn_accept(struct soft_ctx *sc);
 /* The context's timers (progress thread, sc->lock): fault holds that end,
  * retry and RNR (retry.c), late confirmations, setup deadlines. */
 void soft_conn_timers(struct soft_ctx *sc, int64_t now);
+/* The bound of held READ responses (soft_tx_hold) ran out, or the progress
+ * thread passes while some are held: send them (sc->lock held). */
+void soft_conn_flush_held(struct soft_ctx *sc);
 /* A busy poller reads q's stream itself (sc->lock held, takes q->lock): one
  * recv, then what the progress thread would do with the bytes; the stream
  * leaves epoll's EPOLLIN interest until soft_conn_handback. */
@@ -861,6 +892,12 @@ void soft_shmring_poller(struct soft_ctx *sc, bool busy);
 /* The application is about to block (a CQ armed): stop counting it as a
  * poller, so that the progress thread sleeps with "sleeping" set. */
 void soft_shmring_wake(struct soft_ctx *sc);
+/* A thread is about to block in rv_cq_wait with the doorbell as its wake-up
+ * (soft_cq_block, sc->lock held): counted as a ring waiter, "sleeping" set
+ * in every ring, then one more look; true: work is there already, do not
+ * sleep. soft_shmring_wait_end when it wakes. */
+bool soft_shmring_wait_begin(struct soft_ctx *sc);
+void soft_shmring_wait_end(struct soft_ctx *sc);
 /* The progress thread is about to sleep timeout ms: the timeout to use. */
 int soft_shmring_sleep(struct soft_ctx *sc, int timeout);
 /* qp.c: a receive WR came for the SEND that stalled c's ring (q->lock held):
@@ -889,6 +926,13 @@ void soft_tx_push(struct soft_qp *q);
 /* Nothing for soft_tx_push to frame or flush (q->lock): after receiving, a
  * poller then only completes (soft_sq_complete) instead of pushing. */
 bool soft_tx_idle(const struct soft_qp *q);
+/* After a poller or waiter received (q->lock held): when all that is due is
+ * the READ responses to zero-length READs (the peer's confirmations), frame
+ * them into c->tx without sending and return true; the next soft_tx_push
+ * (the application's post_send: one send() with its reply; its next poll or
+ * wait) or, within SOFT_HOLD_US, the progress thread sends them. */
+bool soft_tx_hold(struct soft_qp *q);
+
 void soft_tx_emit_shm_ctl(struct soft_conn *c, const uint8_t pay[SOFT_SHM_CTL_LEN]);
 /* Queue a TERMINATE quoting the offending FPDU's header (hdr may be NULL). */
 void soft_tx_terminate(struct soft_qp *q, uint8_t layer, uint8_t etype, uint8_t ecode,

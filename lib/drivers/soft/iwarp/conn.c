@@ -934,6 +934,8 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 		return;
 	}
 	q->polled_at = now_us;
+	if (c->tx_held)
+		soft_tx_push(q); /* the application polls again: what it held back goes now */
 	if (!c->polled || (c->out_waited && !waiter)) {
 		atomic_fetch_add_explicit(&c->sc->n_polled, !c->polled, memory_order_relaxed);
 		c->polled = true;
@@ -961,11 +963,12 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 		soft_rx_process(q, c);
 		if (q->conn != c)
 			break;
-		if (soft_tx_idle(q)) {
-			/* Nothing to send: our own completions (a READ response
-			 * confirmed our SENDs) still go to the CQ now. READ
-			 * responses are never held back for the application's
-			 * answer: see the soft README, "Not done yet". */
+		if (soft_tx_idle(q) || soft_tx_hold(q)) {
+			/* Nothing to send, or only the peer's confirmations'
+			 * READ responses, held for the application's answer
+			 * (soft_tx_hold, bounded by SOFT_HOLD_US): our own
+			 * completions (a READ response confirmed our SENDs)
+			 * still go to the CQ now. */
 			soft_sq_complete(q);
 			soft_qp_check_overflow(q);
 		} else {
@@ -978,6 +981,20 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 	if (touched && q->conn == c)
 		soft_conn_update_events(c);
 	pthread_mutex_unlock(&q->lock);
+}
+
+void soft_conn_flush_held(struct soft_ctx *sc)
+{
+	for (struct soft_conn *c = sc->conns; c && atomic_load(&sc->n_held); c = c->next) {
+		struct soft_qp *q = c->qp;
+
+		if (!q)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		if (q->conn == c && c->tx_held)
+			soft_tx_push(q);
+		pthread_mutex_unlock(&q->lock);
+	}
 }
 
 void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
@@ -1010,6 +1027,8 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 	*out = false;
 	pthread_mutex_lock(&q->lock);
 	c = q->conn;
+	if (c && c->tx_held)
+		soft_tx_push(q); /* not held while this thread sleeps */
 	if (c && c->state == CONN_UP && !c->rx_stalled && !c->ring_rx_on) {
 		/* Frames wait for room (issue #8): this thread sends them when the
 		 * socket takes bytes again, not the progress thread, which would

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "drivers/soft/iwarp/fault.h"
@@ -34,8 +35,10 @@ void soft_conn_update_events(struct soft_conn *c)
 		break;
 	case CONN_UP:
 		/* A polled stream is read by its poller (soft_conn_poll): no wake-up per frame. */
+		/* Held READ responses (tx.c, soft_tx_hold) wait for the
+		 * application's answer or their timer, not for room. */
 		want = (c->rx_stalled || c->polled ? 0 : EPOLLIN) |
-		       (c->tx_len > c->tx_off && !c->out_waited ? EPOLLOUT : 0);
+		       (c->tx_len > c->tx_off && !c->out_waited && !c->tx_held ? EPOLLOUT : 0);
 		break;
 	case CONN_DEAD:
 		return;
@@ -94,6 +97,7 @@ void soft_close_socket(int fd)
 
 void soft_conn_free(struct soft_conn *c)
 {
+	soft_conn_unhold(c); /* killed while holding (not detached first): the count stays right */
 	soft_shmring_free(c);
 	soft_shm_release(c);
 	if (c->fd >= 0)
@@ -166,12 +170,31 @@ void soft_conn_closing(struct soft_conn *c)
 	soft_conn_update_events(c);
 }
 
+void soft_conn_hold_release(struct soft_ctx *sc)
+{
+	struct itimerspec off = {{0, 0}, {0, 0}};
+
+	/* Disarmed, or it would wake the progress thread for nothing once per
+	 * message (the application's answer took the response along). */
+	if (atomic_fetch_sub(&sc->n_held, 1) == 1 && atomic_exchange(&sc->hold_armed, false))
+		timerfd_settime(sc->hold_fd, 0, &off, NULL);
+}
+
+void soft_conn_unhold(struct soft_conn *c)
+{
+	if (!c->tx_held)
+		return;
+	c->tx_held = false;
+	soft_conn_hold_release(c->sc);
+}
+
 void soft_conn_detach(struct soft_qp *q, bool graceful)
 {
 	struct soft_conn *c = q->conn;
 
 	if (!c)
 		return;
+	soft_conn_unhold(c); /* the bytes stay in c->tx: the close flushes them */
 	q->conn = NULL;
 	c->qp = NULL;
 	c->rx_stalled = false;

@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 
 #include "drivers/soft/completion.h"
@@ -632,10 +633,52 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 	return any;
 }
 
+bool soft_tx_hold(struct soft_qp *q)
+{
+	struct soft_conn *c = q->conn;
+	struct soft_ctx *sc = q->sc;
+	bool room = false;
+
+	/* Only responses to zero-length READs and nothing else due: what
+	 * soft_tx_idle checks, less the IRD queue. */
+	if (!c || c->tx_held || c->tx_len || c->ring || c->tx_blocked || q->term_pending || q->need_rtr ||
+	    c->shm_send_ctl || q->sq_tx != q->sq_tail || q->ird_head == q->ird_tail || sc->hold_fd < 0 ||
+	    (!q->uc && q->sq_tx != q->sq_covered && confirm_now(q)))
+		return false;
+	for (uint32_t i = q->ird_head; i != q->ird_tail; i++)
+		if (q->ird[i % SOFT_IRD_CAP].atomic || q->ird[i % SOFT_IRD_CAP].req.size)
+			return false;
+	if (atomic_load_explicit(&q->state, memory_order_relaxed) != RV_QPS_RTS)
+		return false;
+	fill(q, c, &room);
+	if (!c->tx_len)
+		return false;
+	c->tx_held = true;
+	atomic_fetch_add(&sc->n_held, 1);
+	if (!atomic_exchange(&sc->hold_armed, true)) {
+		struct itimerspec t = {.it_value = {0, SOFT_HOLD_US * 1000}};
+
+		timerfd_settime(sc->hold_fd, 0, &t, NULL);
+	}
+	return true;
+}
+
 void soft_tx_push(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
+	bool unheld = false;
 
+	if (c && c->tx_held) {
+		/* Frame first: the held response goes in one send() with what
+		 * the application posted (its answer); the timer is disarmed
+		 * after that send(), not before it. */
+		bool room = false;
+
+		c->tx_held = false;
+		unheld = true;
+		if (c->state == CONN_UP && c->may_send && !c->tx_full)
+			fill(q, c, &room);
+	}
 	if (c && c->state != CONN_DEAD && c->state != CONN_CLOSING) {
 		bool again = true;
 
@@ -656,6 +699,8 @@ void soft_tx_push(struct soft_qp *q)
 		}
 		soft_conn_update_events(c);
 	}
+	if (unheld)
+		soft_conn_hold_release(q->sc);
 	soft_sq_complete(q);
 	soft_qp_check_overflow(q);
 }

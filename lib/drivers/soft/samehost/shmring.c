@@ -27,7 +27,9 @@
  * memory loads and a trylock) or the progress thread. A progress thread about
  * to sleep while no poller ran for RING_IDLE_US sets "sleeping" in both
  * rings of every connection (consumer and producer side); the peer writes its
- * eventfd (the doorbell) only then, after producing or consuming.
+ * eventfd (the doorbell) only then, after producing or consuming. A thread
+ * blocked in rv_cq_wait does the same (soft_shmring_wait_begin) and sleeps on
+ * that doorbell itself; while one does, nobody clears "sleeping".
  *
  * Hostile peer: the ring is network input. The producer index, each record
  * length and the wrap marker are loaded once and bounded; a frame is copied
@@ -411,13 +413,13 @@ bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)
 	if (r->answer_due) {
 		r->answer_due = false;
 		put_ctl(c, CTL_ANSWER, (uint8_t)((r->answer_ok ? 1u : 0u) | (r->rx_nocrc ? RING_NOCRC : 0u)),
-			(uint32_t)c->sc->evfd, 0);
+			(uint32_t)c->sc->bell_fd, 0);
 		return true;
 	}
 	if (r->offer_due) {
 		r->offer_due = false;
 		r->offered = true;
-		put_ctl(c, CTL_OFFER, RING_NOCRC, (uint32_t)r->tx_fd, (uint32_t)c->sc->evfd);
+		put_ctl(c, CTL_OFFER, RING_NOCRC, (uint32_t)r->tx_fd, (uint32_t)c->sc->bell_fd);
 		return true;
 	}
 	/* Switch at a message boundary: the zero-length WRITE that follows must
@@ -495,8 +497,23 @@ static void update_want(struct soft_qp *q, struct soft_conn *c, uint32_t cons)
 	bool want = (int32_t)(r->want_upto - cons) > 0 || c->tx_len > c->tx_off ||
 		    (q && q->sq_tail - q->sq_head >= q->sq_size / 2);
 
-	if (atomic_load_explicit(&r->want_cons, memory_order_relaxed) != want)
-		atomic_store_explicit(&r->want_cons, want, memory_order_relaxed);
+	if (atomic_load_explicit(&r->want_cons, memory_order_relaxed) == want)
+		return;
+	atomic_store_explicit(&r->want_cons, want, memory_order_relaxed);
+	if (want && r->tx && atomic_load(&c->sc->ring_waiters) &&
+	    !atomic_load_explicit(&r->tx->prod_sleeping, memory_order_relaxed)) {
+		/* A waiter sleeps on the doorbell without the producer side set
+		 * (set_sleeping): set it, then look, as the fence protocol goes;
+		 * consumed meanwhile: ring the doorbell ourselves. */
+		uint64_t one = 1;
+
+		atomic_store(&r->tx->prod_sleeping, 1);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&r->tx->cons, memory_order_acquire) != cons &&
+		    write(c->sc->bell_fd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is saturated, the waiter is woken anyway. */
+		}
+	}
 }
 
 /* WRs whose last frame the peer consumed are confirmed (q->lock held). */
@@ -794,14 +811,23 @@ bool soft_shmring_drain(struct soft_qp *q, struct soft_conn *c)
 	return q->conn == c && !c->rx_stalled;
 }
 
+/* "sleeping" in every ring: as consumer (the peer rings after producing)
+ * and as producer (after consuming). While a blocked waiter sleeps on the
+ * doorbell, the producer side only where someone waits for the consumer
+ * index (want_cons: a signaled WR, frames waiting for room): otherwise the
+ * peer's consumption of each of our messages would wake the waiter for
+ * nothing, two wake-ups per message instead of one. */
 static void set_sleeping(struct soft_ctx *sc, uint32_t v)
 {
+	bool waiters = v && atomic_load(&sc->ring_waiters);
+
 	for (uint32_t i = 0; i < sc->n_rings; i++) {
 		struct soft_shmring *r = sc->rings[i]->ring;
 		if (r->rx)
 			atomic_store(&r->rx->cons_sleeping, v);
 		if (r->tx)
-			atomic_store(&r->tx->prod_sleeping, v);
+			atomic_store(&r->tx->prod_sleeping,
+				     waiters ? (uint32_t)atomic_load_explicit(&r->want_cons, memory_order_relaxed) : v);
 	}
 	sc->ring_sleeping = v != 0;
 }
@@ -847,8 +873,15 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 	/* The progress thread clears "sleeping" when it wakes; a busy poller
 	 * clears it only together with a wake-up (soft_shmring_poller), or the
 	 * sleeping thread would miss the next doorbell. */
-	if (awake && sc->ring_sleeping)
+	if (awake && atomic_load(&sc->ring_waiters)) {
+		/* A blocked waiter sleeps on the doorbell: keep "sleeping" set,
+		 * also in rings that came up since it looked (the loop below
+		 * looks again after the fence). */
+		set_sleeping(sc, 1);
+		atomic_thread_fence(memory_order_seq_cst);
+	} else if (awake && sc->ring_sleeping) {
 		set_sleeping(sc, 0);
+	}
 	/* Backwards: a connection that fails leaves the list (swap with the last, done already). */
 	for (uint32_t i = sc->n_rings; i-- > 0;) {
 		struct soft_conn *c;
@@ -898,7 +931,7 @@ void soft_shmring_poller(struct soft_ctx *sc, bool busy)
 		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
 	if (pthread_mutex_trylock(&sc->lock) != 0)
 		return;
-	if (busy && sc->ring_sleeping && !sc->stop) {
+	if (busy && sc->ring_sleeping && !sc->stop && !atomic_load(&sc->ring_waiters)) {
 		/* A busy poller is back while the progress thread sleeps with
 		 * "sleeping" set: until that thread gets a CPU (on a small machine
 		 * the pollers hold them), every frame would cost the peer a
@@ -927,6 +960,27 @@ void soft_shmring_wake(struct soft_ctx *sc)
 	    write(sc->evfd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is saturated, the thread is woken anyway. */
 	}
+}
+
+/* The same protocol as soft_shmring_sleep's: "sleeping", the fence, one more
+ * look; the producer publishes, fences, then reads the flag. One of the two
+ * sees the other, so a frame never comes without a doorbell or a look. */
+bool soft_shmring_wait_begin(struct soft_ctx *sc)
+{
+	atomic_fetch_add(&sc->ring_waiters, 1);
+	set_sleeping(sc, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (uint32_t i = 0; i < sc->n_rings; i++)
+		if (sc->rings[i]->qp && ring_ready(sc->rings[i], false))
+			return true;
+	return false;
+}
+
+void soft_shmring_wait_end(struct soft_ctx *sc)
+{
+	/* "sleeping" stays: the waiter is likely back soon (a ping-pong), and
+	 * the next progress pass or busy poller clears it once none is. */
+	atomic_fetch_sub(&sc->ring_waiters, 1);
 }
 
 int soft_shmring_sleep(struct soft_ctx *sc, int timeout)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,8 +29,8 @@
 #include "drivers/soft/soft.h"
 #include "drivers/soft/wire/sha256.h"
 
-/* epoll tags for the two fds that are not connections. */
-static char tag_listener, tag_eventfd;
+/* epoll tags for the fds that are not connections. */
+static char tag_listener, tag_eventfd, tag_bell, tag_hold;
 
 /*
  * The streams a blocked waiter watched have no reader once it left, until the
@@ -56,6 +57,15 @@ int64_t soft_ctx_waiter_left(struct soft_ctx *sc)
 		}
 	}
 	return now;
+}
+
+void soft_ctx_bell(struct soft_ctx *sc, bool on)
+{
+	struct epoll_event ev = {.events = on ? EPOLLIN : 0, .data.ptr = &tag_bell};
+
+	if (atomic_load_explicit(&sc->bell_on, memory_order_relaxed) != on &&
+	    epoll_ctl(sc->epfd, EPOLL_CTL_MOD, sc->bell_fd, &ev) == 0)
+		atomic_store(&sc->bell_on, on);
 }
 
 int soft_ctx_add_qp(struct soft_ctx *sc, struct soft_qp *q)
@@ -127,10 +137,17 @@ static void handle_batch(struct soft_ctx *sc, const struct epoll_event *ev, int 
 			soft_conn_accept(sc);
 		} else if (soft_ud_is_tag(sc, p)) {
 			soft_ud_rx(sc);
-		} else if (p == &tag_eventfd) {
+		} else if (p == &tag_hold) {
 			uint64_t v;
-			if (read(sc->evfd, &v, sizeof(v)) < 0) {
-				/* EAGAIN: already drained */
+			if (read(sc->hold_fd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: disarmed meanwhile */
+			}
+			atomic_store(&sc->hold_armed, false); /* a hold from now on arms it again */
+			soft_conn_flush_held(sc);
+		} else if (p == &tag_eventfd || p == &tag_bell) {
+			uint64_t v;
+			if (read(p == &tag_bell ? sc->bell_fd : sc->evfd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: already drained (a waiter read the doorbell) */
 			}
 		} else {
 			soft_conn_event(p, ev[i].events);
@@ -187,6 +204,20 @@ static void *progress(void *arg)
 			if (timeout > look)
 				timeout = look;
 		}
+		/* The doorbell a blocked waiter took (soft_cq_block): back to epoll
+		 * once no waiter came for SOFT_POLL_HANDBACK_US; looked at every
+		 * millisecond while waiters come and go (a waiter that leaves
+		 * writes the eventfd if this thread sleeps longer), not while one
+		 * sleeps on it and none left lately. */
+		if (rings && !atomic_load(&sc->bell_on) &&
+		    (!atomic_load(&sc->ring_waiters) ||
+		     now_us - atomic_load(&sc->wait_left_at) < SOFT_WAIT_HANDBACK_MS * 1000) &&
+		    timeout > SOFT_POLL_HANDBACK_US / 1000)
+			timeout = SOFT_POLL_HANDBACK_US / 1000;
+		/* Held READ responses have their timer; a millisecond covers one
+		 * that a concurrent disarm cancelled (soft_conn_unhold). */
+		if (atomic_load(&sc->n_held) && timeout > 1)
+			timeout = 1;
 		if (rings && timeout > 0)
 			timeout = soft_shmring_sleep(sc, timeout); /* shmring.c: doorbells while we sleep */
 		if (timeout <= SOFT_POLL_HANDBACK_US / 1000)
@@ -220,8 +251,13 @@ static void *progress(void *arg)
 		} else if (atomic_exchange(&sc->kicked, false)) {
 			run_kicks(sc);
 		}
+		if (!atomic_load_explicit(&sc->bell_on, memory_order_relaxed) && !atomic_load(&sc->ring_waiters) &&
+		    (atomic_load(&sc->handback) || soft_now_us() - atomic_load(&sc->wait_left_at) >= SOFT_POLL_HANDBACK_US))
+			soft_ctx_bell(sc, true); /* level-triggered: a doorbell rung meanwhile is reported */
 		if (atomic_load_explicit(&sc->n_polled, memory_order_relaxed))
 			soft_conn_handback(sc, soft_now_us(), atomic_exchange(&sc->handback, false));
+		if (atomic_load(&sc->n_held))
+			soft_conn_flush_held(sc);
 		if (sc->n_rings)
 			soft_shmring_poll(sc, true); /* a doorbell, a timeout, or a poller stopped */
 		now = soft_now_ms();
@@ -401,9 +437,13 @@ static void close_fds(struct soft_ctx *sc)
 	}
 	if (sc->evfd >= 0)
 		close(sc->evfd);
+	if (sc->bell_fd >= 0)
+		close(sc->bell_fd);
+	if (sc->hold_fd >= 0)
+		close(sc->hold_fd);
 	if (sc->epfd >= 0)
 		close(sc->epfd);
-	sc->lfd = sc->evfd = sc->epfd = -1;
+	sc->lfd = sc->evfd = sc->bell_fd = sc->hold_fd = sc->epfd = -1;
 }
 
 static void ctx_free(struct soft_ctx *sc)
@@ -476,7 +516,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	if (!sc)
 		return rv_err(ENOMEM, fn, "out of memory for the soft0 context");
 	sc->ctx = ctx;
-	sc->lfd = sc->evfd = sc->epfd = -1;
+	sc->lfd = sc->evfd = sc->bell_fd = sc->hold_fd = sc->epfd = -1;
 	sc->evq.fd = -1;
 	sc->timeout_ms = SOFT_CONNECT_TIMEOUT_MS;
 	sc->spin_us = env_long("RVERBS_SOFT_SPIN_US",
@@ -551,8 +591,12 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 
 	sc->epfd = epoll_create1(EPOLL_CLOEXEC);
 	sc->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (sc->epfd < 0 || sc->evfd < 0 || epoll_add(sc->epfd, sc->lfd, &tag_listener) < 0 ||
-	    epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0 ||
+	sc->bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	sc->hold_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	atomic_store(&sc->bell_on, true);
+	if (sc->epfd < 0 || sc->evfd < 0 || sc->bell_fd < 0 || sc->hold_fd < 0 ||
+	    epoll_add(sc->epfd, sc->lfd, &tag_listener) < 0 || epoll_add(sc->epfd, sc->evfd, &tag_eventfd) < 0 ||
+	    epoll_add(sc->epfd, sc->bell_fd, &tag_bell) < 0 || epoll_add(sc->epfd, sc->hold_fd, &tag_hold) < 0 ||
 	    (sc->ud && epoll_add(sc->epfd, soft_ud_fd(sc), sc->ud) < 0) ||
 	    (soft_ud_roce_fd(sc) >= 0 && epoll_add(sc->epfd, soft_ud_roce_fd(sc), sc->ud) < 0)) {
 		err = errno;

@@ -318,8 +318,12 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 	    atomic_load_explicit(&c->sc->rings_live, memory_order_relaxed))
 		/* Shared-memory rings (shmring.c) first, on every empty poll: memory
 		 * loads, no system call; an armed CQ polls once before blocking and
-		 * is no busy poller. */
-		soft_shmring_poller(c->sc, atomic_load_explicit(&c->armed, memory_order_relaxed) == ARM_NONE);
+		 * is no busy poller, nor is rv_cq_wait's poll around its block
+		 * (below SOFT_POLL_PROGRESS_AFTER: soft_cq_block resets the count),
+		 * which would otherwise clear "sleeping" and wake the progress
+		 * thread once per message. */
+		soft_shmring_poller(c->sc, atomic_load_explicit(&c->armed, memory_order_relaxed) == ARM_NONE &&
+						   empty_polls + 1 >= SOFT_POLL_PROGRESS_AFTER);
 	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
 	    ++empty_polls >= SOFT_POLL_PROGRESS_AFTER)
 		poll_progress(c); /* busy polling: receive in this thread */
@@ -377,27 +381,33 @@ static int ms_until(int64_t deadline_ns)
  * poll() on the sockets of the CQ's QPs (taken out of the progress thread's
  * epoll interest, as a busy poller's are) and the channel's eventfd, and when
  * a socket wakes it, receives and completes in its own thread — one wake-up
- * per message instead of the progress thread's and then this one's. The CQ
+ * per message instead of the progress thread's and then this one's. With
+ * shared-memory rings it sleeps on the context's doorbell too (taken out of
+ * the progress thread's interest, "sleeping" set in every ring, shmring.c's
+ * fence protocol), and when the doorbell rings it reads the rings itself
+ * (under the sc->lock trylock: whoever holds it reads them too). The CQ
  * is armed meanwhile, so completions that arrive any other way (the progress
  * thread: setup, timers, streams we do not watch; posting threads: flushes)
  * write the channel and wake it. The arm is the waiters' own: the last one
  * out disarms it unless it fired or the application armed it too, so our
  * own receives do not write the eventfd. -EOPNOTSUPP (the facade's channel
- * wait) for CQs served through epoll (a UD QP, many QPs), with rings or with
+ * wait) for CQs served through epoll (a UD QP, many QPs) or with
  * RVERBS_SOFT_POLL_PROGRESS=0.
  */
 int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 {
 	struct soft_cq *c = cq->drv_cq;
 	struct soft_ctx *sc = c->sc;
-	struct pollfd pfd[SOFT_POLL_DIRECT_MAX + 1];
+	struct pollfd pfd[SOFT_POLL_DIRECT_MAX + 2];
 	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
 	uint32_t n = 0, gen;
 	int64_t now = 0;
-	bool readable = false, fired;
+	bool readable = false, fired, rings, ring_work = false;
 	int r, err;
 
-	if (!c->ch || !sc->poll_progress || atomic_load_explicit(&sc->rings_live, memory_order_relaxed))
+	/* rv_cq_wait's polls around the block are not a busy poller's. */
+	empty_polls = 0;
+	if (!c->ch || !sc->poll_progress)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&sc->lock);
 	if (c->qp_gen != sc->qp_gen + 1)
@@ -429,13 +439,26 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	}
 	gen = c->qp_gen;
 	atomic_fetch_add_explicit(&sc->n_watched, n, memory_order_relaxed);
+	rings = sc->n_rings != 0;
+	if (rings) {
+		/* The doorbell wakes this thread alone: not the progress thread
+		 * too, which would race it for the rings (it takes the doorbell
+		 * back once no waiter came for a millisecond). */
+		if (atomic_load_explicit(&sc->bell_on, memory_order_relaxed))
+			soft_ctx_bell(sc, false);
+		ring_work = soft_shmring_wait_begin(sc);
+		r |= ring_work;
+	}
 	pthread_mutex_unlock(&sc->lock);
 
 	pfd[n].fd = c->ch->efd;
 	pfd[n].events = POLLIN;
 	pfd[n].revents = 0;
+	pfd[n + 1].fd = sc->bell_fd;
+	pfd[n + 1].events = POLLIN;
+	pfd[n + 1].revents = 0;
 	if (!r) {
-		r = poll(pfd, n + 1, ms_until(deadline_ns));
+		r = poll(pfd, n + 1 + rings, ms_until(deadline_ns));
 		err = r < 0 ? errno : 0;
 	} else {
 		r = 0;
@@ -443,7 +466,9 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	}
 
 	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
-	if (n)
+	if (rings)
+		soft_shmring_wait_end(sc);
+	if (n || rings)
 		now = soft_ctx_waiter_left(sc);
 	pthread_mutex_lock(&c->lock);
 	fired = atomic_load(&c->armed) == ARM_NONE;
@@ -457,6 +482,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 
 	for (uint32_t i = 0; i < n; i++)
 		readable |= pfd[i].revents != 0;
+	if (rings && pfd[n + 1].revents) {
+		uint64_t v;
+
+		ring_work = true;
+		if (read(sc->bell_fd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: another waiter (or the progress thread) took it. */
+		}
+	}
 	if (readable) {
 		pthread_mutex_lock(&sc->lock);
 		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
@@ -467,6 +500,15 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 					soft_conn_poll(qs[i], now, true);
 			}
 		}
+		if (ring_work && !sc->stop)
+			soft_shmring_poll(sc, false);
+		pthread_mutex_unlock(&sc->lock);
+	} else if (ring_work && pthread_mutex_trylock(&sc->lock) == 0) {
+		/* Not waiting for it: its holder (the progress thread, another
+		 * waiter or poller) reads the rings, or the facade's next poll
+		 * and wait look again. */
+		if (!sc->stop)
+			soft_shmring_poll(sc, false);
 		pthread_mutex_unlock(&sc->lock);
 	}
 	if (err == EINTR)

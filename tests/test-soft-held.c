@@ -1,0 +1,205 @@
+/*
+ * soft0 over TCP holds the READ response to a peer's confirmation (the
+ * zero-length READ behind a signalled SEND) for the application's answer
+ * (lib/drivers/soft/iwarp/tx.c, soft_tx_hold): a poller or waiter that
+ * received frames it into the transmit buffer without sending, and the next
+ * post_send takes it along in one send(). The hold is bounded: the peer's
+ * SEND completes whatever the application does next. Two contexts of one
+ * process, RVERBS_SOFT_SHM=0 (TCP only), every SEND signalled:
+ *   - the receiver busy-polls until its receive completes and then never
+ *     calls rverbs again: the sender's SEND still completes (the progress
+ *     thread's bound sends the response);
+ *   - the same with a receiver that blocked in rv_cq_wait;
+ *   - a busy-poll ping-pong: every SEND and every receive completes once,
+ *     in order, with the right bytes (the response travels with the answer).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include <rverbs/rverbs.h>
+
+#include "soft-pair.h"
+
+#define MSG 64u
+#define ROUNDS 50
+#define PINGS 500
+#define GUARD_MS 10000 /* a hang guard only */
+
+static void post_recv(struct side *s, uint64_t id)
+{
+	rv_sge g = sge(s, (id % 16) * MSG, MSG);
+	rv_recv_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1};
+	size_t n;
+
+	assert_int_equal(rv_qp_post_recv(s->qp, &wr, 1, &n), 0);
+}
+
+static void post_send(struct side *s, uint64_t id)
+{
+	uint8_t *p = s->buf + BUF / 2 + (id % 16) * MSG;
+	rv_sge g = sge(s, BUF / 2 + (id % 16) * MSG, MSG);
+	rv_send_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
+			 .send_flags = RV_SEND_SIGNALED};
+	size_t n;
+
+	for (uint32_t i = 0; i < MSG; i++)
+		p[i] = (uint8_t)(id * 7 + i);
+	assert_int_equal(rv_qp_post_send(s->qp, &wr, 1, &n), 0);
+}
+
+static void check_recv(struct side *s, rv_wc wc, uint64_t id)
+{
+	const uint8_t *p = s->buf + (id % 16) * MSG;
+
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, RV_WC_RECV);
+	assert_int_equal(wc.wr_id, id);
+	assert_int_equal(wc.byte_len, MSG);
+	for (uint32_t i = 0; i < MSG; i++)
+		assert_int_equal(p[i], (uint8_t)(id * 7 + i));
+}
+
+static void pair(struct side *a, struct side *b)
+{
+	side_open(a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(a, &DEFAULTS, b, &DEFAULTS);
+}
+
+/* The receiver polls until its receive completes, then stops for good; the
+ * sender's signalled SEND completes anyway. */
+static void test_held__flushed_when_the_application_never_posts_again(void **state)
+{
+	(void)state;
+	for (int round = 0; round < ROUNDS; round++) {
+		struct side a, b;
+		rv_wc wc;
+
+		pair(&a, &b);
+		post_recv(&b, 1);
+		post_send(&a, 1);
+		check_recv(&b, poll_one_within(b.cq, GUARD_MS), 1); /* busy-polls: B's thread reads */
+		wc = poll_one_within(a.cq, GUARD_MS);                 /* B never polls again */
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.opcode, RV_WC_SEND);
+		assert_int_equal(wc.wr_id, 1);
+		assert_int_equal(rv_cq_poll(b.cq, &wc, 1), 0);
+		side_close(&a);
+		side_close(&b);
+	}
+}
+
+/* The same with a receiver that blocked in rv_cq_wait and then stopped. */
+static void test_held__flushed_when_a_waiter_never_comes_back(void **state)
+{
+	(void)state;
+	for (int round = 0; round < ROUNDS / 5; round++) {
+		struct side a, b;
+		rv_comp_channel *ch;
+		rv_wc wc;
+
+		side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+		/* B as side_open makes it, with a completion channel on its CQ. */
+		memset(&b, 0, sizeof(b));
+		b.ctx = open_ctx(0);
+		assert_int_equal(rv_pd_new(b.ctx, NULL, &b.pd), 0);
+		assert_int_equal(rv_comp_channel_new(b.ctx, NULL, &ch), 0);
+		rv_cq_attr ca = {.mask = RV_CQ_ATTR_CHANNEL, .cqe = 256, .channel = ch};
+		assert_int_equal(rv_cq_new(b.ctx, &ca, &b.cq), 0);
+		assert_int_equal(rv_cq_set_wait_mode(b.cq, RV_CQ_WAIT_EVENT, 0), 0);
+		rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP, .send_cq = b.cq,
+				      .cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4}};
+		assert_int_equal(rv_qp_new(b.pd, &qa, &b.qp), 0);
+		assert_int_equal(rv_mr_alloc(b.pd, BUF, RV_ACCESS_LOCAL_WRITE, NULL, &b.mr), 0);
+		b.buf = rv_mr_addr(b.mr);
+		connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+
+		post_recv(&b, 2);
+		post_send(&a, 2);
+		assert_int_equal(rv_cq_wait(b.cq, &wc, 1, GUARD_MS), 1); /* B's thread receives */
+		check_recv(&b, wc, 2);
+		wc = poll_one_within(a.cq, GUARD_MS); /* B never calls again */
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.opcode, RV_WC_SEND);
+		assert_int_equal(wc.wr_id, 2);
+		side_close(&a);
+		side_close(&b);
+		rv_comp_channel_unref(ch);
+	}
+}
+
+/* A busy-poll ping-pong, every SEND signalled: the responses go with the
+ * answers; every completion once, in order, with the right bytes. */
+static void test_held__ping_pong_every_send_signalled(void **state)
+{
+	struct side a, b;
+	uint64_t a_sends = 0, b_sends = 0;
+
+	(void)state;
+	pair(&a, &b);
+	post_recv(&a, 0);
+	post_recv(&b, 0);
+	for (uint64_t i = 0; i < PINGS; i++) {
+		rv_wc wc;
+		bool got = false;
+
+		post_send(&a, i);
+		while (!got) { /* B: its receive, and its own SEND completions in order */
+			wc = poll_one_within(b.cq, GUARD_MS);
+			if (wc.opcode == RV_WC_SEND) {
+				assert_int_equal(wc.status, RV_WC_SUCCESS);
+				assert_int_equal(wc.wr_id, b_sends++);
+				continue;
+			}
+			check_recv(&b, wc, i);
+			got = true;
+		}
+		post_recv(&b, i + 1);
+		post_send(&b, i);
+		got = false;
+		while (!got) {
+			wc = poll_one_within(a.cq, GUARD_MS);
+			if (wc.opcode == RV_WC_SEND) {
+				assert_int_equal(wc.status, RV_WC_SUCCESS);
+				assert_int_equal(wc.wr_id, a_sends++);
+				continue;
+			}
+			check_recv(&a, wc, i);
+			got = true;
+		}
+		post_recv(&a, i + 1);
+	}
+	while (a_sends < PINGS) {
+		rv_wc wc = poll_one_within(a.cq, GUARD_MS);
+		assert_int_equal(wc.opcode, RV_WC_SEND);
+		assert_int_equal(wc.wr_id, a_sends++);
+	}
+	while (b_sends < PINGS) {
+		rv_wc wc = poll_one_within(b.cq, GUARD_MS);
+		assert_int_equal(wc.opcode, RV_WC_SEND);
+		assert_int_equal(wc.wr_id, b_sends++);
+	}
+	side_close(&a);
+	side_close(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_held__flushed_when_the_application_never_posts_again),
+		cmocka_unit_test(test_held__flushed_when_a_waiter_never_comes_back),
+		cmocka_unit_test(test_held__ping_pong_every_send_signalled),
+	};
+
+	setenv("RVERBS_SOFT_SHM", "0", 1); /* TCP: the rings confirm without READs */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
