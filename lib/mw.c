@@ -7,7 +7,6 @@
  * depth-first cascade): a window can never expose deregistered memory.
  */
 #include <errno.h>
-#include <stdlib.h>
 
 #include "driver.h"
 

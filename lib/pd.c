@@ -2,8 +2,6 @@
  * Protection domains.
  */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdlib.h>
 
 #include "driver.h"
 
