@@ -148,7 +148,7 @@ void rv_obj_abort(struct rv_object *obj);
  * the resource never made, or undone by the driver):
  *
  *	rc = rv_obj_new_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, ret_pd, "ret_pd",
- *			      attr ? attr->mask : 0, PD_ATTR_KNOWN, "rv_pd_attr", __func__);
+ *			      attr ? attr->mask : 0, 0, "rv_pd_attr", __func__);
  *	...the family's own checks...
  *	pd = rv_obj_new(sizeof(*pd), &pd_class, ctx, __func__);
  *	...its fields...
