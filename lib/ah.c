@@ -52,28 +52,16 @@ static int ah_create(rv_pd *pd, const rv_ah_attr *attr, rv_ah **ret_ah, const ch
 
 	if (!ctx->drv->ah_create)
 		return rv_err(EOPNOTSUPP, func, "device %s has no address handles", ctx->dev->name);
-	ah = calloc(1, sizeof(*ah));
+	ah = rv_obj_new(sizeof(*ah), &ah_class, ctx, func);
 	if (!ah)
-		return rv_err(ENOMEM, func, "out of memory");
-	rv_obj_init(&ah->obj, &ah_class, ctx);
-	ah->obj.id = rv_ctx_next_id(ctx);
+		return -ENOMEM;
 	ah->pd = pd;
 	ah->attr = *attr;
 	rv_graph_lock(&pd->obj);
-	rc = rv_obj_add_dep(&ah->obj, &pd->obj);
-	if (rc == 0) {
-		rv_error_clear();
-		rc = ctx->drv->ah_create(ah);
-		rc = rv_err_from_driver(rc, func, "creating the address handle");
-	} else {
-		rc = rv_err(ENOMEM, func, "out of memory");
-	}
-	if (rc < 0)
-		rv_obj_abort(&ah->obj);
-	rv_graph_unlock(&pd->obj);
+	rc = rv_obj_depend(&ah->obj, &pd->obj, func);
 	if (rc == 0)
-		*ret_ah = ah;
-	return rc;
+		rc = RV_DRIVER_CALL(ctx->drv->ah_create(ah), func, "creating the address handle");
+	return RV_OBJ_NEW_END(ah, &pd->obj, rc, ret_ah);
 }
 
 RV_EXPORT int rv_ah_new(rv_pd *pd, const rv_ah_attr *attr, rv_ah **ret_ah)

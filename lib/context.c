@@ -43,17 +43,12 @@ RV_EXPORT int rv_context_new(rv_device *dev, const rv_context_attr *attr, rv_con
 	struct rv_context *ctx;
 	int rc;
 
-	rc = rv_obj_check(RV_COBJ(dev), RV_OBJ_DEVICE, __func__);
+	rc = rv_obj_new_check(RV_COBJ(dev), RV_OBJ_DEVICE, ret_ctx, "ret_ctx", attr ? attr->mask : 0,
+			      RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS | RV_CONTEXT_ATTR_AUTH_SECRET,
+			      "rv_context_attr", __func__);
 	if (rc < 0)
 		return rc;
-	if (!ret_ctx)
-		return rv_err(EINVAL, __func__, "ret_ctx is NULL");
 	if (attr) {
-		const uint64_t known = RV_CONTEXT_ATTR_LISTEN_ADDR | RV_CONTEXT_ATTR_SOFT_FLAGS |
-				       RV_CONTEXT_ATTR_AUTH_SECRET;
-		if (attr->mask & ~known)
-			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_context_attr.mask",
-				      attr->mask & ~known);
 		if ((attr->mask & RV_CONTEXT_ATTR_SOFT_FLAGS) &&
 		    (attr->soft_flags & ~(uint32_t)(RV_SOFT_CRC_OPTIONAL | RV_SOFT_NO_EXT | RV_SOFT_ROCE_PORT)))
 			return rv_err(EINVAL, __func__, "unknown bit 0x%x in rv_context_attr.soft_flags; known: "

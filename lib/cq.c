@@ -53,16 +53,12 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 {
 	rv_cq_attr a = {.mask = 0, .cqe = 256, .comp_vector = 0, .channel = NULL, .wc_flags = 0};
 	struct rv_cq *cq;
-	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+	int rc = rv_obj_new_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, ret_cq, "ret_cq", attr ? attr->mask : 0,
+				  CQ_ATTR_KNOWN, "rv_cq_attr", __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!ret_cq)
-		return rv_err(EINVAL, __func__, "ret_cq is NULL");
 	if (attr) {
-		if (attr->mask & ~(uint64_t)CQ_ATTR_KNOWN)
-			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_cq_attr.mask",
-				      attr->mask & ~(uint64_t)CQ_ATTR_KNOWN);
 		if (attr->mask & RV_CQ_ATTR_CQE) {
 			if (attr->cqe == 0)
 				return rv_err(EINVAL, __func__, "cqe is 0; a CQ needs at least one entry");
@@ -89,39 +85,25 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 		}
 		a.mask = attr->mask;
 	}
-	cq = calloc(1, sizeof(*cq));
+	cq = rv_obj_new(sizeof(*cq), &cq_class, ctx, __func__);
 	if (!cq)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_obj_init(&cq->obj, &cq_class, ctx);
-	cq->obj.id = rv_ctx_next_id(ctx);
+		return -ENOMEM;
 	cq->ctx = ctx;
 	cq->poll = ctx->drv->cq_poll;
 	cq->wc_flags = (uint32_t)a.wc_flags;
 	rv_graph_lock(&ctx->obj);
-	rc = rv_obj_add_dep(&cq->obj, &ctx->obj);
+	rc = rv_obj_depend(&cq->obj, &ctx->obj, __func__);
 	if (rc == 0 && a.channel) {
-		if (a.channel->obj.state != RV_OBJ_LIVE)
-			rc = -1; /* closed meanwhile */
+		if (a.channel->obj.state != RV_OBJ_LIVE) /* closed meanwhile */
+			rc = rv_err(RV_ECLOSED, __func__, "the completion channel was closed");
 		else
-			rc = rv_obj_add_dep(&cq->obj, &a.channel->obj);
+			rc = rv_obj_depend(&cq->obj, &a.channel->obj, __func__);
 		if (rc == 0)
 			cq->channel = a.channel;
 	}
-	if (rc == -1) {
-		rc = rv_err(RV_ECLOSED, __func__, "the completion channel was closed");
-	} else if (rc == 0) {
-		rv_error_clear();
-		rc = ctx->drv->cq_create(cq, &a);
-		rc = rv_err_from_driver(rc, __func__, "creating the CQ");
-	} else {
-		rc = rv_err(ENOMEM, __func__, "out of memory");
-	}
-	if (rc < 0)
-		rv_obj_abort(&cq->obj);
-	rv_graph_unlock(&ctx->obj);
 	if (rc == 0)
-		*ret_cq = cq;
-	return rc;
+		rc = RV_DRIVER_CALL(ctx->drv->cq_create(cq, &a), __func__, "creating the CQ");
+	return RV_OBJ_NEW_END(cq, &ctx->obj, rc, ret_cq);
 }
 
 RV_DEFINE_HANDLE_REF_UNREF(cq, RV_OBJ_CQ)
@@ -235,39 +217,23 @@ RV_EXPORT int rv_comp_channel_new(rv_context *ctx, const rv_comp_channel_attr *a
 				  rv_comp_channel **ret_ch)
 {
 	struct rv_comp_channel *ch;
-	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+	int rc = rv_obj_new_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, ret_ch, "ret_ch", attr ? attr->mask : 0, 0,
+				  "rv_comp_channel_attr", __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!ret_ch)
-		return rv_err(EINVAL, __func__, "ret_ch is NULL");
-	if (attr && attr->mask)
-		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_comp_channel_attr.mask",
-			      attr->mask);
 	if (!ctx->drv->comp_channel_create)
 		return rv_err(EOPNOTSUPP, __func__, "device %s has no completion channels", ctx->dev->name);
-	ch = calloc(1, sizeof(*ch));
+	ch = rv_obj_new(sizeof(*ch), &ch_class, ctx, __func__);
 	if (!ch)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_obj_init(&ch->obj, &ch_class, ctx);
-	ch->obj.id = rv_ctx_next_id(ctx);
+		return -ENOMEM;
 	ch->ctx = ctx;
 	ch->fd = -1;
 	rv_graph_lock(&ctx->obj);
-	rc = rv_obj_add_dep(&ch->obj, &ctx->obj);
-	if (rc == 0) {
-		rv_error_clear();
-		rc = ctx->drv->comp_channel_create(ch);
-		rc = rv_err_from_driver(rc, __func__, "creating the completion channel");
-	} else {
-		rc = rv_err(ENOMEM, __func__, "out of memory");
-	}
-	if (rc < 0)
-		rv_obj_abort(&ch->obj);
-	rv_graph_unlock(&ctx->obj);
+	rc = rv_obj_depend(&ch->obj, &ctx->obj, __func__);
 	if (rc == 0)
-		*ret_ch = ch;
-	return rc;
+		rc = RV_DRIVER_CALL(ctx->drv->comp_channel_create(ch), __func__, "creating the completion channel");
+	return RV_OBJ_NEW_END(ch, &ctx->obj, rc, ret_ch);
 }
 
 RV_DEFINE_HANDLE_REF_UNREF(comp_channel, RV_OBJ_COMP_CHANNEL)

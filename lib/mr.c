@@ -88,16 +88,22 @@ static int mr_driver_reg(struct rv_mr *mr, const char *func)
 	return rc;
 }
 
-static void mr_init(struct rv_mr *mr, rv_pd *pd, void *addr, size_t length, uint32_t access)
+static void mr_fields(struct rv_mr *mr, rv_pd *pd, void *addr, size_t length, uint32_t access)
 {
-	rv_obj_init(&mr->obj, &mr_class, pd->ctx);
-	mr->obj.id = rv_ctx_next_id(pd->ctx);
 	mr->pd = pd;
 	mr->addr = addr;
 	mr->length = length;
 	mr->access = access;
 	mr->page_size = rv_mem_page_size();
 	mr->numa_node = -1;
+}
+
+/* An MR the caller allocated (a pool's chunk): the object too. */
+static void mr_init(struct rv_mr *mr, rv_pd *pd, void *addr, size_t length, uint32_t access)
+{
+	rv_obj_init(&mr->obj, &mr_class, pd->ctx);
+	mr->obj.id = rv_ctx_next_id(pd->ctx);
+	mr_fields(mr, pd, addr, length, access);
 }
 
 /* Register [addr, addr+length) on pd; owned memory (if any) becomes the MR's. */
@@ -107,10 +113,10 @@ static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, const s
 	struct rv_mr *mr;
 	int rc;
 
-	mr = calloc(1, sizeof(*mr));
+	mr = rv_obj_new(sizeof(*mr), &mr_class, pd->ctx, func);
 	if (!mr)
-		return rv_err(ENOMEM, func, "out of memory");
-	mr_init(mr, pd, addr, length, access);
+		return -ENOMEM;
+	mr_fields(mr, pd, addr, length, access);
 	if (owned) {
 		mr->memory_ours = true;
 		mr->owned = owned->addr;
@@ -119,19 +125,12 @@ static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, const s
 		mr->numa_node = owned->node;
 	}
 	rv_graph_lock(&pd->obj);
-	rc = rv_obj_add_dep(&mr->obj, &pd->obj);
+	rc = rv_obj_depend(&mr->obj, &pd->obj, func);
 	if (rc == 0)
 		rc = mr_driver_reg(mr, func);
-	else
-		rc = rv_err(ENOMEM, func, "out of memory");
-	if (rc < 0) {
+	if (rc < 0)
 		mr->owned = NULL; /* the caller frees it on failure */
-		rv_obj_abort(&mr->obj);
-	}
-	rv_graph_unlock(&pd->obj);
-	if (rc == 0)
-		*ret_mr = mr;
-	return rc;
+	return RV_OBJ_NEW_END(mr, &pd->obj, rc, ret_mr);
 }
 
 int rv_mr_chunk_reg(rv_pd *pd, struct rv_mr *mr, void *addr, size_t length, uint32_t access,
@@ -210,27 +209,17 @@ RV_EXPORT int rv_mr_reg_dmabuf(rv_pd *pd, uint64_t offset, size_t length, uint64
 		return rc;
 	if (!ctx->drv->mr_reg_dmabuf)
 		return rv_err(EOPNOTSUPP, __func__, "device %s cannot register dma-bufs", ctx->dev->name);
-	mr = calloc(1, sizeof(*mr));
+	mr = rv_obj_new(sizeof(*mr), &mr_class, ctx, __func__);
 	if (!mr)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	mr_init(mr, pd, (void *)(uintptr_t)iova, length, access);
+		return -ENOMEM;
+	mr_fields(mr, pd, (void *)(uintptr_t)iova, length, access);
 	mr->dmabuf = true;
 	rv_graph_lock(&pd->obj);
-	rc = rv_obj_add_dep(&mr->obj, &pd->obj);
-	if (rc == 0) {
-		/* Not host memory the process pins: no memlock account. */
-		rv_error_clear();
-		rc = ctx->drv->mr_reg_dmabuf(mr, offset, fd);
-		rc = rv_err_from_driver(rc, __func__, "registering the dma-buf");
-	} else {
-		rc = rv_err(ENOMEM, __func__, "out of memory");
-	}
-	if (rc < 0)
-		rv_obj_abort(&mr->obj);
-	rv_graph_unlock(&pd->obj);
+	rc = rv_obj_depend(&mr->obj, &pd->obj, __func__);
+	/* Not host memory the process pins: no memlock account. */
 	if (rc == 0)
-		*ret_mr = mr;
-	return rc;
+		rc = RV_DRIVER_CALL(ctx->drv->mr_reg_dmabuf(mr, offset, fd), __func__, "registering the dma-buf");
+	return RV_OBJ_NEW_END(mr, &pd->obj, rc, ret_mr);
 }
 
 #define MR_ALLOC_ATTR_KNOWN (RV_MR_ALLOC_ATTR_PAGE | RV_MR_ALLOC_ATTR_NUMA_NODE | RV_MR_ALLOC_ATTR_FLAGS)

@@ -67,14 +67,11 @@ RV_EXPORT int rv_mr_cache_new(rv_pd *pd, const rv_mr_cache_attr *attr, rv_mr_cac
 {
 	const uint64_t known = RV_MR_CACHE_ATTR_MAX_ENTRIES | RV_MR_CACHE_ATTR_MAX_BYTES;
 	struct rv_mr_cache *c;
-	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+	int rc = rv_obj_new_check(RV_COBJ(pd), RV_OBJ_PD, ret_cache, "ret_cache", attr ? attr->mask : 0, known,
+				  "rv_mr_cache_attr", __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!ret_cache)
-		return rv_err(EINVAL, __func__, "ret_cache is NULL");
-	if (attr && (attr->mask & ~known))
-		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_mr_cache_attr.mask", attr->mask & ~known);
 	if (attr && attr->reserved)
 		return rv_err(EINVAL, __func__, "rv_mr_cache_attr.reserved must be 0");
 	if (attr && (((attr->mask & RV_MR_CACHE_ATTR_MAX_ENTRIES) && attr->max_entries == 0) ||

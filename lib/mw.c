@@ -7,7 +7,6 @@
  * depth-first cascade): a window can never expose deregistered memory.
  */
 #include <errno.h>
-#include <stdlib.h>
 
 #include "driver.h"
 
@@ -40,28 +39,16 @@ RV_EXPORT int rv_mw_alloc(rv_pd *pd, rv_mw_type type, rv_mw **ret_mw)
 	if (!ctx->drv->mw_alloc)
 		return rv_err(EOPNOTSUPP, __func__, "device %s has no memory windows in rverbs yet; "
 			      "register a separate MR for the range instead", ctx->dev->name);
-	mw = calloc(1, sizeof(*mw));
+	mw = rv_obj_new(sizeof(*mw), &mw_class, ctx, __func__);
 	if (!mw)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_obj_init(&mw->obj, &mw_class, ctx);
-	mw->obj.id = rv_ctx_next_id(ctx);
+		return -ENOMEM;
 	mw->pd = pd;
 	mw->type = type;
 	rv_graph_lock(&pd->obj);
-	rc = rv_obj_add_dep(&mw->obj, &pd->obj);
-	if (rc == 0) {
-		rv_error_clear();
-		rc = ctx->drv->mw_alloc(mw);
-		rc = rv_err_from_driver(rc, __func__, "allocating the memory window");
-	} else {
-		rc = rv_err(ENOMEM, __func__, "out of memory");
-	}
-	if (rc < 0)
-		rv_obj_abort(&mw->obj);
-	rv_graph_unlock(&pd->obj);
+	rc = rv_obj_depend(&mw->obj, &pd->obj, __func__);
 	if (rc == 0)
-		*ret_mw = mw;
-	return rc;
+		rc = RV_DRIVER_CALL(ctx->drv->mw_alloc(mw), __func__, "allocating the memory window");
+	return RV_OBJ_NEW_END(mw, &pd->obj, rc, ret_mw);
 }
 
 RV_DEFINE_HANDLE_REF_UNREF(mw, RV_OBJ_MW)

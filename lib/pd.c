@@ -2,8 +2,6 @@
  * Protection domains.
  */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdlib.h>
 
 #include "driver.h"
 
@@ -22,35 +20,20 @@ static const struct rv_object_class pd_class = {
 RV_EXPORT int rv_pd_new(rv_context *ctx, const rv_pd_attr *attr, rv_pd **ret_pd)
 {
 	struct rv_pd *pd;
-	int rc = rv_obj_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, __func__);
+	int rc = rv_obj_new_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, ret_pd, "ret_pd", attr ? attr->mask : 0, 0,
+				  "rv_pd_attr", __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!ret_pd)
-		return rv_err(EINVAL, __func__, "ret_pd is NULL");
-	if (attr && attr->mask)
-		return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_pd_attr.mask", attr->mask);
-	pd = calloc(1, sizeof(*pd));
+	pd = rv_obj_new(sizeof(*pd), &pd_class, ctx, __func__);
 	if (!pd)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_obj_init(&pd->obj, &pd_class, ctx);
-	pd->obj.id = rv_ctx_next_id(ctx);
+		return -ENOMEM;
 	pd->ctx = ctx;
 	rv_graph_lock(&ctx->obj);
-	rc = rv_obj_add_dep(&pd->obj, &ctx->obj);
-	if (rc == 0) {
-		rv_error_clear();
-		rc = ctx->drv->pd_alloc(pd);
-		rc = rv_err_from_driver(rc, __func__, "allocating the PD");
-	} else {
-		rc = rv_err(ENOMEM, __func__, "out of memory");
-	}
-	if (rc < 0)
-		rv_obj_abort(&pd->obj);
-	rv_graph_unlock(&ctx->obj);
+	rc = rv_obj_depend(&pd->obj, &ctx->obj, __func__);
 	if (rc == 0)
-		*ret_pd = pd;
-	return rc;
+		rc = RV_DRIVER_CALL(ctx->drv->pd_alloc(pd), __func__, "allocating the PD");
+	return RV_OBJ_NEW_END(pd, &ctx->obj, rc, ret_pd);
 }
 
 RV_DEFINE_HANDLE_REF_UNREF(pd, RV_OBJ_PD)

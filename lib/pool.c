@@ -228,12 +228,10 @@ RV_EXPORT int rv_pool_new(rv_pd *pd, const rv_pool_attr *attr, rv_pool **ret_poo
 {
 	struct rv_pool *pool;
 	uint32_t prealloc = 0;
-	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+	int rc = rv_obj_new_check(RV_COBJ(pd), RV_OBJ_PD, ret_pool, "ret_pool", 0, 0, NULL, __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!ret_pool)
-		return rv_err(EINVAL, __func__, "ret_pool is NULL");
 	pool = calloc(1, sizeof(*pool));
 	if (!pool)
 		return rv_err(ENOMEM, __func__, "out of memory");

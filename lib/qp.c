@@ -145,20 +145,16 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 {
 	rv_qp_init_attr a;
 	struct rv_qp *qp;
-	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+	int rc = rv_obj_new_check(RV_COBJ(pd), RV_OBJ_PD, ret_qp, "ret_qp", 0, 0, NULL, __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!ret_qp)
-		return rv_err(EINVAL, __func__, "ret_qp is NULL");
 	rc = qp_init_defaults(pd, attr, &a, __func__);
 	if (rc < 0)
 		return rc;
-	qp = calloc(1, sizeof(*qp));
+	qp = rv_obj_new(sizeof(*qp), &qp_class, pd->ctx, __func__);
 	if (!qp)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_obj_init(&qp->obj, &qp_class, pd->ctx);
-	qp->obj.id = rv_ctx_next_id(pd->ctx);
+		return -ENOMEM;
 	qp->drv = pd->ctx->drv;
 	qp->qp_type = a.qp_type; /* rv_qp_plain_post_send_one picks by it */
 	qp->post_send = rv_qp_plain_post_send(qp);
@@ -181,26 +177,16 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	qp->init_psn &= 0xffffff;
 
 	rv_graph_lock(&pd->obj);
-	rc = rv_obj_add_dep(&qp->obj, &pd->obj);
+	rc = rv_obj_depend(&qp->obj, &pd->obj, __func__);
 	if (rc == 0)
-		rc = rv_obj_add_dep(&qp->obj, &a.send_cq->obj);
+		rc = rv_obj_depend(&qp->obj, &a.send_cq->obj, __func__);
 	if (rc == 0 && a.recv_cq != a.send_cq)
-		rc = rv_obj_add_dep(&qp->obj, &a.recv_cq->obj);
+		rc = rv_obj_depend(&qp->obj, &a.recv_cq->obj, __func__);
 	if (rc == 0 && a.srq)
-		rc = rv_obj_add_dep(&qp->obj, &a.srq->obj);
-	if (rc == 0) {
-		rv_error_clear();
-		rc = qp->drv->qp_create(qp, &a);
-		rc = rv_err_from_driver(rc, __func__, "creating the QP");
-	} else {
-		rc = rv_err(ENOMEM, __func__, "out of memory");
-	}
-	if (rc < 0)
-		rv_obj_abort(&qp->obj);
-	rv_graph_unlock(&pd->obj);
+		rc = rv_obj_depend(&qp->obj, &a.srq->obj, __func__);
 	if (rc == 0)
-		*ret_qp = qp;
-	return rc;
+		rc = RV_DRIVER_CALL(qp->drv->qp_create(qp, &a), __func__, "creating the QP");
+	return RV_OBJ_NEW_END(qp, &pd->obj, rc, ret_qp);
 }
 
 RV_DEFINE_HANDLE_REF_UNREF(qp, RV_OBJ_QP)

@@ -66,38 +66,23 @@ RV_EXPORT int rv_srq_new(rv_pd *pd, const rv_srq_attr *attr, rv_srq **ret_srq)
 {
 	rv_srq_attr a;
 	struct rv_srq *srq;
-	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+	int rc = rv_obj_new_check(RV_COBJ(pd), RV_OBJ_PD, ret_srq, "ret_srq", 0, 0, NULL, __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!ret_srq)
-		return rv_err(EINVAL, __func__, "ret_srq is NULL");
-	srq = calloc(1, sizeof(*srq));
+	srq = rv_obj_new(sizeof(*srq), &srq_class, pd->ctx, __func__);
 	if (!srq)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_obj_init(&srq->obj, &srq_class, pd->ctx);
-	srq->obj.id = rv_ctx_next_id(pd->ctx);
+		return -ENOMEM;
 	srq->ctx = pd->ctx;
 	srq->pd = pd;
 
 	rv_graph_lock(&pd->obj);
-	rc = srq_defaults(pd, attr, &a, __func__);
-	if (rc == 0) {
-		rc = rv_obj_add_dep(&srq->obj, &pd->obj);
-		if (rc == 0) {
-			rv_error_clear();
-			rc = pd->ctx->drv->srq_create(srq, &a);
-			rc = rv_err_from_driver(rc, __func__, "creating the SRQ");
-		} else {
-			rc = rv_err(ENOMEM, __func__, "out of memory");
-		}
-	}
-	if (rc < 0)
-		rv_obj_abort(&srq->obj);
-	rv_graph_unlock(&pd->obj);
+	rc = srq_defaults(pd, attr, &a, __func__); /* asks the device: under the lock */
 	if (rc == 0)
-		*ret_srq = srq;
-	return rc;
+		rc = rv_obj_depend(&srq->obj, &pd->obj, __func__);
+	if (rc == 0)
+		rc = RV_DRIVER_CALL(pd->ctx->drv->srq_create(srq, &a), __func__, "creating the SRQ");
+	return RV_OBJ_NEW_END(srq, &pd->obj, rc, ret_srq);
 }
 
 RV_DEFINE_HANDLE_REF_UNREF(srq, RV_OBJ_SRQ)

@@ -159,11 +159,9 @@ RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listen
 			      ctx->dev->name);
 	if (transport == RV_CONN_TRANSPORT_AUTO)
 		transport = rv_cm_usable(ctx) ? RV_CONN_TRANSPORT_RDMA_CM : RV_CONN_TRANSPORT_TCP;
-	l = calloc(1, sizeof(*l));
+	l = rv_obj_new(sizeof(*l), &listener_class, ctx, __func__);
 	if (!l)
-		return rv_err(ENOMEM, __func__, "out of memory");
-	rv_obj_init(&l->obj, &listener_class, ctx);
-	l->obj.id = rv_ctx_next_id(ctx);
+		return -ENOMEM;
 	l->ctx = ctx;
 	l->lfd = l->tfd = l->epfd = -1;
 	l->hs_timeout_ms = hs;
@@ -184,10 +182,8 @@ RV_EXPORT int rv_listener_new(rv_context *ctx, const char *addr, const rv_listen
 	}
 	if (rc == 0) {
 		rv_graph_lock(&ctx->obj);
-		rc = rv_obj_add_dep(&l->obj, &ctx->obj);
+		rc = rv_obj_depend(&l->obj, &ctx->obj, __func__);
 		rv_graph_unlock(&ctx->obj);
-		if (rc < 0)
-			rc = rv_err(ENOMEM, __func__, "out of memory");
 	}
 	if (rc < 0) {
 		listener_destroy(&l->obj);

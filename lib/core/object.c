@@ -260,6 +260,47 @@ void rv_obj_abort(struct rv_object *obj)
 	free_obj(obj);
 }
 
+int rv_obj_new_check(const struct rv_object *parent, enum rv_obj_type parent_type, const void *ret,
+		     const char *ret_name, uint64_t mask, uint64_t known, const char *attr_name,
+		     const char *func)
+{
+	int rc = rv_obj_check(parent, parent_type, func);
+
+	if (rc < 0)
+		return rc;
+	if (!ret)
+		return rv_err(EINVAL, func, "%s is NULL", ret_name);
+	if (attr_name && (mask & ~known))
+		return rv_err(EINVAL, func, "unknown bit 0x%" PRIx64 " in %s.mask", mask & ~known, attr_name);
+	return 0;
+}
+
+void *rv_obj_new(size_t size, const struct rv_object_class *cls, struct rv_context *ctx, const char *func)
+{
+	struct rv_object *obj = calloc(1, size);
+
+	if (!obj) {
+		rv_err(ENOMEM, func, "out of memory");
+		return NULL;
+	}
+	rv_obj_init(obj, cls, ctx);
+	obj->id = rv_ctx_next_id(ctx);
+	return obj;
+}
+
+int rv_obj_depend(struct rv_object *obj, struct rv_object *dep, const char *func)
+{
+	return rv_obj_add_dep(obj, dep) < 0 ? rv_err(ENOMEM, func, "out of memory") : 0;
+}
+
+int rv_obj_new_end(struct rv_object *obj, struct rv_object *parent, int rc)
+{
+	if (rc < 0)
+		rv_obj_abort(obj);
+	rv_graph_unlock(parent);
+	return rc;
+}
+
 void rv_obj_ref(struct rv_object *obj)
 {
 	atomic_fetch_add_explicit(&obj->refcnt, 1, memory_order_relaxed);

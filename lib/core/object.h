@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum rv_obj_type {
@@ -139,6 +140,51 @@ void rv_obj_remove_dep(struct rv_object *obj, struct rv_object *dep);
 /* Undo every rv_obj_add_dep and free the memory of an object whose creation
  * failed before the resource existed. */
 void rv_obj_abort(struct rv_object *obj);
+
+/*
+ * The common part of every rv_<family>_new, so that a family writes only its
+ * own checks, fields and driver call, and every failure unwinds the same way
+ * (the output and the parent untouched; no id taken before the allocation;
+ * the resource never made, or undone by the driver):
+ *
+ *	rc = rv_obj_new_check(RV_COBJ(ctx), RV_OBJ_CONTEXT, ret_pd, "ret_pd",
+ *			      attr ? attr->mask : 0, 0, "rv_pd_attr", __func__);
+ *	...the family's own checks...
+ *	pd = rv_obj_new(sizeof(*pd), &pd_class, ctx, __func__);
+ *	...its fields...
+ *	rv_graph_lock(&ctx->obj);
+ *	rc = rv_obj_depend(&pd->obj, &ctx->obj, __func__);
+ *	if (rc == 0)
+ *		rc = RV_DRIVER_CALL(ctx->drv->pd_alloc(pd), __func__, "allocating the PD");
+ *	return RV_OBJ_NEW_END(pd, &ctx->obj, rc, ret_pd);
+ */
+
+/* A live parent of parent_type; ret (the output, named ret_name in the
+ * message) not NULL; no bit of mask outside known, named with attr_name
+ * ("unknown bit 0x8 in rv_pd_attr.mask"); attr_name NULL when the family
+ * checks its mask itself. 0 or a negative errno with the message set. */
+int rv_obj_new_check(const struct rv_object *parent, enum rv_obj_type parent_type, const void *ret,
+		     const char *ret_name, uint64_t mask, uint64_t known, const char *attr_name,
+		     const char *func);
+
+/* A zeroed handle of size bytes whose struct rv_object comes first, initialised
+ * for cls in ctx (rv_obj_init), with the context's next id. NULL, with the
+ * message "func: out of memory", when memory is short. */
+void *rv_obj_new(size_t size, const struct rv_object_class *cls, struct rv_context *ctx, const char *func);
+
+/* rv_obj_add_dep with the message "func: out of memory" when it fails. */
+int rv_obj_depend(struct rv_object *obj, struct rv_object *dep, const char *func);
+
+/* The end of a creation under parent's graph lock: on failure (rc < 0) undo
+ * obj (rv_obj_abort), then drop the lock; rc. RV_OBJ_NEW_END also writes the
+ * output, on success only. */
+int rv_obj_new_end(struct rv_object *obj, struct rv_object *parent, int rc);
+#define RV_OBJ_NEW_END(h, parent, rc, ret)                                        \
+	(rv_obj_new_end(&(h)->obj, (parent), (rc)) < 0 ? (rc) : (*(ret) = (h), 0))
+
+/* A driver call under func's name: the message cleared first, so that a
+ * failure without one of the driver's gets "func: what failed: strerror". */
+#define RV_DRIVER_CALL(call, func, what) rv_err_from_driver((rv_error_clear(), (call)), (func), (what))
 
 void rv_obj_ref(struct rv_object *obj);
 /* Drop a reference; at zero close (if live) and free. */
