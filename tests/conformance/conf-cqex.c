@@ -86,8 +86,12 @@ static void read_clock_advances(void)
 
 	query(p->a.ctx, &da);
 	rc = rv_context_read_clock(p->a.ctx, &a);
+	/* A device that stamps nothing has no clock to read: its refusal is
+	 * what is checked (rxe). One that stamps but hides its clock skips. */
+	if (rc == -EOPNOTSUPP && da.completion_timestamp_mask == 0)
+		return;
 	if (rc == -EOPNOTSUPP)
-		conf_skip("the device has no readable clock: %s", rv_error_last());
+		conf_skip("the device stamps completions but has no readable clock: %s", rv_error_last());
 	assert_int_equal(rc, 0);
 	assert_int_equal(rv_context_read_clock(p->a.ctx, &b), 0);
 	assert_int_equal(a & ~da.completion_timestamp_mask, 0);
@@ -135,9 +139,13 @@ static rv_wc_ex poll_ex_one(rv_cq *cq)
 /* Raw stamps between two clock reads around the operation, non-decreasing on one CQ. */
 static void cq_timestamp_raw(void)
 {
-	struct conf_pair *p = conf_pair_open(&(struct conf_opts){.cq_wc_flags = RV_CQ_WC_TIMESTAMP});
+	struct conf_pair *p;
 	rv_device_attr da;
 	uint64_t t0, t1, prev_a = 0, prev_b = 0;
+
+	if (!conf_device_stamps())
+		return;
+	p = conf_pair_open(&(struct conf_opts){.cq_wc_flags = RV_CQ_WC_TIMESTAMP});
 
 	query(p->a.ctx, &da);
 	assert_int_equal(rv_cq_get_wc_flags(p->a.cq), RV_CQ_WC_TIMESTAMP);
@@ -177,10 +185,14 @@ static void cq_timestamp_raw(void)
 /* Wall-clock stamps between two reads of CLOCK_REALTIME around the operation. */
 static void cq_timestamp_wallclock(void)
 {
-	struct conf_pair *p = conf_pair_open(
-		&(struct conf_opts){.cq_wc_flags = RV_CQ_WC_TIMESTAMP | RV_CQ_WC_TIMESTAMP_WALLCLOCK});
-	uint64_t w0 = realtime_ns(), w1;
+	struct conf_pair *p;
+	uint64_t w0, w1;
 	rv_wc_ex xa, xb;
+
+	if (!conf_device_stamps())
+		return;
+	p = conf_pair_open(&(struct conf_opts){.cq_wc_flags = RV_CQ_WC_TIMESTAMP | RV_CQ_WC_TIMESTAMP_WALLCLOCK});
+	w0 = realtime_ns();
 
 	send_messages(p, 1);
 	xa = poll_ex_one(p->a.cq);

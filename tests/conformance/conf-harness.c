@@ -615,3 +615,52 @@ int main(void)
 	rv_device_list_free(list);
 	return rc;
 }
+
+/* An address handle on from's PD for to's port. */
+rv_ah *conf_ah_to(struct conf_side *from, struct conf_side *to)
+{
+	rv_endpoint ep;
+	rv_ah_attr a;
+	rv_ah *ah = NULL;
+	int rc;
+
+	assert_int_equal(rv_qp_endpoint(to->qp, &ep), 0);
+	memset(&a, 0, sizeof(a));
+	memcpy(a.dgid, ep.gid, 16);
+	a.is_global = 1;
+	a.dlid = ep.lid;
+	a.port_num = ep.port_num ? ep.port_num : 1;
+	/* From the GID the sender's endpoint advertises (entry 0 of a kernel
+	 * RoCE device is usually IPv6 link-local, which reaches no IPv4 GID). */
+	rc = rv_qp_gid_index(from->qp);
+	if (rc < 0)
+		fail_msg("rv_qp_gid_index: %d %s", rc, rv_error_last());
+	a.sgid_index = (uint8_t)rc;
+	rc = rv_ah_new(from->pd, &a, &ah);
+	if (rc == -EOPNOTSUPP)
+		conf_skip("address handles: %s", rv_error_last());
+	if (rc < 0)
+		fail_msg("rv_ah_new: %d %s", rc, rv_error_last());
+	return ah;
+}
+
+bool conf_device_stamps(void)
+{
+	rv_context *ctx = open_context();
+	rv_device_attr da;
+	rv_cq *cq = NULL;
+	bool stamps;
+
+	memset(&da, 0, sizeof(da));
+	da.mask = RV_DEVICE_ATTR_ALL;
+	assert_int_equal(rv_context_query_device(ctx, &da), 0);
+	stamps = da.completion_timestamp_mask != 0;
+	if (!stamps) {
+		int rc = rv_cq_new(ctx, &(rv_cq_attr){.mask = RV_CQ_ATTR_WC_FLAGS, .wc_flags = RV_CQ_WC_TIMESTAMP},
+				   &cq);
+		rv_cq_unref(cq);
+		assert_int_equal(rc, -EOPNOTSUPP);
+	}
+	rv_context_unref(ctx);
+	return stamps;
+}

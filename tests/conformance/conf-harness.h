@@ -93,6 +93,15 @@ struct conf_pair *conf_pair_open(const struct conf_opts *opts);
  * sides' RTR -> RTS step (for example a finite rnr_retry); its
  * min_rnr_timer and max_dest_rd_atomic go to the INIT -> RTR step. */
 void conf_connect(struct conf_side *x, struct conf_side *y, const rv_qp_attr *rts);
+/* An address handle on from's PD for to's port, from the GID from's endpoint
+ * advertises (skips where the device has no address handles). */
+rv_ah *conf_ah_to(struct conf_side *from, struct conf_side *to);
+/* Whether the device under test stamps completions (its
+ * completion_timestamp_mask). Where it does not, this checks that it
+ * refuses a CQ asking for stamps with -EOPNOTSUPP, so that a timestamp case
+ * returns having checked the refusal instead of skipping (a known
+ * difference is checked, not skipped; see conf-quirks.c). */
+bool conf_device_stamps(void);
 
 /* Hand a QP or CQ the case created over to the harness, which drops the
  * reference after the case (QPs first), whether it passed or not. */

@@ -33,34 +33,6 @@ static struct conf_pair *ud_pair(void)
 	return p;
 }
 
-/* An address handle on from's PD for to's port. */
-static rv_ah *ah_to(struct conf_side *from, struct conf_side *to)
-{
-	rv_endpoint ep;
-	rv_ah_attr a;
-	rv_ah *ah = NULL;
-	int rc;
-
-	assert_int_equal(rv_qp_endpoint(to->qp, &ep), 0);
-	memset(&a, 0, sizeof(a));
-	memcpy(a.dgid, ep.gid, 16);
-	a.is_global = 1;
-	a.dlid = ep.lid;
-	a.port_num = ep.port_num ? ep.port_num : 1;
-	/* From the GID the sender's endpoint advertises (entry 0 of a kernel
-	 * RoCE device is usually IPv6 link-local, which reaches no IPv4 GID). */
-	rc = rv_qp_gid_index(from->qp);
-	if (rc < 0)
-		fail_msg("rv_qp_gid_index: %d %s", rc, rv_error_last());
-	a.sgid_index = (uint8_t)rc;
-	rc = rv_ah_new(from->pd, &a, &ah);
-	if (rc == -EOPNOTSUPP)
-		conf_skip("address handles: %s", rv_error_last());
-	if (rc < 0)
-		fail_msg("rv_ah_new: %d %s", rc, rv_error_last());
-	return ah;
-}
-
 static rv_send_wr ud_send(uint64_t id, const rv_sge *g, rv_ah *ah, uint32_t qpn, uint32_t qkey)
 {
 	rv_send_wr w;
@@ -93,7 +65,7 @@ static void poll_two(rv_cq *cq, rv_wc wc[2])
 static void ud_send_with_grh_and_reply_from_the_completion(void)
 {
 	struct conf_pair *p = ud_pair();
-	rv_ah *ah = ah_to(&p->a, &p->b), *reply = NULL;
+	rv_ah *ah = conf_ah_to(&p->a, &p->b), *reply = NULL;
 	rv_send_wr w;
 	rv_sge g;
 	rv_wc wc, two[2];
@@ -140,7 +112,7 @@ static void ud_send_with_grh_and_reply_from_the_completion(void)
 static void ud_receive_over_two_sges(void)
 {
 	struct conf_pair *p = ud_pair();
-	rv_ah *ah = ah_to(&p->a, &p->b);
+	rv_ah *ah = conf_ah_to(&p->a, &p->b);
 	rv_sge r[2], g;
 	rv_send_wr w;
 	rv_wc wc;
@@ -171,7 +143,7 @@ static void ud_receive_over_two_sges(void)
 static void ud_wrong_qkey_is_dropped(void)
 {
 	struct conf_pair *p = ud_pair();
-	rv_ah *ah = ah_to(&p->a, &p->b);
+	rv_ah *ah = conf_ah_to(&p->a, &p->b);
 	rv_sge r, g1, g2;
 	rv_send_wr w;
 	rv_wc wc;
@@ -200,7 +172,7 @@ static void ud_wrong_qkey_is_dropped(void)
 static void ud_send_with_a_closed_ah_is_refused(void)
 {
 	struct conf_pair *p = ud_pair();
-	rv_ah *ah = ah_to(&p->a, &p->b);
+	rv_ah *ah = conf_ah_to(&p->a, &p->b);
 	rv_sge g = conf_sge(&p->a.buf, 0, 8);
 	rv_send_wr w = ud_send(1, &g, ah, rv_qp_num(p->b.qp), QKEY);
 	size_t posted = 7;

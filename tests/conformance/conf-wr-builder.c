@@ -139,12 +139,9 @@ static void builder_ud_send(void)
 {
 	struct conf_pair *p = conf_pair_open(&(struct conf_opts){.qp_type = RV_QPT_UD, .no_connect = true});
 	rv_qp_attr a = {.mask = RV_QP_QKEY, .qkey = QKEY};
-	rv_ah_attr aa;
-	rv_endpoint ep;
 	rv_ah *ah = NULL;
 	rv_sge g;
 	rv_wc wc;
-	int rc;
 
 	for (int i = 0; i < 2; i++) {
 		rv_qp *qp = i ? p->b.qp : p->a.qp;
@@ -152,16 +149,7 @@ static void builder_ud_send(void)
 		assert_int_equal(rv_qp_to_rtr(qp, NULL), 0);
 		assert_int_equal(rv_qp_to_rts(qp, NULL), 0);
 	}
-	assert_int_equal(rv_qp_endpoint(p->b.qp, &ep), 0);
-	memset(&aa, 0, sizeof(aa));
-	memcpy(aa.dgid, ep.gid, 16);
-	aa.is_global = 1;
-	aa.dlid = ep.lid;
-	aa.port_num = ep.port_num ? ep.port_num : 1;
-	rc = rv_ah_new(p->a.pd, &aa, &ah);
-	if (rc == -EOPNOTSUPP)
-		conf_skip("address handles: %s", rv_error_last());
-	assert_int_equal(rc, 0);
+	ah = conf_ah_to(&p->a, &p->b);
 	g = conf_sge(&p->b.buf, 4096, RV_UD_GRH_LEN + 256);
 	conf_post_recv(p->b.qp, 100, &g, 1);
 	assert_int_equal(rv_qp_wr_start(p->a.qp), 0);
