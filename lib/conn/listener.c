@@ -6,7 +6,7 @@
  * deadline; it is the descriptor rv_listener_fd() hands out.
  *
  * Pending clients are bounded and served fairly (docs/connection-helper.md,
- * "Bad peers"): a client has LISTENER_FIRST_BYTE_MS (at most the handshake
+ * "Bad peers"): a client has first_byte_ms() (at most the handshake
  * timeout) for its first byte; one source address holds at most
  * per_source_max of the max_pending places; a new client always finds a
  * place: when its source is at its cap, its own longest idle client is
@@ -28,10 +28,21 @@
 
 #include "conn/conn-private.h"
 
-/* How long a new client may stay silent (capped by the handshake timeout).
- * Not shorter: 64 clients starting at once on a slow machine (qemu under TCG)
- * took over a second; a flood is what eviction is for. */
+/* How long a new client may stay silent: 5 s, or a quarter of a longer
+ * handshake timeout (a caller that allows slow handshakes allows slow
+ * starts: 64 clients starting at once in qemu under TCG on a loaded host
+ * took over 5 s), never more than the handshake timeout itself. A flood is
+ * what eviction is for, not this bound. */
 #define LISTENER_FIRST_BYTE_MS 5000
+
+static uint32_t first_byte_ms(uint32_t hs_timeout_ms)
+{
+	uint32_t quarter = hs_timeout_ms / 4;
+
+	if (hs_timeout_ms < LISTENER_FIRST_BYTE_MS)
+		return hs_timeout_ms;
+	return quarter > LISTENER_FIRST_BYTE_MS ? quarter : LISTENER_FIRST_BYTE_MS;
+}
 /* At most one log line per kind of trouble per this many ms. */
 #define LISTENER_LOG_INTERVAL_MS 1000
 /* Clients accepted per wakeup of the listening socket, at most. */
@@ -253,7 +264,7 @@ static void log_trouble(struct rv_listener *l)
 	rv_log(RV_LOG_WARN, "listener #%" PRIu64 ": %" PRIu64 " client(s) evicted to make room (listener full, "
 	       "max_pending %u), %" PRIu64 " evicted for their address's cap (%u), %" PRIu64 " silent past %u ms",
 	       l->obj.id, l->n_evicted, l->max_pending, l->n_evicted_source, l->per_source_max, l->n_silent,
-	       LISTENER_FIRST_BYTE_MS);
+	       first_byte_ms(l->hs_timeout_ms));
 	l->n_evicted = l->n_evicted_source = l->n_silent = 0;
 	l->log_at = now;
 }
@@ -343,8 +354,7 @@ static void accept_new(struct rv_listener *l)
 		}
 		p->fd = fd;
 		p->accepted = p->last_heard = rv_now_ms();
-		p->deadline = p->accepted +
-			      (l->hs_timeout_ms < LISTENER_FIRST_BYTE_MS ? l->hs_timeout_ms : LISTENER_FIRST_BYTE_MS);
+		p->deadline = p->accepted + first_byte_ms(l->hs_timeout_ms);
 		memcpy(p->src, src, 16);
 		rv_sockaddr_str((struct sockaddr *)&ss, p->peer);
 		if (epoll_add(l->epfd, fd, p) < 0) {
