@@ -211,8 +211,12 @@ COMPAT_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int
 	a.cap.max_send_sge = attr->cap.max_send_sge;
 	a.cap.max_recv_sge = attr->cap.max_recv_sge;
 	a.cap.max_inline_data = attr->cap.max_inline_data;
-	if (mask & IBV_QP_AV)
+	if (mask & IBV_QP_AV) {
 		ah_to_rv(compat_ctx_of(qp->context), &attr->ah_attr, &a.ah_attr);
+		if (mask & IBV_QP_DEST_QPN)
+			a.ah_attr.dlid = compat_peer_lid(compat_ctx_of(qp->context), a.ah_attr.dlid,
+							 a.ah_attr.dgid, attr->dest_qp_num);
+	}
 	a.pkey_index = attr->pkey_index;
 	a.en_sqd_async_notify = attr->en_sqd_async_notify;
 	a.max_rd_atomic = attr->max_rd_atomic;
