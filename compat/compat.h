@@ -104,6 +104,13 @@ struct compat_mw {
 struct compat_ah {
 	struct ibv_ah ah;
 	rv_ah *rv;
+	/* An AH naming this context's own port (qp.c: compat_ah_rv): the AH of
+	 * the other context's port that holds the destination QP, made once. */
+	bool own_port;
+	rv_ah_attr attr;
+	pthread_mutex_t lock;   /* guards peer */
+	rv_ah *peer;
+	uint16_t peer_lid;
 };
 
 /* device.c */
@@ -181,7 +188,7 @@ void compat_linger_reap(struct compat_ctx *cc, bool wait);
 uint16_t compat_peer_lid(struct compat_ctx *cc, uint16_t dlid, const uint8_t *dgid, uint32_t qpn);
 
 /* qp.c: the rverbs handle of a soft0 address handle (UD sends). */
-rv_ah *compat_ah_rv(struct ibv_ah *ah);
+rv_ah *compat_ah_rv(struct ibv_ah *ah, uint32_t remote_qpn);
 
 /* The object lists of a context (events map rverbs handles back). */
 struct ibv_cq *compat_find_cq(struct compat_ctx *cc, const rv_cq *rv);

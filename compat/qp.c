@@ -380,7 +380,7 @@ COMPAT_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, 
 
 #define compat_ah_of(a) compat_container_of(a, struct compat_ah, ah)
 
-static struct ibv_ah *ah_soft(struct ibv_pd *pd, rv_ah *rv)
+static struct ibv_ah *ah_soft(struct ibv_pd *pd, rv_ah *rv, const rv_ah_attr *a)
 {
 	struct compat_ah *h = calloc(1, sizeof(*h));
 
@@ -389,6 +389,10 @@ static struct ibv_ah *ah_soft(struct ibv_pd *pd, rv_ah *rv)
 		return compat_fail_null(-ENOMEM);
 	}
 	h->rv = rv;
+	h->attr = *a;
+	h->own_port = a->dlid == compat_ctx_of(pd->context)->lid &&
+		      memcmp(a->dgid, compat_ctx_of(pd->context)->gid, 16) == 0;
+	pthread_mutex_init(&h->lock, NULL);
 	h->ah.context = pd->context;
 	h->ah.pd = pd;
 	compat_use(pd->context, &compat_pd_of(pd)->users, 1);
@@ -409,7 +413,7 @@ COMPAT_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
 	rc = rv_ah_new(compat_pd_of(pd)->rv, &a, &rv);
 	if (rc < 0)
 		return compat_fail_null(rc);
-	return ah_soft(pd, rv);
+	return ah_soft(pd, rv, &a);
 }
 
 COMPAT_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
@@ -427,6 +431,11 @@ COMPAT_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 		return errno = -rc;
 	compat_use(ah->context, &compat_pd_of(ah->pd)->users, -1);
 	rv_ah_unref(h->rv);
+	if (h->peer) {
+		rv_ah_close(h->peer);
+		rv_ah_unref(h->peer);
+	}
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return 0;
 }
@@ -490,7 +499,38 @@ COMPAT_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv
 	return ibv_create_ah(pd, &a);
 }
 
-rv_ah *compat_ah_rv(struct ibv_ah *ah)
+/*
+ * The rverbs AH a UD send to remote_qpn goes through. An AH naming this
+ * context's own port may mean another soft0 context of the process (see
+ * compat_peer_lid): that one's AH is made at the first send to it and kept
+ * (one peer context per AH, as pyverbs' tests use them). Only such AHs pay
+ * here: a lookup of the destination QP under the process's context lock on
+ * every send (a same-process test's cost, never a program's between hosts).
+ */
+rv_ah *compat_ah_rv(struct ibv_ah *ah, uint32_t remote_qpn)
 {
-	return compat_ah_of(ah)->rv;
+	struct compat_ah *h = compat_ah_of(ah);
+	struct compat_ctx *cc = compat_ctx_of(ah->context);
+	rv_ah *rv = h->rv;
+	uint16_t lid;
+
+	if (!h->own_port)
+		return rv;
+	lid = compat_peer_lid(cc, h->attr.dlid, h->attr.dgid, remote_qpn);
+	if (lid == h->attr.dlid)
+		return rv;
+	pthread_mutex_lock(&h->lock);
+	if (!h->peer) {
+		rv_ah_attr a = h->attr;
+
+		a.dlid = lid;
+		if (rv_ah_new(compat_pd_of(ah->pd)->rv, &a, &h->peer) == 0)
+			h->peer_lid = lid;
+		else
+			h->peer = NULL;
+	}
+	if (h->peer && h->peer_lid == lid)
+		rv = h->peer;
+	pthread_mutex_unlock(&h->lock);
+	return rv;
 }
