@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "compat.h"
 #include "passthrough.h"
@@ -220,7 +221,9 @@ static struct ibv_context *open_soft(struct compat_device *d)
 	pthread_mutex_init(&cc->lock, NULL);
 	cc->vctx.sz = sizeof(cc->vctx);
 	cc->vctx.context.device = &d->dev;
-	cc->vctx.context.cmd_fd = -1;
+	/* No kernel command file: the async descriptor stands in, so that a
+	 * program can dup it and ibv_import_device refuses it (EOPNOTSUPP). */
+	cc->vctx.context.cmd_fd = cc->vctx.context.async_fd;
 	cc->vctx.context.async_fd = rv_context_async_fd(cc->rv);
 	cc->vctx.context.num_comp_vectors = 1;
 	cc->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -243,9 +246,28 @@ COMPAT_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	COMPAT_REAL_PTR(ibv_open_device, dev);
 }
 
+/* Whether fd is (a duplicate of) an open soft0 context's cmd_fd. */
+static bool is_soft_cmd_fd(int fd)
+{
+	struct stat st, o;
+	bool found = false;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	pthread_mutex_lock(&open_lock);
+	for (struct compat_ctx *c = open_ctxs; c && !found; c = c->next_open)
+		found = fstat(c->vctx.context.cmd_fd, &o) == 0 && o.st_dev == st.st_dev &&
+			o.st_ino == st.st_ino;
+	pthread_mutex_unlock(&open_lock);
+	return found;
+}
+
 COMPAT_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	/* A soft0 context has no kernel file to import from. */
+	/* A soft0 context has no kernel object to share with another process
+	 * or context: refused as by a kernel without the import ioctl. */
+	if (!compat_real.ibv_import_device || is_soft_cmd_fd(cmd_fd))
+		return compat_fail_null(-EOPNOTSUPP);
 	COMPAT_REAL_PTR(ibv_import_device, cmd_fd);
 }
 
