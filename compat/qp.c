@@ -154,8 +154,14 @@ struct ibv_qp *compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_att
 		return compat_fail_null(-EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != c)
 		return compat_fail_null(-EINVAL);
-	/* XRC domains, create flags, TSO, RSS, source QPNs: not on soft0. */
-	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+	/* XRC domains, create flags, TSO, RSS, source QPNs: not on soft0. A
+	 * mask bit whose field asks for nothing (no create flag, a TSO header
+	 * of 0) asks for nothing soft0 lacks: pyverbs' tests set them so. */
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					  IBV_QP_INIT_ATTR_MAX_TSO_HEADER) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) && attr->max_tso_header))
 		return compat_fail_null(-EOPNOTSUPP);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		rc = compat_qp_ex_check(attr->send_ops_flags);
