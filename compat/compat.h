@@ -43,6 +43,8 @@ struct compat_ctx {
 	struct compat_srq *srqs;
 	struct compat_linger *lingering; /* destroyed RC/UC QPs still connected (linger.c) */
 	uint8_t gid[16];        /* port 1's GID: the address of a peer named without a GRH */
+	uint16_t lid;           /* port 1's LID: this context's listen port */
+	struct compat_ctx *next_open; /* the process's open soft0 contexts (device.c) */
 	struct verbs_context vctx; /* last: verbs_context ends with the ibv_context */
 };
 
@@ -102,6 +104,13 @@ struct compat_mw {
 struct compat_ah {
 	struct ibv_ah ah;
 	rv_ah *rv;
+	/* An AH naming this context's own port (qp.c: compat_ah_rv): the AH of
+	 * the other context's port that holds the destination QP, made once. */
+	bool own_port;
+	rv_ah_attr attr;
+	pthread_mutex_t lock;   /* guards peer */
+	rv_ah *peer;
+	uint16_t peer_lid;
 };
 
 /* device.c */
@@ -176,9 +185,10 @@ void compat_use(struct ibv_context *c, int *users, int delta);
  * close it now); close those whose time is up, or all of them after waiting. */
 bool compat_linger_qp(struct compat_ctx *cc, rv_qp *qp, int qp_type);
 void compat_linger_reap(struct compat_ctx *cc, bool wait);
+uint16_t compat_peer_lid(struct compat_ctx *cc, uint16_t dlid, const uint8_t *dgid, uint32_t qpn);
 
 /* qp.c: the rverbs handle of a soft0 address handle (UD sends). */
-rv_ah *compat_ah_rv(struct ibv_ah *ah);
+rv_ah *compat_ah_rv(struct ibv_ah *ah, uint32_t remote_qpn);
 
 /* The object lists of a context (events map rverbs handles back). */
 struct ibv_cq *compat_find_cq(struct compat_ctx *cc, const rv_cq *rv);

@@ -64,7 +64,7 @@ static int send_wr_to_rv(const struct ibv_qp *qp, const struct ibv_send_wr *in, 
 	if (qp->qp_type == IBV_QPT_UD) {
 		if (!in->wr.ud.ah || in->wr.ud.ah->context != qp->context)
 			return EINVAL;
-		out->ah = compat_ah_rv(in->wr.ud.ah);
+		out->ah = compat_ah_rv(in->wr.ud.ah, in->wr.ud.remote_qpn);
 		out->remote_qpn = in->wr.ud.remote_qpn;
 		out->remote_qkey = in->wr.ud.remote_qkey;
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "compat.h"
 #include "passthrough.h"
@@ -168,9 +169,41 @@ COMPAT_EXPORT int ibv_get_device_index(struct ibv_device *dev)
 	return -1; /* no kernel device, so no kernel index */
 }
 
+/*
+ * Every soft0 context listens on a port of its own, its LID, where a NIC's
+ * contexts share their port's. A program that connects two contexts of one
+ * process (pyverbs' tests: a client and a server, each with its own context)
+ * names the peer by its own port's LID and GID, as on a NIC. QP numbers are
+ * unique in a process, so the context holding the destination QP tells which
+ * LID was meant.
+ */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct compat_ctx *open_ctxs; /* guarded by open_lock */
+
+uint16_t compat_peer_lid(struct compat_ctx *cc, uint16_t dlid, const uint8_t *dgid, uint32_t qpn)
+{
+	uint16_t lid = dlid;
+
+	if (dlid != cc->lid || memcmp(dgid, cc->gid, 16) != 0)
+		return dlid;
+	pthread_mutex_lock(&open_lock);
+	for (struct compat_ctx *o = open_ctxs; o && lid == dlid; o = o->next_open) {
+		if (o == cc)
+			continue;
+		pthread_mutex_lock(&o->lock);
+		for (struct compat_qp *q = o->qps; q; q = q->next)
+			if (q->qp.qp_num == qpn)
+				lid = o->lid;
+		pthread_mutex_unlock(&o->lock);
+	}
+	pthread_mutex_unlock(&open_lock);
+	return lid;
+}
+
 static struct ibv_context *open_soft(struct compat_device *d)
 {
 	struct compat_ctx *cc = calloc(1, sizeof(*cc));
+	rv_port_attr port = {.mask = RV_PORT_ATTR_ALL};
 	int rc;
 
 	if (!cc)
@@ -178,6 +211,8 @@ static struct ibv_context *open_soft(struct compat_device *d)
 	rc = rv_context_new(d->rv, NULL, &cc->rv);
 	if (rc == 0)
 		rc = rv_context_query_gid(cc->rv, 1, 0, cc->gid);
+	if (rc == 0)
+		rc = rv_context_query_port(cc->rv, 1, &port);
 	if (rc < 0) {
 		rv_context_unref(cc->rv);
 		free(cc);
@@ -186,12 +221,19 @@ static struct ibv_context *open_soft(struct compat_device *d)
 	pthread_mutex_init(&cc->lock, NULL);
 	cc->vctx.sz = sizeof(cc->vctx);
 	cc->vctx.context.device = &d->dev;
-	cc->vctx.context.cmd_fd = -1;
+	/* No kernel command file: the async descriptor stands in, so that a
+	 * program can dup it and ibv_import_device refuses it (EOPNOTSUPP). */
+	cc->vctx.context.cmd_fd = cc->vctx.context.async_fd;
 	cc->vctx.context.async_fd = rv_context_async_fd(cc->rv);
 	cc->vctx.context.num_comp_vectors = 1;
 	cc->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&cc->vctx.context.mutex, NULL);
 	compat_ctx_fill_ops(cc);
+	cc->lid = port.lid;
+	pthread_mutex_lock(&open_lock);
+	cc->next_open = open_ctxs;
+	open_ctxs = cc;
+	pthread_mutex_unlock(&open_lock);
 	return &cc->vctx.context;
 }
 
@@ -204,9 +246,28 @@ COMPAT_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	COMPAT_REAL_PTR(ibv_open_device, dev);
 }
 
+/* Whether fd is (a duplicate of) an open soft0 context's cmd_fd. */
+static bool is_soft_cmd_fd(int fd)
+{
+	struct stat st, o;
+	bool found = false;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	pthread_mutex_lock(&open_lock);
+	for (struct compat_ctx *c = open_ctxs; c && !found; c = c->next_open)
+		found = fstat(c->vctx.context.cmd_fd, &o) == 0 && o.st_dev == st.st_dev &&
+			o.st_ino == st.st_ino;
+	pthread_mutex_unlock(&open_lock);
+	return found;
+}
+
 COMPAT_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	/* A soft0 context has no kernel file to import from. */
+	/* A soft0 context has no kernel object to share with another process
+	 * or context: refused as by a kernel without the import ioctl. */
+	if (!compat_real.ibv_import_device || is_soft_cmd_fd(cmd_fd))
+		return compat_fail_null(-EOPNOTSUPP);
 	COMPAT_REAL_PTR(ibv_import_device, cmd_fd);
 }
 
@@ -219,6 +280,13 @@ COMPAT_EXPORT int ibv_close_device(struct ibv_context *c)
 	if (!compat_is_soft(c))
 		COMPAT_REAL_INT(ibv_close_device, c);
 	cc = compat_ctx_of(c);
+	pthread_mutex_lock(&open_lock);
+	for (struct compat_ctx **p = &open_ctxs; *p; p = &(*p)->next_open)
+		if (*p == cc) {
+			*p = cc->next_open;
+			break;
+		}
+	pthread_mutex_unlock(&open_lock);
 	compat_linger_reap(cc, true);
 	/* rverbs closes what the program left open, children first. */
 	rv_context_close(cc->rv);

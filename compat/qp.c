@@ -154,8 +154,14 @@ struct ibv_qp *compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_att
 		return compat_fail_null(-EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != c)
 		return compat_fail_null(-EINVAL);
-	/* XRC domains, create flags, TSO, RSS, source QPNs: not on soft0. */
-	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+	/* XRC domains, create flags, TSO, RSS, source QPNs: not on soft0. A
+	 * mask bit whose field asks for nothing (no create flag, a TSO header
+	 * of 0) asks for nothing soft0 lacks: pyverbs' tests set them so. */
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					  IBV_QP_INIT_ATTR_MAX_TSO_HEADER) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) && attr->max_tso_header))
 		return compat_fail_null(-EOPNOTSUPP);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		rc = compat_qp_ex_check(attr->send_ops_flags);
@@ -211,8 +217,12 @@ COMPAT_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int
 	a.cap.max_send_sge = attr->cap.max_send_sge;
 	a.cap.max_recv_sge = attr->cap.max_recv_sge;
 	a.cap.max_inline_data = attr->cap.max_inline_data;
-	if (mask & IBV_QP_AV)
+	if (mask & IBV_QP_AV) {
 		ah_to_rv(compat_ctx_of(qp->context), &attr->ah_attr, &a.ah_attr);
+		if (mask & IBV_QP_DEST_QPN)
+			a.ah_attr.dlid = compat_peer_lid(compat_ctx_of(qp->context), a.ah_attr.dlid,
+							 a.ah_attr.dgid, attr->dest_qp_num);
+	}
 	a.pkey_index = attr->pkey_index;
 	a.en_sqd_async_notify = attr->en_sqd_async_notify;
 	a.max_rd_atomic = attr->max_rd_atomic;
@@ -376,7 +386,7 @@ COMPAT_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, 
 
 #define compat_ah_of(a) compat_container_of(a, struct compat_ah, ah)
 
-static struct ibv_ah *ah_soft(struct ibv_pd *pd, rv_ah *rv)
+static struct ibv_ah *ah_soft(struct ibv_pd *pd, rv_ah *rv, const rv_ah_attr *a)
 {
 	struct compat_ah *h = calloc(1, sizeof(*h));
 
@@ -385,6 +395,10 @@ static struct ibv_ah *ah_soft(struct ibv_pd *pd, rv_ah *rv)
 		return compat_fail_null(-ENOMEM);
 	}
 	h->rv = rv;
+	h->attr = *a;
+	h->own_port = a->dlid == compat_ctx_of(pd->context)->lid &&
+		      memcmp(a->dgid, compat_ctx_of(pd->context)->gid, 16) == 0;
+	pthread_mutex_init(&h->lock, NULL);
 	h->ah.context = pd->context;
 	h->ah.pd = pd;
 	compat_use(pd->context, &compat_pd_of(pd)->users, 1);
@@ -405,7 +419,7 @@ COMPAT_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
 	rc = rv_ah_new(compat_pd_of(pd)->rv, &a, &rv);
 	if (rc < 0)
 		return compat_fail_null(rc);
-	return ah_soft(pd, rv);
+	return ah_soft(pd, rv, &a);
 }
 
 COMPAT_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
@@ -423,6 +437,11 @@ COMPAT_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 		return errno = -rc;
 	compat_use(ah->context, &compat_pd_of(ah->pd)->users, -1);
 	rv_ah_unref(h->rv);
+	if (h->peer) {
+		rv_ah_close(h->peer);
+		rv_ah_unref(h->peer);
+	}
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return 0;
 }
@@ -486,7 +505,38 @@ COMPAT_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv
 	return ibv_create_ah(pd, &a);
 }
 
-rv_ah *compat_ah_rv(struct ibv_ah *ah)
+/*
+ * The rverbs AH a UD send to remote_qpn goes through. An AH naming this
+ * context's own port may mean another soft0 context of the process (see
+ * compat_peer_lid): that one's AH is made at the first send to it and kept
+ * (one peer context per AH, as pyverbs' tests use them). Only such AHs pay
+ * here: a lookup of the destination QP under the process's context lock on
+ * every send (a same-process test's cost, never a program's between hosts).
+ */
+rv_ah *compat_ah_rv(struct ibv_ah *ah, uint32_t remote_qpn)
 {
-	return compat_ah_of(ah)->rv;
+	struct compat_ah *h = compat_ah_of(ah);
+	struct compat_ctx *cc = compat_ctx_of(ah->context);
+	rv_ah *rv = h->rv;
+	uint16_t lid;
+
+	if (!h->own_port)
+		return rv;
+	lid = compat_peer_lid(cc, h->attr.dlid, h->attr.dgid, remote_qpn);
+	if (lid == h->attr.dlid)
+		return rv;
+	pthread_mutex_lock(&h->lock);
+	if (!h->peer) {
+		rv_ah_attr a = h->attr;
+
+		a.dlid = lid;
+		if (rv_ah_new(compat_pd_of(ah->pd)->rv, &a, &h->peer) == 0)
+			h->peer_lid = lid;
+		else
+			h->peer = NULL;
+	}
+	if (h->peer && h->peer_lid == lid)
+		rv = h->peer;
+	pthread_mutex_unlock(&h->lock);
+	return rv;
 }

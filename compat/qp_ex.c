@@ -162,7 +162,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah, uint32_t qpn
 		of(ex)->wr->err = of(ex)->wr->err ? of(ex)->wr->err : EINVAL;
 		return;
 	}
-	w->ah = compat_ah_rv(ah);
+	w->ah = compat_ah_rv(ah, qpn);
 	w->remote_qpn = qpn;
 	w->remote_qkey = qkey;
 }

@@ -23,7 +23,9 @@ static int query_device_soft(struct compat_ctx *cc, struct ibv_device_attr *out)
 	out->sys_image_guid = htobe64(a.sys_image_guid);
 	out->max_mr_size = a.max_mr_size;
 	out->page_size_cap = a.page_size_cap;
-	out->vendor_id = a.vendor_id;
+	/* A device without an IEEE OUI reports 0xffffff, as the kernel's rxe
+	 * does; 0 reads as "no device" to programs (pyverbs' tests check it). */
+	out->vendor_id = a.vendor_id ? a.vendor_id : 0xffffff;
 	out->vendor_part_id = a.vendor_part_id;
 	out->hw_ver = a.hw_ver;
 	out->max_qp = (int)a.max_qp;

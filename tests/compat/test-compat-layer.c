@@ -470,6 +470,51 @@ static void test_compat__rc_loopback_addressed_by_gid(void **state)
 	loopback(1);
 }
 
+/* pyverbs' tests connect two contexts of one process each by its own port's
+ * LID and GID, as on a NIC whose contexts share a port; soft0's contexts each
+ * listen on a port of their own, and the destination QP tells which. */
+static void test_compat__contexts_of_one_process_reach_each_other_by_their_own_port(void **state)
+{
+	struct side a = {0}, b = {0}, a_names_b, b_names_a;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {0}, *bad = NULL;
+	struct ibv_recv_wr rwr = {0}, *rbad = NULL;
+	struct ibv_wc wc;
+
+	(void)state;
+	side_open(&a);
+	side_open(&b);
+	assert_int_not_equal(a.port.lid, b.port.lid);
+	a_names_b = a; /* a's own LID and GID, b's QP */
+	a_names_b.qp = b.qp;
+	b_names_a = b;
+	b_names_a.qp = a.qp;
+	side_connect(&a, &a_names_b, 1);
+	side_connect(&b, &b_names_a, 1);
+
+	sge = (struct ibv_sge){.addr = (uintptr_t)a.buf, .length = 64, .lkey = a.mr->lkey};
+	rwr.wr_id = 1;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	assert_int_equal(ibv_post_recv(a.qp, &rwr, &rbad), 0);
+	memcpy(b.buf, "own port", 9);
+	sge = (struct ibv_sge){.addr = (uintptr_t)b.buf, .length = 9, .lkey = b.mr->lkey};
+	wr.wr_id = 2;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	assert_int_equal(ibv_post_send(b.qp, &wr, &bad), 0);
+	wc = wait_one(b.cq);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	wc = wait_one(a.cq);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_string_equal(a.buf, "own port");
+
+	side_close(&a);
+	side_close(&b);
+}
+
 static void test_compat__objects_in_use_are_not_destroyed(void **state)
 {
 	struct ibv_context *c = open_soft0();
@@ -617,6 +662,7 @@ int main(void)
 		cmocka_unit_test(test_compat__bad_arguments_fail_the_libibverbs_way),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_lid_only),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_gid),
+		cmocka_unit_test(test_compat__contexts_of_one_process_reach_each_other_by_their_own_port),
 		cmocka_unit_test(test_compat__objects_in_use_are_not_destroyed),
 		cmocka_unit_test(test_compat__close_device_with_objects_left_open_succeeds),
 		cmocka_unit_test(test_compat__real_devices_pass_through),
