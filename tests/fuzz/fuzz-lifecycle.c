@@ -519,7 +519,7 @@ static void op_cq_new(void)
 	static const uint32_t cqes[] = {0, 1, 16, 256, 1u << 20, UINT32_MAX};
 	struct mobj *p = pick_t(RV_OBJ_CONTEXT), *ch;
 	uint8_t m = u8();
-	rv_cq_attr a = {.mask = m & 0x87u, .cqe = cqes[u8() % 6]};
+	rv_cq_attr a = {.mask = m & 0x8fu, .cqe = cqes[u8() % 6]}; /* wc_flags 0: a plain CQ */
 	rv_cq *cq = NULL;
 	int exact, rc;
 
@@ -532,7 +532,7 @@ static void op_cq_new(void)
 	extra_ok = 0;
 	pending_create_failure(RV_OBJ_CQ);
 	exact = arg_rc(p, RV_OBJ_CONTEXT);
-	if (exact == 0 && (a.mask & ~(uint64_t)7))
+	if (exact == 0 && (a.mask & ~(uint64_t)0xf))
 		exact = -EINVAL;
 	else if (exact == 0 && (a.mask & RV_CQ_ATTR_CQE) && a.cqe == 0)
 		exact = -EINVAL; /* checked before the channel */
@@ -791,7 +791,7 @@ static void op_query(void)
 		switch (k % 4) {
 		case 0:
 			rc = rv_context_query_device(h, &da);
-			if (exact == 0 && (da.mask & ~(uint64_t)1) && (k & 0x40))
+			if (exact == 0 && (da.mask & ~(uint64_t)RV_DEVICE_ATTR_ALL) && (k & 0x40))
 				exact = -EINVAL;
 			expect("rv_context_query_device", rc, exact == 0 ? 1 : exact, ALLOWED(-EINVAL));
 			break;
