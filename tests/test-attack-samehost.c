@@ -171,8 +171,15 @@ static int outcome(struct atk_target *t)
 		rv_wc wc;
 		if (rv_cq_poll(t->cq, &wc, 1) == 1 && wc.wr_id == 77)
 			return wc.status == RV_WC_SUCCESS ? 1 : 0;
-		if (rv_qp_state_of(t->qp) == RV_QPS_ERR)
+		if (rv_qp_state_of(t->qp) == RV_QPS_ERR) {
+			/* The SEND may have landed just before the QP failed
+			 * (a second agreement): its completion is in the CQ
+			 * ahead of the flushed ones. */
+			while (rv_cq_poll(t->cq, &wc, 1) == 1)
+				if (wc.wr_id == 77)
+					return wc.status == RV_WC_SUCCESS ? 1 : 0;
 			return 0;
+		}
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}

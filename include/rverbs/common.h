@@ -70,7 +70,9 @@ typedef void (*rv_log_fn)(rv_log_level level, const char *msg, void *user);
 
 /**
  * Install a log handler. rverbs never writes to stderr by itself: without a
- * handler, messages are dropped. Pass NULL to remove the handler.
+ * handler, messages are dropped. Pass NULL to remove the handler. Safe while
+ * other threads (soft0's progress threads among them) log: once it returns,
+ * the previous handler is no longer called. Do not call it from a handler.
  * @param fn    handler, or NULL
  * @param user  passed to every call of @p fn
  */

@@ -5,6 +5,7 @@
  * handler. Never writes to stderr or any file by itself.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,6 +15,11 @@
 
 static _Thread_local char err_buf[RV_ERR_MAX];
 
+/* The handler and its argument change together, and a handler being
+ * replaced is not called once rv_set_log_handler() returns (its user data
+ * may be gone): callers hold the lock for reading around the call. Logging
+ * is off the data path, so the lock costs nothing there. */
+static pthread_rwlock_t log_lock = PTHREAD_RWLOCK_INITIALIZER;
 static rv_log_fn log_fn;
 static void *log_user;
 static _Atomic int log_level = RV_LOG_WARN;
@@ -21,18 +27,23 @@ static _Atomic int log_level = RV_LOG_WARN;
 static void vlog(rv_log_level level, const char *fmt, va_list ap)
 {
 	char line[RV_ERR_MAX];
-	rv_log_fn fn = log_fn;
 
-	if (!fn || (int)level > atomic_load(&log_level))
+	if ((int)level > atomic_load(&log_level))
 		return;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	fn(level, line, log_user);
+	pthread_rwlock_rdlock(&log_lock);
+	if (log_fn) {
+		vsnprintf(line, sizeof(line), fmt, ap);
+		log_fn(level, line, log_user);
+	}
+	pthread_rwlock_unlock(&log_lock);
 }
 
 __attribute__((visibility("default"))) void rv_set_log_handler(rv_log_fn fn, void *user)
 {
+	pthread_rwlock_wrlock(&log_lock);
 	log_user = user;
 	log_fn = fn;
+	pthread_rwlock_unlock(&log_lock);
 }
 
 __attribute__((visibility("default"))) int rv_set_log_level(rv_log_level level)
