@@ -32,6 +32,8 @@
 #include <cmocka.h>
 #include <rverbs/rverbs.h>
 
+#include "fork-peer.h"
+
 #include "drivers/soft/soft.h"
 
 #define MSG 64u
@@ -42,31 +44,6 @@
 #define BURSTS 40u
 #define BURST 24u         /* < SLOTS and < the send queue */
 #define WAIT_MS 10000     /* per rv_cq_wait: a hang guard only */
-
-static bool in_child;
-#define CHECK(x)                                                                              \
-	do {                                                                                  \
-		if (!(x)) {                                                                   \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #x,      \
-				rv_error_last());                                              \
-			if (in_child)                                                         \
-				_exit(1);                                                     \
-			fail();                                                               \
-		}                                                                             \
-	} while (0)
-
-static int full_io(int fd, void *buf, size_t len, bool wr)
-{
-	char *p = buf;
-	while (len) {
-		ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 struct side {
 	rv_context *ctx;

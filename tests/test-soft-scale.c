@@ -30,6 +30,8 @@
 #include <cmocka.h>
 #include <rverbs/rverbs.h>
 
+#include "fork-peer.h"
+
 #define NQP 200
 #define SLOT 64
 #define TIMEOUT_S 60
@@ -43,19 +45,6 @@ struct side {
 	rv_endpoint peer[NQP];
 };
 
-/* In the child, a failed check must not return into cmocka: exit non-zero. */
-static bool in_child;
-#define CHECK(x)                                                                              \
-	do {                                                                                  \
-		if (!(x)) {                                                                   \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #x,      \
-				rv_error_last());                                              \
-			if (in_child)                                                         \
-				_exit(1);                                                     \
-			fail();                                                               \
-		}                                                                             \
-	} while (0)
-
 /* What the progress threads report goes to stderr (the log of a failure),
  * until the peer's closing is expected. The handler stays installed: it is
  * not changed while progress threads may call it. */
@@ -67,19 +56,6 @@ static void log_to_stderr(rv_log_level level, const char *msg, void *user)
 	(void)user;
 	if (!atomic_load(&quiet))
 		fprintf(stderr, "[%d] %s\n", (int)getpid(), msg);
-}
-
-static int full_io(int fd, void *buf, size_t len, bool wr)
-{
-	char *p = buf;
-	while (len) {
-		ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static uint8_t *slot(struct side *s, uint32_t i)

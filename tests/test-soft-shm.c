@@ -25,21 +25,11 @@
 #include <cmocka.h>
 #include <rverbs/rverbs.h>
 
+#include "fork-peer.h"
+
 #define BUF (2u << 20)
 #define SEND_LEN 100000u
 #define TIMEOUT_S 30
-
-static bool in_child;
-#define CHECK(x)                                                                              \
-	do {                                                                                  \
-		if (!(x)) {                                                                   \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #x,      \
-				rv_error_last());                                              \
-			if (in_child)                                                         \
-				_exit(1);                                                     \
-			fail();                                                               \
-		}                                                                             \
-	} while (0)
 
 /* The INFO line of shm.c, as each side saw it (written by a progress thread). */
 static char path_line[512];
@@ -74,19 +64,6 @@ static bool path_empty(void)
 	r = !path_line[0];
 	pthread_mutex_unlock(&path_lock);
 	return r;
-}
-
-static int full_io(int fd, void *buf, size_t len, bool wr)
-{
-	char *p = buf;
-	while (len) {
-		ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 struct side {
