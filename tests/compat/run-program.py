@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from sanitized import sanitized
+
 SOFT = ["-d", "soft0"]
 HOST = "127.0.0.1"
 UDADDY_PORT = 7174  # udaddy has no port option
@@ -78,14 +80,6 @@ def listening(port):
     return False
 
 
-def sanitized():
-    """The layer built with a sanitizer cannot load into the system's programs."""
-    value = os.environ.get("RVERBS_COMPAT_SANITIZE", "none")
-    if value not in ("", "none"):
-        print(f"skipped: the layer is built with -Db_sanitize={value}; the system's "
-              "uninstrumented programs cannot load it (the runtime must come first)")
-        return True
-    return False
 
 
 def main():

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from sanitized import sanitized
+
 SUITE = '/usr/share/doc/rdma-core/tests'
 # The Python whose dist-packages holds pyverbs (a pyenv or venv python3 first on
 # PATH would not find it).
@@ -89,8 +91,8 @@ def main():
     args, exclude = sys.argv[2:], set()
     if args[:1] == ['--exclude']:
         exclude, args = set(args[1].split(',')), args[2:]
-    if os.environ.get('RVERBS_COMPAT_SANITIZE', 'none') not in ('', 'none'):
-        skip('sanitized layer')
+    if sanitized():
+        sys.exit(77)
     if not os.path.isfile(os.path.join(SUITE, 'run_tests.py')):
         skip(f'{SUITE}/run_tests.py not installed (python3-pyverbs)')
     py = find_python()

@@ -4,21 +4,14 @@ and prints a line matching a regex. Exit 77 when it is not installed.
 
 usage: run-simple.py RVERBS_TOOL "PROGRAM ARGS" REGEX
 """
-import os
 import re
 import shutil
 import subprocess
 import sys
 
+from sanitized import sanitized
 
-def sanitized():
-    """The layer built with a sanitizer cannot load into the system's programs."""
-    value = os.environ.get("RVERBS_COMPAT_SANITIZE", "none")
-    if value not in ("", "none"):
-        print(f"skipped: the layer is built with -Db_sanitize={value}; the system's "
-              "uninstrumented programs cannot load it (the runtime must come first)")
-        return True
-    return False
+
 
 
 def main():
