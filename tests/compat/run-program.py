@@ -9,7 +9,6 @@ The client starts once the server listens on its TCP port (read from
 
 usage: run-program.py RVERBS_TOOL CASE
 """
-import os
 import re
 import shutil
 import socket
