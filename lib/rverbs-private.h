@@ -46,6 +46,19 @@ struct rv_pd {
 	struct rv_object obj;
 	struct rv_context *ctx;
 	void *drv_pd;
+	/* A parent domain (lib/pd.c): its parent PD, TD and allocators (each
+	 * NULL when not given). parent and td are dependencies. */
+	struct rv_pd *parent;
+	struct rv_td *td;
+	rv_pd_alloc_fn alloc;
+	rv_pd_free_fn free;
+	void *pd_context;
+};
+
+struct rv_td {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	void *drv_td;
 };
 
 struct rv_mr {

@@ -41,6 +41,8 @@ int rv_ibv_pd_alloc(struct rv_pd *pd)
 	char ebuf[128];
 	int err;
 
+	if (pd->parent)
+		return rv_ibv_parent_domain_alloc(pd);
 	errno = 0;
 	p = ibv_alloc_pd(rv_ibv_ctx(pd->ctx));
 	if (p) {
