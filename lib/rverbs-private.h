@@ -61,6 +61,13 @@ struct rv_td {
 	void *drv_td;
 };
 
+/* The PD whose protection pd has: its parent for a parent domain, else pd.
+ * Facade checks that two objects share a PD compare these. */
+static inline struct rv_pd *rv_pd_protection(struct rv_pd *pd)
+{
+	return pd->parent ? pd->parent : pd;
+}
+
 struct rv_mr {
 	struct rv_object obj;
 	struct rv_pd *pd;

@@ -139,6 +139,7 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 	a.qp = qp_on(pdom, a.cq);
 	/* The five queue buffers came from the allocator, and were used. */
 	assert_int_equal(ar.allocs, 5);
+	assert_int_equal(ar.frees, 0);
 	assert_false(ar.bad);
 	assert_int_equal(rv_mr_alloc(pdom, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &pmr), 0);
 	pbuf = rv_mr_addr(pmr);
@@ -167,9 +168,49 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 		assert_int_equal(wc.status, RV_WC_SUCCESS);
 		assert_memory_equal(a.buf + 100, b.buf + 8192, 2048);
 	}
-	assert_int_equal(ar.frees, 0);
+	/* A window of the parent PD, bound by the parent domain's QP to an MR of
+	 * the parent domain: one protection domain, so B writes through it. */
+	{
+		rv_mr *wmr = NULL;
+		rv_mw *mw = NULL;
+		rv_mw_bind_info bi;
+		rv_sge s = sge(&b, 16384, 512);
+
+		assert_int_equal(rv_mr_alloc(pdom, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE |
+						 RV_ACCESS_MW_BIND, NULL, &wmr), 0);
+		assert_int_equal(rv_mw_alloc(a.pd, RV_MW_TYPE_2, &mw), 0);
+		bi = (rv_mw_bind_info){.mr = wmr, .addr = (uint64_t)(uintptr_t)rv_mr_addr(wmr) + 1024,
+				       .length = 512, .access = RV_ACCESS_REMOTE_WRITE};
+		assert_int_equal(rv_qp_bind_mw(a.qp, mw, &bi, 13, RV_SEND_SIGNALED), 0);
+		wc = poll_one(a.cq);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		fill(b.buf + 16384, 512, 5);
+		assert_int_equal(rv_qp_write(b.qp, &s, bi.addr, rv_mw_rkey(mw), 14), 0);
+		wc = poll_one(b.cq);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_memory_equal((uint8_t *)rv_mr_addr(wmr) + 1024, b.buf + 16384, 512);
+		rv_mw_unref(mw);
+		rv_mr_unref(wmr);
+	}
+	/* An SRQ of the parent PD serves a QP of the parent domain. */
+	{
+		rv_srq *srq = NULL;
+		rv_qp *sq = NULL;
+		rv_qp_init_attr qa;
+
+		assert_int_equal(rv_srq_new(a.pd, NULL, &srq), 0);
+		memset(&qa, 0, sizeof(qa));
+		qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_SRQ;
+		qa.send_cq = a.cq;
+		qa.srq = srq;
+		assert_int_equal(rv_qp_new(pdom, &qa, &sq), 0);
+		assert_int_equal(ar.allocs, 10);
+		rv_qp_unref(sq);
+		assert_int_equal(ar.frees, 5);
+		rv_srq_unref(srq);
+	}
 	assert_int_equal(rv_qp_close(a.qp), 0);
-	assert_int_equal(ar.frees, 5);
+	assert_int_equal(ar.frees, 10);
 	assert_false(ar.bad);
 	rv_mr_unref(pmr);
 	rv_pd_unref(pdom);
