@@ -13,6 +13,13 @@
 
 #include "conf-harness.h"
 
+/* Say which answer the device gave, so that the log shows a refusal was
+ * checked (and why the device gave it) rather than a pass. */
+static void refused(const char *what)
+{
+	print_message("[ REFUSED  ] %s: %s: -EOPNOTSUPP: %s\n", conf_device_name(), what, rv_error_last());
+}
+
 static rv_qp *qp_on(rv_pd *pd, rv_cq *cq)
 {
 	rv_qp_init_attr qa;
@@ -48,6 +55,8 @@ static void parent_domain_traffic(void)
 	rc = rv_td_new(p->a.ctx, NULL, &td);
 	if (rc != 0 && rc != -EOPNOTSUPP)
 		fail_msg("rv_td_new: %d %s", rc, rv_error_last());
+	if (rc == -EOPNOTSUPP)
+		refused("rv_td_new");
 	pa.parent = p->a.pd;
 	if (td) {
 		pa.mask |= RV_PD_ATTR_TD;
@@ -57,6 +66,7 @@ static void parent_domain_traffic(void)
 	if (rc == -EOPNOTSUPP) {
 		/* Refused: a device without parent domains has no TDs either
 		 * (libibverbs' providers implement both or neither). */
+		refused("rv_pd_new(parent domain)");
 		assert_null(td);
 		assert_null(pdom);
 		return;
@@ -117,6 +127,7 @@ static void ece_query_and_set_agree(void)
 	if (q == -EOPNOTSUPP) {
 		/* No ECE: setting is refused the same way. */
 		assert_int_equal(s, -EOPNOTSUPP);
+		refused("rv_qp_query_ece and rv_qp_set_ece");
 		return;
 	}
 	/* Setting what the QP offers is accepted, and reads back. */
@@ -137,10 +148,17 @@ static void rate_limit_matches_caps(void)
 	conf_connect(&p->a, &p->b, NULL);
 	rl.rate_limit = d.pp_rate_limit_max ? d.pp_rate_limit_min : 1000;
 	rc = rv_qp_set_rate_limit(p->a.qp, &rl);
-	if (d.pp_rate_limit_max == 0 || !(d.pp_supported_qpts & (1u << RV_QPT_RC))) {
-		/* No pacing reported for RC: the device refuses it. */
+	if (d.pp_rate_limit_max == 0) {
+		/* No pacing at all: refused as unsupported. */
+		if (rc != -EOPNOTSUPP)
+			fail_msg("rate limit on a device reporting no pacing: %d %s", rc, rv_error_last());
+		refused("rv_qp_set_rate_limit");
+		return;
+	}
+	if (!(d.pp_supported_qpts & (1u << RV_QPT_RC))) {
+		/* Pacing, but not of RC QPs: refused, as unsupported or invalid. */
 		if (rc != -EOPNOTSUPP && rc != -EINVAL)
-			fail_msg("rate limit on a device reporting no pacing for RC: %d %s", rc, rv_error_last());
+			fail_msg("rate limit on an RC QP of a device pacing other types: %d %s", rc, rv_error_last());
 		return;
 	}
 	if (rc != 0)
