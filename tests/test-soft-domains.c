@@ -4,8 +4,9 @@
  * parent and of the parent domain (one protection domain), the parent
  * domain's allocators get the QP's queue buffers (and their failure fails
  * the QP cleanly), the close order (TD and parent close the parent domain
- * and what is in it, the context closes all), the argument checks, and the
- * truthful refusals of ECE and rate limits. Every test closes everything.
+ * and what is in it, CQs included; the context closes all), the argument
+ * checks, and the truthful refusals of ECE and rate limits. Every test
+ * closes everything.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -125,6 +126,8 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 	rv_pd *pdom;
 	rv_mr *pmr = NULL;
 	uint8_t *pbuf;
+	rv_cq *pcq = NULL;
+	rv_cq_attr ca = {.mask = RV_CQ_ATTR_PD};
 	rv_wc wc;
 
 	(void)state;
@@ -136,7 +139,9 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 	pdom = parent_domain(a.pd, td, &ar);
 	assert_int_equal(rv_qp_close(a.qp), 0);
 	rv_qp_unref(a.qp);
-	a.qp = qp_on(pdom, a.cq);
+	ca.pd = pdom;
+	assert_int_equal(rv_cq_new(a.ctx, &ca, &pcq), 0); /* A's CQ is in the parent domain too */
+	a.qp = qp_on(pdom, pcq);
 	/* The five queue buffers came from the allocator, and were used. */
 	assert_int_equal(ar.allocs, 5);
 	assert_int_equal(ar.frees, 0);
@@ -152,7 +157,7 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 		fill(pbuf, 1000, 7u + (unsigned)i);
 		assert_int_equal(rv_qp_recv(b.qp, &r, 10), 0);
 		assert_int_equal(rv_qp_send(a.qp, &s, 11), 0);
-		wc = poll_one(a.cq);
+		wc = poll_one(pcq);
 		assert_int_equal(wc.status, RV_WC_SUCCESS);
 		wc = poll_one(b.cq);
 		assert_int_equal(wc.status, RV_WC_SUCCESS);
@@ -182,7 +187,7 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 		bi = (rv_mw_bind_info){.mr = wmr, .addr = (uint64_t)(uintptr_t)rv_mr_addr(wmr) + 1024,
 				       .length = 512, .access = RV_ACCESS_REMOTE_WRITE};
 		assert_int_equal(rv_qp_bind_mw(a.qp, mw, &bi, 13, RV_SEND_SIGNALED), 0);
-		wc = poll_one(a.cq);
+		wc = poll_one(pcq);
 		assert_int_equal(wc.status, RV_WC_SUCCESS);
 		fill(b.buf + 16384, 512, 5);
 		assert_int_equal(rv_qp_write(b.qp, &s, bi.addr, rv_mw_rkey(mw), 14), 0);
@@ -201,7 +206,7 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 		assert_int_equal(rv_srq_new(a.pd, NULL, &srq), 0);
 		memset(&qa, 0, sizeof(qa));
 		qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_SRQ;
-		qa.send_cq = a.cq;
+		qa.send_cq = pcq;
 		qa.srq = srq;
 		assert_int_equal(rv_qp_new(pdom, &qa, &sq), 0);
 		assert_int_equal(ar.allocs, 10);
@@ -213,6 +218,7 @@ static void test_soft_domains__qp_on_parent_domain_passes_traffic(void **state)
 	assert_int_equal(ar.frees, 10);
 	assert_false(ar.bad);
 	rv_mr_unref(pmr);
+	rv_cq_unref(pcq);
 	rv_pd_unref(pdom);
 	rv_td_unref(td);
 	side_close(&a);
@@ -303,10 +309,20 @@ static void test_soft_domains__close_order(void **state)
 	rv_pd_unref(pdom);
 	rv_td_unref(td);
 
+	/* A CQ in a parent domain: closing the parent PD closes the parent
+	 * domain, the CQ in it, and the QP on that CQ. */
 	pdom2 = parent_domain(a.pd, NULL, NULL);
-	qp = qp_on(pdom2, a.cq);
-	assert_int_equal(rv_pd_close(a.pd), 0);
-	assert_int_equal(rv_qp_state_of(qp), -RV_ECLOSED);
+	{
+		rv_cq_attr ca = {.mask = RV_CQ_ATTR_PD, .pd = pdom2};
+		rv_cq *cq = NULL;
+
+		assert_int_equal(rv_cq_new(a.ctx, &ca, &cq), 0);
+		qp = qp_on(pdom2, cq);
+		assert_int_equal(rv_pd_close(a.pd), 0);
+		assert_int_equal(rv_qp_state_of(qp), -RV_ECLOSED);
+		assert_int_equal(rv_cq_poll(cq, &(rv_wc){0}, 1), -RV_ECLOSED);
+		rv_cq_unref(cq);
+	}
 	assert_null(rv_pd_context(pdom2));
 	rv_qp_unref(qp);
 	rv_pd_unref(pdom2);
@@ -361,6 +377,21 @@ static void test_soft_domains__argument_checks(void **state)
 	pdom = parent_domain(a.pd, td, NULL);
 	REFUSED(-EINVAL, .mask = RV_PD_ATTR_PARENT, .parent = pdom);            /* a parent domain's parent domain */
 #undef REFUSED
+	/* A CQ takes a parent domain of its context, not an ordinary PD. */
+	{
+		rv_cq *cq = (rv_cq *)sentinel;
+		rv_cq_attr ca = {.mask = RV_CQ_ATTR_PD, .pd = a.pd};
+
+		assert_int_equal(rv_cq_new(a.ctx, &ca, &cq), -EINVAL);
+		ca.pd = pdom;
+		assert_int_equal(rv_cq_new(b.ctx, &ca, &cq), -EINVAL);
+		ca.pd = NULL;
+		assert_int_equal(rv_cq_new(a.ctx, &ca, &cq), -EINVAL);
+		assert_ptr_equal(cq, (rv_cq *)sentinel);
+		ca.pd = pdom;
+		assert_int_equal(rv_cq_new(a.ctx, &ca, &cq), 0);
+		rv_cq_unref(cq);
+	}
 	assert_null(rv_pd_parent(NULL));
 	rv_pd_unref(pdom);
 	rv_td_unref(td);

@@ -742,6 +742,17 @@ public:
 		rv_cq_attr a = ex_attr(cqe, wc_flags);
 		return create(ctx, &a, ec);
 	}
+	/** A CQ in a parent domain (rv_cq_attr::pd): closing the parent domain closes it. */
+	static cq create_in(const pd &parent_domain)
+	{
+		rv_cq_attr a = pd_attr(parent_domain);
+		return create(parent_domain.get_context(), &a);
+	}
+	static cq create_in(const pd &parent_domain, std::error_code &ec) noexcept
+	{
+		rv_cq_attr a = pd_attr(parent_domain);
+		return create(parent_domain.get_context(), &a, ec);
+	}
 	/** Poll up to wc.size() completions with their extended fields (rv_cq_poll_ex). */
 	size_t poll_ex(span<rv_wc_ex> wc) const
 	{
@@ -819,6 +830,13 @@ public:
 	}
 
 private:
+	static rv_cq_attr pd_attr(const pd &parent_domain) noexcept
+	{
+		rv_cq_attr a{};
+		a.mask = RV_CQ_ATTR_PD;
+		a.pd = parent_domain.get();
+		return a;
+	}
 	static int clamp(size_t n) noexcept { return n > 0x7fffffff ? 0x7fffffff : static_cast<int>(n); }
 	static rv_cq_attr ex_attr(uint32_t cqe, uint64_t wc_flags) noexcept
 	{

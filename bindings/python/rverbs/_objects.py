@@ -626,11 +626,14 @@ class CQ(_Handle):
     _kind = "CQ"
     _prefix = "cq"
 
-    def __init__(self, context, cqe=None, batch=16, channel=None, wc_flags=None):
+    def __init__(self, context, cqe=None, batch=16, channel=None, wc_flags=None, pd=None):
         super().__init__()
         attr = _NULL
-        if cqe is not None or channel is not None or wc_flags is not None:
+        if cqe is not None or channel is not None or wc_flags is not None or pd is not None:
             attr = ffi.new("rv_cq_attr *")
+            if pd is not None:  # a parent domain (PD(ctx, parent=...)); closing it closes the CQ
+                attr.mask |= lib.RV_CQ_ATTR_PD
+                attr.pd = pd._ptr("rv_cq_new")
             if wc_flags is not None:  # rv_cq_wc_flags: read them with poll_ex() (_extended.py)
                 attr.mask |= lib.RV_CQ_ATTR_WC_FLAGS
                 attr.wc_flags = wc_flags
@@ -644,6 +647,8 @@ class CQ(_Handle):
         check(lib.rv_cq_new(context._ptr("rv_cq_new"), attr, out), "rv_cq_new")
         self.context = context
         self._adopt(out[0], context)
+        if pd is not None:
+            pd._children.add(self)
         self.channel = None
         if channel is not None:
             CQ._attach_channel(self, channel)  # rverbs/_channel.py

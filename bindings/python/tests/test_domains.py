@@ -15,8 +15,11 @@ def test_parent_domain_with_td_and_close_cascade(context):
     td = rverbs.TD(context)
     pdom = rverbs.PD(context, parent=pd, td=td)
     assert pdom.is_parent_domain and not pd.is_parent_domain
-    cq = rverbs.CQ(context)
+    cq = rverbs.CQ(context, pd=pdom)
     qp = rverbs.QP(pdom, cq)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        rverbs.CQ(context, pd=pd)        # a CQ takes a parent domain only
+    assert e.value.errno == errno.EINVAL
     mr = rverbs.MR(pdom, 4096, rverbs.ACCESS_LOCAL_WRITE)
     with pytest.raises(rverbs.RVerbsError) as e:
         rverbs.PD(context, parent=pdom)  # a parent domain's parent must be a PD
@@ -25,7 +28,7 @@ def test_parent_domain_with_td_and_close_cascade(context):
         rverbs.PD(context, td=td)        # a TD needs a parent
     assert e.value.errno == errno.EINVAL
     td.close()
-    assert pdom.closed and qp.closed and mr.closed and not pd.closed
+    assert pdom.closed and cq.closed and qp.closed and mr.closed and not pd.closed
     with pytest.raises(rverbs.RVerbsClosedError):
         qp.state()
     pd.close()

@@ -219,7 +219,7 @@ int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 
 	struct ibv_comp_channel *ch = NULL;
 
-	if ((attr->mask & RV_CQ_ATTR_WC_FLAGS) && attr->wc_flags)
+	if (((attr->mask & RV_CQ_ATTR_WC_FLAGS) && attr->wc_flags) || ((attr->mask & RV_CQ_ATTR_PD) && attr->pd))
 		return rv_ibv_cq_create_ex(cq, attr);
 	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
 		ch = attr->channel->drv_ch;
