@@ -68,7 +68,9 @@ RV_API rv_context *rv_td_context(const rv_td *td);
 /**
  * A parent domain's allocator (as `ibv_parent_domain_init_attr.alloc`): return
  * @p size bytes aligned to @p alignment, zeroed or not, or NULL (the creation
- * then fails with -ENOMEM), or RV_PD_ALLOCATOR_USE_DEFAULT.
+ * then fails with -ENOMEM), or RV_PD_ALLOCATOR_USE_DEFAULT. It and its free
+ * run inside the rverbs call that creates or destroys the object, with the
+ * context's lock held: they must not call rverbs.
  * @param pd             the parent domain
  * @param pd_context     rv_pd_attr.pd_context
  * @param size           bytes
