@@ -54,6 +54,19 @@ struct compat_pd {
 	struct ibv_pd pd;
 	rv_pd *rv;
 	int users;
+	/* A parent domain (domain.c): its parent PD and TD (each counts it as a
+	 * user) and the program's allocators, called with pd. */
+	struct compat_pd *parent;
+	struct compat_td *td;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
+};
+
+struct compat_td {
+	struct ibv_td td;
+	rv_td *rv;
+	int users;              /* parent domains bound to it */
 };
 
 struct compat_mr {
@@ -74,6 +87,7 @@ struct compat_cq {
 	rv_cq *rv;
 	rv_wc cur;              /* the completion an extended poll is on (cq_ex.c) */
 	int users;
+	struct compat_pd *pd;   /* the parent domain of ibv_create_cq_ex, or NULL */
 	struct compat_cq *next;
 };
 
@@ -112,6 +126,13 @@ struct compat_ah {
 	rv_ah *peer;
 	uint16_t peer_lid;
 };
+
+/* domain.c */
+void compat_ctx_fill_domain_ops(struct compat_ctx *cc);
+/* Drop the parent PD's and the TD's count of a parent domain being freed. */
+void compat_pd_unlink(struct compat_pd *p);
+/* pd is a parent domain of context c. */
+bool compat_pd_is_parent_domain(struct ibv_context *c, struct ibv_pd *pd);
 
 /* device.c */
 bool compat_is_soft_device(const struct ibv_device *dev);

@@ -349,15 +349,37 @@ COMPAT_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 
 COMPAT_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	if (qp && qp->context && compat_is_soft(qp->context))
-		return errno = EOPNOTSUPP;
+	if (qp && qp->context && compat_is_soft(qp->context)) {
+		rv_ece e;
+		int rc;
+
+		if (!ece)
+			return errno = EINVAL;
+		rc = rv_qp_query_ece(compat_qp_of(qp)->rv, &e); /* soft0: EOPNOTSUPP */
+		if (rc < 0)
+			return errno = -rc;
+		ece->vendor_id = e.vendor_id;
+		ece->options = e.options;
+		ece->comp_mask = e.comp_mask;
+		return 0;
+	}
 	COMPAT_REAL_INT(ibv_query_ece, qp, ece);
 }
 
 COMPAT_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	if (qp && qp->context && compat_is_soft(qp->context))
-		return errno = EOPNOTSUPP;
+	if (qp && qp->context && compat_is_soft(qp->context)) {
+		rv_ece e;
+		int rc;
+
+		if (!ece)
+			return errno = EINVAL;
+		e.vendor_id = ece->vendor_id;
+		e.options = ece->options;
+		e.comp_mask = ece->comp_mask;
+		rc = rv_qp_set_ece(compat_qp_of(qp)->rv, &e); /* soft0: EOPNOTSUPP */
+		return rc < 0 ? (errno = -rc) : 0;
+	}
 	COMPAT_REAL_INT(ibv_set_ece, qp, ece);
 }
 

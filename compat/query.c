@@ -123,6 +123,7 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->create_qp_ex = compat_create_qp_ex;
 	v->create_srq_ex = compat_create_srq_ex;
 	v->create_cq_ex = compat_create_cq_ex;
+	compat_ctx_fill_domain_ops(cc);
 }
 
 COMPAT_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)

@@ -79,6 +79,7 @@ COMPAT_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 	if (rc < 0)
 		return errno = -rc;
 	rv_pd_unref(p->rv);
+	compat_pd_unlink(p);
 	free(p);
 	return 0;
 }
@@ -386,7 +387,7 @@ COMPAT_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 /* ---- CQ ------------------------------------------------------------------- */
 
 static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq_context,
-				       struct ibv_comp_channel *channel, int comp_vector)
+				       struct ibv_comp_channel *channel, int comp_vector, struct ibv_pd *pdom)
 {
 	struct compat_ctx *cc = compat_ctx_of(c);
 	rv_cq_attr a = {.mask = RV_CQ_ATTR_CQE | RV_CQ_ATTR_COMP_VECTOR};
@@ -401,6 +402,10 @@ static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq
 	if (channel) {
 		a.mask |= RV_CQ_ATTR_CHANNEL;
 		a.channel = compat_ch_of(channel)->rv;
+	}
+	if (pdom) {
+		a.mask |= RV_CQ_ATTR_PD;
+		a.pd = compat_pd_of(pdom)->rv;
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
@@ -434,7 +439,7 @@ COMPAT_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void 
 
 	if (!compat_is_soft(c))
 		COMPAT_REAL_PTR(ibv_create_cq, c, cqe, cq_context, channel, comp_vector);
-	q = create_cq_soft(c, cqe, cq_context, channel, comp_vector);
+	q = create_cq_soft(c, cqe, cq_context, channel, comp_vector, NULL);
 	return q ? &q->cq : NULL;
 }
 
@@ -453,16 +458,25 @@ struct ibv_cq_ex *compat_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_
 		return compat_fail_null(-EINVAL);
 	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
 		return compat_fail_null(-EINVAL);
-	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)
-		return compat_fail_null(-EOPNOTSUPP); /* no parent domains on soft0 */
+	/* As libibverbs' providers: parent_domain must be a parent domain of c
+	 * (rv_cq_new checks it too); the parent domain counts the CQ as a user
+	 * until it goes. */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain &&
+	    !compat_pd_is_parent_domain(c, attr->parent_domain))
+		return compat_fail_null(-EINVAL);
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
 		return compat_fail_null(-EOPNOTSUPP); /* IGNORE_OVERRUN */
 	if (attr->wc_flags & ~(uint64_t)COMPAT_CQ_EX_WC_FLAGS)
 		return compat_fail_null(-EOPNOTSUPP);
-	q = create_cq_soft(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector);
+	q = create_cq_soft(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector,
+			   (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL);
 	if (!q)
 		return NULL;
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain) {
+		q->pd = compat_pd_of(attr->parent_domain);
+		compat_use(c, &q->pd->users, 1);
+	}
 	compat_cq_ex_fill(q);
 	return &q->ex;
 }
@@ -513,6 +527,8 @@ COMPAT_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		}
 	if (cq->channel)
 		cq->channel->refcnt--;
+	if (q->pd)
+		q->pd->users--;
 	pthread_mutex_unlock(&cc->lock);
 	rv_cq_unref(q->rv);
 	pthread_mutex_destroy(&cq->mutex);

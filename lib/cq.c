@@ -33,7 +33,8 @@ static const struct rv_object_class cq_class = {
 	.destroy = cq_destroy,
 };
 
-#define CQ_ATTR_KNOWN (RV_CQ_ATTR_CQE | RV_CQ_ATTR_CHANNEL | RV_CQ_ATTR_COMP_VECTOR | RV_CQ_ATTR_WC_FLAGS)
+#define CQ_ATTR_KNOWN \
+	(RV_CQ_ATTR_CQE | RV_CQ_ATTR_CHANNEL | RV_CQ_ATTR_COMP_VECTOR | RV_CQ_ATTR_WC_FLAGS | RV_CQ_ATTR_PD)
 #define CQ_WC_FLAGS_KNOWN (RV_CQ_WC_TIMESTAMP | RV_CQ_WC_FLOW_TAG | RV_CQ_WC_TIMESTAMP_WALLCLOCK)
 
 /* rv_cq_attr.wc_flags: known bits only, and a driver that can give them. */
@@ -83,6 +84,18 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 				return rc;
 			a.wc_flags = attr->wc_flags;
 		}
+		if (attr->mask & RV_CQ_ATTR_PD) {
+			/* As ibv_create_cq_ex: only a parent domain, of this context. */
+			rc = rv_obj_check(RV_COBJ(attr->pd), RV_OBJ_PD, __func__);
+			if (rc < 0)
+				return rc;
+			if (attr->pd->ctx != ctx)
+				return rv_err(EINVAL, __func__, "rv_cq_attr.pd belongs to another context");
+			if (!attr->pd->parent)
+				return rv_err(EINVAL, __func__, "rv_cq_attr.pd is an ordinary PD; a CQ takes a parent "
+					      "domain (rv_pd_attr's RV_PD_ATTR_PARENT), as ibv_create_cq_ex does");
+			a.pd = attr->pd;
+		}
 		a.mask = attr->mask;
 	}
 	cq = rv_obj_new(sizeof(*cq), &cq_class, ctx, __func__);
@@ -93,6 +106,12 @@ RV_EXPORT int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq)
 	cq->wc_flags = (uint32_t)a.wc_flags;
 	rv_graph_lock(&ctx->obj);
 	rc = rv_obj_depend(&cq->obj, &ctx->obj, __func__);
+	if (rc == 0 && a.pd) {
+		if (a.pd->obj.state != RV_OBJ_LIVE) /* closed meanwhile */
+			rc = rv_err(RV_ECLOSED, __func__, "the parent domain was closed");
+		else
+			rc = rv_obj_depend(&cq->obj, &a.pd->obj, __func__);
+	}
 	if (rc == 0 && a.channel) {
 		if (a.channel->obj.state != RV_OBJ_LIVE) /* closed meanwhile */
 			rc = rv_err(RV_ECLOSED, __func__, "the completion channel was closed");

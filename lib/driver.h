@@ -42,8 +42,18 @@ struct rv_driver {
 	/* The P_Key in host byte order. May be NULL (-EOPNOTSUPP). */
 	int (*query_pkey)(struct rv_context *ctx, uint8_t port_num, uint16_t index, uint16_t *pkey);
 
+	/* A parent domain has pd->parent set (an ordinary, live PD of the
+	 * context), and td, alloc, free, pd_context when given. */
 	int (*pd_alloc)(struct rv_pd *pd);
 	int (*pd_dealloc)(struct rv_pd *pd);
+	/* Thread domains; fill td->drv_td. NULL: the device has none (-EOPNOTSUPP). */
+	int (*td_alloc)(struct rv_td *td);
+	int (*td_dealloc)(struct rv_td *td);
+	/* rv_qp_query_ece / rv_qp_set_ece (comp_mask checked 0). NULL: -EOPNOTSUPP. */
+	int (*qp_query_ece)(struct rv_qp *qp, rv_ece *ece);
+	int (*qp_set_ece)(struct rv_qp *qp, const rv_ece *ece);
+	/* rv_qp_set_rate_limit (mask checked, the rate set). NULL: -EOPNOTSUPP. */
+	int (*qp_set_rate_limit)(struct rv_qp *qp, const rv_qp_rate_limit_attr *attr);
 
 	/* mr->pd, addr, length, access are set; fill lkey, rkey, drv_mr. */
 	int (*mr_reg)(struct rv_mr *mr);

@@ -84,7 +84,7 @@ static int bind_check(const struct rv_qp *qp, const struct rv_mw *mw, const rv_m
 			      "RV_SEND_FENCE", send_flags);
 	if (qp->qp_type != RV_QPT_RC)
 		return rv_err(EINVAL, fn, "windows are bound on RC QPs; this QP is of type %u", qp->qp_type);
-	if (qp->pd != mw->pd)
+	if (rv_pd_protection(qp->pd) != rv_pd_protection(mw->pd))
 		return rv_err(EINVAL, fn, "the window and the QP belong to different PDs");
 	if (qp->sig)
 		return rv_err(EOPNOTSUPP, fn, "the QP has a selective-signalling policy "
@@ -107,7 +107,7 @@ static int bind_check(const struct rv_qp *qp, const struct rv_mw *mw, const rv_m
 		rv_err_hint("info->mr names it");
 		return rc;
 	}
-	if (mr->pd != mw->pd)
+	if (rv_pd_protection(mr->pd) != rv_pd_protection(mw->pd))
 		return rv_err(EINVAL, fn, "info->mr belongs to another PD than the window");
 	if (!(mr->access & RV_ACCESS_MW_BIND))
 		return rv_err(EINVAL, fn, "the MR was registered without RV_ACCESS_MW_BIND; register it "

@@ -129,7 +129,7 @@ static int qp_init_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_a
 		rc = rv_obj_check(RV_COBJ(attr->srq), RV_OBJ_SRQ, func);
 		if (rc < 0)
 			return rc;
-		if (attr->srq->pd != pd)
+		if (rv_pd_protection(attr->srq->pd) != rv_pd_protection(pd))
 			return rv_err(EINVAL, func, "the SRQ #%" PRIu64 " belongs to another PD; a QP and its "
 				      "SRQ must share the PD", attr->srq->obj.id);
 		a->srq = attr->srq;

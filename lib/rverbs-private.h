@@ -46,7 +46,27 @@ struct rv_pd {
 	struct rv_object obj;
 	struct rv_context *ctx;
 	void *drv_pd;
+	/* A parent domain (lib/pd.c): its parent PD, TD and allocators (each
+	 * NULL when not given). parent and td are dependencies. */
+	struct rv_pd *parent;
+	struct rv_td *td;
+	rv_pd_alloc_fn alloc;
+	rv_pd_free_fn free;
+	void *pd_context;
 };
+
+struct rv_td {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	void *drv_td;
+};
+
+/* The PD whose protection pd has: its parent for a parent domain, else pd.
+ * Facade checks that two objects share a PD compare these. */
+static inline struct rv_pd *rv_pd_protection(struct rv_pd *pd)
+{
+	return pd->parent ? pd->parent : pd;
+}
 
 struct rv_mr {
 	struct rv_object obj;

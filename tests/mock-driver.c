@@ -313,6 +313,9 @@ static int mock_pd_alloc(struct rv_pd *pd)
 	if (!f)
 		return -ENOMEM;
 	f->parents[0] = pd->ctx->drv_ctx;
+	/* A parent domain must go before its parent PD and its TD. */
+	f->parents[1] = pd->parent ? pd->parent->drv_pd : NULL;
+	f->parents[2] = pd->td ? pd->td->drv_td : NULL;
 	pd->drv_pd = f;
 	return 0;
 }
@@ -321,6 +324,28 @@ static int mock_pd_dealloc(struct rv_pd *pd)
 {
 	expect_live(pd, RV_OBJ_PD);
 	return fake_destroy(pd->drv_pd, RV_OBJ_PD);
+}
+
+static int mock_td_alloc(struct rv_td *td)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(td, RV_OBJ_TD);
+	if (inject_create(RV_OBJ_TD, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_TD, td);
+	if (!f)
+		return -ENOMEM;
+	f->parents[0] = td->ctx->drv_ctx;
+	td->drv_td = f;
+	return 0;
+}
+
+static int mock_td_dealloc(struct rv_td *td)
+{
+	expect_live(td, RV_OBJ_TD);
+	return fake_destroy(td->drv_td, RV_OBJ_TD);
 }
 
 static int mock_mr_reg(struct rv_mr *mr)
@@ -642,6 +667,8 @@ const struct rv_driver mock_driver = {
 	.query_gid_entry = mock_query_gid_entry,
 	.pd_alloc = mock_pd_alloc,
 	.pd_dealloc = mock_pd_dealloc,
+	.td_alloc = mock_td_alloc,
+	.td_dealloc = mock_td_dealloc,
 	.mr_reg = mock_mr_reg,
 	.mr_dereg = mock_mr_dereg,
 	.cq_create = mock_cq_create,

@@ -300,8 +300,10 @@ static void test_handles__unknown_mask_bits_are_rejected_naming_the_bit(void **s
 	make_tree(&t);
 	assert_int_equal(rv_context_new(dev, &(rv_context_attr){.mask = 1u << 5}, (rv_context **)&out), -EINVAL);
 	assert_msg_contains("unknown bit 0x20 in rv_context_attr.mask");
-	assert_int_equal(rv_pd_new(t.ctx, &(rv_pd_attr){.mask = 1}, (rv_pd **)&out), -EINVAL);
-	assert_msg_contains("unknown bit 0x1 in rv_pd_attr.mask");
+	assert_int_equal(rv_pd_new(t.ctx, &(rv_pd_attr){.mask = 1u << 3}, (rv_pd **)&out), -EINVAL);
+	assert_msg_contains("unknown bit 0x8 in rv_pd_attr.mask");
+	assert_int_equal(rv_td_new(t.ctx, &(rv_td_attr){.mask = 1}, (rv_td **)&out), -EINVAL);
+	assert_msg_contains("unknown bit 0x1 in rv_td_attr.mask");
 	assert_int_equal(rv_cq_new(t.ctx, &(rv_cq_attr){.mask = UINT64_C(1) << 40}, (rv_cq **)&out), -EINVAL);
 	assert_msg_contains("unknown bit 0x10000000000 in rv_cq_attr.mask");
 	assert_int_equal(rv_qp_new(t.pd,

@@ -40,6 +40,36 @@ static void test_handles__failed_qp_destroy_makes_pd_close_fail_and_keeps_pd_and
 	end_test();
 }
 
+/* A parent domain whose destroy fails keeps its TD open (the TD's close
+ * fails with it); the retry closes both, each once. */
+static void test_handles__failed_parent_domain_destroy_keeps_its_td_live_and_retryable(void **state)
+{
+	struct tree t;
+	rv_td *td;
+	rv_pd *pdom;
+	rv_pd_attr pa;
+
+	(void)state;
+	make_tree(&t);
+	assert_int_equal(rv_td_new(t.ctx, NULL, &td), 0);
+	pa = (rv_pd_attr){.mask = RV_PD_ATTR_PARENT | RV_PD_ATTR_TD, .parent = t.pd, .td = td};
+	assert_int_equal(rv_pd_new(t.ctx, &pa, &pdom), 0);
+	mock_fail_destroy(RV_OBJ_PD, EBUSY, 1);
+	assert_int_equal(rv_td_close(td), -EBUSY);
+	assert_int_equal(mock.n_log, 0);
+	assert_ptr_equal(rv_td_context(td), t.ctx);
+	assert_ptr_equal(rv_pd_parent(pdom), t.pd);
+	assert_int_equal(rv_td_close(td), 0);
+	assert_int_equal(mock_destroy_count(pdom), 1);
+	assert_int_equal(mock_destroy_count(td), 1);
+	assert_null(rv_pd_parent(pdom));
+	assert_ptr_equal(rv_pd_context(t.pd), t.ctx);
+	pdom = rv_pd_unref(pdom);
+	td = rv_td_unref(td);
+	unref_tree(&t);
+	end_test();
+}
+
 static void test_handles__failed_destroy_keeps_what_was_already_closed_closed(void **state)
 {
 	struct tree t;
@@ -297,6 +327,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		HANDLES_TEST(test_handles__failed_qp_destroy_makes_pd_close_fail_and_keeps_pd_and_qp_live),
+		HANDLES_TEST(test_handles__failed_parent_domain_destroy_keeps_its_td_live_and_retryable),
 		HANDLES_TEST(test_handles__failed_destroy_keeps_what_was_already_closed_closed),
 		HANDLES_TEST(test_handles__qp_close_failure_is_retryable),
 		HANDLES_TEST(test_handles__zombie_qp_is_destroyed_and_freed_by_pd_close),

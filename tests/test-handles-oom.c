@@ -94,6 +94,8 @@ static void scenario(struct outcome *o)
 	rv_cq *cq = NULL, *cq2 = NULL;
 	rv_mr *mr = NULL, *mr2 = NULL;
 	rv_qp *qp = NULL, *qp2 = NULL;
+	rv_td *td = NULL;
+	rv_pd *pdom = NULL;
 	char *text = NULL;
 	int rc;
 
@@ -117,6 +119,16 @@ static void scenario(struct outcome *o)
 		rv_error_clear();
 		check(o, rv_mr_alloc(pd, 100, RV_ACCESS_LOCAL_WRITE, NULL, &mr2), mr2, "rv_mr_alloc");
 	}
+	if (ctx) {
+		rv_error_clear();
+		check(o, rv_td_new(ctx, NULL, &td), td, "rv_td_new");
+	}
+	if (pd && td) {
+		rv_pd_attr pa = {.mask = RV_PD_ATTR_PARENT | RV_PD_ATTR_TD, .parent = pd, .td = td};
+
+		rv_error_clear();
+		check(o, rv_pd_new(ctx, &pa, &pdom), pdom, "rv_pd_new");
+	}
 	if (pd && cq && cq2) {
 		rv_qp_init_attr a = {.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_RECV_CQ,
 				     .send_cq = cq, .recv_cq = cq2};
@@ -124,7 +136,7 @@ static void scenario(struct outcome *o)
 		check(o, rv_qp_new(pd, &a, &qp), qp, "rv_qp_new");
 		a.recv_cq = cq;
 		rv_error_clear();
-		check(o, rv_qp_new(pd, &a, &qp2), qp2, "rv_qp_new");
+		check(o, rv_qp_new(pdom ? pdom : pd, &a, &qp2), qp2, "rv_qp_new"); /* in the parent domain */
 	}
 	if (ctx) {
 		rv_error_clear();
@@ -155,6 +167,8 @@ static void scenario(struct outcome *o)
 	rv_mr_unref(mr);
 	rv_cq_unref(cq2);
 	rv_cq_unref(cq);
+	rv_pd_unref(pdom);
+	rv_td_unref(td);
 	rv_pd_unref(pd);
 	rv_context_unref(ctx);
 	rv_device_unref(d);

@@ -157,6 +157,68 @@ static void test_handles__pd_close_cascades_to_qp_then_mr(void **state)
 	end_test();
 }
 
+/* A parent domain depends on its parent PD and its TD: closing the TD closes
+ * the parent domain and what is in it (newest first), and the mock's order
+ * check sees every child destroyed before what it was made on. */
+static void test_handles__td_close_cascades_to_parent_domain_and_its_qp(void **state)
+{
+	struct tree t;
+	rv_td *td;
+	rv_pd *pdom;
+	rv_qp *qp2;
+	rv_pd_attr pa;
+
+	(void)state;
+	make_tree(&t);
+	assert_int_equal(rv_td_new(t.ctx, NULL, &td), 0);
+	pa = (rv_pd_attr){.mask = RV_PD_ATTR_PARENT | RV_PD_ATTR_TD, .parent = t.pd, .td = td};
+	assert_int_equal(rv_pd_new(t.ctx, &pa, &pdom), 0);
+	qp2 = new_qp(pdom, t.cq, t.cq);
+	assert_int_equal(rv_td_close(td), 0);
+	assert_int_equal(mock.n_log, 3);
+	assert_ptr_equal(mock.log[0].handle, qp2);
+	assert_ptr_equal(mock.log[1].handle, pdom);
+	assert_ptr_equal(mock.log[2].handle, td);
+	assert_closed_rc(rv_qp_state_of(qp2), "its PD");
+	assert_int_equal(mock_live(RV_OBJ_PD), 1);
+	assert_int_equal(rv_qp_state_of(t.qp), RV_QPS_RESET);
+	qp2 = rv_qp_unref(qp2);
+	pdom = rv_pd_unref(pdom);
+	td = rv_td_unref(td);
+	unref_tree(&t);
+	end_test();
+}
+
+/* The context's close reaches the parent domain through both of its
+ * parents, and destroys it once, before the PD and the TD. */
+static void test_handles__context_close_destroys_parent_domain_before_pd_and_td(void **state)
+{
+	struct tree t;
+	rv_td *td;
+	rv_pd *pdom;
+	rv_mr *mr2;
+	rv_pd_attr pa;
+
+	(void)state;
+	make_tree(&t);
+	assert_int_equal(rv_td_new(t.ctx, NULL, &td), 0);
+	pa = (rv_pd_attr){.mask = RV_PD_ATTR_PARENT | RV_PD_ATTR_TD, .parent = t.pd, .td = td};
+	assert_int_equal(rv_pd_new(t.ctx, &pa, &pdom), 0);
+	assert_int_equal(rv_mr_alloc(pdom, 100, RV_ACCESS_LOCAL_WRITE, NULL, &mr2), 0);
+	rv_td_unref(td); /* the parent domain keeps it alive, and the mock log names it */
+	assert_int_equal(rv_context_close(t.ctx), 0);
+	assert_before(mr2, pdom);
+	assert_before(pdom, t.pd);
+	assert_before(pdom, td);
+	assert_before(td, t.ctx);
+	assert_int_equal(mock_destroy_count(pdom), 1);
+	assert_int_equal(mock_destroy_count(td), 1);
+	mr2 = rv_mr_unref(mr2);
+	pdom = rv_pd_unref(pdom);
+	unref_tree(&t);
+	end_test();
+}
+
 static void test_handles__cq_close_cascades_to_every_qp_using_it(void **state)
 {
 	struct tree t;
@@ -989,6 +1051,8 @@ int main(void)
 		HANDLES_TEST(test_handles__extra_references_are_released_by_extra_unrefs),
 		HANDLES_TEST(test_handles__context_close_closes_qps_before_cqs_mrs_before_pds_all_before_context),
 		HANDLES_TEST(test_handles__pd_close_cascades_to_qp_then_mr),
+		HANDLES_TEST(test_handles__td_close_cascades_to_parent_domain_and_its_qp),
+		HANDLES_TEST(test_handles__context_close_destroys_parent_domain_before_pd_and_td),
 		HANDLES_TEST(test_handles__cq_close_cascades_to_every_qp_using_it),
 		HANDLES_TEST(test_handles__mr_close_closes_only_the_mr),
 		HANDLES_TEST(test_handles__mw_on_a_device_without_windows),

@@ -154,6 +154,7 @@ struct traits;
 RVERBS_HPP_TRAITS(rv_device, device)
 RVERBS_HPP_TRAITS(rv_context, context)
 RVERBS_HPP_TRAITS(rv_pd, pd)
+RVERBS_HPP_TRAITS(rv_td, td)
 RVERBS_HPP_TRAITS(rv_mr, mr)
 RVERBS_HPP_TRAITS(rv_cq, cq)
 RVERBS_HPP_TRAITS(rv_qp, qp)
@@ -526,6 +527,21 @@ public:
 	cq get_event(int timeout_ms, std::error_code &ec) noexcept;
 };
 
+/** A thread domain (rv_td_new): bound to parent domains (pd::create_parent). */
+class td : public handle<rv_td> {
+public:
+	using handle::handle;
+	td() noexcept = default;
+	td(handle<rv_td> h) noexcept : handle(std::move(h)) {}
+
+	static td create(const context &ctx) RVERBS_HPP_CREATE(td, rv_td, rv_td_new, ctx.get(), nullptr)
+	static td create(const context &ctx, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(td, rv_td, rv_td_new, ctx.get(), nullptr)
+
+	/** The context (a new reference). */
+	context get_context() const noexcept { return context::borrow(rv_td_context(p_)); }
+};
+
 class pd : public handle<rv_pd> {
 public:
 	using handle::handle;
@@ -537,8 +553,39 @@ public:
 	static pd create(const context &ctx, const rv_pd_attr *attr, std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(pd, rv_pd, rv_pd_new, ctx.get(), attr)
 
+	/**
+	 * A parent domain of @p parent (rv_pd_new with RV_PD_ATTR_PARENT), bound
+	 * to @p thread when it is not empty; for allocators, fill rv_pd_attr and
+	 * call create(ctx, &attr).
+	 */
+	static pd create_parent(const pd &parent, const td &thread = td())
+	{
+		rv_pd_attr a = parent_attr(parent, thread);
+		RVERBS_HPP_CREATE(pd, rv_pd, rv_pd_new, rv_pd_context(parent.get()), &a)
+	}
+	static pd create_parent(const pd &parent, const td &thread, std::error_code &ec) noexcept
+	{
+		rv_pd_attr a = parent_attr(parent, thread);
+		RVERBS_HPP_CREATE_EC(pd, rv_pd, rv_pd_new, rv_pd_context(parent.get()), &a)
+	}
+
 	/** The context (a new reference). */
 	context get_context() const noexcept { return context::borrow(rv_pd_context(p_)); }
+	/** A parent domain's parent (a new reference); empty for an ordinary PD. */
+	pd get_parent() const noexcept { return pd::borrow(rv_pd_parent(p_)); }
+
+private:
+	static rv_pd_attr parent_attr(const pd &parent, const td &thread) noexcept
+	{
+		rv_pd_attr a{};
+		a.mask = RV_PD_ATTR_PARENT;
+		a.parent = parent.get();
+		if (thread) {
+			a.mask |= RV_PD_ATTR_TD;
+			a.td = thread.get();
+		}
+		return a;
+	}
 };
 
 /** An address handle (UD): rv_ah_new / rv_ah_from_wc. */
@@ -695,6 +742,17 @@ public:
 		rv_cq_attr a = ex_attr(cqe, wc_flags);
 		return create(ctx, &a, ec);
 	}
+	/** A CQ in a parent domain (rv_cq_attr::pd): closing the parent domain closes it. */
+	static cq create_in(const pd &parent_domain)
+	{
+		rv_cq_attr a = pd_attr(parent_domain);
+		return create(parent_domain.get_context(), &a);
+	}
+	static cq create_in(const pd &parent_domain, std::error_code &ec) noexcept
+	{
+		rv_cq_attr a = pd_attr(parent_domain);
+		return create(parent_domain.get_context(), &a, ec);
+	}
 	/** Poll up to wc.size() completions with their extended fields (rv_cq_poll_ex). */
 	size_t poll_ex(span<rv_wc_ex> wc) const
 	{
@@ -772,6 +830,13 @@ public:
 	}
 
 private:
+	static rv_cq_attr pd_attr(const pd &parent_domain) noexcept
+	{
+		rv_cq_attr a{};
+		a.mask = RV_CQ_ATTR_PD;
+		a.pd = parent_domain.get();
+		return a;
+	}
 	static int clamp(size_t n) noexcept { return n > 0x7fffffff ? 0x7fffffff : static_cast<int>(n); }
 	static rv_cq_attr ex_attr(uint32_t cqe, uint64_t wc_flags) noexcept
 	{
@@ -1051,6 +1116,32 @@ public:
 	/** An rv_qp_state. */
 	int state() const { return detail::check(rv_qp_state_of(p_), "rv_qp_state_of"); }
 	int state(std::error_code &ec) const noexcept { return detail::check(rv_qp_state_of(p_), ec); }
+	/** ECE options (rv_qp_query_ece); EOPNOTSUPP on a device without ECE. */
+	rv_ece query_ece() const
+	{
+		rv_ece e{};
+		detail::check(rv_qp_query_ece(p_, &e), "rv_qp_query_ece");
+		return e;
+	}
+	rv_ece query_ece(std::error_code &ec) const noexcept
+	{
+		rv_ece e{};
+		detail::check(rv_qp_query_ece(p_, &e), ec);
+		return e;
+	}
+	void set_ece(const rv_ece &e) { detail::check(rv_qp_set_ece(p_, &e), "rv_qp_set_ece"); }
+	void set_ece(const rv_ece &e, std::error_code &ec) noexcept { detail::check(rv_qp_set_ece(p_, &e), ec); }
+	/** Pace the send queue at @p kbps (0: no limit) (rv_qp_set_rate_limit). */
+	void set_rate_limit(uint32_t kbps)
+	{
+		rv_qp_rate_limit_attr a = rate_attr(kbps);
+		detail::check(rv_qp_set_rate_limit(p_, &a), "rv_qp_set_rate_limit");
+	}
+	void set_rate_limit(uint32_t kbps, std::error_code &ec) noexcept
+	{
+		rv_qp_rate_limit_attr a = rate_attr(kbps);
+		detail::check(rv_qp_set_rate_limit(p_, &a), ec);
+	}
 	rv_qp_cap cap() const
 	{
 		rv_qp_cap c{};
@@ -1313,6 +1404,13 @@ public:
 	}
 
 private:
+	static rv_qp_rate_limit_attr rate_attr(uint32_t kbps) noexcept
+	{
+		rv_qp_rate_limit_attr a{};
+		a.mask = RV_QP_RATE_LIMIT_RATE;
+		a.rate_limit = kbps;
+		return a;
+	}
 	static rv_qp_init_attr init_attr(const cq &c) noexcept
 	{
 		rv_qp_init_attr a{};

@@ -45,6 +45,8 @@ typedef struct rv_qp rv_qp;
 typedef struct rv_srq rv_srq;
 /** An address handle (UD). */
 typedef struct rv_ah rv_ah;
+/** A thread domain: a promise that the objects bound to it are used from one thread at a time. */
+typedef struct rv_td rv_td;
 
 /**
  * Error returned (negated) by every call on a handle that has been closed,

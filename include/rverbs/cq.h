@@ -112,7 +112,8 @@ enum rv_cq_attr_mask {
 	RV_CQ_ATTR_CQE = 1u << 0,         /**< rv_cq_attr::cqe is set */
 	RV_CQ_ATTR_CHANNEL = 1u << 1,     /**< rv_cq_attr::channel is set */
 	RV_CQ_ATTR_COMP_VECTOR = 1u << 2, /**< rv_cq_attr::comp_vector is set */
-	RV_CQ_ATTR_WC_FLAGS = 1u << 3     /**< rv_cq_attr::wc_flags is set */
+	RV_CQ_ATTR_WC_FLAGS = 1u << 3,    /**< rv_cq_attr::wc_flags is set */
+	RV_CQ_ATTR_PD = 1u << 4           /**< rv_cq_attr::pd is set */
 };
 
 /** Options for rv_cq_new(). */
@@ -127,21 +128,30 @@ typedef struct rv_cq_attr {
 	 * device has; a flag it lacks fails rv_cq_new() with -EOPNOTSUPP.
 	 */
 	uint64_t wc_flags;
+	/**
+	 * A parent domain of the same context (rv_pd_attr's RV_PD_ATTR_PARENT),
+	 * as `ibv_create_cq_ex`'s parent_domain; default none. The CQ is then a
+	 * dependent of it (closing it closes the CQ, and the QPs on the CQ), and
+	 * the device may take the CQ's buffers from its allocators and use its
+	 * TD's promise (soft0 does neither).
+	 */
+	rv_pd *pd;
 } rv_cq_attr;
 
 /**
  * Create a completion queue. The CQ holds a reference on its context (and on
- * its completion channel, if any).
+ * its completion channel and its parent domain, if any).
  * @param ctx     the context
  * @param attr    options, or NULL for defaults
  * @param ret_cq  receives the CQ
  * @retval 0            success
  * @retval -EINVAL      a NULL argument, an unknown mask bit or rv_cq_wc_flags
  *                      bit, cqe of 0 or above the device's max_cqe
- *                      (rv_error_last() names the limit)
+ *                      (rv_error_last() names the limit), a pd that is not a
+ *                      parent domain or is of another context
  * @retval -EOPNOTSUPP  a wc_flags bit the device cannot give (no completion
  *                      timestamps, no flow tags); rv_error_last() names it
- * @retval -RV_ECLOSED  the context is closed
+ * @retval -RV_ECLOSED  the context, the channel or the parent domain is closed
  * @retval negative     the driver failed; rv_error_last() says why
  */
 RV_API int rv_cq_new(rv_context *ctx, const rv_cq_attr *attr, rv_cq **ret_cq);

@@ -638,6 +638,65 @@ RV_API int rv_qp_wr_complete(rv_qp *qp, size_t *ret_n_posted);
  */
 RV_API int rv_qp_wr_abort(rv_qp *qp);
 
+/**
+ * Enhanced Connection Establishment options (as `struct ibv_ece`): what a
+ * device offers to or agreed with its peer, exchanged by the connection
+ * manager.
+ */
+typedef struct rv_ece {
+	uint32_t vendor_id; /**< the IEEE OUI of the device's vendor */
+	uint32_t options;   /**< vendor-defined option bits */
+	uint32_t comp_mask; /**< must be 0 */
+} rv_ece;
+
+/**
+ * Read the QP's ECE options (as `ibv_query_ece`).
+ * @retval 0             success; @p ret_ece written
+ * @retval -EINVAL       a NULL argument or not a QP
+ * @retval -RV_ECLOSED   the QP is closed
+ * @retval -EOPNOTSUPP   the device has no ECE (soft0; rxe)
+ */
+RV_API int rv_qp_query_ece(rv_qp *qp, rv_ece *ret_ece);
+
+/**
+ * Set the ECE options the QP offers or accepts (as `ibv_set_ece`), before it
+ * leaves INIT.
+ * @retval 0             success
+ * @retval -EINVAL       a NULL argument, not a QP, or a nonzero comp_mask
+ * @retval -RV_ECLOSED   the QP is closed
+ * @retval -EOPNOTSUPP   the device has no ECE (soft0; rxe)
+ * @retval negative      the device refused the options; rv_error_last() says why
+ */
+RV_API int rv_qp_set_ece(rv_qp *qp, const rv_ece *ece);
+
+/** Bits of rv_qp_rate_limit_attr.mask. */
+typedef enum rv_qp_rate_limit_mask {
+	RV_QP_RATE_LIMIT_RATE = 1u << 0,       /**< rate_limit is set */
+	RV_QP_RATE_LIMIT_MAX_BURST = 1u << 1,  /**< max_burst_sz is set */
+	RV_QP_RATE_LIMIT_PKT_SIZE = 1u << 2,   /**< typical_pkt_sz is set */
+} rv_qp_rate_limit_mask;
+
+/** Packet pacing of a QP's send queue (as `struct ibv_qp_rate_limit_attr`). */
+typedef struct rv_qp_rate_limit_attr {
+	uint64_t mask;           /**< which fields the caller set (rv_qp_rate_limit_mask) */
+	uint32_t rate_limit;     /**< kbps; 0 removes the limit */
+	uint32_t max_burst_sz;   /**< bytes; 0: the device's default */
+	uint16_t typical_pkt_sz; /**< bytes; 0: the port's MTU */
+} rv_qp_rate_limit_attr;
+
+/**
+ * Limit the QP's transmit rate (as `ibv_modify_qp_rate_limit`). The device's
+ * range and QP types are rv_device_attr's pp_rate_limit_min/max and
+ * pp_supported_qpts; a device with pp_rate_limit_max 0 has no pacing.
+ * @retval 0             success
+ * @retval -EINVAL       a NULL argument, not a QP, an unknown mask bit, or
+ *                       no RV_QP_RATE_LIMIT_RATE
+ * @retval -RV_ECLOSED   the QP is closed
+ * @retval -EOPNOTSUPP   the device does not pace (soft0; rxe)
+ * @retval negative      the device refused the rate; rv_error_last() says why
+ */
+RV_API int rv_qp_set_rate_limit(rv_qp *qp, const rv_qp_rate_limit_attr *attr);
+
 #ifdef __cplusplus
 }
 #endif

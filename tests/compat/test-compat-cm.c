@@ -135,6 +135,27 @@ static void test_cm__bad_arguments_fail_with_errno(void **state)
 	assert_int_equal(errno, EAFNOSUPPORT);
 }
 
+/* No ECE on soft0: rdma_set_local_ece and rdma_get_remote_ece refuse with
+ * EOPNOTSUPP, as ibv_query_ece and ibv_set_ece on its QPs do. */
+static void test_cm__ece_is_refused(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+	struct ibv_ece ece = {.vendor_id = 0x2c9, .options = 1};
+
+	(void)state;
+	assert_non_null(ch);
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	errno = 0;
+	assert_int_equal(rdma_set_local_ece(id, &ece), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	errno = 0;
+	assert_int_equal(rdma_get_remote_ece(id, &ece), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_cm__getaddrinfo_fills_source_or_destination(void **state)
 {
 	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP};
@@ -334,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_cm__wire_round_trips),
 		cmocka_unit_test(test_cm__wire_refuses_malformed_messages),
 		cmocka_unit_test(test_cm__bad_arguments_fail_with_errno),
+		cmocka_unit_test(test_cm__ece_is_refused),
 		cmocka_unit_test(test_cm__getaddrinfo_fills_source_or_destination),
 		cmocka_unit_test(test_cm__reject_carries_private_data),
 		cmocka_unit_test(test_cm__destroyed_listener_rejects_its_pending_requests),

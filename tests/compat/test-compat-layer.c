@@ -563,6 +563,109 @@ static void test_compat__objects_in_use_are_not_destroyed(void **state)
 	assert_int_equal(ibv_close_device(c), 0);
 }
 
+static int allocs, frees;
+
+static void *count_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment, uint64_t type)
+{
+	void *p = NULL;
+
+	(void)type;
+	if (pd_context != (void *)0x5678 || !pd || posix_memalign(&p, alignment, size) != 0)
+		return NULL;
+	allocs++;
+	return p;
+}
+
+static void count_free(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t type)
+{
+	(void)pd;
+	(void)pd_context;
+	(void)type;
+	free(ptr);
+	frees++;
+}
+
+/* Thread and parent domains: a parent domain is a PD for QPs, MRs and
+ * extended CQs, counts as a user of its PD and TD, and its allocators are
+ * called with the program's ibv_pd; counters, rate limits and ECE are
+ * refused with EOPNOTSUPP as on a NIC without them. */
+static void test_compat__thread_and_parent_domains(void **state)
+{
+	struct ibv_context *c = open_soft0();
+	struct ibv_pd *pd = ibv_alloc_pd(c), *pdom, *bad;
+	struct ibv_td_init_attr ta = {0};
+	struct ibv_td *td;
+	struct ibv_parent_domain_init_attr pa = {0};
+	struct ibv_cq_init_attr_ex ca = {0};
+	struct ibv_cq_ex *cq;
+	struct ibv_qp_init_attr qa = {0};
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_counters_init_attr cna = {0};
+	struct ibv_qp_rate_limit_attr rl = {.rate_limit = 1000};
+	struct ibv_ece ece = {0};
+	static char buf[4096];
+
+	(void)state;
+	assert_non_null(pd);
+	td = ibv_alloc_td(c, &ta);
+	assert_non_null(td);
+	pa.pd = pd;
+	pa.td = td;
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	pa.alloc = count_alloc;
+	pa.free = count_free;
+	pa.pd_context = (void *)0x5678;
+	pdom = ibv_alloc_parent_domain(c, &pa);
+	assert_non_null(pdom);
+	/* A parent domain's parent must be an ordinary PD. */
+	pa.pd = pdom;
+	errno = 0;
+	bad = ibv_alloc_parent_domain(c, &pa);
+	assert_null(bad);
+	assert_int_equal(errno, EINVAL);
+
+	ca.cqe = 16;
+	ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+	ca.parent_domain = pd; /* not a parent domain */
+	errno = 0;
+	assert_null(ibv_create_cq_ex(c, &ca));
+	assert_int_equal(errno, EINVAL);
+	ca.parent_domain = pdom;
+	cq = ibv_create_cq_ex(c, &ca);
+	assert_non_null(cq);
+	qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq);
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 4;
+	qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pdom, &qa);
+	assert_non_null(qp);
+	assert_int_equal(allocs, 5);
+	mr = ibv_reg_mr(pdom, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+
+	errno = 0;
+	assert_null(ibv_create_counters(c, &cna));
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(ibv_modify_qp_rate_limit(qp, &rl), EOPNOTSUPP);
+	assert_int_equal(ibv_query_ece(qp, &ece), EOPNOTSUPP);
+	assert_int_equal(ibv_set_ece(qp, &ece), EOPNOTSUPP);
+
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);   /* the parent domain uses it */
+	assert_int_equal(ibv_dealloc_td(td), EBUSY);   /* idem */
+	assert_int_equal(ibv_dealloc_pd(pdom), EBUSY); /* the QP, MR and CQ use it */
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(frees, 5);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+	assert_int_equal(ibv_dealloc_pd(pdom), 0);
+	assert_int_equal(ibv_dealloc_td(td), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(c), 0);
+}
+
 static void test_compat__close_device_with_objects_left_open_succeeds(void **state)
 {
 	struct ibv_context *c = open_soft0();
@@ -677,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_gid),
 		cmocka_unit_test(test_compat__contexts_of_one_process_reach_each_other_by_their_own_port),
 		cmocka_unit_test(test_compat__objects_in_use_are_not_destroyed),
+		cmocka_unit_test(test_compat__thread_and_parent_domains),
 		cmocka_unit_test(test_compat__close_device_with_objects_left_open_succeeds),
 		cmocka_unit_test(test_compat__real_devices_pass_through),
 	};

@@ -246,6 +246,40 @@ TEST_CASE(copy_is_a_reference_move_transfers)
 	CHECK(readopted);
 }
 
+TEST_CASE(thread_and_parent_domains_ece_and_rate_limit)
+{
+	context c = soft_context();
+	pd p = pd::create(c);
+	td t = td::create(c);
+	CHECK(t.get_context() == c);
+	pd dom = pd::create_parent(p, t);
+	CHECK(dom.get_parent() == p && !p.get_parent());
+	cq q = cq::create_in(dom);     // a CQ in the parent domain
+	std::error_code ec;
+	cq bad = cq::create_in(p, ec); // an ordinary PD: refused
+	CHECK(!bad && ec.value() == EINVAL);
+	qp x = qp::create(dom, q);     // a parent domain is a PD
+	mr m = mr::alloc(dom, 4096, RV_ACCESS_LOCAL_WRITE);
+	CHECK(m.get_pd() == dom);
+	pd nested = pd::create_parent(dom, td(), ec);
+	CHECK(!nested && ec.value() == EINVAL);
+	x.query_ece(ec);               // soft0 has no ECE
+	CHECK(ec.value() == EOPNOTSUPP);
+	x.set_ece(rv_ece{}, ec);
+	CHECK(ec.value() == EOPNOTSUPP);
+	x.set_rate_limit(1000, ec);    // nor pacing
+	CHECK(ec.value() == EOPNOTSUPP);
+	t.close();                     // closes the parent domain, its CQ, QP and MR
+	CHECK(dump_count(c, "TD") == 0);
+	rv_wc wc1[1];
+	q.poll(wc1, ec);
+	CHECK(is_closed(ec));
+	x.state(ec);
+	CHECK(is_closed(ec));
+	CHECK(m.lkey() == 0);
+	CHECK(p.get_context() == c);   // the parent stays
+}
+
 TEST_CASE(signal_policy)
 {
 	context c = soft_context();

@@ -37,6 +37,7 @@ from . import _fault  # noqa: E402
 from . import _srq  # noqa: E402
 from . import _mw  # noqa: E402
 from . import _extended  # noqa: E402
+from ._domains import TD  # noqa: E402
 
 __version__ = _cdef.STRING_CONSTANTS["RVERBS_VERSION_STRING"]
 

@@ -313,17 +313,40 @@ class Context(_Handle):
 
 
 class PD(_Handle):
-    """A protection domain."""
+    """A protection domain, or with parent= a parent domain of that PD
+    (pyverbs' ParentDomain), bound to the TD td= when given. A parent domain
+    is a PD for every call that takes one; closing its parent or its TD
+    closes it."""
 
     _kind = "PD"
     _prefix = "pd"
 
-    def __init__(self, context):
+    def __init__(self, context, parent=None, td=None):
         super().__init__()
         out = ffi.new("rv_pd **")
-        check(lib.rv_pd_new(context._ptr("rv_pd_new"), _NULL, out), "rv_pd_new")
+        attr = _NULL
+        if parent is not None or td is not None:
+            attr = ffi.new("rv_pd_attr *")
+            if parent is not None:
+                attr.mask |= lib.RV_PD_ATTR_PARENT
+                attr.parent = parent._ptr("rv_pd_new")
+            if td is not None:
+                attr.mask |= lib.RV_PD_ATTR_TD
+                attr.td = td._ptr("rv_pd_new")
+        check(lib.rv_pd_new(context._ptr("rv_pd_new"), attr, out), "rv_pd_new")
         self.context = context
+        self.parent = parent
+        self.td = td
         self._adopt(out[0], context)
+        # Closing the parent or the TD closes the parent domain too.
+        for dep in (parent, td):
+            if dep is not None:
+                dep._children.add(self)
+
+    @property
+    def is_parent_domain(self):
+        """True for a parent domain (rv_pd_parent is not NULL)."""
+        return lib.rv_pd_parent(self._ptr("rv_pd_parent")) != _NULL
 
     def mr(self, length=None, access=None, buffer=None):
         return MR(self, length=length, access=access, buffer=buffer)
@@ -603,11 +626,14 @@ class CQ(_Handle):
     _kind = "CQ"
     _prefix = "cq"
 
-    def __init__(self, context, cqe=None, batch=16, channel=None, wc_flags=None):
+    def __init__(self, context, cqe=None, batch=16, channel=None, wc_flags=None, pd=None):
         super().__init__()
         attr = _NULL
-        if cqe is not None or channel is not None or wc_flags is not None:
+        if cqe is not None or channel is not None or wc_flags is not None or pd is not None:
             attr = ffi.new("rv_cq_attr *")
+            if pd is not None:  # a parent domain (PD(ctx, parent=...)); closing it closes the CQ
+                attr.mask |= lib.RV_CQ_ATTR_PD
+                attr.pd = pd._ptr("rv_cq_new")
             if wc_flags is not None:  # rv_cq_wc_flags: read them with poll_ex() (_extended.py)
                 attr.mask |= lib.RV_CQ_ATTR_WC_FLAGS
                 attr.wc_flags = wc_flags
@@ -621,6 +647,8 @@ class CQ(_Handle):
         check(lib.rv_cq_new(context._ptr("rv_cq_new"), attr, out), "rv_cq_new")
         self.context = context
         self._adopt(out[0], context)
+        if pd is not None:
+            pd._children.add(self)
         self.channel = None
         if channel is not None:
             CQ._attach_channel(self, channel)  # rverbs/_channel.py
@@ -898,6 +926,29 @@ class QP(_Handle):
         attr = ffi.new("rv_qp_attr *", {"mask": lib.RV_QP_ATTR_ALL})
         check(lib.rv_qp_query(self._ptr("rv_qp_query"), attr), "rv_qp_query")
         return _struct_dict(attr)
+
+    def query_ece(self):
+        """The ECE options as a dict (vendor_id, options, comp_mask);
+        RVerbsError EOPNOTSUPP on a device without ECE (soft0, rxe)."""
+        e = ffi.new("rv_ece *")
+        check(lib.rv_qp_query_ece(self._ptr("rv_qp_query_ece"), e), "rv_qp_query_ece")
+        return _struct_dict(e)
+
+    def set_ece(self, vendor_id, options):
+        e = ffi.new("rv_ece *", {"vendor_id": vendor_id, "options": options})
+        check(lib.rv_qp_set_ece(self._ptr("rv_qp_set_ece"), e), "rv_qp_set_ece")
+
+    def set_rate_limit(self, kbps, max_burst=None, packet_size=None):
+        """Pace the send queue at kbps (0: no limit); RVerbsError EOPNOTSUPP
+        where the device does not pace (pp_rate_limit_max 0)."""
+        a = ffi.new("rv_qp_rate_limit_attr *", {"mask": lib.RV_QP_RATE_LIMIT_RATE, "rate_limit": kbps})
+        if max_burst is not None:
+            a.mask |= lib.RV_QP_RATE_LIMIT_MAX_BURST
+            a.max_burst_sz = max_burst
+        if packet_size is not None:
+            a.mask |= lib.RV_QP_RATE_LIMIT_PKT_SIZE
+            a.typical_pkt_sz = packet_size
+        check(lib.rv_qp_set_rate_limit(self._ptr("rv_qp_set_rate_limit"), a), "rv_qp_set_rate_limit")
 
     def modify(self, **attrs):
         check(lib.rv_qp_modify(self._ptr("rv_qp_modify"), _qp_attr(attrs)), "rv_qp_modify")

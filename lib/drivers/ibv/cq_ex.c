@@ -149,6 +149,10 @@ int rv_ibv_cq_create_ex(struct rv_cq *cq, const rv_cq_attr *attr)
 		ia.channel = attr->channel->drv_ch;
 	ia.comp_vector = attr->comp_vector;
 	ia.wc_flags = IBV_WC_STANDARD_FLAGS | attr->wc_flags;
+	if ((attr->mask & RV_CQ_ATTR_PD) && attr->pd) {
+		ia.comp_mask |= IBV_CQ_INIT_ATTR_MASK_PD;
+		ia.parent_domain = attr->pd->drv_pd;
+	}
 	errno = 0;
 	x = ibv_create_cq_ex(c, &ia);
 	if (x) {

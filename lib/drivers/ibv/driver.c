@@ -3,7 +3,7 @@
  * kernel software devices (rxe, siw) as the facade sees them.
  *
  * Owns: nothing but the table; each op lives in the file named after its
- * purpose (device.c, context.c, resources.c, srq.c, qp.c, datapath.c, event.c,
+ * purpose (device.c, context.c, resources.c, domain.c, srq.c, qp.c, datapath.c, event.c,
  * escape.c).
  */
 #include "ibv-driver.h"
@@ -26,6 +26,11 @@ const struct rv_driver rv_driver_ibv = {
 
 	.pd_alloc = rv_ibv_pd_alloc,
 	.pd_dealloc = rv_ibv_pd_dealloc,
+	.td_alloc = rv_ibv_td_alloc,
+	.td_dealloc = rv_ibv_td_dealloc,
+	.qp_query_ece = rv_ibv_qp_query_ece,
+	.qp_set_ece = rv_ibv_qp_set_ece,
+	.qp_set_rate_limit = rv_ibv_qp_set_rate_limit,
 
 	.mr_reg = rv_ibv_mr_reg,
 	.mr_reg_dmabuf = rv_ibv_mr_reg_dmabuf,

@@ -58,6 +58,12 @@ int rv_ibv_read_clock(struct rv_context *ctx, uint64_t *raw);
 /* resources.c */
 int rv_ibv_pd_alloc(struct rv_pd *pd);
 int rv_ibv_pd_dealloc(struct rv_pd *pd);
+int rv_ibv_parent_domain_alloc(struct rv_pd *pd);
+int rv_ibv_td_alloc(struct rv_td *td);
+int rv_ibv_td_dealloc(struct rv_td *td);
+int rv_ibv_qp_query_ece(struct rv_qp *qp, rv_ece *ece);
+int rv_ibv_qp_set_ece(struct rv_qp *qp, const rv_ece *ece);
+int rv_ibv_qp_set_rate_limit(struct rv_qp *qp, const rv_qp_rate_limit_attr *attr);
 int rv_ibv_mr_reg(struct rv_mr *mr);
 int rv_ibv_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd);
 int rv_ibv_mr_dereg(struct rv_mr *mr);

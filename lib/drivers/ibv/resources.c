@@ -41,6 +41,8 @@ int rv_ibv_pd_alloc(struct rv_pd *pd)
 	char ebuf[128];
 	int err;
 
+	if (pd->parent)
+		return rv_ibv_parent_domain_alloc(pd);
 	errno = 0;
 	p = ibv_alloc_pd(rv_ibv_ctx(pd->ctx));
 	if (p) {
@@ -217,7 +219,7 @@ int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 
 	struct ibv_comp_channel *ch = NULL;
 
-	if ((attr->mask & RV_CQ_ATTR_WC_FLAGS) && attr->wc_flags)
+	if (((attr->mask & RV_CQ_ATTR_WC_FLAGS) && attr->wc_flags) || ((attr->mask & RV_CQ_ATTR_PD) && attr->pd))
 		return rv_ibv_cq_create_ex(cq, attr);
 	if ((attr->mask & RV_CQ_ATTR_CHANNEL) && attr->channel)
 		ch = attr->channel->drv_ch;

@@ -438,6 +438,7 @@ struct soft_qp {
 	struct soft_swqe *sq;
 	rv_sge *sq_sge;
 	uint8_t *sq_inline;
+	uint8_t qbuf_user;     /* bit i: queue buffer i came from the parent domain's allocator (verbs/qp.c) */
 	uint32_t sq_size, max_send_sge, max_inline;
 	uint32_t sq_head;      /* oldest not completed */
 	uint32_t sq_tx;        /* next to transmit */
@@ -619,6 +620,8 @@ int soft_read_clock(struct rv_context *ctx, uint64_t *raw);
 /* ---- context.c ---- */
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr);
 int soft_context_close(struct rv_context *ctx);
+int soft_td_alloc(struct rv_td *td);
+int soft_td_dealloc(struct rv_td *td);
 /* rv_driver.auth_mac: HMAC-SHA256 with the context's secret (1), or 0 without one. */
 int soft_context_auth_mac(struct rv_context *ctx, const void *msg, size_t len, uint8_t out[32]);
 /* From a poller that found its CQ empty, sc->lock held: handle what epoll

@@ -138,8 +138,11 @@ bool soft_mem_probe(const struct iovec *iov, uint32_t n)
 
 int soft_pd_alloc(struct rv_pd *pd)
 {
-	/* A PD is only an identity: MRs and QPs compare rv_pd pointers. */
-	pd->drv_pd = pd;
+	/* A PD is only an identity: MRs and QPs compare the rv_pd pointers in
+	 * drv_pd, which for a parent domain is its parent's, so that MRs of
+	 * either serve QPs of either, as a parent domain's protection is its
+	 * parent's. */
+	pd->drv_pd = pd->parent ? pd->parent->drv_pd : pd;
 	return 0;
 }
 
@@ -294,7 +297,7 @@ int soft_mr_reg_mapped(struct rv_mr *mr, bool ours, void *dmabuf_map)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return rv_err(ENOMEM, "rv_mr_reg", "out of memory for the software MR");
-	m->pd = mr->pd;
+	m->pd = mr->pd->drv_pd;
 	m->addr = (uint64_t)(uintptr_t)mr->addr;
 	m->length = mr->length;
 	m->access = mr->access;
@@ -371,7 +374,7 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 		return rv_err(EIO, "rv_mr_rereg", NO_RANDOM_KEY);
 	}
 	m->key = key;
-	m->pd = pd;
+	m->pd = pd->drv_pd;
 	m->addr = a;
 	m->length = length;
 	m->access = access;
@@ -402,7 +405,7 @@ static enum soft_mem_err check(const struct soft_mr *m, const struct rv_pd *pd, 
 		if (m->mw_type == RV_MW_TYPE_2 && m->qp != qp)
 			return SOFT_MEM_PD; /* RFC 5040 6.2: the STag is not associated with this stream */
 	}
-	if (m->pd != pd)
+	if (m->pd != pd->drv_pd)
 		return SOFT_MEM_PD;
 	if ((m->access & access) != access)
 		return SOFT_MEM_ACCESS;
@@ -610,7 +613,7 @@ int soft_mw_alloc(struct rv_mw *mw)
 
 	if (!m)
 		return rv_err(ENOMEM, "rv_mw_alloc", "out of memory for the software MW");
-	m->pd = mw->pd;
+	m->pd = mw->pd->drv_pd;
 	m->mw = true;
 	m->mw_type = (uint8_t)mw->type;
 	/* Random index and key, as for MRs; each bind increments the low byte. */
@@ -662,7 +665,7 @@ static uint32_t exec_bind(struct soft_ctx *sc, struct soft_qp *q, const struct s
 		n = lookup(sc, w->rkey);
 		return n && n->mw ? RV_WC_SUCCESS : RV_WC_MW_BIND_ERR;
 	}
-	if (!m->mw || m->pd != q->qp->pd)
+	if (!m->mw || m->pd != q->qp->pd->drv_pd)
 		return RV_WC_MW_BIND_ERR;
 	if (m->mw_type == RV_MW_TYPE_2 && m->bound)
 		return RV_WC_MW_BIND_ERR; /* a type 2 window is invalidated before it is bound again */
@@ -687,7 +690,7 @@ static uint32_t exec_local_inv(struct soft_ctx *sc, struct soft_qp *q, const str
 {
 	struct soft_mr *m = lookup(sc, w->imm);
 
-	if (!m || !m->mw || m->mw_type != RV_MW_TYPE_2 || m->pd != q->qp->pd)
+	if (!m || !m->mw || m->mw_type != RV_MW_TYPE_2 || m->pd != q->qp->pd->drv_pd)
 		return RV_WC_LOC_PROT_ERR;
 	if (m->bound && m->qp != q->qp)
 		return RV_WC_LOC_PROT_ERR;
@@ -715,7 +718,7 @@ bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag)
 
 	pthread_rwlock_wrlock(&sc->mr_lock);
 	m = lookup(sc, stag);
-	if (m && m->mw && m->mw_type == RV_MW_TYPE_2 && m->pd == q->qp->pd && (!m->bound || m->qp == q->qp)) {
+	if (m && m->mw && m->mw_type == RV_MW_TYPE_2 && m->pd == q->qp->pd->drv_pd && (!m->bound || m->qp == q->qp)) {
 		m->bound = false;
 		m->qp = NULL;
 		ok = true;

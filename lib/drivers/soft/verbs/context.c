@@ -640,3 +640,23 @@ int soft_context_close(struct rv_context *ctx)
 	ctx->drv_ctx = NULL;
 	return 0;
 }
+
+/*
+ * Thread domains. The owner's promise (the objects of a parent domain bound
+ * to the TD are used from one thread at a time) does not let soft0 drop a
+ * lock: each QP's lock guards it against soft0's own progress thread, which
+ * no promise of the owner's covers (docs/extended-verbs.md, "Thread and
+ * parent domains"). So a TD is accepted, its ownership kept by the facade
+ * (rv_context_dump shows it), and it changes nothing in soft0.
+ */
+int soft_td_alloc(struct rv_td *td)
+{
+	td->drv_td = td->ctx->drv_ctx;
+	return 0;
+}
+
+int soft_td_dealloc(struct rv_td *td)
+{
+	td->drv_td = NULL;
+	return 0;
+}

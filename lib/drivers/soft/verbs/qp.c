@@ -49,13 +49,51 @@ static void set_state(struct soft_qp *q, uint32_t st)
 	atomic_store(&q->state, st);
 }
 
+/*
+ * The five work-queue buffers of a QP come from its parent domain's allocator
+ * when it has one (rv_pd_attr.alloc, resource type RV_SOFT_RES_TYPE_QP), as
+ * ibv_alloc_parent_domain lets a provider do; an allocator that answers
+ * RV_PD_ALLOCATOR_USE_DEFAULT, and a PD without one, get calloc. Bit i of
+ * qbuf_user says which of them to give back to the parent domain's free.
+ */
+enum { QBUF_SQ, QBUF_SQ_SGE, QBUF_SQ_INLINE, QBUF_RQ, QBUF_RQ_SGE };
+
+static void *qbuf_alloc(struct soft_qp *q, int which, size_t n, size_t size)
+{
+	struct rv_pd *pd = q->qp->pd;
+	void *p;
+
+	if (pd->alloc) {
+		/* n * size cannot overflow: both are bounded by soft0's caps. */
+		p = pd->alloc(pd, pd->pd_context, n * size, 64, RV_SOFT_RES_TYPE_QP);
+		if (p != RV_PD_ALLOCATOR_USE_DEFAULT) {
+			if (p) {
+				memset(p, 0, n * size); /* the queues start zeroed, as with calloc */
+				q->qbuf_user |= (uint8_t)(1u << which);
+			}
+			return p;
+		}
+	}
+	return calloc(n, size);
+}
+
+static void qbuf_free(struct soft_qp *q, int which, void *p)
+{
+	struct rv_pd *pd = q->qp->pd;
+
+	if (p && (q->qbuf_user & (1u << which)))
+		pd->free(pd, pd->pd_context, p, RV_SOFT_RES_TYPE_QP);
+	else
+		free(p);
+}
+
 static void qp_free(struct soft_qp *q)
 {
-	free(q->sq);
-	free(q->sq_sge);
-	free(q->sq_inline);
-	free(q->rq);
-	free(q->rq_sge);
+	qbuf_free(q, QBUF_SQ, q->sq);
+	qbuf_free(q, QBUF_SQ_SGE, q->sq_sge);
+	qbuf_free(q, QBUF_SQ_INLINE, q->sq_inline);
+	qbuf_free(q, QBUF_RQ, q->rq);
+	qbuf_free(q, QBUF_RQ_SGE, q->rq_sge);
 	free(q->srq_wqe.sge);
 	free(q);
 }
@@ -104,11 +142,11 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	q->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	q->max_inline = cap->max_inline_data > SOFT_MIN_INLINE ? cap->max_inline_data : SOFT_MIN_INLINE;
-	q->sq = calloc(q->sq_size, sizeof(*q->sq));
-	q->sq_sge = calloc((size_t)q->sq_size * q->max_send_sge, sizeof(*q->sq_sge));
-	q->sq_inline = calloc(q->sq_size, q->max_inline);
-	q->rq = calloc(q->rq_size, sizeof(*q->rq));
-	q->rq_sge = calloc((size_t)q->rq_size * q->max_recv_sge, sizeof(*q->rq_sge));
+	q->sq = qbuf_alloc(q, QBUF_SQ, q->sq_size, sizeof(*q->sq));
+	q->sq_sge = qbuf_alloc(q, QBUF_SQ_SGE, (size_t)q->sq_size * q->max_send_sge, sizeof(*q->sq_sge));
+	q->sq_inline = qbuf_alloc(q, QBUF_SQ_INLINE, q->sq_size, q->max_inline);
+	q->rq = qbuf_alloc(q, QBUF_RQ, q->rq_size, sizeof(*q->rq));
+	q->rq_sge = qbuf_alloc(q, QBUF_RQ_SGE, (size_t)q->rq_size * q->max_recv_sge, sizeof(*q->rq_sge));
 	if (!q->sq || !q->sq_sge || !q->sq_inline || !q->rq || !q->rq_sge ||
 	    pthread_mutex_init(&q->lock, NULL) != 0) {
 		uint32_t ns = q->sq_size, nr = q->rq_size;
