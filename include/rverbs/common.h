@@ -45,6 +45,8 @@ typedef struct rv_qp rv_qp;
 typedef struct rv_srq rv_srq;
 /** An address handle (UD). */
 typedef struct rv_ah rv_ah;
+/** An XRC domain (rverbs/xrcd.h). */
+typedef struct rv_xrcd rv_xrcd;
 
 /**
  * Error returned (negated) by every call on a handle that has been closed,

@@ -260,6 +260,8 @@ int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ib
 		out->wr.rdma.rkey = in->rkey;
 		break;
 	}
+	if (qp->qp_type == RV_QPT_XRC_SEND)
+		out->qp_type.xrc.remote_srqn = in->remote_srqn;
 	if (qp->qp_type == RV_QPT_UD) {
 		/* Checked by rv_ud_wr_check(): a live AH of this driver. wr.ud
 		 * shares the union with the RDMA fields written above. */
