@@ -373,6 +373,53 @@ static void test_soft_xrc__a_closed_srq_no_longer_receives(void **state)
 	rig_close(&r);
 }
 
+/* RDMA on a target is checked against its own PD or the PD of an XRC SRQ of
+ * its domain (the SRQ's PD is what the IB spec checks); any other PD is a
+ * remote access error. */
+static void test_soft_xrc__rdma_uses_the_pds_of_the_domain(void **state)
+{
+	struct rig r;
+	rv_pd *pd2, *pd3;
+	rv_srq *srq2;
+	rv_mr *mr2, *mr3;
+	rv_srq_attr sa = {.mask = RV_SRQ_INIT_ATTR_XRC};
+	rv_sge g;
+	rv_send_wr wr;
+	rv_wc wc;
+	size_t n;
+
+	(void)state;
+	rig_open(&r);
+	assert_int_equal(rv_pd_new(r.rctx, NULL, &pd2), 0);
+	assert_int_equal(rv_pd_new(r.rctx, NULL, &pd3), 0);
+	sa.xrcd = r.xrcd;
+	sa.cq = r.rcq[0];
+	assert_int_equal(rv_srq_new(pd2, &sa, &srq2), 0);
+	assert_int_equal(rv_mr_alloc(pd2, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &mr2), 0);
+	assert_int_equal(rv_mr_alloc(pd3, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &mr3), 0);
+	memset(r.sbuf[0], 0x3c, 64);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)r.sbuf[0], .length = 64, .lkey = rv_mr_lkey(r.smr[0])};
+	wr = (rv_send_wr){.wr_id = 1, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_RDMA_WRITE,
+			  .send_flags = RV_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)rv_mr_addr(mr2),
+			  .rkey = rv_mr_rkey(mr2), .remote_srqn = r.srqn[0]};
+	assert_int_equal(rv_qp_post_send(r.ini[0], &wr, 1, &n), 0);
+	expect_send_ok(&r, 0, 1);
+	assert_int_equal(((uint8_t *)rv_mr_addr(mr2))[63], 0x3c);
+	wr.wr_id = 2;
+	wr.remote_addr = (uint64_t)(uintptr_t)rv_mr_addr(mr3);
+	wr.rkey = rv_mr_rkey(mr3);
+	assert_int_equal(rv_qp_post_send(r.ini[0], &wr, 1, &n), 0);
+	assert_int_equal(poll_n(r.scq[0], &wc, 1), 1);
+	assert_int_equal(wc.status, RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(((uint8_t *)rv_mr_addr(mr3))[0], 0);
+	rv_mr_unref(mr2);
+	rv_mr_unref(mr3);
+	rv_srq_unref(srq2);
+	rv_pd_unref(pd2);
+	rv_pd_unref(pd3);
+	rig_close(&r);
+}
+
 static void test_soft_xrc__roles_must_pair(void **state)
 {
 	rv_context *a = open_ctx(), *b = open_ctx();
@@ -418,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_soft_xrc__an_srq_of_another_domain_is_refused),
 		cmocka_unit_test(test_soft_xrc__an_unknown_srq_number_is_refused),
 		cmocka_unit_test(test_soft_xrc__a_closed_srq_no_longer_receives),
+		cmocka_unit_test(test_soft_xrc__rdma_uses_the_pds_of_the_domain),
 		cmocka_unit_test(test_soft_xrc__roles_must_pair),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

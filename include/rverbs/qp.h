@@ -232,9 +232,9 @@ typedef struct rv_recv_wr {
  * is refused). An RV_QPT_XRC_RECV QP needs RV_QP_INIT_ATTR_XRCD and no CQ
  * (send_cq, recv_cq and cap are ignored); it holds a reference on its XRC
  * domain, whose close closes it. Its PD is rverbs' own bookkeeping (a
- * libibverbs target QP has none): the software device checks RDMA READ,
- * WRITE and atomics arriving on it against that PD, so give it the PD of
- * the memory its initiators access.
+ * libibverbs target QP has none); the software device accepts RDMA READ,
+ * WRITE and atomics arriving on it on an MR of that PD or of the PD of
+ * any XRC SRQ of its domain.
  * @param pd      the protection domain
  * @param attr    options; RV_QP_INIT_ATTR_SEND_CQ is required (except for RV_QPT_XRC_RECV)
  * @param ret_qp  receives the QP
