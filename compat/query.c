@@ -123,6 +123,9 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->create_qp_ex = compat_create_qp_ex;
 	v->create_srq_ex = compat_create_srq_ex;
 	v->create_cq_ex = compat_create_cq_ex;
+	v->open_xrcd = compat_open_xrcd;
+	v->close_xrcd = compat_close_xrcd;
+	v->get_srq_num = compat_get_srq_num;
 }
 
 COMPAT_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)
