@@ -225,7 +225,8 @@ unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in)
 	return out;
 }
 
-/* The opcodes rv_ibv_send_wr_common() does not take, and the refusals: off
+/* The opcodes rv_ibv_send_wr_common() does not take, UD and XRC initiator
+ * WRs (remote_srqn), and the refusals: off
  * the usual data path, so a switch and full zeroing of the unions are fine. */
 int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ibv_send_wr *out)
 {

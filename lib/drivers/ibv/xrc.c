@@ -74,6 +74,9 @@ int rv_ibv_xrc_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 	char ebuf[128];
 	int err;
 
+	err = require_xrc(srq->ctx, "rv_srq_new");
+	if (err < 0)
+		return err;
 	memset(&init, 0, sizeof(init));
 	init.srq_context = srq;
 	init.attr.max_wr = attr->max_wr;
@@ -114,8 +117,10 @@ int rv_ibv_xrc_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	struct ibv_qp_init_attr_ex init;
 	struct ibv_qp *q;
 	char ebuf[128];
-	int err;
+	int err = require_xrc(qp->ctx, "rv_qp_new");
 
+	if (err < 0)
+		return err;
 	memset(&init, 0, sizeof(init));
 	init.qp_context = qp;
 	init.qp_type = (enum ibv_qp_type)attr->qp_type;
