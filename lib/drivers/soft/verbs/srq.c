@@ -69,6 +69,7 @@ static void xrc_srq_unlink(struct soft_srq *s)
 			break;
 		}
 	}
+	sc->qp_gen++; /* cq.c: its CQ's pollers recollect their QPs */
 	for (uint32_t i = 0; i < sc->n_qps; i++) {
 		struct soft_qp *q = sc->qps[i];
 
@@ -114,6 +115,7 @@ int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 		s->srqn = srq->srqn = xrc_srqn_next(s->sc);
 		s->xrc_next = s->sc->xrc_srqs;
 		s->sc->xrc_srqs = s;
+		s->sc->qp_gen++; /* pollers of its CQ now move its domain's targets (cq.c) */
 		pthread_mutex_unlock(&s->sc->lock);
 	}
 	return 0;
