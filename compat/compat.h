@@ -184,6 +184,7 @@ int compat_close_xrcd(struct ibv_xrcd *xrcd);
 int compat_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 struct ibv_srq *compat_create_xrc_srq(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr);
 struct ibv_qp *compat_create_xrc_qp(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *compat_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *attr);
 
 /* resources.c: the use counts, under the context's lock */
 void compat_use(struct ibv_context *c, int *users, int delta);

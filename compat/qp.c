@@ -308,6 +308,7 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct compat_ctx *cc;
 	struct compat_qp *q, **pp;
+	bool shared;
 	int rc;
 
 	if (!qp || !qp->context)
@@ -317,7 +318,15 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	q = compat_qp_of(qp);
 	cc = compat_ctx_of(qp->context);
 	compat_linger_reap(cc, false);
-	if (!compat_linger_qp(cc, q->rv, qp->qp_type)) {
+	/* An XRC target opened again (ibv_open_qp, xrc.c) lives until its last handle goes. */
+	pthread_mutex_lock(&cc->lock);
+	shared = false;
+	for (struct compat_qp *o = cc->qps; o && !shared; o = o->next)
+		shared = o != q && o->rv == q->rv;
+	pthread_mutex_unlock(&cc->lock);
+	if (shared) {
+		rv_qp_unref(q->rv);
+	} else if (!compat_linger_qp(cc, q->rv, qp->qp_type)) {
 		rc = rv_qp_close(q->rv);
 		if (rc < 0)
 			return errno = -rc;

@@ -9,8 +9,9 @@
  * A domain's file (IBV_XRCD_INIT_ATTR_FD) names it within the process:
  * opening the same file again on the same context gives the same domain,
  * as the kernel's inode table does; no other process shares it (soft0
- * domains live in one context). ibv_open_qp (another process's target QP)
- * is not offered: the context has no open_qp, so it fails with EOPNOTSUPP.
+ * domains live in one context). ibv_open_qp opens a target QP of a domain
+ * of this process again: another handle on the same rverbs QP, which lives
+ * until its last handle is destroyed (qp.c, ibv_destroy_qp).
  *
  * A libibverbs target QP has no PD; rverbs' takes one, so each domain has
  * an rverbs PD of its own for its targets (soft0 checks RDMA on a target
@@ -247,6 +248,61 @@ struct ibv_srq *compat_create_xrc_srq(struct ibv_context *c, struct ibv_srq_init
 	compat_pd_of(attr->pd)->users++; /* ibv_destroy_srq gives it back */
 	pthread_mutex_unlock(&cc->lock);
 	return &s->srq;
+}
+
+struct ibv_qp *compat_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *attr)
+{
+	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+	struct compat_ctx *cc = compat_ctx_of(c);
+	struct compat_qp *q, *found = NULL;
+	struct compat_xrcd *x;
+	struct xrc_user *u;
+
+	if (!attr || (attr->comp_mask & need) != need ||
+	    (attr->comp_mask & ~(need | IBV_QP_OPEN_ATTR_CONTEXT)) || attr->qp_type != IBV_QPT_XRC_RECV ||
+	    !attr->xrcd || attr->xrcd->context != c)
+		return compat_fail_null(-EINVAL);
+	x = xrcd_of(attr->xrcd);
+	q = calloc(1, sizeof(*q));
+	u = malloc(sizeof(*u));
+	if (!q || !u) {
+		free(q);
+		free(u);
+		return compat_fail_null(-ENOMEM);
+	}
+	/* A target QP of this domain with that number (the users list says whose). */
+	pthread_mutex_lock(&xrcd_lock);
+	pthread_mutex_lock(&cc->lock);
+	for (struct compat_qp *t = cc->qps; t && !found; t = t->next) {
+		if (t->qp.qp_type != IBV_QPT_XRC_RECV || t->qp.qp_num != attr->qp_num)
+			continue;
+		for (struct xrc_user *e = x->users; e && !found; e = e->next)
+			if (e->obj == &t->qp)
+				found = t;
+	}
+	if (found) {
+		q->rv = rv_qp_ref(found->rv);
+		q->qp.context = c;
+		q->qp.qp_context = (attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? attr->qp_context : NULL;
+		q->qp.qp_num = found->qp.qp_num;
+		q->qp.state = found->qp.state;
+		q->qp.qp_type = IBV_QPT_XRC_RECV;
+		pthread_mutex_init(&q->qp.mutex, NULL);
+		pthread_cond_init(&q->qp.cond, NULL);
+		q->next = cc->qps;
+		cc->qps = q;
+		u->obj = &q->qp;
+		u->next = x->users;
+		x->users = u;
+	}
+	pthread_mutex_unlock(&cc->lock);
+	pthread_mutex_unlock(&xrcd_lock);
+	if (!found) {
+		free(q);
+		free(u);
+		return compat_fail_null(-EINVAL);
+	}
+	return &q->qp;
 }
 
 struct ibv_qp *compat_create_xrc_qp(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr)

@@ -734,6 +734,28 @@ static void test_compat__xrc_domains_srqs_and_qps(void **state)
 		assert_non_null(ini);
 		assert_int_equal(ini->qp_type, IBV_QPT_XRC_SEND);
 	}
+	/* ibv_open_qp: another handle on the target, by its number; a wrong
+	 * number or type is refused. The target lives until both are gone. */
+	{
+		struct ibv_qp_open_attr oa = {.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+							   IBV_QP_OPEN_ATTR_TYPE,
+					      .qp_num = tgt->qp_num ^ 1, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV};
+		struct ibv_qp_attr qa2;
+		struct ibv_qp_init_attr qi;
+		struct ibv_qp *opened;
+
+		errno = 0;
+		assert_null(ibv_open_qp(c, &oa));
+		assert_int_equal(errno, EINVAL);
+		oa.qp_num = tgt->qp_num;
+		opened = ibv_open_qp(c, &oa);
+		assert_non_null(opened);
+		assert_int_equal(opened->qp_num, tgt->qp_num);
+		assert_int_equal(ibv_destroy_qp(tgt), 0);
+		assert_int_equal(ibv_query_qp(opened, &qa2, IBV_QP_STATE, &qi), 0);
+		assert_int_equal(qa2.qp_state, IBV_QPS_RESET);
+		tgt = opened;
+	}
 	/* Opened twice: the first close only counts; then the domain is in use. */
 	assert_int_equal(ibv_close_xrcd(x), 0);
 	assert_int_equal(ibv_close_xrcd(x), EBUSY);
