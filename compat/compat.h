@@ -199,6 +199,14 @@ struct ibv_srq *compat_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_
 int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			   struct ibv_device_attr_ex *attr, size_t attr_size);
 
+/* xrc.c: XRC domains, XRC SRQs and XRC QPs (the extended tables reach them) */
+struct ibv_xrcd *compat_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *attr);
+int compat_close_xrcd(struct ibv_xrcd *xrcd);
+int compat_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_srq *compat_create_xrc_srq(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr);
+struct ibv_qp *compat_create_xrc_qp(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *compat_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *attr);
+
 /* resources.c: the use counts, under the context's lock */
 void compat_use(struct ibv_context *c, int *users, int delta);
 

@@ -61,6 +61,8 @@ static int send_wr_to_rv(const struct ibv_qp *qp, const struct ibv_send_wr *in, 
 	default:
 		return EINVAL; /* TSO, atomic write, flush, driver opcodes (BIND_MW: the caller) */
 	}
+	if (qp->qp_type == IBV_QPT_XRC_SEND)
+		out->remote_srqn = in->qp_type.xrc.remote_srqn;
 	if (qp->qp_type == IBV_QPT_UD) {
 		if (!in->wr.ud.ah || in->wr.ud.ah->context != qp->context)
 			return EINVAL;

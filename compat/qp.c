@@ -140,6 +140,18 @@ COMPAT_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init
 
 	if (!compat_is_soft(pd->context))
 		COMPAT_REAL_PTR(ibv_create_qp, pd, attr);
+	if (attr->qp_type == IBV_QPT_XRC_SEND) {
+		/* verbs.h's ibv_create_qp_ex comes here when only the PD is set. */
+		struct ibv_qp_init_attr_ex ex = {.qp_context = attr->qp_context, .send_cq = attr->send_cq,
+						 .recv_cq = attr->recv_cq, .srq = attr->srq, .cap = attr->cap,
+						 .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+						 .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd};
+		struct ibv_qp *x = compat_create_xrc_qp(pd->context, &ex);
+
+		if (x)
+			attr->cap = ex.cap;
+		return x;
+	}
 	q = create_qp_soft(pd, attr);
 	return q ? &q->qp : NULL;
 }
@@ -152,9 +164,11 @@ struct ibv_qp *compat_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_att
 
 	if (!attr)
 		return compat_fail_null(-EINVAL);
+	if (attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV)
+		return compat_create_xrc_qp(c, attr); /* xrc.c */
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != c)
 		return compat_fail_null(-EINVAL);
-	/* XRC domains, create flags, TSO, RSS, source QPNs: not on soft0. A
+	/* Create flags, TSO, RSS, source QPNs: not on soft0 (XRC: xrc.c). A
 	 * mask bit whose field asks for nothing (no create flag, a TSO header
 	 * of 0) asks for nothing soft0 lacks: pyverbs' tests set them so. */
 	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
@@ -294,6 +308,7 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct compat_ctx *cc;
 	struct compat_qp *q, **pp;
+	bool shared;
 	int rc;
 
 	if (!qp || !qp->context)
@@ -303,7 +318,15 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	q = compat_qp_of(qp);
 	cc = compat_ctx_of(qp->context);
 	compat_linger_reap(cc, false);
-	if (!compat_linger_qp(cc, q->rv, qp->qp_type)) {
+	/* An XRC target opened again (ibv_open_qp, xrc.c) lives until its last handle goes. */
+	pthread_mutex_lock(&cc->lock);
+	shared = false;
+	for (struct compat_qp *o = cc->qps; o && !shared; o = o->next)
+		shared = o != q && o->rv == q->rv;
+	pthread_mutex_unlock(&cc->lock);
+	if (shared) {
+		rv_qp_unref(q->rv);
+	} else if (!compat_linger_qp(cc, q->rv, qp->qp_type)) {
 		rc = rv_qp_close(q->rv);
 		if (rc < 0)
 			return errno = -rc;
@@ -315,9 +338,13 @@ COMPAT_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 			*pp = q->next;
 			break;
 		}
-	compat_pd_of(qp->pd)->users--;
-	compat_cq_of(qp->send_cq)->users--;
-	compat_cq_of(qp->recv_cq)->users--;
+	/* An XRC target has no PD or CQ, an XRC initiator maybe no receive CQ (xrc.c). */
+	if (qp->pd)
+		compat_pd_of(qp->pd)->users--;
+	if (qp->send_cq)
+		compat_cq_of(qp->send_cq)->users--;
+	if (qp->recv_cq)
+		compat_cq_of(qp->recv_cq)->users--;
 	if (qp->srq)
 		compat_srq_of(qp->srq)->users--;
 	pthread_mutex_unlock(&cc->lock);

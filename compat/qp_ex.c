@@ -274,8 +274,11 @@ static void wr_send_tso(struct ibv_qp_ex *ex, void *hdr, uint16_t hdr_sz, uint16
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *ex, uint32_t srqn)
 {
-	(void)srqn;
-	wr_unsupported(ex);
+	rv_send_wr *w = current(ex);
+
+	/* Read by an XRC initiator only, as rv_send_wr.remote_srqn is. */
+	if (w)
+		w->remote_srqn = srqn;
 }
 
 static void wr_atomic_write(struct ibv_qp_ex *ex, uint32_t rkey, uint64_t addr, const void *wr)

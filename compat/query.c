@@ -124,6 +124,10 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->create_srq_ex = compat_create_srq_ex;
 	v->create_cq_ex = compat_create_cq_ex;
 	compat_ctx_fill_domain_ops(cc);
+	v->open_xrcd = compat_open_xrcd;
+	v->close_xrcd = compat_close_xrcd;
+	v->get_srq_num = compat_get_srq_num;
+	v->open_qp = compat_open_qp;
 }
 
 COMPAT_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)

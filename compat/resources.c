@@ -648,8 +648,10 @@ struct ibv_srq *compat_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_
 {
 	if (!attr)
 		return compat_fail_null(-EINVAL);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC)
+		return compat_create_xrc_srq(c, attr); /* xrc.c */
 	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD))
-		return compat_fail_null(-EOPNOTSUPP); /* XRC, tag matching, CQ: not on soft0 */
+		return compat_fail_null(-EOPNOTSUPP); /* tag matching; an XRCD or CQ without IBV_SRQT_XRC */
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
 		return compat_fail_null(-EOPNOTSUPP);
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd || attr->pd->context != c)

@@ -159,6 +159,15 @@ struct rv_driver {
 	 * max_sge (actual) and drv_srq. qp_create gets attr->srq (live, same PD)
 	 * with RV_QP_INIT_ATTR_SRQ; post_recv is never called on such a QP. */
 	int (*srq_create)(struct rv_srq *srq, const rv_srq_attr *attr);
+	/* XRC (rverbs/xrcd.h). NULL: the device has no XRC (-EOPNOTSUPP), and
+	 * the facade then refuses XRC SRQs and XRC QP types. xrcd_open fills
+	 * drv_xrcd. An XRC SRQ reaches srq_create with srq->xrcd and srq->cq set
+	 * (live, same context); the driver fills srq->srqn. qp_create gets an
+	 * RV_QPT_XRC_RECV QP with attr->xrcd set (live) and no CQ (send_cq and
+	 * recv_cq NULL, cap zero); an RV_QPT_XRC_SEND QP with cap.max_recv_wr 0
+	 * and no SRQ. post_send on an XRC_SEND QP takes wr->remote_srqn. */
+	int (*xrcd_open)(struct rv_xrcd *xrcd);
+	int (*xrcd_close)(struct rv_xrcd *xrcd);
 	int (*srq_destroy)(struct rv_srq *srq);
 	/* attr->mask is RV_SRQ_LIMIT and/or RV_SRQ_MAX_WR, checked. */
 	int (*srq_modify)(struct rv_srq *srq, const rv_srq_attr *attr);

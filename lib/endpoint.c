@@ -38,8 +38,9 @@ static int validate(const rv_endpoint *ep, int errnum, const char *func)
 		return rv_err(errnum, func, "psn 0x%x does not fit 24 bits", ep->psn);
 	if (ep->mtu > RV_MTU_4096)
 		return rv_err(errnum, func, "mtu %u is not an rv_mtu", ep->mtu);
-	if (ep->qp_type != RV_QPT_RC && ep->qp_type != RV_QPT_UC && ep->qp_type != RV_QPT_UD)
-		return rv_err(errnum, func, "qp_type %u is not RC, UC or UD", ep->qp_type);
+	if (ep->qp_type != RV_QPT_RC && ep->qp_type != RV_QPT_UC && ep->qp_type != RV_QPT_UD &&
+	    ep->qp_type != RV_QPT_XRC_SEND && ep->qp_type != RV_QPT_XRC_RECV)
+		return rv_err(errnum, func, "qp_type %u is not RC, UC, UD, XRC_SEND or XRC_RECV", ep->qp_type);
 	if (ep->user_data_len > RV_ENDPOINT_USER_DATA_MAX)
 		return rv_err(errnum, func, "user_data_len %u is above %d", ep->user_data_len,
 			      RV_ENDPOINT_USER_DATA_MAX);

@@ -42,7 +42,8 @@ static const struct rv_object_class qp_class = {
 };
 
 #define QP_INIT_KNOWN (RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_RECV_CQ | \
-		       RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL | RV_QP_INIT_ATTR_SRQ)
+		       RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL | RV_QP_INIT_ATTR_SRQ | \
+		       RV_QP_INIT_ATTR_XRCD)
 
 /* Where a post with a NULL n_posted has a driver that needs a pointer write
  * its count: with a pointer of its own the adapter below stays a tail call
@@ -74,7 +75,10 @@ int (*rv_qp_plain_post_send_one(const struct rv_qp *qp))(struct rv_qp *, const r
 	const struct rv_driver *drv = qp->drv;
 
 	/* A connected QP's one-WR entry need not test n or the QP type. */
-	if (drv->post_n_posted_may_be_null && drv->post_send_one_connected && qp->qp_type != RV_QPT_UD)
+	/* Not an XRC initiator: its WRs carry remote_srqn, which that entry's
+	 * pass-through (libibverbs driver) does not place. */
+	if (drv->post_n_posted_may_be_null && drv->post_send_one_connected && qp->qp_type != RV_QPT_UD &&
+	    qp->qp_type != RV_QPT_XRC_SEND)
 		return drv->post_send_one_connected;
 	return rv_qp_plain_post_send(qp);
 }
@@ -90,6 +94,69 @@ static int post_recv_on_srq_qp(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n
 		      "; post them with rv_srq_post_recv", qp->obj.id, qp->srq->obj.id);
 }
 
+/* qp->post_recv of an XRC QP: neither type has a receive queue. */
+static int post_recv_on_xrc_qp(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_posted)
+{
+	(void)wrs;
+	(void)n;
+	if (n_posted)
+		*n_posted = 0;
+	return rv_err(EINVAL, "rv_qp_post_recv", "QP 0x%x is an XRC %s QP, which has no receive queue; "
+		      "post receives to the XRC SRQs (rv_srq_post_recv)", qp->qpn,
+		      qp->qp_type == RV_QPT_XRC_SEND ? "initiator" : "target");
+}
+
+/* qp->post_send of an XRC target QP: it has no send queue. */
+static int post_send_on_xrc_tgt(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_posted)
+{
+	(void)wrs;
+	(void)n;
+	if (n_posted)
+		*n_posted = 0;
+	return rv_err(EINVAL, "rv_qp_post_send", "QP 0x%x is an XRC target QP, which has no send queue; "
+		      "send through an XRC initiator QP (RV_QPT_XRC_SEND)", qp->qpn);
+}
+
+/* The XRC part of rv_qp_new's checks: a target QP needs its domain and no
+ * CQ; an initiator has no receive side. */
+static int qp_xrc_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_attr *a, const char *func)
+{
+	int rc;
+
+	if (a->qp_type != RV_QPT_XRC_SEND && a->qp_type != RV_QPT_XRC_RECV) {
+		if (attr->mask & RV_QP_INIT_ATTR_XRCD)
+			return rv_err(EINVAL, func, "RV_QP_INIT_ATTR_XRCD is only for an RV_QPT_XRC_RECV QP");
+		return 0;
+	}
+	if (!pd->ctx->drv->xrcd_open)
+		return rv_err(EOPNOTSUPP, func, "device %s has no XRC; qp_type %u needs it", pd->ctx->dev->name,
+			      a->qp_type);
+	if (attr->mask & RV_QP_INIT_ATTR_SRQ)
+		return rv_err(EINVAL, func, "an XRC QP takes no SRQ: an XRC initiator has no receive side and "
+			      "an XRC target receives into the XRC SRQ each SEND names");
+	if (a->qp_type == RV_QPT_XRC_SEND) {
+		if (attr->mask & RV_QP_INIT_ATTR_XRCD)
+			return rv_err(EINVAL, func, "RV_QP_INIT_ATTR_XRCD is only for an RV_QPT_XRC_RECV QP");
+		a->recv_cq = a->send_cq; /* no receive side: nothing completes there */
+		a->cap.max_recv_wr = 0;
+		a->cap.max_recv_sge = 0;
+		if (a->cap.max_send_wr == 0)
+			return rv_err(EINVAL, func, "cap.max_send_wr is 0: an XRC initiator only sends");
+		return 0;
+	}
+	if (!(attr->mask & RV_QP_INIT_ATTR_XRCD))
+		return rv_err(EINVAL, func, "an RV_QPT_XRC_RECV QP needs its XRC domain (RV_QP_INIT_ATTR_XRCD)");
+	rc = rv_obj_check(RV_COBJ(attr->xrcd), RV_OBJ_XRCD, func);
+	if (rc < 0)
+		return rc;
+	if (attr->xrcd->ctx != pd->ctx)
+		return rv_err(EINVAL, func, "the XRC domain and the PD belong to different contexts");
+	a->xrcd = attr->xrcd;
+	a->send_cq = a->recv_cq = NULL;
+	memset(&a->cap, 0, sizeof(a->cap));
+	return 0;
+}
+
 static int qp_init_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_attr *a, const char *func)
 {
 	int rc;
@@ -99,13 +166,19 @@ static int qp_init_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_a
 	if (attr->mask & ~(uint64_t)QP_INIT_KNOWN)
 		return rv_err(EINVAL, func, "unknown bit 0x%" PRIx64 " in rv_qp_init_attr.mask",
 			      attr->mask & ~(uint64_t)QP_INIT_KNOWN);
-	if (!(attr->mask & RV_QP_INIT_ATTR_SEND_CQ))
-		return rv_err(EINVAL, func, "RV_QP_INIT_ATTR_SEND_CQ is required");
 	memset(a, 0, sizeof(*a));
 	a->mask = attr->mask;
 	a->qp_type = (attr->mask & RV_QP_INIT_ATTR_TYPE) ? attr->qp_type : RV_QPT_RC;
-	if (a->qp_type != RV_QPT_RC && a->qp_type != RV_QPT_UC && a->qp_type != RV_QPT_UD)
-		return rv_err(EINVAL, func, "qp_type %u is not RV_QPT_RC, RV_QPT_UC or RV_QPT_UD", a->qp_type);
+	if (a->qp_type != RV_QPT_RC && a->qp_type != RV_QPT_UC && a->qp_type != RV_QPT_UD &&
+	    a->qp_type != RV_QPT_XRC_SEND && a->qp_type != RV_QPT_XRC_RECV)
+		return rv_err(EINVAL, func, "qp_type %u is not RV_QPT_RC, RV_QPT_UC, RV_QPT_UD, "
+			      "RV_QPT_XRC_SEND or RV_QPT_XRC_RECV", a->qp_type);
+	if (a->qp_type == RV_QPT_XRC_RECV) {
+		a->sq_sig_all = 1;
+		return qp_xrc_defaults(pd, attr, a, func);
+	}
+	if (!(attr->mask & RV_QP_INIT_ATTR_SEND_CQ))
+		return rv_err(EINVAL, func, "RV_QP_INIT_ATTR_SEND_CQ is required");
 	a->send_cq = attr->send_cq;
 	a->recv_cq = (attr->mask & RV_QP_INIT_ATTR_RECV_CQ) ? attr->recv_cq : attr->send_cq;
 	rc = rv_obj_check(RV_COBJ(a->send_cq), RV_OBJ_CQ, func);
@@ -136,6 +209,9 @@ static int qp_init_defaults(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp_init_a
 		a->cap.max_recv_wr = 0; /* receives come from the SRQ */
 		a->cap.max_recv_sge = 0;
 	}
+	rc = qp_xrc_defaults(pd, attr, a, func);
+	if (rc < 0)
+		return rc;
 	if (a->cap.max_send_wr == 0 && a->cap.max_recv_wr == 0 && !a->srq)
 		return rv_err(EINVAL, func, "cap.max_send_wr and cap.max_recv_wr are both 0");
 	return 0;
@@ -162,12 +238,16 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 	/* A QP on an SRQ refuses receives through its entry point: no test on
 	 * the data path of the others. */
 	qp->post_recv = a.srq ? post_recv_on_srq_qp
+		      : a.qp_type == RV_QPT_XRC_SEND || a.qp_type == RV_QPT_XRC_RECV ? post_recv_on_xrc_qp
 		      : qp->drv->post_n_posted_may_be_null ? qp->drv->post_recv : post_recv_adapter;
+	if (a.qp_type == RV_QPT_XRC_RECV)
+		qp->post_send = qp->post_send_one = post_send_on_xrc_tgt;
 	qp->ctx = pd->ctx;
 	qp->pd = pd;
 	qp->send_cq = a.send_cq;
 	qp->recv_cq = a.recv_cq;
 	qp->srq = a.srq;
+	qp->xrcd = a.xrcd;
 	qp->qp_type = a.qp_type;
 	qp->sq_sig_all = a.sq_sig_all;
 	qp->state = RV_QPS_RESET;
@@ -178,8 +258,10 @@ RV_EXPORT int rv_qp_new(rv_pd *pd, const rv_qp_init_attr *attr, rv_qp **ret_qp)
 
 	rv_graph_lock(&pd->obj);
 	rc = rv_obj_depend(&qp->obj, &pd->obj, __func__);
-	if (rc == 0)
+	if (rc == 0 && a.send_cq)
 		rc = rv_obj_depend(&qp->obj, &a.send_cq->obj, __func__);
+	if (rc == 0 && a.xrcd)
+		rc = rv_obj_depend(&qp->obj, &a.xrcd->obj, __func__);
 	if (rc == 0 && a.recv_cq != a.send_cq)
 		rc = rv_obj_depend(&qp->obj, &a.recv_cq->obj, __func__);
 	if (rc == 0 && a.srq)
@@ -349,7 +431,7 @@ RV_EXPORT int rv_qp_to_init(rv_qp *qp, const rv_qp_attr *attr)
 	} else {
 		a.mask = RV_QP_PKEY_INDEX | RV_QP_PORT | RV_QP_ACCESS_FLAGS;
 		a.qp_access_flags = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
-		if (qp->qp_type == RV_QPT_RC)
+		if (qp->qp_type == RV_QPT_RC || qp->qp_type == RV_QPT_XRC_SEND || qp->qp_type == RV_QPT_XRC_RECV)
 			a.qp_access_flags |= RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_ATOMIC;
 	}
 	rc = helper_attr(&a, attr, RV_QPS_INIT, __func__);
@@ -383,7 +465,7 @@ RV_EXPORT int rv_qp_to_rtr(rv_qp *qp, const rv_qp_attr *attr)
 			return rv_err_from_driver(rc, __func__, "querying the device");
 		a.mask = RV_QP_PATH_MTU;
 		a.path_mtu = pattr.active_mtu ? pattr.active_mtu : RV_MTU_1024;
-		if (qp->qp_type == RV_QPT_RC) {
+		if (qp->qp_type == RV_QPT_RC || qp->qp_type == RV_QPT_XRC_RECV) {
 			a.mask |= RV_QP_MAX_DEST_RD_ATOMIC | RV_QP_MIN_RNR_TIMER;
 			a.max_dest_rd_atomic = (uint8_t)(dattr.max_qp_rd_atom > 16 ? 16 : dattr.max_qp_rd_atom);
 			a.min_rnr_timer = 12;
@@ -404,7 +486,11 @@ RV_EXPORT int rv_qp_to_rts(rv_qp *qp, const rv_qp_attr *attr)
 	memset(&a, 0, sizeof(a));
 	a.mask = RV_QP_SQ_PSN;
 	a.sq_psn = qp->init_psn;
-	if (qp->qp_type == RV_QPT_RC) {
+	if (qp->qp_type == RV_QPT_XRC_RECV) {
+		a.mask |= RV_QP_TIMEOUT;
+		a.timeout = 14;
+	}
+	if (qp->qp_type == RV_QPT_RC || qp->qp_type == RV_QPT_XRC_SEND) {
 		rc = device_caps(qp, &dattr, NULL, 0);
 		if (rc < 0)
 			return rv_err_from_driver(rc, __func__, "querying the device");
@@ -553,9 +639,16 @@ int rv_qp_connect_route(struct rv_qp *qp, const rv_endpoint *peer, const struct 
 		return rv_err(EINVAL, fn, "peer is NULL");
 	if (qp->qp_type == RV_QPT_UD)
 		return rv_err(EINVAL, fn, "UD QPs are not connected: use rv_qp_to_init/to_rtr/to_rts and address handles");
-	if (peer->qp_type != qp->qp_type)
+	if (qp->qp_type == RV_QPT_XRC_SEND || qp->qp_type == RV_QPT_XRC_RECV) {
+		uint32_t want = qp->qp_type == RV_QPT_XRC_SEND ? RV_QPT_XRC_RECV : RV_QPT_XRC_SEND;
+		if (peer->qp_type != want)
+			return rv_err(EINVAL, fn, "the peer's QP type is %u: an XRC initiator (%u) connects to an "
+				      "XRC target (%u) and a target to an initiator", peer->qp_type,
+				      RV_QPT_XRC_SEND, RV_QPT_XRC_RECV);
+	} else if (peer->qp_type != qp->qp_type) {
 		return rv_err(EINVAL, fn, "the peer's QP type %u differs from ours (%u): both sides must be RC or both UC",
 			      peer->qp_type, qp->qp_type);
+	}
 	if (peer->qpn == 0 || peer->qpn > 0xffffff || peer->psn > 0xffffff)
 		return rv_err(EINVAL, fn, "the peer endpoint's qpn 0x%x or psn 0x%x is out of range",
 			      peer->qpn, peer->psn);

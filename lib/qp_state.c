@@ -34,10 +34,14 @@ const char *rv_qp_attr_bit_name(uint64_t bit)
 
 bool rv_qp_transition_masks(uint32_t t, uint32_t cur, uint32_t next, uint64_t *req, uint64_t *opt)
 {
-	bool ud = t == RV_QPT_UD, rc = t == RV_QPT_RC;
+	/* XRC initiators and targets as Linux's qp_state_table has them: like
+	 * RC, but an initiator has no responder attributes and a target no
+	 * requester ones beyond its timeout. */
+	bool ud = t == RV_QPT_UD, ini = t == RV_QPT_XRC_SEND, tgt = t == RV_QPT_XRC_RECV;
+	bool rc = t == RV_QPT_RC;
 	uint64_t r = S, o = 0;
 
-	if (t != RV_QPT_RC && t != RV_QPT_UC && t != RV_QPT_UD)
+	if (t != RV_QPT_RC && t != RV_QPT_UC && t != RV_QPT_UD && !ini && !tgt)
 		return false;
 	if (next == RV_QPS_RESET || next == RV_QPS_ERR) {
 		/* Any state may go to RESET or ERR with the state alone. */
@@ -59,7 +63,7 @@ bool rv_qp_transition_masks(uint32_t t, uint32_t cur, uint32_t next, uint64_t *r
 				o = RV_QP_PKEY_INDEX | RV_QP_QKEY;
 			} else {
 				r |= RV_QP_AV | RV_QP_PATH_MTU | RV_QP_DEST_QPN | RV_QP_RQ_PSN;
-				if (rc)
+				if (rc || tgt)
 					r |= RV_QP_MAX_DEST_RD_ATOMIC | RV_QP_MIN_RNR_TIMER;
 				o = RV_QP_ALT_PATH | RV_QP_ACCESS_FLAGS | RV_QP_PKEY_INDEX;
 			}
@@ -71,18 +75,20 @@ bool rv_qp_transition_masks(uint32_t t, uint32_t cur, uint32_t next, uint64_t *r
 		if (next != RV_QPS_RTS)
 			return false;
 		r |= RV_QP_SQ_PSN;
-		if (rc)
+		if (rc || ini)
 			r |= RV_QP_TIMEOUT | RV_QP_RETRY_CNT | RV_QP_RNR_RETRY | RV_QP_MAX_QP_RD_ATOMIC;
+		if (tgt)
+			r |= RV_QP_TIMEOUT;
 		o = RV_QP_CUR_STATE | (ud ? RV_QP_QKEY
 					  : RV_QP_ACCESS_FLAGS | RV_QP_ALT_PATH | RV_QP_PATH_MIG_STATE |
-						    (rc ? RV_QP_MIN_RNR_TIMER : 0));
+						    (rc || tgt ? RV_QP_MIN_RNR_TIMER : 0));
 		break;
 	case RV_QPS_RTS:
 	case RV_QPS_SQD:
 		if (next == RV_QPS_RTS) {
 			o = RV_QP_CUR_STATE | (ud ? RV_QP_QKEY
 						  : RV_QP_ACCESS_FLAGS | RV_QP_ALT_PATH | RV_QP_PATH_MIG_STATE |
-							    (rc ? RV_QP_MIN_RNR_TIMER : 0));
+							    (rc || tgt ? RV_QP_MIN_RNR_TIMER : 0));
 		} else if (next == RV_QPS_SQD && cur == RV_QPS_RTS) {
 			o = RV_QP_EN_SQD_ASYNC_NOTIFY;
 		} else if (next == RV_QPS_SQD && cur == RV_QPS_SQD) {
@@ -91,7 +97,7 @@ bool rv_qp_transition_masks(uint32_t t, uint32_t cur, uint32_t next, uint64_t *r
 			o = ud ? RV_QP_PKEY_INDEX | RV_QP_QKEY
 			       : RV_QP_AV | RV_QP_ALT_PATH | RV_QP_ACCESS_FLAGS | RV_QP_PKEY_INDEX |
 					 RV_QP_PATH_MIG_STATE |
-					 (rc ? RV_QP_PORT | RV_QP_TIMEOUT | RV_QP_RETRY_CNT | RV_QP_RNR_RETRY |
+					 (rc || ini || tgt ? RV_QP_PORT | RV_QP_TIMEOUT | RV_QP_RETRY_CNT | RV_QP_RNR_RETRY |
 						       RV_QP_MAX_QP_RD_ATOMIC | RV_QP_MAX_DEST_RD_ATOMIC |
 						       RV_QP_MIN_RNR_TIMER
 						 : 0);
@@ -100,7 +106,7 @@ bool rv_qp_transition_masks(uint32_t t, uint32_t cur, uint32_t next, uint64_t *r
 		}
 		break;
 	case RV_QPS_SQE:
-		if (next != RV_QPS_RTS || rc)
+		if (next != RV_QPS_RTS || rc || ini || tgt)
 			return false;
 		o = RV_QP_CUR_STATE | (ud ? RV_QP_QKEY : RV_QP_ACCESS_FLAGS);
 		break;

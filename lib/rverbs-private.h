@@ -152,6 +152,7 @@ struct rv_qp {
 	struct rv_qp_signal *sig; /* the signalling policy, or NULL (lib/qp_signal.c) */
 	struct rv_srq *srq; /* or NULL; a dependency (strong) */
 	struct rv_wr_builder *wrb; /* rv_qp_wr_* state, or NULL before the first batch (lib/wr_builder.c) */
+	struct rv_xrcd *xrcd; /* RV_QPT_XRC_RECV: its domain (a dependency, strong); else NULL */
 };
 
 struct rv_srq {
@@ -161,6 +162,17 @@ struct rv_srq {
 	void *drv_srq;
 	uint32_t max_wr;  /* as the driver made it */
 	uint32_t max_sge;
+	/* An XRC SRQ (RV_SRQ_INIT_ATTR_XRC): its domain and CQ (dependencies,
+	 * strong) and the number the driver gave it; NULL, NULL, 0 otherwise. */
+	struct rv_xrcd *xrcd;
+	struct rv_cq *cq;
+	uint32_t srqn;
+};
+
+struct rv_xrcd {
+	struct rv_object obj;
+	struct rv_context *ctx;
+	void *drv_xrcd;
 };
 
 struct rv_mw {

@@ -25,7 +25,30 @@ static const struct rv_object_class srq_class = {
 	.destroy = srq_destroy,
 };
 
-#define SRQ_INIT_KNOWN (RV_SRQ_INIT_ATTR_MAX_WR | RV_SRQ_INIT_ATTR_MAX_SGE | RV_SRQ_INIT_ATTR_LIMIT)
+#define SRQ_INIT_KNOWN (RV_SRQ_INIT_ATTR_MAX_WR | RV_SRQ_INIT_ATTR_MAX_SGE | RV_SRQ_INIT_ATTR_LIMIT | \
+			RV_SRQ_INIT_ATTR_XRC)
+
+/* An XRC SRQ: a live domain and CQ of the PD's context, on a device with XRC. */
+static int xrc_defaults(struct rv_pd *pd, const rv_srq_attr *attr, rv_srq_attr *a, const char *func)
+{
+	int rc;
+
+	if (!pd->ctx->drv->xrcd_open)
+		return rv_err(EOPNOTSUPP, func, "device %s has no XRC; create a plain SRQ", pd->ctx->dev->name);
+	if (!attr->xrcd || !attr->cq)
+		return rv_err(EINVAL, func, "RV_SRQ_INIT_ATTR_XRC needs both xrcd and cq; %s is NULL",
+			      attr->xrcd ? "cq" : "xrcd");
+	rc = rv_obj_check(RV_COBJ(attr->xrcd), RV_OBJ_XRCD, func);
+	if (rc == 0)
+		rc = rv_obj_check(RV_COBJ(attr->cq), RV_OBJ_CQ, func);
+	if (rc < 0)
+		return rc;
+	if (attr->xrcd->ctx != pd->ctx || attr->cq->ctx != pd->ctx)
+		return rv_err(EINVAL, func, "the XRC domain, the CQ and the PD must belong to one context");
+	a->xrcd = attr->xrcd;
+	a->cq = attr->cq;
+	return 0;
+}
 
 static int srq_defaults(struct rv_pd *pd, const rv_srq_attr *attr, rv_srq_attr *a, const char *func)
 {
@@ -59,6 +82,8 @@ static int srq_defaults(struct rv_pd *pd, const rv_srq_attr *attr, rv_srq_attr *
 			      dev.max_srq_sge);
 	if (a->srq_limit >= a->max_wr)
 		return rv_err(EINVAL, func, "srq_limit %u must be below max_wr %u", a->srq_limit, a->max_wr);
+	if (a->mask & RV_SRQ_INIT_ATTR_XRC)
+		return xrc_defaults(pd, attr, a, func);
 	return 0;
 }
 
@@ -80,6 +105,13 @@ RV_EXPORT int rv_srq_new(rv_pd *pd, const rv_srq_attr *attr, rv_srq **ret_srq)
 	rc = srq_defaults(pd, attr, &a, __func__); /* asks the device: under the lock */
 	if (rc == 0)
 		rc = rv_obj_depend(&srq->obj, &pd->obj, __func__);
+	if (rc == 0 && a.xrcd) {
+		srq->xrcd = a.xrcd;
+		srq->cq = a.cq;
+		rc = rv_obj_depend(&srq->obj, &a.xrcd->obj, __func__);
+		if (rc == 0)
+			rc = rv_obj_depend(&srq->obj, &a.cq->obj, __func__);
+	}
 	if (rc == 0)
 		rc = RV_DRIVER_CALL(pd->ctx->drv->srq_create(srq, &a), __func__, "creating the SRQ");
 	return RV_OBJ_NEW_END(srq, &pd->obj, rc, ret_srq);
@@ -155,6 +187,21 @@ RV_EXPORT int rv_srq_query(rv_srq *srq, rv_srq_attr *ret_attr)
 		return rv_err_from_driver(rc, __func__, "querying the SRQ");
 	a.mask = 0;
 	*ret_attr = a;
+	return 0;
+}
+
+RV_EXPORT int rv_srq_num(const rv_srq *srq, uint32_t *ret_srqn)
+{
+	int rc = rv_obj_check(RV_COBJ(srq), RV_OBJ_SRQ, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_srqn)
+		return rv_err(EINVAL, __func__, "ret_srqn is NULL");
+	if (!srq->xrcd)
+		return rv_err(EINVAL, __func__, "SRQ #%" PRIu64 " is not an XRC SRQ; only XRC SRQs have a "
+			      "number (create it with RV_SRQ_INIT_ATTR_XRC)", srq->obj.id);
+	*ret_srqn = srq->srqn;
 	return 0;
 }
 

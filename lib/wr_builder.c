@@ -378,6 +378,22 @@ RV_EXPORT int rv_qp_wr_set_ud_addr(rv_qp *qp, rv_ah *ah, uint32_t remote_qpn, ui
 	return 0;
 }
 
+RV_EXPORT int rv_qp_wr_set_xrc_srqn(rv_qp *qp, uint32_t remote_srqn)
+{
+	int rc;
+	struct rv_wr_builder *b = open_batch(qp, __func__, &rc);
+
+	if (!b)
+		return rc;
+	if (qp->qp_type != RV_QPT_XRC_SEND)
+		return rv_err(EINVAL, __func__, "QP 0x%x is not an XRC initiator QP; only its work requests "
+			      "name a remote SRQ", qp->qpn);
+	if (b->n == 0)
+		return rv_err(EINVAL, __func__, "the batch has no work request yet; add one before its SRQ number");
+	b->wrs[b->n - 1].remote_srqn = remote_srqn;
+	return 0;
+}
+
 RV_EXPORT int rv_qp_wr_complete(rv_qp *qp, size_t *ret_n_posted)
 {
 	size_t posted = 0;

@@ -348,6 +348,28 @@ static int mock_td_dealloc(struct rv_td *td)
 	return fake_destroy(td->drv_td, RV_OBJ_TD);
 }
 
+static int mock_xrcd_open(struct rv_xrcd *xrcd)
+{
+	struct fake *f;
+	int rc;
+
+	expect_live(xrcd, RV_OBJ_XRCD);
+	if (inject_create(RV_OBJ_XRCD, &rc))
+		return rc;
+	f = fake_new(RV_OBJ_XRCD, xrcd);
+	if (!f)
+		return -ENOMEM;
+	f->parents[0] = xrcd->ctx->drv_ctx;
+	xrcd->drv_xrcd = f;
+	return 0;
+}
+
+static int mock_xrcd_close(struct rv_xrcd *xrcd)
+{
+	expect_live(xrcd, RV_OBJ_XRCD);
+	return fake_destroy(xrcd->drv_xrcd, RV_OBJ_XRCD);
+}
+
 static int mock_mr_reg(struct rv_mr *mr)
 {
 	struct fake *f;
@@ -489,16 +511,29 @@ static int mock_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 
 	expect_live(qp, RV_OBJ_QP);
 	expect_live(qp->pd, RV_OBJ_PD);
-	expect_live(qp->send_cq, RV_OBJ_CQ);
-	expect_live(qp->recv_cq, RV_OBJ_CQ);
+	if (qp->qp_type == RV_QPT_XRC_RECV) {
+		/* A target QP: its domain, no CQ, no queue (lib/driver.h). */
+		expect_live(attr->xrcd, RV_OBJ_XRCD);
+		if (qp->send_cq || qp->recv_cq || attr->cap.max_send_wr || attr->cap.max_recv_wr || attr->srq)
+			mock.contract_violations++;
+	} else {
+		expect_live(qp->send_cq, RV_OBJ_CQ);
+		expect_live(qp->recv_cq, RV_OBJ_CQ);
+		if (attr->xrcd || (qp->qp_type == RV_QPT_XRC_SEND && (attr->cap.max_recv_wr || attr->srq)))
+			mock.contract_violations++;
+	}
 	if (inject_create(RV_OBJ_QP, &rc))
 		return rc;
 	f = fake_new(RV_OBJ_QP, qp);
 	if (!f)
 		return -ENOMEM;
 	f->parents[0] = qp->pd->drv_pd;
-	f->parents[1] = qp->send_cq->drv_cq;
-	f->parents[2] = qp->recv_cq->drv_cq;
+	if (qp->qp_type == RV_QPT_XRC_RECV) {
+		f->parents[1] = attr->xrcd->drv_xrcd;
+	} else {
+		f->parents[1] = qp->send_cq->drv_cq;
+		f->parents[2] = qp->recv_cq->drv_cq;
+	}
 	if (attr->srq) {
 		expect_live(attr->srq, RV_OBJ_SRQ);
 		f->parents[3] = attr->srq->drv_srq;
@@ -600,6 +635,13 @@ static int mock_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 	if (!f)
 		return -ENOMEM;
 	f->parents[0] = srq->pd->drv_pd;
+	if (srq->xrcd) {
+		expect_live(srq->xrcd, RV_OBJ_XRCD);
+		expect_live(srq->cq, RV_OBJ_CQ);
+		f->parents[1] = srq->xrcd->drv_xrcd;
+		f->parents[2] = srq->cq->drv_cq;
+		srq->srqn = mock.next_qpn++; /* unique, as a device's SRQ numbers */
+	}
 	f->srq_limit = attr->srq_limit;
 	srq->max_wr = attr->max_wr;
 	srq->max_sge = attr->max_sge;
@@ -688,6 +730,8 @@ const struct rv_driver mock_driver = {
 	.post_recv = mock_post_recv,
 	.srq_create = mock_srq_create,
 	.srq_destroy = mock_srq_destroy,
+	.xrcd_open = mock_xrcd_open,
+	.xrcd_close = mock_xrcd_close,
 	.srq_modify = mock_srq_modify,
 	.srq_query = mock_srq_query,
 	.post_srq_recv = mock_post_srq_recv,

@@ -239,7 +239,7 @@ static void test_endpoint__pack_rejects_bad_fields_and_writes_nothing(void **sta
 	BAD(ep.qpn = 0x1000000, -EINVAL, "qpn 0x1000000 does not fit 24 bits");
 	BAD(ep.psn = 0xffffffff, -EINVAL, "psn 0xffffffff does not fit 24 bits");
 	BAD(ep.mtu = 6, -EINVAL, "mtu 6 is not an rv_mtu");
-	BAD(ep.qp_type = 1, -EINVAL, "qp_type 1 is not RC, UC or UD");
+	BAD(ep.qp_type = 1, -EINVAL, "qp_type 1 is not RC, UC, UD, XRC_SEND or XRC_RECV");
 	BAD(ep.qp_type = 5, -EINVAL, "qp_type 5");
 	BAD(ep.user_data_len = RV_ENDPOINT_USER_DATA_MAX + 1, -EINVAL, "user_data_len 65 is above 64");
 	BAD(ep.user_data_len = UINT32_MAX, -EINVAL, "user_data_len 4294967295");
@@ -357,7 +357,7 @@ static void test_endpoint__unpack_rejects_each_bad_field(void **state)
 	BAD(put32(b + 36, 0xff000000u), -EBADMSG, "psn 0xff000000");
 	BAD(b[31] = 6, -EBADMSG, "mtu 6 is not an rv_mtu");
 	BAD(b[31] = 0xff, -EBADMSG, "mtu 255");
-	BAD(put32(b + 40, 0), -EBADMSG, "qp_type 0 is not RC, UC or UD");
+	BAD(put32(b + 40, 0), -EBADMSG, "qp_type 0 is not RC, UC, UD, XRC_SEND or XRC_RECV");
 	BAD(put32(b + 40, 0x02000000u), -EBADMSG, "qp_type");
 	BAD(put16(b + 68, 65), -EBADMSG, "user_data_len 65 is above 64");
 	BAD(put16(b + 68, 5), -EBADMSG, "does not match");

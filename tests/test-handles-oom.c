@@ -93,9 +93,11 @@ static void scenario(struct outcome *o)
 	rv_pd *pd = NULL;
 	rv_cq *cq = NULL, *cq2 = NULL;
 	rv_mr *mr = NULL, *mr2 = NULL;
-	rv_qp *qp = NULL, *qp2 = NULL;
+	rv_qp *qp = NULL, *qp2 = NULL, *tgt = NULL;
 	rv_td *td = NULL;
 	rv_pd *pdom = NULL;
+	rv_xrcd *xrcd = NULL;
+	rv_srq *xsrq = NULL;
 	char *text = NULL;
 	int rc;
 
@@ -140,6 +142,19 @@ static void scenario(struct outcome *o)
 	}
 	if (ctx) {
 		rv_error_clear();
+		check(o, rv_xrcd_new(ctx, NULL, &xrcd), xrcd, "rv_xrcd_new");
+	}
+	if (xrcd && pd && cq) {
+		rv_srq_attr sa = {.mask = RV_SRQ_INIT_ATTR_XRC, .xrcd = xrcd, .cq = cq};
+		rv_qp_init_attr ta = {.mask = RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_XRCD,
+				      .qp_type = RV_QPT_XRC_RECV, .xrcd = xrcd};
+		rv_error_clear();
+		check(o, rv_srq_new(pd, &sa, &xsrq), xsrq, "rv_srq_new");
+		rv_error_clear();
+		check(o, rv_qp_new(pd, &ta, &tgt), tgt, "rv_qp_new");
+	}
+	if (ctx) {
+		rv_error_clear();
 		check(o, rv_context_dump(ctx, &text), text, "rv_context_dump");
 		rv_free(text);
 	}
@@ -161,6 +176,9 @@ static void scenario(struct outcome *o)
 			countdown = saved;
 		}
 	}
+	rv_qp_unref(tgt);
+	rv_srq_unref(xsrq);
+	rv_xrcd_unref(xrcd);
 	rv_qp_unref(qp2);
 	rv_qp_unref(qp);
 	rv_mr_unref(mr2);

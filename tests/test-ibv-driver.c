@@ -1136,6 +1136,68 @@ static void test_ibv_driver__memory_windows(void **state)
  * reports nothing; a CQ with timestamps and the device clock are refused
  * with -EOPNOTSUPP naming the reason; rv_cq_poll_ex on a plain CQ gives the
  * completions without extended fields. */
+/* XRC through libibverbs: refused, naming IBV_DEVICE_XRC, on a device
+ * without it; on one with it, ibv_open_xrcd (no file), ibv_create_srq_ex
+ * (IBV_SRQT_XRC with the PD, the domain and the CQ) and ibv_get_srq_num. */
+static void test_ibv_driver__xrc_through_libibverbs(void **state)
+{
+	rv_qp_init_attr ia = {.mask = RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_SEND_CQ, .qp_type = RV_QPT_XRC_SEND};
+	rv_srq_attr sa = {.mask = RV_SRQ_INIT_ATTR_XRC};
+	rv_device *dev;
+	rv_context *ctx;
+	rv_xrcd *x = NULL;
+	rv_pd *pd;
+	rv_cq *cq;
+	rv_qp *qp = NULL;
+	rv_srq *srq = NULL;
+	uint32_t num = 0;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_int_equal(rv_xrcd_new(ctx, NULL, &x), -EOPNOTSUPP);
+	assert_msg("IBV_DEVICE_XRC");
+	assert_null(x);
+	ia.send_cq = cq;
+	assert_int_equal(rv_qp_new(pd, &ia, &qp), -EOPNOTSUPP);
+	assert_msg("IBV_DEVICE_XRC");
+	assert_null(qp);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+	close_mock(dev, ctx);
+
+	mock.extended = 1;
+	mock.xrc = 1;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_cq_new(ctx, NULL, &cq), 0);
+	assert_int_equal(rv_xrcd_new(ctx, NULL, &x), 0);
+	assert_int_equal(mock.xrcd_out, 1);
+	assert_int_equal(mock.last_xrcd_init.fd, -1);
+	assert_true(mock.last_xrcd_init.oflags & O_CREAT);
+	sa.xrcd = x;
+	sa.cq = cq;
+	assert_int_equal(rv_srq_new(pd, &sa, &srq), 0);
+	assert_int_equal(mock.last_srq_ex.srq_type, IBV_SRQT_XRC);
+	assert_non_null(mock.last_srq_ex.xrcd);
+	assert_non_null(mock.last_srq_ex.cq);
+	assert_non_null(mock.last_srq_ex.pd);
+	assert_int_equal(rv_srq_num(srq, &num), 0);
+	assert_int_equal(num, 0x4242);
+	/* The domain closes its SRQ first, then itself. */
+	assert_int_equal(rv_xrcd_close(x), 0);
+	assert_int_equal(mock.xrcd_out, 0);
+	assert_int_equal(rv_srq_num(srq, &num), -RV_ECLOSED);
+	rv_srq_unref(srq);
+	rv_xrcd_unref(x);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+	close_mock(dev, ctx);
+	mock.xrc = 0;
+	mock.extended = 0;
+}
+
 static void test_ibv_driver__no_extended_verbs_means_eopnotsupp(void **state)
 {
 	rv_device_attr da = {.mask = RV_DEVICE_ATTR_ALL};
@@ -1288,6 +1350,7 @@ int main(void)
 		T(test_ibv_driver__srq_through_libibverbs),
 		T(test_ibv_driver__async_events_are_translated_and_acked_at_once),
 		T(test_ibv_driver__cq_resize),
+		T(test_ibv_driver__xrc_through_libibverbs),
 		T(test_ibv_driver__no_extended_verbs_means_eopnotsupp),
 		T(test_ibv_driver__extended_query_and_cq_timestamps),
 #undef T

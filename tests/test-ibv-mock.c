@@ -95,6 +95,13 @@ static struct {
 	uint64_t cq_ex_flags;
 	uint64_t clock;
 	int n_cq_ex;           /* CQs made by create_cq_ex */
+	/* XRC: with `xrc` set (and `extended`), the device says IBV_DEVICE_XRC
+	 * and its context has open_xrcd, close_xrcd, create_srq_ex and
+	 * get_srq_num, which record what they were given. */
+	int xrc;
+	int xrcd_out;
+	struct ibv_xrcd_init_attr last_xrcd_init;
+	struct ibv_srq_init_attr_ex last_srq_ex;
 } mock = { .port_state = IBV_PORT_ACTIVE, .next_qpn = 0x100 };
 
 static struct ibv_device mock_devs[MOCK_NDEV] = {
@@ -855,6 +862,47 @@ int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 	return 0;
 }
 
+static struct ibv_xrcd *mock_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *init)
+{
+	struct ibv_xrcd *x = calloc(1, sizeof(*x));
+
+	mock.last_xrcd_init = *init;
+	if (!x)
+		return NULL;
+	x->context = c;
+	mock.xrcd_out++;
+	return x;
+}
+
+static int mock_close_xrcd(struct ibv_xrcd *x)
+{
+	free(x);
+	mock.xrcd_out--;
+	return 0;
+}
+
+static struct ibv_srq *mock_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *init)
+{
+	struct mock_srq *s = calloc(1, sizeof(*s));
+
+	mock.last_srq_ex = *init;
+	if (!s)
+		return NULL;
+	s->srq.context = c;
+	s->srq.pd = init->pd;
+	s->srq.srq_context = init->srq_context;
+	s->attr = init->attr;
+	mock.srq_out++;
+	return &s->srq;
+}
+
+static int mock_get_srq_num(struct ibv_srq *srq, uint32_t *num)
+{
+	(void)srq;
+	*num = 0x4242;
+	return 0;
+}
+
 int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	free(srq);
@@ -1004,6 +1052,12 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		v->query_device_ex = mock_query_device_ex;
 		v->query_rt_values = mock_query_rt_values;
 		v->create_cq_ex = mock_create_cq_ex;
+		if (mock.xrc) {
+			v->open_xrcd = mock_open_xrcd;
+			v->close_xrcd = mock_close_xrcd;
+			v->create_srq_ex = mock_create_srq_ex;
+			v->get_srq_num = mock_get_srq_num;
+		}
 		c = &v->context;
 	} else {
 		c = calloc(1, sizeof(*c));
@@ -1056,6 +1110,8 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp_init_rd_atom = 16;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->phys_port_cnt = 1;
+	if (mock.xrc)
+		a->device_cap_flags |= IBV_DEVICE_XRC;
 	return 0;
 }
 

@@ -534,6 +534,30 @@ static void test_ibv_translate__ud_send_wr_carries_the_ah_qpn_and_qkey(void **st
 	assert_int_equal(ib.imm_data, htobe32(0x01020304));
 }
 
+static void test_ibv_translate__xrc_send_wr_carries_the_remote_srqn(void **state)
+{
+	struct rv_qp ini = fake_qp(RV_QPT_XRC_SEND, 0);
+	struct rv_qp rc = fake_qp(RV_QPT_RC, 0);
+	rv_sge sge = { .addr = 0x1000, .length = 100, .lkey = 5 };
+	rv_send_wr w = base_wr(RV_WR_SEND, &sge, 1);
+	struct ibv_send_wr ib;
+
+	(void)state;
+	w.remote_srqn = 0xabcde;
+	for (uint32_t op = RV_WR_RDMA_WRITE; op <= RV_WR_RDMA_READ; op++) {
+		w.opcode = op;
+		memset(&ib, 0x55, sizeof(ib));
+		assert_int_equal(rv_ibv_send_wr_to_ibv(&ini, &w, &ib), 0);
+		assert_int_equal(ib.opcode, (int)op);
+		assert_int_equal(ib.qp_type.xrc.remote_srqn, 0xabcde);
+	}
+	/* Another QP type's WR leaves it alone (zero or untouched, never the field). */
+	w.opcode = RV_WR_SEND_WITH_IMM;
+	memset(&ib, 0, sizeof(ib));
+	assert_int_equal(rv_ibv_send_wr_to_ibv(&rc, &w, &ib), 0);
+	assert_int_equal(ib.qp_type.xrc.remote_srqn, 0);
+}
+
 static void test_ibv_translate__wc_back_to_ibv_for_init_ah_from_wc(void **state)
 {
 	rv_wc wc = { .wr_id = 1, .status = RV_WC_SUCCESS, .opcode = RV_WC_RECV, .byte_len = 140,
@@ -833,6 +857,7 @@ int main(void)
 		cmocka_unit_test(test_ibv_translate__send_wr_automatic_inline),
 		cmocka_unit_test(test_ibv_translate__send_wr_refusals),
 		cmocka_unit_test(test_ibv_translate__ud_send_wr_carries_the_ah_qpn_and_qkey),
+		cmocka_unit_test(test_ibv_translate__xrc_send_wr_carries_the_remote_srqn),
 		cmocka_unit_test(test_ibv_translate__wc_back_to_ibv_for_init_ah_from_wc),
 		cmocka_unit_test(test_ibv_translate__recv_wr),
 		cmocka_unit_test(test_ibv_translate__wc_every_field),

@@ -34,6 +34,7 @@
 #define CAP_MEM_WINDOW (1u << 17)
 #define CAP_MEM_WINDOW_TYPE_2A (1u << 23)
 #define CAP_MEM_WINDOW_TYPE_2B (1u << 24)
+#define CAP_XRC (1u << 20)
 
 static void assert_msg_starts(const char *prefix)
 {
@@ -256,7 +257,7 @@ static void test_misuse__zero_based_refused_on_soft0(void **state)
 }
 
 /* Item 8: device_cap_flags says what the device does: memory windows of
- * both types (type 2 as 2B: checked against the QP and the PD), and the
+ * both types (type 2 as 2B: checked against the QP and the PD), XRC, and the
  * firmware string names the MPA revision on the wire. */
 static void test_misuse__soft0_caps_are_truthful(void **state)
 {
@@ -264,6 +265,7 @@ static void test_misuse__soft0_caps_are_truthful(void **state)
 	rv_device_attr da = {.mask = RV_DEVICE_ATTR_ALL};
 	rv_pd *pd = NULL;
 	rv_mw *mw1 = NULL, *mw2 = NULL;
+	rv_xrcd *xrcd = NULL;
 
 	(void)state;
 	assert_int_equal(rv_context_query_device(ctx, &da), 0);
@@ -274,6 +276,10 @@ static void test_misuse__soft0_caps_are_truthful(void **state)
 	assert_true(da.device_cap_flags & CAP_MEM_WINDOW_TYPE_2B);
 	assert_false(da.device_cap_flags & CAP_MEM_WINDOW_TYPE_2A);
 	assert_true(da.max_mw > 0);
+	/* XRC: the flag, and a domain to go with it. */
+	assert_true(da.device_cap_flags & CAP_XRC);
+	assert_int_equal(rv_xrcd_new(ctx, NULL, &xrcd), 0);
+	rv_xrcd_unref(xrcd);
 	if (!strstr(da.fw_ver, "MPA rev 2"))
 		fail_msg("fw_ver \"%s\" does not name MPA revision 2", da.fw_ver);
 	rv_mw_unref(mw1);

@@ -605,6 +605,180 @@ static void test_soft_hostile__imm_without_a_receive(void **state)
 	target_close(&t);
 }
 
+/* An XRC target QP (RV_QPT_XRC_RECV) with SRQ A of its domain, one receive
+ * posted, and SRQ B of another domain, each completing on t.cq; the fake
+ * peer connects as an XRC initiator. */
+struct xrc_target {
+	struct target t;
+	rv_xrcd *xrcd, *other;
+	rv_srq *a, *b, *a2;
+	uint32_t na, nb, na2;
+};
+
+static void xrc_target_open(struct xrc_target *x)
+{
+	rv_device *dev;
+	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_XRCD, .qp_type = RV_QPT_XRC_RECV};
+	rv_srq_attr sa = {.mask = RV_SRQ_INIT_ATTR_XRC};
+	rv_endpoint fake;
+	rv_sge g;
+	rv_recv_wr wr = {.wr_id = 1, .sg_list = &g, .num_sge = 1};
+	struct target *t = &x->t;
+
+	memset(x, 0, sizeof(*x));
+	assert_int_equal(rv_device_find("soft0", &dev), 0);
+	assert_int_equal(rv_context_new(dev, NULL, &t->ctx), 0);
+	rv_device_unref(dev);
+	assert_int_equal(rv_pd_new(t->ctx, NULL, &t->pd), 0);
+	assert_int_equal(rv_cq_new(t->ctx, NULL, &t->cq), 0);
+	assert_int_equal(rv_xrcd_new(t->ctx, NULL, &x->xrcd), 0);
+	assert_int_equal(rv_xrcd_new(t->ctx, NULL, &x->other), 0);
+	sa.cq = t->cq;
+	sa.xrcd = x->xrcd;
+	assert_int_equal(rv_srq_new(t->pd, &sa, &x->a), 0);
+	assert_int_equal(rv_srq_new(t->pd, &sa, &x->a2), 0);
+	sa.xrcd = x->other;
+	assert_int_equal(rv_srq_new(t->pd, &sa, &x->b), 0);
+	assert_int_equal(rv_srq_num(x->a, &x->na), 0);
+	assert_int_equal(rv_srq_num(x->a2, &x->na2), 0);
+	assert_int_equal(rv_srq_num(x->b, &x->nb), 0);
+	qa.xrcd = x->xrcd;
+	assert_int_equal(rv_qp_new(t->pd, &qa, &t->qp), 0);
+	assert_int_equal(rv_mr_alloc(t->pd, 8192, RV_ACCESS_ALL_REMOTE, NULL, &t->mr), 0);
+	t->buf = rv_mr_addr(t->mr);
+	memset(t->buf, 0xab, 8192);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)t->buf, .length = 64, .lkey = rv_mr_lkey(t->mr)};
+	for (int i = 0; i < 3; i++) {
+		rv_srq *s = i == 0 ? x->a : i == 1 ? x->a2 : x->b;
+		assert_int_equal(rv_srq_post_recv(s, &wr, 1, NULL), 0);
+	}
+	assert_int_equal(rv_qp_endpoint(t->qp, &t->ep), 0);
+	fake = t->ep;
+	fake.lid = FAKE_PORT;
+	fake.qpn = FAKE_QPN;
+	fake.qp_type = RV_QPT_XRC_SEND;
+	assert_int_equal(rv_qp_connect(t->qp, &fake), 0);
+}
+
+static void xrc_target_close(struct xrc_target *x)
+{
+	rv_srq_unref(x->a);
+	rv_srq_unref(x->a2);
+	rv_srq_unref(x->b);
+	rv_xrcd_unref(x->xrcd);
+	rv_xrcd_unref(x->other);
+	target_close(&x->t);
+}
+
+/* The MPA request of an XRC initiator. */
+static bool xrc_handshake(const struct target *t, int fd, uint32_t role)
+{
+	uint8_t pd[RV_SOFT_CPD_LEN], frame_buf[128], reply[RV_MPA_HDR_LEN + RV_SOFT_CPD_LEN];
+	struct rv_soft_cpd c;
+	struct rv_mpa_frame f = {.reply = false, .flags = RV_MPA_FLAG_CRC, .rev = 2,
+				 .pd_len = RV_SOFT_CPD_LEN, .pd = pd};
+	struct rv_mpa_frame r;
+	int n;
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.gid, t->ep.gid, 16);
+	c.port = FAKE_PORT;
+	c.src_qpn = FAKE_QPN;
+	c.dst_qpn = t->ep.qpn;
+	c.ird = c.ord = 16;
+	c.caps = RV_SOFT_CAP_IMM | role;
+	rv_wire_cpd_encode(pd, sizeof(pd), &c);
+	n = rv_wire_mpa_encode(frame_buf, sizeof(frame_buf), &f);
+	send_all(fd, frame_buf, (size_t)n);
+	if (recv_some(fd, reply, sizeof(reply)) != sizeof(reply))
+		return false;
+	return rv_wire_mpa_decode(reply, sizeof(reply), &r) > 0 && r.reply && !(r.flags & RV_MPA_FLAG_REJECT);
+}
+
+/* A SEND segment of message msn naming queue number qn. */
+static int xrc_send_seg(uint8_t *buf, size_t cap, uint32_t qn, uint32_t msn, uint32_t mo, bool last)
+{
+	static const uint8_t payload[16] = "xrc-hostile-pay";
+	struct rv_fpdu f;
+
+	memset(&f, 0, sizeof(f));
+	f.last = last, f.opcode = RV_RDMAP_SEND, f.qn = qn, f.msn = msn, f.mo = mo;
+	f.payload = payload, f.payload_len = sizeof(payload);
+	return frame(buf, cap, &f);
+}
+
+/* XRC: a SEND on queue 0 without an SRQ number, naming an SRQ that does not
+ * exist, one of another XRC domain, or switching SRQs inside a message is
+ * refused (TERMINATE, the target QP to ERR) without touching any receive
+ * buffer or completing anything; the control case, a well-formed SEND,
+ * lands. A peer claiming another role than initiator is rejected. */
+static void test_soft_hostile__xrc_srq_numbers(void **state)
+{
+	for (int kind = 0; kind < 6; kind++) {
+		struct xrc_target x;
+		uint8_t buf[512];
+		rv_wc wc;
+		int fd, n = 0, tries;
+
+		(void)state;
+		xrc_target_open(&x);
+		fd = raw_connect(&x.t);
+		if (kind == 5) {
+			/* Claims to be a target too: not an initiator's peer. */
+			assert_false(xrc_handshake(&x.t, fd, RV_SOFT_CAP_XRC_TGT));
+			close(fd);
+			xrc_target_close(&x);
+			continue;
+		}
+		assert_true(xrc_handshake(&x.t, fd, RV_SOFT_CAP_XRC_INI));
+		switch (kind) {
+		case 0: /* the control: SRQ A, two segments */
+			n += xrc_send_seg(buf + n, sizeof(buf) - (size_t)n, RV_SOFT_QN_XRC | x.na, 1, 0, false);
+			n += xrc_send_seg(buf + n, sizeof(buf) - (size_t)n, RV_SOFT_QN_XRC | x.na, 1, 16, true);
+			break;
+		case 1:
+			n += xrc_send_seg(buf, sizeof(buf), RV_DDP_QN_SEND, 1, 0, true);
+			break;
+		case 2:
+			n += xrc_send_seg(buf, sizeof(buf), RV_SOFT_QN_XRC | ((x.na ^ x.nb ^ x.na2) | 0x800000), 1, 0, true);
+			break;
+		case 3:
+			n += xrc_send_seg(buf, sizeof(buf), RV_SOFT_QN_XRC | x.nb, 1, 0, true);
+			break;
+		case 4:
+			n += xrc_send_seg(buf + n, sizeof(buf) - (size_t)n, RV_SOFT_QN_XRC | x.na, 1, 0, false);
+			n += xrc_send_seg(buf + n, sizeof(buf) - (size_t)n, RV_SOFT_QN_XRC | x.na2, 1, 16, true);
+			break;
+		}
+		send_all(fd, buf, (size_t)n);
+		if (kind == 0) {
+			for (tries = 0; tries < 5000 && rv_cq_poll(x.t.cq, &wc, 1) == 0; tries++) {
+				struct timespec ts = {0, 1000000};
+				nanosleep(&ts, NULL);
+			}
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.byte_len, 32);
+			assert_int_equal(wc.qp_num, rv_qp_num(x.t.qp));
+			assert_memory_equal(x.t.buf, "xrc-hostile-pay", 16);
+			assert_int_equal(rv_qp_state_of(x.t.qp), RV_QPS_RTS);
+		} else {
+			assert_int_equal(wait_state(x.t.qp, RV_QPS_ERR, 5000), RV_QPS_ERR);
+			/* A refused first segment wrote nothing; case 4's first
+			 * segment landed in SRQ A's WR, which then flushes. */
+			if (kind == 4) {
+				assert_int_equal(rv_cq_poll(x.t.cq, &wc, 1), 1);
+				assert_int_not_equal(wc.status, RV_WC_SUCCESS);
+			} else {
+				assert_int_equal(rv_cq_poll(x.t.cq, &wc, 1), 0);
+				for (int i = 0; i < 8192; i++)
+					assert_int_equal(x.t.buf[i], 0xab);
+			}
+		}
+		close(fd);
+		xrc_target_close(&x);
+	}
+}
+
 static void test_soft_hostile__idle_connections_are_bounded(void **state)
 {
 	struct target t;
@@ -648,6 +822,7 @@ int main(void)
 		cmocka_unit_test(test_soft_hostile__crc_off_stream),
 		cmocka_unit_test(test_soft_hostile__reads_beyond_ird),
 		cmocka_unit_test(test_soft_hostile__imm_without_a_receive),
+		cmocka_unit_test(test_soft_hostile__xrc_srq_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
  * Installed as <rverbs/rverbs.hpp>. Nothing here adds behaviour to the C API;
  * it only changes how ownership and errors are spelled:
  *
- * - Owners: rverbs::device, context, comp_channel, pd, ah, mr, mw, cq, srq,
+ * - Owners: rverbs::device, context, comp_channel, pd, xrcd, ah, mr, mw, cq, srq,
  *   qp, listener, conn, pool, mr_cache each own one reference on their C
  *   handle. Copying takes another reference (rv_X_ref), moving
  *   transfers it, destruction drops it (rv_X_unref). close() destroys the
@@ -160,6 +160,7 @@ RVERBS_HPP_TRAITS(rv_cq, cq)
 RVERBS_HPP_TRAITS(rv_qp, qp)
 RVERBS_HPP_TRAITS(rv_ah, ah)
 RVERBS_HPP_TRAITS(rv_srq, srq)
+RVERBS_HPP_TRAITS(rv_xrcd, xrcd)
 RVERBS_HPP_TRAITS(rv_listener, listener)
 RVERBS_HPP_TRAITS(rv_conn, conn)
 RVERBS_HPP_TRAITS(rv_pool, pool)
@@ -588,6 +589,22 @@ private:
 	}
 };
 
+/** An XRC domain (rverbs/xrcd.h): its XRC SRQs and target QPs close with it. */
+class xrcd : public handle<rv_xrcd> {
+public:
+	using handle::handle;
+	xrcd() noexcept = default;
+	xrcd(handle<rv_xrcd> h) noexcept : handle(std::move(h)) {}
+
+	static xrcd create(const context &ctx, const rv_xrcd_attr *attr = nullptr)
+		RVERBS_HPP_CREATE(xrcd, rv_xrcd, rv_xrcd_new, ctx.get(), attr)
+	static xrcd create(const context &ctx, const rv_xrcd_attr *attr, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(xrcd, rv_xrcd, rv_xrcd_new, ctx.get(), attr)
+
+	/** The context (a new reference). */
+	context get_context() const noexcept { return context::borrow(rv_xrcd_context(p_)); }
+};
+
 /** An address handle (UD): rv_ah_new / rv_ah_from_wc. */
 class ah : public handle<rv_ah> {
 public:
@@ -914,6 +931,21 @@ public:
 		detail::check(rv_srq_query(p_, &a), "rv_srq_query");
 		return a;
 	}
+	/** An XRC SRQ receiving through the target QPs of @p domain, completing on @p done. */
+	static srq create_xrc(const pd &pd, const xrcd &domain, const cq &done, rv_srq_attr a = {})
+	{
+		a.mask |= RV_SRQ_INIT_ATTR_XRC;
+		a.xrcd = domain.get();
+		a.cq = done.get();
+		return create(pd, &a);
+	}
+	/** An XRC SRQ's number (rv_srq_num), what initiators name it by. */
+	uint32_t num() const
+	{
+		uint32_t n = 0;
+		detail::check(rv_srq_num(p_, &n), "rv_srq_num");
+		return n;
+	}
 };
 
 /** An asynchronous event (rverbs/event.h) that acknowledges itself when destroyed. */
@@ -1092,6 +1124,13 @@ inline rv_send_wr ud_send(span<const rv_sge> sg, const ah &dest, uint32_t remote
 	return w;
 }
 
+/** @p w sent by an XRC initiator to the remote XRC SRQ numbered @p remote_srqn. */
+inline rv_send_wr xrc(rv_send_wr w, uint32_t remote_srqn) noexcept
+{
+	w.remote_srqn = remote_srqn;
+	return w;
+}
+
 } // namespace wr
 
 class qp : public handle<rv_qp> {
@@ -1106,6 +1145,23 @@ public:
 		RVERBS_HPP_CREATE_EC(qp, rv_qp, rv_qp_new, pd.get(), &attr)
 	/** A QP of the default type and sizes on one CQ. */
 	static qp create(const pd &pd, const cq &cq) { return create(pd, init_attr(cq)); }
+	/** An XRC initiator sending completions to @p cq. */
+	static qp create_xrc_send(const pd &pd, const cq &cq)
+	{
+		rv_qp_init_attr a = init_attr(cq);
+		a.mask |= RV_QP_INIT_ATTR_TYPE;
+		a.qp_type = RV_QPT_XRC_SEND;
+		return create(pd, a);
+	}
+	/** An XRC target of @p domain (no CQ: each SRQ has its own). */
+	static qp create_xrc_recv(const pd &pd, const xrcd &domain)
+	{
+		rv_qp_init_attr a{};
+		a.mask = RV_QP_INIT_ATTR_TYPE | RV_QP_INIT_ATTR_XRCD;
+		a.qp_type = RV_QPT_XRC_RECV;
+		a.xrcd = domain.get();
+		return create(pd, a);
+	}
 	static qp create(const pd &pd, const cq &cq, std::error_code &ec) noexcept
 	{
 		return create(pd, init_attr(cq), ec);
@@ -1373,6 +1429,10 @@ public:
 	void wr_set_ud_addr(const ah &dest, uint32_t remote_qpn, uint32_t remote_qkey)
 	{
 		detail::check(rv_qp_wr_set_ud_addr(p_, dest.get(), remote_qpn, remote_qkey), "rv_qp_wr_set_ud_addr");
+	}
+	void wr_set_xrc_srqn(uint32_t remote_srqn)
+	{
+		detail::check(rv_qp_wr_set_xrc_srqn(p_, remote_srqn), "rv_qp_wr_set_xrc_srqn");
 	}
 	/** Post the batch; returns how many WRs were posted. */
 	size_t wr_complete()

@@ -47,6 +47,8 @@ typedef struct rv_srq rv_srq;
 typedef struct rv_ah rv_ah;
 /** A thread domain: a promise that the objects bound to it are used from one thread at a time. */
 typedef struct rv_td rv_td;
+/** An XRC domain (rverbs/xrcd.h). */
+typedef struct rv_xrcd rv_xrcd;
 
 /**
  * Error returned (negated) by every call on a handle that has been closed,

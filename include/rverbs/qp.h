@@ -17,7 +17,11 @@ extern "C" {
 typedef enum rv_qp_type {
 	RV_QPT_RC = 2, /**< reliable connected */
 	RV_QPT_UC = 3, /**< unreliable connected */
-	RV_QPT_UD = 4  /**< unreliable datagram */
+	RV_QPT_UD = 4, /**< unreliable datagram */
+	RV_QPT_XRC_SEND = 9, /**< XRC initiator (INI): sends only, each SEND names the remote XRC
+	                          SRQ (rverbs/xrcd.h); no receive queue, no receive CQ */
+	RV_QPT_XRC_RECV = 10 /**< XRC target (TGT) of an XRC domain (RV_QP_INIT_ATTR_XRCD):
+	                          receives into the XRC SRQ each SEND names; no send queue, no CQ */
 } rv_qp_type;
 
 /** Queue pair state (values equal IBV_QPS_*). */
@@ -47,7 +51,9 @@ enum rv_qp_init_attr_mask {
 	RV_QP_INIT_ATTR_RECV_CQ = 1u << 2,    /**< recv_cq is set (default: send_cq) */
 	RV_QP_INIT_ATTR_CAP = 1u << 3,        /**< cap is set (default 128/128/1/1/0) */
 	RV_QP_INIT_ATTR_SQ_SIG_ALL = 1u << 4, /**< sq_sig_all is set (default 1) */
-	RV_QP_INIT_ATTR_SRQ = 1u << 5         /**< srq is set: receives come from it (rverbs/srq.h) */
+	RV_QP_INIT_ATTR_SRQ = 1u << 5,        /**< srq is set: receives come from it (rverbs/srq.h) */
+	RV_QP_INIT_ATTR_XRCD = 1u << 6        /**< xrcd is set: required by, and only for,
+	                                           RV_QPT_XRC_RECV (rverbs/xrcd.h) */
 };
 
 /** Options for rv_qp_new(). */
@@ -60,6 +66,7 @@ typedef struct rv_qp_init_attr {
 	rv_qp_cap cap;       /**< requested queue sizes */
 	rv_srq *srq;         /**< shared receive queue of the same PD (RV_QP_INIT_ATTR_SRQ); the
 	                          QP takes its receives from it and cap.max_recv_wr is ignored */
+	rv_xrcd *xrcd;       /**< the XRC domain of an RV_QPT_XRC_RECV QP (RV_QP_INIT_ATTR_XRCD) */
 } rv_qp_init_attr;
 
 /** Address vector of a connected QP's peer or of an address handle. */
@@ -195,7 +202,9 @@ typedef struct rv_send_wr {
 	uint64_t swap;             /**< atomic swap value */
 	rv_ah *ah;                 /**< UD: destination address handle */
 	uint32_t remote_qkey;      /**< UD: destination Q_Key */
-	uint32_t reserved;         /**< zero */
+	uint32_t remote_srqn;      /**< XRC initiator (RV_QPT_XRC_SEND): the number of the remote
+	                                XRC SRQ (rv_srq_num()) that receives the message; ignored
+	                                (and formerly reserved, zero) on other QP types */
 	uint64_t reserved_tail[5]; /**< zero; pads the WR to sizeof(struct ibv_send_wr), so that
 	                                a provider that reads a whole ibv_send_wr stays inside it */
 } rv_send_wr;
@@ -217,13 +226,25 @@ typedef struct rv_recv_wr {
 /**
  * Create a queue pair in the RESET state. The QP holds references on its PD
  * and CQs (and its SRQ, with RV_QP_INIT_ATTR_SRQ: closing the SRQ closes the QP). A random 24-bit initial send PSN is chosen.
+ *
+ * XRC (rverbs/xrcd.h): an RV_QPT_XRC_SEND QP needs a send CQ and no receive
+ * side (cap.max_recv_wr and the receive CQ are ignored, RV_QP_INIT_ATTR_SRQ
+ * is refused). An RV_QPT_XRC_RECV QP needs RV_QP_INIT_ATTR_XRCD and no CQ
+ * (send_cq, recv_cq and cap are ignored); it holds a reference on its XRC
+ * domain, whose close closes it. Its PD is rverbs' own bookkeeping (a
+ * libibverbs target QP has none); the software device accepts RDMA READ,
+ * WRITE and atomics arriving on it on an MR of that PD or of the PD of
+ * any XRC SRQ of its domain.
  * @param pd      the protection domain
- * @param attr    options; RV_QP_INIT_ATTR_SEND_CQ is required
+ * @param attr    options; RV_QP_INIT_ATTR_SEND_CQ is required (except for RV_QPT_XRC_RECV)
  * @param ret_qp  receives the QP
  * @retval 0            success
  * @retval -EINVAL      a NULL argument, a missing send CQ, an unknown mask bit,
  *                      a CQ from another context, or a capability above the
- *                      device limit (rv_error_last() names it)
+ *                      device limit, an RV_QPT_XRC_RECV QP without an XRC domain
+ *                      or a domain given to another QP type, an SRQ on an XRC QP
+ *                      (rv_error_last() names it)
+ * @retval -EOPNOTSUPP  an XRC QP type on a device without XRC
  * @retval -RV_ECLOSED  the PD or a CQ is closed
  * @retval negative     the driver failed; rv_error_last() says why
  */
@@ -616,6 +637,17 @@ RV_API int rv_qp_wr_set_inline_data_list(rv_qp *qp, const rv_sge *bufs, size_t n
  * @retval -RV_ECLOSED  the QP is closed
  */
 RV_API int rv_qp_wr_set_ud_addr(rv_qp *qp, rv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey);
+
+/**
+ * Name the remote XRC SRQ of the latest WR of an XRC initiator QP's batch
+ * (ibv_wr_set_xrc_srqn()); sets its rv_send_wr::remote_srqn.
+ * @param qp           the RV_QPT_XRC_SEND QP with an open batch
+ * @param remote_srqn  the number of the remote XRC SRQ (rv_srq_num() there)
+ * @retval 0            set
+ * @retval -EINVAL      not an XRC initiator QP, no batch or no WR in it
+ * @retval -RV_ECLOSED  the QP is closed
+ */
+RV_API int rv_qp_wr_set_xrc_srqn(rv_qp *qp, uint32_t remote_srqn);
 
 /**
  * Post the batch with rv_qp_post_send() and close it (ibv_wr_complete()).

@@ -21,6 +21,7 @@
 #include <rverbs/qp.h>
 #include <rverbs/ah.h>
 #include <rverbs/srq.h>
+#include <rverbs/xrcd.h>
 #include <rverbs/mw.h>
 #include <rverbs/event.h>
 #include <rverbs/conn.h>

@@ -27,7 +27,8 @@ extern "C" {
 enum rv_srq_init_attr_mask {
 	RV_SRQ_INIT_ATTR_MAX_WR = 1u << 0,  /**< max_wr is set (default 128) */
 	RV_SRQ_INIT_ATTR_MAX_SGE = 1u << 1, /**< max_sge is set (default 1) */
-	RV_SRQ_INIT_ATTR_LIMIT = 1u << 2    /**< srq_limit is set (default 0: not armed) */
+	RV_SRQ_INIT_ATTR_LIMIT = 1u << 2,   /**< srq_limit is set (default 0: not armed) */
+	RV_SRQ_INIT_ATTR_XRC = 1u << 3      /**< xrcd and cq are set: an XRC SRQ (rverbs/xrcd.h) */
 };
 
 /** Bits of rv_srq_attr::mask for rv_srq_modify() (values equal IBV_SRQ_*). */
@@ -43,19 +44,30 @@ typedef struct rv_srq_attr {
 	uint32_t max_sge;   /**< SGEs per receive WR */
 	uint32_t srq_limit; /**< the limit event fires when fewer WRs than this remain; 0: disarmed */
 	uint32_t reserved;  /**< zero */
+	rv_xrcd *xrcd;      /**< rv_srq_new() with RV_SRQ_INIT_ATTR_XRC: the XRC domain of the SRQ */
+	rv_cq *cq;          /**< rv_srq_new() with RV_SRQ_INIT_ATTR_XRC: the CQ of its receive
+	                         completions (an XRC target QP has no CQ of its own) */
 } rv_srq_attr;
 
 /**
  * Create a shared receive queue. The SRQ holds a reference on its PD.
+ *
+ * With RV_SRQ_INIT_ATTR_XRC, an XRC SRQ (ibv_create_srq_ex() with
+ * IBV_SRQT_XRC): it receives the SENDs that name its number (rv_srq_num())
+ * through any target QP of its XRC domain, checks their receive buffers
+ * against @p pd and completes them on @p attr->cq. It holds references on
+ * the domain and the CQ and depends on both (closing either closes it).
+ * No QP is created with it (RV_QP_INIT_ATTR_SRQ refuses it).
  * @param pd       the protection domain (the QPs using the SRQ must share it)
  * @param attr     sizes, or NULL for defaults (128 WRs of 1 SGE, limit not armed)
  * @param ret_srq  receives the SRQ
  * @retval 0            success
  * @retval -EINVAL      a NULL argument, an unknown mask bit, max_wr or max_sge of 0
  *                      or above the device's max_srq_wr/max_srq_sge, or a limit
- *                      not below max_wr (rv_error_last() names it)
- * @retval -EOPNOTSUPP  the device has no SRQ (max_srq is 0)
- * @retval -RV_ECLOSED  the PD is closed
+ *                      not below max_wr, an XRC SRQ whose domain or CQ is NULL,
+ *                      not one, or of another context (rv_error_last() names it)
+ * @retval -EOPNOTSUPP  the device has no SRQ (max_srq is 0), or no XRC for an XRC SRQ
+ * @retval -RV_ECLOSED  the PD, the XRC domain or the CQ is closed
  * @retval negative     the driver failed; rv_error_last() says why
  */
 RV_API int rv_srq_new(rv_pd *pd, const rv_srq_attr *attr, rv_srq **ret_srq);
@@ -126,6 +138,18 @@ RV_API int rv_srq_modify(rv_srq *srq, const rv_srq_attr *attr);
  * @retval negative     the driver failed; rv_error_last() says why
  */
 RV_API int rv_srq_query(rv_srq *srq, rv_srq_attr *ret_attr);
+
+/**
+ * The number of an XRC SRQ (ibv_get_srq_num()): what an XRC initiator puts
+ * in rv_send_wr::remote_srqn to reach it. Unique among the SRQs of the
+ * device (software device: of the context).
+ * @param srq        the XRC SRQ
+ * @param ret_srqn   receives the number
+ * @retval 0            success
+ * @retval -EINVAL      a NULL argument, or @p srq is not an XRC SRQ
+ * @retval -RV_ECLOSED  the SRQ is closed
+ */
+RV_API int rv_srq_num(const rv_srq *srq, uint32_t *ret_srqn);
 
 /**
  * The PD of the SRQ (a borrowed pointer).

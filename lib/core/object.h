@@ -29,6 +29,7 @@ enum rv_obj_type {
 	RV_OBJ_CONN,
 	RV_OBJ_POOL,
 	RV_OBJ_TD,
+	RV_OBJ_XRCD,
 	RV_OBJ_TYPE_MAX
 };
 
@@ -40,7 +41,7 @@ enum rv_obj_type {
 	X(DEVICE, "device") X(CONTEXT, "context") X(PD, "PD") X(MR, "MR")       \
 	X(MW, "MW") X(CQ, "CQ") X(COMP_CHANNEL, "completion channel") X(QP, "QP") \
 	X(SRQ, "SRQ") X(AH, "AH") X(LISTENER, "listener") X(CONN, "connection")  \
-	X(POOL, "pool") X(TD, "TD")
+	X(POOL, "pool") X(TD, "TD") X(XRCD, "XRC domain")
 
 enum rv_obj_state {
 	RV_OBJ_LIVE = 1,

@@ -8,6 +8,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -770,6 +771,108 @@ static void test_compat__real_devices_pass_through(void **state)
 		skip();
 }
 
+/* XRC through the layer: a domain's file names it in the process, a domain
+ * in use is not closed, an XRC SRQ has a number, the QP types are created
+ * (a target with its domain only), and bad requests fail as libibverbs'. */
+static void test_compat__xrc_domains_srqs_and_qps(void **state)
+{
+	struct ibv_context *c = open_soft0();
+	struct ibv_device_attr da;
+	char path[] = "/tmp/rverbs-xrcd-XXXXXX";
+	int fd = mkstemp(path);
+	struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+					.fd = fd, .oflags = O_CREAT};
+	struct ibv_xrcd *x, *again;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *tgt, *ini;
+	uint32_t num = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(ibv_query_device(c, &da), 0);
+	assert_true(da.device_cap_flags & IBV_DEVICE_XRC);
+	x = ibv_open_xrcd(c, &xa);
+	assert_non_null(x);
+	again = ibv_open_xrcd(c, &xa); /* the same file: the same domain */
+	assert_ptr_equal(again, x);
+	xa.oflags = O_CREAT | O_EXCL;
+	errno = 0;
+	assert_null(ibv_open_xrcd(c, &xa));
+	assert_int_equal(errno, EINVAL);
+	xa.fd = -1;
+	xa.oflags = 0; /* a new domain needs O_CREAT */
+	errno = 0;
+	assert_null(ibv_open_xrcd(c, &xa));
+	assert_int_equal(errno, EINVAL);
+	pd = ibv_alloc_pd(c);
+	cq = ibv_create_cq(c, 16, NULL, NULL, 0);
+	assert_non_null(pd);
+	assert_non_null(cq);
+	{
+		struct ibv_srq_init_attr_ex sa = {.attr = {.max_wr = 8, .max_sge = 1}, .srq_type = IBV_SRQT_XRC,
+						  .pd = pd, .xrcd = x, .cq = cq,
+						  .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+							       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ};
+		struct ibv_qp_init_attr_ex ta = {.qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD,
+						 .xrcd = x};
+		struct ibv_qp_init_attr_ex ia = {.qp_type = IBV_QPT_XRC_SEND, .comp_mask = IBV_QP_INIT_ATTR_PD,
+						 .pd = pd, .send_cq = cq, .cap = {.max_send_wr = 4, .max_send_sge = 1}};
+
+		srq = ibv_create_srq_ex(c, &sa);
+		assert_non_null(srq);
+		assert_int_equal(ibv_get_srq_num(srq, &num), 0);
+		assert_int_not_equal(num, 0);
+		ta.comp_mask = 0; /* a target without its domain */
+		errno = 0;
+		assert_null(ibv_create_qp_ex(c, &ta));
+		assert_int_not_equal(errno, 0);
+		ta.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		tgt = ibv_create_qp_ex(c, &ta);
+		assert_non_null(tgt);
+		assert_null(tgt->pd);
+		ini = ibv_create_qp_ex(c, &ia);
+		assert_non_null(ini);
+		assert_int_equal(ini->qp_type, IBV_QPT_XRC_SEND);
+	}
+	/* ibv_open_qp: another handle on the target, by its number; a wrong
+	 * number or type is refused. The target lives until both are gone. */
+	{
+		struct ibv_qp_open_attr oa = {.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+							   IBV_QP_OPEN_ATTR_TYPE,
+					      .qp_num = tgt->qp_num ^ 1, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV};
+		struct ibv_qp_attr qa2;
+		struct ibv_qp_init_attr qi;
+		struct ibv_qp *opened;
+
+		errno = 0;
+		assert_null(ibv_open_qp(c, &oa));
+		assert_int_equal(errno, EINVAL);
+		oa.qp_num = tgt->qp_num;
+		opened = ibv_open_qp(c, &oa);
+		assert_non_null(opened);
+		assert_int_equal(opened->qp_num, tgt->qp_num);
+		assert_int_equal(ibv_destroy_qp(tgt), 0);
+		assert_int_equal(ibv_query_qp(opened, &qa2, IBV_QP_STATE, &qi), 0);
+		assert_int_equal(qa2.qp_state, IBV_QPS_RESET);
+		tgt = opened;
+	}
+	/* Opened twice: the first close only counts; then the domain is in use. */
+	assert_int_equal(ibv_close_xrcd(x), 0);
+	assert_int_equal(ibv_close_xrcd(x), EBUSY);
+	assert_int_equal(ibv_destroy_qp(tgt), 0);
+	assert_int_equal(ibv_close_xrcd(x), EBUSY);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_close_xrcd(x), 0);
+	assert_int_equal(ibv_destroy_qp(ini), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	close(fd);
+	assert_int_equal(ibv_close_device(c), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -781,6 +884,7 @@ int main(void)
 		cmocka_unit_test(test_compat__contexts_of_one_process_reach_each_other_by_their_own_port),
 		cmocka_unit_test(test_compat__objects_in_use_are_not_destroyed),
 		cmocka_unit_test(test_compat__thread_and_parent_domains),
+		cmocka_unit_test(test_compat__xrc_domains_srqs_and_qps),
 		cmocka_unit_test(test_compat__close_device_with_objects_left_open_succeeds),
 		cmocka_unit_test(test_compat__real_devices_pass_through),
 	};

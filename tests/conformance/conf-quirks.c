@@ -72,6 +72,11 @@ const struct conf_quirk conf_quirks[] = {
 	 "the send queue takes one WR more than the max_send_wr it reports (no -ENOMEM there)",
 	 "rxe's queues are rings rounded up to a power of two and a post checks only the ring for room",
 	 LINUX_RXE "rxe_queue.c (rxe_queue_init), rxe_verbs.c (post_one_send)"},
+	{"rxe*", "XRC: SENDs reach the SRQ the initiator names; WRITE and READ as on RC", "no-xrc", 0, 0,
+	 "the device has no XRC: device_cap_flags lacks IBV_DEVICE_XRC, and the XRC domain and the XRC QP "
+	 "types are refused with -EOPNOTSUPP (which the case checks)",
+	 "rxe implements RC, UC and UD only; it does not set IB_DEVICE_XRC",
+	 LINUX_RXE "rxe.c (rxe_init_device_param: device_cap_flags), rxe_verbs.c (no alloc_xrcd)"},
 	{"rxe*", "SRQ resize below what it holds, to 0 or above max_srq_wr is refused, nothing lost",
 	 "srq-resize-rounds-up", 0, 0,
 	 "a resize to fewer receives than the SRQ holds succeeds (the size read back still holds "

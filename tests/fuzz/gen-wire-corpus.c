@@ -120,6 +120,8 @@ static void fpdus(void)
 	f = untagged(RV_RDMAP_SEND_SE_INV, RV_DDP_QN_SEND, 5, 0, true);
 	f.inv_stag = 0x42;
 	one("send-se-inv", f, 2);
+	/* XRC (soft0): a SEND naming XRC SRQ 0x123456 in its queue number. */
+	one("send-xrc", untagged(RV_RDMAP_SEND, RV_SOFT_QN_XRC | 0x123456u, 1, 0, true), 24);
 	/* RFC 7306: Immediate Data (with and without SE), Atomic Requests (fetch
 	 * and add, compare and swap with masks), an Atomic Response; then an
 	 * Immediate Data with the T bit (refused) and an opcode beyond them. */
@@ -287,6 +289,9 @@ static void mpas(void)
 	mpa("request-pd-max", false, RV_MPA_FLAG_CRC, 2, &c, RV_MPA_PD_MAX);
 	mpa("request-pd-short", false, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN - 1);
 	mpa("request-pd-not-rverbs", false, RV_MPA_FLAG_CRC, 2, NULL, RV_SOFT_CPD_LEN);
+	c.caps |= RV_SOFT_CAP_XRC_INI;
+	mpa("request-xrc-ini", false, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN);
+	c.caps &= ~(uint32_t)RV_SOFT_CAP_XRC_INI;
 	c.rtr = RV_SOFT_RTR_P2P | RV_SOFT_RTR_SEND;
 	mpa("request-send-rtr-only", false, RV_MPA_FLAG_CRC, 2, &c, RV_SOFT_CPD_LEN);
 	c.src_qpn = 0xffffff;

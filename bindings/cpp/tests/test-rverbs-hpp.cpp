@@ -383,6 +383,55 @@ TEST_CASE(rc_send_recv)
 	CHECK(std::memcmp(b->mr_.addr(), msg, sizeof(msg)) == 0);
 }
 
+TEST_CASE(xrc_sends_land_in_the_named_srq)
+{
+	// Receiver: an XRC domain, two XRC SRQs with their own CQs, one target
+	// QP; sender: an initiator QP in another context.
+	context rc = soft_context(), sc = soft_context();
+	xrcd dom = xrcd::create(rc);
+	CHECK(dom.get_context().get() == rc.get());
+	pd rpd = pd::create(rc), spd = pd::create(sc);
+	cq c0 = cq::create(rc), c1 = cq::create(rc), scq = cq::create(sc);
+	srq s0 = srq::create_xrc(rpd, dom, c0), s1 = srq::create_xrc(rpd, dom, c1);
+	CHECK(s0.num() != s1.num());
+	qp tgt = qp::create_xrc_recv(rpd, dom), ini = qp::create_xrc_send(spd, scq);
+	mr rmr = mr::alloc(rpd, 4096, RV_ACCESS_LOCAL_WRITE), smr = mr::alloc(spd, 4096, RV_ACCESS_LOCAL_WRITE);
+	rv_endpoint et = tgt.endpoint(), ei = ini.endpoint();
+	std::error_code ect, eci;
+	std::thread t([&] { tgt.connect(ei, ect); });
+	ini.connect(et, eci);
+	t.join();
+	CHECK(!ect && !eci);
+	for (int k = 0; k < 2; k++) {
+		rv_sge g = rmr.sge(static_cast<size_t>(k) * 64, 64);
+		rv_recv_wr w{};
+		w.wr_id = static_cast<uint64_t>(k);
+		set_sg_list(w, span<const rv_sge>(&g, 1));
+		CHECK((k == 0 ? s0 : s1).post_recv(span<const rv_recv_wr>(&w, 1)) == 1);
+	}
+	std::memcpy(smr.addr(), "to-srq-1", 8);
+	rv_sge g = smr.sge(0, 8);
+	rv_send_wr w = wr::xrc(wr::send(span<const rv_sge>(&g, 1), 1), s1.num());
+	CHECK(ini.post_send(span<const rv_send_wr>(&w, 1)) == 1);
+	CHECK(wait_one(scq).status == RV_WC_SUCCESS);
+	rv_wc wc = wait_one(c1);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.wr_id == 1 && wc.byte_len == 8 && wc.qp_num == tgt.num());
+	CHECK(std::memcmp(static_cast<char *>(rmr.addr()) + 64, "to-srq-1", 8) == 0);
+	ini.wr_start();
+	ini.wr_send(2, RV_SEND_SIGNALED);
+	ini.wr_set_sge(smr.sge(0, 8));
+	ini.wr_set_xrc_srqn(s0.num());
+	CHECK(ini.wr_complete() == 1);
+	CHECK(wait_one(scq).status == RV_WC_SUCCESS);
+	wc = wait_one(c0);
+	CHECK(wc.status == RV_WC_SUCCESS && wc.wr_id == 0);
+	// Closing the domain closes the target QP and both SRQs.
+	dom.close();
+	rv_srq_attr q{};
+	CHECK(rv_srq_query(s0.get(), &q) == -RV_ECLOSED);
+	CHECK(rv_qp_state_of(tgt.get()) == -RV_ECLOSED);
+}
+
 TEST_CASE(ud_send_and_reply_through_address_handles)
 {
 	context c = soft_context();

@@ -169,3 +169,5 @@ if _resolve("rv_qp_wr_start", "rv_qp_wr_complete", "rv_qp_wr_abort"):
     QP.wr_set_inline_data = _wr_set_inline_data
     QP.wr_set_inline_data_list = _wr_set_inline_data_list
     QP.wr_set_ud_addr = _wr_set_ud_addr
+    if "rv_qp_wr_set_xrc_srqn" in _HAVE:
+        QP.wr_set_xrc_srqn = _call(lib.rv_qp_wr_set_xrc_srqn, "rv_qp_wr_set_xrc_srqn")

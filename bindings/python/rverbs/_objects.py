@@ -779,11 +779,11 @@ class SendWR:
     post time. sg_list: a sequence of rv_sge (MR.sge(), rverbs.sge())."""
 
     __slots__ = ("wr_id", "opcode", "sg_list", "send_flags", "imm_data", "remote_addr",
-                 "rkey", "compare_add", "swap", "ah", "remote_qpn", "remote_qkey")
+                 "rkey", "compare_add", "swap", "ah", "remote_qpn", "remote_qkey", "remote_srqn")
 
     def __init__(self, wr_id=0, opcode=None, sg_list=(), send_flags=0, imm_data=0,
                  remote_addr=0, rkey=0, compare_add=0, swap=0, ah=None, remote_qpn=0,
-                 remote_qkey=0):
+                 remote_qkey=0, remote_srqn=0):
         self.wr_id = wr_id
         self.opcode = lib.RV_WR_SEND if opcode is None else opcode
         self.sg_list = sg_list
@@ -796,6 +796,7 @@ class SendWR:
         self.ah = ah                    # UD: an AH
         self.remote_qpn = remote_qpn    # UD: the destination QP number
         self.remote_qkey = remote_qkey  # UD: the destination Q_Key
+        self.remote_srqn = remote_srqn  # XRC initiator: the remote XRC SRQ (SRQ.num there)
 
 
 class RecvWR:
@@ -858,20 +859,28 @@ class QP(_Handle):
     """A queue pair (pyverbs' QP), created in RESET.
 
     QP(pd, send_cq, recv_cq=None, qp_type=RV_QPT_RC, max_send_wr=..., max_recv_wr=...,
-    max_send_sge=..., max_recv_sge=..., max_inline_data=..., sq_sig_all=None, srq=None)
+    max_send_sge=..., max_recv_sge=..., max_inline_data=..., sq_sig_all=None, srq=None,
+    xrcd=None)
+
+    An XRC target (qp_type=RV_QPT_XRC_RECV) takes xrcd= and no CQ (send_cq=None).
     """
 
     _kind = "QP"
     _prefix = "qp"
 
-    def __init__(self, pd, send_cq, recv_cq=None, qp_type=None, sq_sig_all=None, srq=None, **cap):
+    def __init__(self, pd, send_cq, recv_cq=None, qp_type=None, sq_sig_all=None, srq=None, xrcd=None,
+                 **cap):
         super().__init__()
         attr = ffi.new("rv_qp_init_attr *")
-        attr.mask = lib.RV_QP_INIT_ATTR_SEND_CQ
         if srq is not None:  # rverbs/_srq.py: receives come from the SRQ
             attr.mask |= lib.RV_QP_INIT_ATTR_SRQ
             attr.srq = srq._ptr("rv_qp_new")
-        attr.send_cq = send_cq._ptr("rv_qp_new")
+        if xrcd is not None:  # rverbs/_srq.py: an XRC target's domain
+            attr.mask |= lib.RV_QP_INIT_ATTR_XRCD
+            attr.xrcd = xrcd._ptr("rv_qp_new")
+        if send_cq is not None:
+            attr.mask |= lib.RV_QP_INIT_ATTR_SEND_CQ
+            attr.send_cq = send_cq._ptr("rv_qp_new")
         if recv_cq is not None:
             attr.mask |= lib.RV_QP_INIT_ATTR_RECV_CQ
             attr.recv_cq = recv_cq._ptr("rv_qp_new")
@@ -897,8 +906,13 @@ class QP(_Handle):
         self.send_cq = send_cq
         self.recv_cq = recv_cq if recv_cq is not None else send_cq
         self._adopt(out[0], pd)
-        # A QP depends on its CQs too: closing one closes the QP (in C).
-        send_cq._children.add(self)
+        # A QP depends on its CQs (and an XRC target on its domain) too:
+        # closing one closes the QP (in C).
+        if send_cq is not None:
+            send_cq._children.add(self)
+        self.xrcd = xrcd
+        if xrcd is not None:
+            xrcd._children.add(self)
         if recv_cq is not None:
             recv_cq._children.add(self)
         self.srq = srq
@@ -1019,7 +1033,7 @@ class QP(_Handle):
                 ah = _NULL if wr.ah is None else wr.ah._ptr("rv_qp_post_send")
                 init.append((wr.wr_id, _NULL, sg, nsg, wr.opcode, wr.send_flags, wr.imm_data,
                              wr.remote_addr, wr.rkey, wr.remote_qpn, wr.compare_add, wr.swap,
-                             ah, wr.remote_qkey))
+                             ah, wr.remote_qkey, wr.remote_srqn))
             arr = ffi.new("rv_send_wr[]", init)
         rc = _rv_qp_post_send(h, arr, count, self._n_posted)
         if rc < 0:

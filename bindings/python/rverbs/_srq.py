@@ -10,7 +10,7 @@ references until ack() (or its collection), and never delays a close.
 """
 from . import _cdef
 from ._lowlevel import ffi, lib, check, error
-from ._objects import _Handle, _sge_array, Context, CQ, PD
+from ._objects import _NULL, _Handle, _sge_array, Context, CQ, PD
 
 _HAVE = set(_cdef.FUNCTIONS)
 _EAGAIN, _ETIMEDOUT = 11, 110
@@ -36,9 +36,17 @@ if _resolve("rv_srq_new", "rv_srq_post_recv", "rv_srq_modify", "rv_srq_query"):
         _kind = "SRQ"
         _prefix = "srq"
 
-        def __init__(self, pd, max_wr=None, max_sge=None, srq_limit=None):
+        def __init__(self, pd, max_wr=None, max_sge=None, srq_limit=None, xrcd=None, cq=None):
+            """With xrcd= and cq=, an XRC SRQ (rverbs/xrcd.h): it receives the
+            SENDs that name its number (SRQ.num) and completes them on cq."""
             super().__init__()
             attr = ffi.new("rv_srq_attr *")
+            if xrcd is not None or cq is not None:
+                attr.mask |= lib.RV_SRQ_INIT_ATTR_XRC
+                if xrcd is not None:
+                    attr.xrcd = xrcd._ptr("rv_srq_new")
+                if cq is not None:
+                    attr.cq = cq._ptr("rv_srq_new")
             if max_wr is not None:
                 attr.mask |= lib.RV_SRQ_INIT_ATTR_MAX_WR
                 attr.max_wr = max_wr
@@ -52,7 +60,18 @@ if _resolve("rv_srq_new", "rv_srq_post_recv", "rv_srq_modify", "rv_srq_query"):
             check(lib.rv_srq_new(pd._ptr("rv_srq_new"), attr, out), "rv_srq_new")
             self.pd = pd
             self._adopt(out[0], pd)
+            self.xrcd, self.cq = xrcd, cq
+            for d in (xrcd, cq):  # closing either closes the SRQ (in C)
+                if d is not None:
+                    d._children.add(self)
             self._n_posted = ffi.new("size_t *")
+
+        @property
+        def num(self):
+            """An XRC SRQ's number (rv_srq_num), what initiators name it by."""
+            out = ffi.new("uint32_t *")
+            check(lib.rv_srq_num(self._ptr("rv_srq_num"), out), "rv_srq_num")
+            return out[0]
 
         def post_recv(self, wrs, n=None):
             """Post receive WRs (a list of RecvWR or a cffi rv_recv_wr array);
@@ -96,6 +115,23 @@ if _resolve("rv_srq_new", "rv_srq_post_recv", "rv_srq_modify", "rv_srq_query"):
 
     PD.srq = _pd_srq
     __all__.append("SRQ")
+
+if _resolve("rv_xrcd_new", "rv_xrcd_close", "rv_srq_num"):
+    class XRCD(_Handle):
+        """An XRC domain (pyverbs' XRCD, rverbs/xrcd.h): its XRC SRQs and target
+        QPs close with it; it closes with its context."""
+
+        _kind = "XRCD"
+        _prefix = "xrcd"
+
+        def __init__(self, context):
+            super().__init__()
+            out = ffi.new("rv_xrcd **")
+            check(lib.rv_xrcd_new(context._ptr("rv_xrcd_new"), _NULL, out), "rv_xrcd_new")
+            self.context = context
+            self._adopt(out[0], context)
+
+    __all__.append("XRCD")
 
 if _resolve("rv_context_async_fd", "rv_context_get_async_event", "rv_async_event_ack",
             "rv_async_event_str"):

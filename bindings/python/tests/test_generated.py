@@ -163,6 +163,8 @@ def test_pythonic_layer_wraps_every_function():
         "rv_comp_channel_ref": "idem", "rv_ah_ref": "idem", "rv_srq_ref": "idem", "rv_mw_ref": "idem",
         "rv_td_ref": "idem",
         "rv_td_context": "TD.context holds the Context object",
+        "rv_xrcd_ref": "idem",
+        "rv_xrcd_context": "XRCD.context holds the Context object",
         "rv_srq_pd": "SRQ.pd holds the PD object",
         "rv_context_device": "Context.device holds the Device object",
         "rv_pd_context": "PD.context holds the Context object",

@@ -76,3 +76,44 @@ def test_cq_resize_and_no_event(context):
         assert context.get_async_event(0) is None
     assert rverbs.async_event_str(rverbs.EVENT_QP_FATAL) == "QP_FATAL"
     cq.close()
+
+
+needs_xrc = pytest.mark.skipif(not hasattr(rverbs, "XRCD"), reason="no XRC in these headers")
+
+
+@needs_xrc
+def test_xrc_sends_land_in_the_named_srq_and_close_with_the_domain(context):
+    xrcd = rverbs.XRCD(context)
+    pd, cq0, cq1 = rverbs.PD(context), rverbs.CQ(context), rverbs.CQ(context)
+    srqs = [rverbs.SRQ(pd, xrcd=xrcd, cq=cq) for cq in (cq0, cq1)]
+    assert srqs[0].num != srqs[1].num
+    plain = rverbs.SRQ(pd)
+    with pytest.raises(rverbs.RVerbsError) as e:
+        plain.num
+    assert "not an XRC SRQ" in str(e.value)
+    tgt = rverbs.QP(pd, None, qp_type=rverbs.QPT_XRC_RECV, xrcd=xrcd)
+    if not MOCK:
+        peer = rverbs.Context("soft0")
+        ppd, pcq = rverbs.PD(peer), rverbs.CQ(peer)
+        ini = rverbs.QP(ppd, pcq, qp_type=rverbs.QPT_XRC_SEND)
+        _connect(tgt, ini)
+        mr, pmr = rverbs.MR(pd, 4096), rverbs.MR(ppd, 4096)
+        for k, s in enumerate(srqs):
+            s.post_recv([rverbs.RecvWR(k, [mr.sge(k * 64, 64)])])
+        pmr.buf[0:5] = b"hello"
+        pmr.buf[64:69] = b"world"
+        ini.post_send([rverbs.SendWR(1, sg_list=[pmr.sge(64, 5)], send_flags=rverbs.SEND_SIGNALED,
+                                     remote_srqn=srqs[1].num)])
+        with ini.wr_batch():
+            ini.wr_send(2, rverbs.SEND_SIGNALED)
+            ini.wr_set_sge(pmr.lkey, pmr.addr, 5)
+            ini.wr_set_xrc_srqn(srqs[0].num)
+        assert all(w.ok for w in pcq.wait(2, timeout=10))
+        (w1,) = cq1.wait(1, timeout=10)
+        (w0,) = cq0.wait(1, timeout=10)
+        assert (w0.wr_id, w0.byte_len, w0.qp_num) == (0, 5, tgt.qp_num)
+        assert (w1.wr_id, w1.byte_len) == (1, 5)
+        assert bytes(mr.buf[0:5]) == b"hello" and bytes(mr.buf[64:69]) == b"world"
+        peer.close()
+    xrcd.close()
+    assert tgt.closed and all(s.closed for s in srqs) and not plain.closed

@@ -106,7 +106,10 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 				size_t want, struct ibv_send_wr *chain, int *terr, int *uerr)
 {
 	uint32_t max_inline = qp->cap.max_inline_data;
-	bool connected = qp->qp_type != RV_QPT_UD;
+	/* An XRC initiator's WRs carry remote_srqn, which only the general
+	 * translation (rv_ibv_send_wr_other) places: not "connected" here. */
+	bool connected = qp->qp_type != RV_QPT_UD && qp->qp_type != RV_QPT_XRC_SEND;
+	bool ud = qp->qp_type == RV_QPT_UD;
 	struct ibv_send_wr *out = chain, *end = chain + want;
 
 	/* Each WR points at the next slot; the caller cuts off the last. */
@@ -146,7 +149,7 @@ static inline size_t send_chain(const struct rv_qp *qp, const rv_send_wr *wr, si
 			}
 			/* UD: the address handle and QPN are checked before the
 			 * provider dereferences them. */
-			if (!connected &&
+			if (ud &&
 			    (*uerr = rv_ud_wr_check(qp, wr, first + (size_t)(out - chain))) < 0)
 				break;
 			*terr = rv_ibv_send_wr_other(qp, wr, out);
@@ -363,7 +366,7 @@ static inline __attribute__((always_inline)) int post_send_entry(struct rv_qp *q
 {
 	struct send_frame f;
 
-	if (RV_UNLIKELY(any && (n != 1 || qp->qp_type == RV_QPT_UD))) {
+	if (RV_UNLIKELY(any && (n != 1 || qp->qp_type == RV_QPT_UD || qp->qp_type == RV_QPT_XRC_SEND))) {
 		if (n > 1 && qp->qp_type != RV_QPT_UD)
 			return post_send_batch(qp, wrs, n, n_posted);
 		return post_send_chains(qp, wrs, n, n_posted);

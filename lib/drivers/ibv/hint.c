@@ -98,6 +98,10 @@ const char *rv_ibv_qp_type_name(uint32_t type)
 		return "UC";
 	case RV_QPT_UD:
 		return "UD";
+	case RV_QPT_XRC_SEND:
+		return "XRC_SEND";
+	case RV_QPT_XRC_RECV:
+		return "XRC_RECV";
 	default:
 		return "unknown QP type";
 	}

@@ -106,6 +106,11 @@ int rv_ibv_cq_poll_ex(struct rv_cq *cq, rv_wc_ex *wc, int max);
 
 /* srq.c */
 int rv_ibv_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);
+/* xrc.c */
+int rv_ibv_xrcd_open(struct rv_xrcd *xrcd);
+int rv_ibv_xrcd_close(struct rv_xrcd *xrcd);
+int rv_ibv_xrc_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);
+int rv_ibv_xrc_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);
 int rv_ibv_srq_destroy(struct rv_srq *srq);
 int rv_ibv_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr);
 int rv_ibv_srq_query(struct rv_srq *srq, rv_srq_attr *attr);

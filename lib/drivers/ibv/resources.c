@@ -389,6 +389,8 @@ int rv_ibv_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	char ebuf[128];
 	int err;
 
+	if (attr->qp_type == RV_QPT_XRC_SEND || attr->qp_type == RV_QPT_XRC_RECV)
+		return rv_ibv_xrc_qp_create(qp, attr);
 	rv_ibv_qp_init_attr_to_ibv(attr, qp->send_cq->drv_cq, qp->recv_cq->drv_cq, qp, &init);
 	if (attr->srq)
 		init.srq = attr->srq->drv_srq;

@@ -19,6 +19,8 @@ int rv_ibv_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 	char ebuf[128];
 	int err;
 
+	if (srq->xrcd)
+		return rv_ibv_xrc_srq_create(srq, attr);
 	memset(&init, 0, sizeof(init));
 	init.srq_context = srq;
 	init.attr.max_wr = attr->max_wr;

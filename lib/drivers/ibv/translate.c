@@ -225,7 +225,8 @@ unsigned int rv_ibv_send_flags(const struct rv_qp *qp, const rv_send_wr *in)
 	return out;
 }
 
-/* The opcodes rv_ibv_send_wr_common() does not take, and the refusals: off
+/* The opcodes rv_ibv_send_wr_common() does not take, UD and XRC initiator
+ * WRs (remote_srqn), and the refusals: off
  * the usual data path, so a switch and full zeroing of the unions are fine. */
 int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ibv_send_wr *out)
 {
@@ -260,6 +261,8 @@ int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ib
 		out->wr.rdma.rkey = in->rkey;
 		break;
 	}
+	if (qp->qp_type == RV_QPT_XRC_SEND)
+		out->qp_type.xrc.remote_srqn = in->remote_srqn;
 	if (qp->qp_type == RV_QPT_UD) {
 		/* Checked by rv_ud_wr_check(): a live AH of this driver. wr.ud
 		 * shares the union with the RDMA fields written above. */

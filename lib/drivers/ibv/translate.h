@@ -161,7 +161,9 @@ int rv_ibv_send_wr_other(const struct rv_qp *qp, const rv_send_wr *in, struct ib
 static inline int rv_ibv_send_wr_to_ibv(const struct rv_qp *qp, const rv_send_wr *in,
 					struct ibv_send_wr *out)
 {
-	if (RV_LIKELY(in->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD)) {
+	/* UD and XRC initiator WRs carry fields the common path leaves out. */
+	if (RV_LIKELY(in->opcode <= RV_WR_RDMA_READ && qp->qp_type != RV_QPT_UD &&
+		      qp->qp_type != RV_QPT_XRC_SEND)) {
 		rv_ibv_send_wr_common(qp, qp->cap.max_inline_data, in, NULL, out);
 		return 0;
 	}

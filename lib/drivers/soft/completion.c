@@ -70,7 +70,7 @@ static void recv_wc(struct soft_qp *q, const struct soft_rwqe *w, uint32_t statu
 	wc.status = status;
 	wc.opcode = RV_WC_RECV;
 	wc.qp_num = q->qpn;
-	if (!soft_cq_push(q->qp->recv_cq, &wc))
+	if (!soft_cq_push(soft_recv_cq(q), &wc))
 		q->cq_overflow = true;
 }
 
@@ -277,6 +277,16 @@ void soft_rq_consume(struct soft_qp *q)
 		q->srq_have = false;
 	else
 		q->rq_head++;
+}
+
+/* A linear search: a context has few XRC SRQs (one per receiving process
+ * or thread that shares the node's connections), searched once per FPDU of DDP queue 0 (rx.c). */
+struct soft_srq *soft_xrc_srq_find(struct soft_ctx *sc, uint32_t srqn)
+{
+	for (struct soft_srq *s = sc->xrc_srqs; s; s = s->xrc_next)
+		if (s->srqn == srqn)
+			return s;
+	return NULL;
 }
 
 bool soft_srq_resumable(const struct soft_qp *q)

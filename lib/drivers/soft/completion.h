@@ -91,5 +91,7 @@ struct soft_rwqe *soft_rq_peek(struct soft_qp *q);
 void soft_rq_consume(struct soft_qp *q);
 /* q stalled on an empty SRQ that has been posted to since (progress thread). */
 bool soft_srq_resumable(const struct soft_qp *q);
+/* The XRC SRQ numbered srqn in sc, or NULL (sc->lock held). */
+struct soft_srq *soft_xrc_srq_find(struct soft_ctx *sc, uint32_t srqn);
 
 #endif

@@ -57,9 +57,10 @@
  * SRQ_RESIZE (1 << 13: rv_srq_modify with RV_SRQ_MAX_WR, srq.c),
  * MEM_WINDOW (1 << 17: rv_mw_alloc and rv_qp_bind_mw, mr.c) and
  * MEM_WINDOW_TYPE_2B (1 << 24: a type 2 window is checked against both the
- * QP that bound it and its PD, mr.c check()); type 1 windows come with
- * MEM_WINDOW. tests/test-misuse.c checks each against what the device does. */
-#define SOFT_DEVICE_CAP_FLAGS ((1u << 13) | (1u << 17) | (1u << 24))
+ * QP that bound it and its PD, mr.c check()) and XRC (1 << 20: XRC domains,
+ * SRQs and QPs, srq.c); type 1 windows come with MEM_WINDOW.
+ * tests/test-misuse.c checks each against what the device does. */
+#define SOFT_DEVICE_CAP_FLAGS ((1u << 13) | (1u << 17) | (1u << 20) | (1u << 24))
 
 /* The RFC 7306 extensions this device implements (offered unless RV_SOFT_NO_EXT). */
 #define SOFT_CAPS (RV_SOFT_CAP_IMM | RV_SOFT_CAP_ATOMIC | RV_SOFT_CAP_RNR)
@@ -178,6 +179,10 @@ struct soft_srq {
 	uint32_t limit;          /* armed limit, 0 = disarmed */
 	_Atomic uint32_t gen;    /* bumped by every post: stalled QPs resume when it moves */
 	_Atomic bool starving;   /* a QP found it empty: the next post kicks the progress thread */
+	/* An XRC SRQ: its number (unique in the context) and its place in the
+	 * context's list of them (sc->xrc_srqs, under sc->lock). */
+	uint32_t srqn;
+	struct soft_srq *xrc_next;
 };
 
 struct soft_mr {
@@ -225,6 +230,8 @@ struct soft_ctx {
 
 	struct soft_qp **qps; /* the progress thread's view of QPs */
 	uint32_t n_qps, cap_qps;
+	struct soft_srq *xrc_srqs; /* the XRC SRQs, by number (srq.c; sc->lock) */
+	uint32_t next_srqn;        /* the last XRC SRQ number given (sc->lock) */
 	struct soft_conn *conns;   /* every live connection */
 	struct soft_conn *zombies; /* out of epoll, freed by the progress thread */
 	/* Connection-setup warnings, at most SOFT_SETUP_LOG_PER_S a second (conn.c). */
@@ -374,6 +381,7 @@ struct soft_swqe {
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint32_t msn;     /* SEND: its QN 0 MSN; READ: its QN 1 MSN */
+	uint32_t srqn;    /* XRC initiator: the remote XRC SRQ (rv_send_wr.remote_srqn) */
 	bool inl;         /* payload copied at post time into inline_data */
 	bool done;        /* READ, atomic: response complete */
 	bool signaled;
@@ -505,7 +513,35 @@ struct soft_qp {
 	bool uc_drop_imm;      /* the SEND being dropped had an Immediate Data message */
 	uint64_t uc_count[3];  /* soft_uc_counter */
 	uint32_t uc_bad_keys;  /* WRITEs refused on this UC QP (rx.c: SOFT_UC_BAD_KEYS ends the connection) */
+	/* XRC (rverbs/xrcd.h). A target has no receive queue and no CQ: each
+	 * message of DDP queue 0 names an XRC SRQ of its domain, which becomes
+	 * q->srq (rx.c, xrc_select) and completes on that SRQ's CQ. */
+	bool xrc_ini, xrc_tgt;
+	struct rv_xrcd *xrcd; /* a target's domain */
 };
+
+/* The queue number of w's SEND or Immediate Data message: an XRC
+ * initiator's names the remote XRC SRQ (RV_SOFT_QN_XRC, rx.c). */
+static inline uint32_t soft_send_qn(const struct soft_qp *q, const struct soft_swqe *w)
+{
+	return q->xrc_ini ? RV_SOFT_QN_XRC | w->srqn : RV_DDP_QN_SEND;
+}
+
+/* The CQ of q's receive completions: an XRC target's is its current SRQ's
+ * (NULL before a message chose one). */
+static inline struct rv_cq *soft_recv_cq(const struct soft_qp *q)
+{
+	if (q->xrc_tgt)
+		return q->srq ? q->srq->srq->cq : NULL;
+	return q->qp->recv_cq;
+}
+
+/* The PD receive buffers are checked against: the SRQ's (for a plain SRQ
+ * the same as the QP's; for an XRC target the one the message names). */
+static inline struct rv_pd *soft_recv_pd(const struct soft_qp *q)
+{
+	return q->srq ? q->srq->srq->pd : q->qp->pd;
+}
 
 /* What a UC QP's receive side dropped or failed without a TERMINATE (soft_uc_counters). */
 enum soft_uc_counter {
@@ -1024,6 +1060,8 @@ ssize_t soft_place_read(struct soft_qp *q, struct soft_conn *c);
 
 /* ---- srq.c ---- */
 int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr);
+int soft_xrcd_open(struct rv_xrcd *xrcd);
+int soft_xrcd_close(struct rv_xrcd *xrcd);
 int soft_srq_destroy(struct rv_srq *srq);
 int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr);
 int soft_srq_query(struct rv_srq *srq, rv_srq_attr *attr);

@@ -186,7 +186,8 @@ static void fill_cpd(const struct soft_qp *q, struct rv_soft_cpd *p, uint32_t re
 	memset(p, 0, sizeof(*p));
 	p->ird = (uint16_t)soft_qp_ird(q);
 	p->ord = (uint16_t)(q->ord_max < SOFT_MAX_RD_ATOM ? q->ord_max : SOFT_MAX_RD_ATOM);
-	p->caps = q->sc->caps | (q->uc ? RV_SOFT_CAP_UC : 0);
+	p->caps = q->sc->caps | (q->uc ? RV_SOFT_CAP_UC : 0) | (q->xrc_ini ? RV_SOFT_CAP_XRC_INI : 0) |
+		  (q->xrc_tgt ? RV_SOFT_CAP_XRC_TGT : 0);
 	p->min_rnr_timer = q->attr.min_rnr_timer;
 	p->rnr_retry = q->attr.rnr_retry;
 	memcpy(p->gid, q->sc->gid, 16);
@@ -290,7 +291,7 @@ static const char *reject_reason(uint32_t reason)
 					"has none, or they differ); give both the same rv_context_attr.auth_secret "
 					"or RVERBS_SOFT_SECRET_FILE",
 		[RV_SOFT_REJECT_QP_TYPE] = "the peer QP is of another type (an RC QP connects only to an RC QP, "
-					   "a UC QP only to a UC QP)",
+					   "a UC QP only to a UC QP, an XRC initiator only to an XRC target)",
 	};
 	return reason < sizeof(why) / sizeof(why[0]) && why[reason] ? why[reason] : why[0];
 }
@@ -320,13 +321,22 @@ static void reject(struct soft_conn *c, uint32_t reason)
 static void qp_negotiated(struct soft_qp *q, const struct rv_soft_cpd *peer)
 {
 	q->peer_ird = peer->ird;
-	q->peer_caps = peer->caps & q->sc->caps & ~(uint32_t)RV_SOFT_CAP_UC;
+	q->peer_caps = peer->caps & q->sc->caps &
+		       ~(uint32_t)(RV_SOFT_CAP_UC | RV_SOFT_CAP_XRC_INI | RV_SOFT_CAP_XRC_TGT);
 	q->peer_min_rnr_timer = peer->min_rnr_timer & 31u;
 	q->rnr_since = 0;
 	q->ord_user = q->ird_user = 0;
 }
 
 static bool peer_matches(const struct soft_qp *q, const struct rv_soft_cpd *r);
+
+/* The peer's QP type (its caps' type bits) fits q's: UC to UC, RC to RC,
+ * an XRC initiator to an XRC target and back. */
+static bool type_fits(const struct soft_qp *q, uint32_t caps)
+{
+	return !(caps & RV_SOFT_CAP_UC) == !q->uc && !(caps & RV_SOFT_CAP_XRC_INI) == !q->xrc_tgt &&
+	       !(caps & RV_SOFT_CAP_XRC_TGT) == !q->xrc_ini;
+}
 static int fill_rx(struct soft_conn *c);
 static void consume(struct soft_conn *c, size_t n);
 
@@ -356,7 +366,7 @@ static void accept_on(struct soft_qp *q, struct soft_conn *c)
 {
 	struct rv_soft_cpd p;
 
-	if (!(c->req.caps & RV_SOFT_CAP_UC) != !q->uc) {
+	if (!type_fits(q, c->req.caps)) {
 		/* The expected peer, of the other type: both sides fail. */
 		reject(c, RV_SOFT_REJECT_QP_TYPE);
 		/* With a secret, an unauthenticated request must not touch the QP. */
@@ -814,7 +824,7 @@ static void on_wait_reply(struct soft_qp *q, struct soft_conn *c)
 		qp_conn_failed(q, "the MPA reply names other QPs");
 		return;
 	}
-	if (!(p.caps & RV_SOFT_CAP_UC) != !q->uc) {
+	if (!type_fits(q, p.caps)) {
 		qp_conn_failed(q, reject_reason(RV_SOFT_REJECT_QP_TYPE));
 		return;
 	}

@@ -85,7 +85,7 @@ void soft_ext_emit_imm(struct soft_qp *q, struct soft_conn *c, struct soft_swqe 
 	memset(&f, 0, sizeof(f));
 	f.opcode = (w->flags & RV_SEND_SOLICITED) ? RV_RDMAP_IMM_SE : RV_RDMAP_IMM;
 	f.last = true;
-	f.qn = RV_DDP_QN_SEND;
+	f.qn = soft_send_qn(q, w);
 	f.msn = q->msn_tx[RV_DDP_QN_SEND]++;
 	f.imm = w->imm;
 	if (w->opcode == RV_WR_RDMA_WRITE_WITH_IMM)

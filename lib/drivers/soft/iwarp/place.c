@@ -96,14 +96,14 @@ static bool place_begin(struct soft_qp *q, struct soft_conn *c)
 			return false; /* rx.c terminates it once it is all there */
 	} else {
 		rw = send_target(q, &f);
-		if (!rw || soft_sgl_apply(q->sc, q->qp->pd, rw->sge, rw->num_sge, f.mo, f.payload_len,
+		if (!rw || soft_sgl_apply(q->sc, soft_recv_pd(q), rw->sge, rw->num_sge, f.mo, f.payload_len,
 					  RV_ACCESS_LOCAL_WRITE, check_only, NULL) != SOFT_MEM_OK)
 			return false; /* rx.c decides, with its TERMINATE if any */
 	}
 	c->place.crc = c->crc ? rv_crc32c(0, p, avail) : 0; /* length, header, payload so far */
 	if (pre && (f.tagged ? soft_mem_write(q->sc, q->qp, f.stag, RV_ACCESS_REMOTE_WRITE, f.to, p + 2 + f.hdr_len,
 					      pre)
-			     : soft_sgl_write(q->sc, q->qp->pd, rw->sge, rw->num_sge, f.mo, p + 2 + f.hdr_len, pre)) !=
+			     : soft_sgl_write(q->sc, soft_recv_pd(q), rw->sge, rw->num_sge, f.mo, p + 2 + f.hdr_len, pre)) !=
 		       SOFT_MEM_OK)
 		return false; /* cannot happen just after the check; the buffered path decides */
 	c->place.send = !f.tagged;
@@ -201,7 +201,7 @@ static ssize_t place_recv(struct soft_qp *q, struct soft_conn *c)
 		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
 		if (!rw || (st != RV_QPS_RTR && st != RV_QPS_RTS))
 			return -1; /* cannot happen while the connection is ours */
-		e = soft_sgl_apply(q->sc, q->qp->pd, rw->sge, rw->num_sge, pl->mo + pl->done, r.len,
+		e = soft_sgl_apply(q->sc, soft_recv_pd(q), rw->sge, rw->num_sge, pl->mo + pl->done, r.len,
 				   RV_ACCESS_LOCAL_WRITE, recvmsg_fn, &r);
 		if (e != SOFT_MEM_OK) {
 			/* A segment went away under the FPDU: nothing was written. */

@@ -59,13 +59,46 @@ static int untagged_error(struct soft_qp *q, const struct rv_fpdu *f, uint8_t ec
 	return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, ecode, RV_WC_WR_FLUSH_ERR);
 }
 
+/* XRC target: a message of DDP queue 0 names the XRC SRQ that receives it
+ * in its queue number (RV_SOFT_QN_XRC | srqn), which becomes q->srq: its
+ * receive WRs, its PD and its CQ serve the message (completion.c,
+ * soft_recv_cq, soft_recv_pd). The SRQ must exist and belong to q's XRC
+ * domain, and a message under way (a SEND's later FPDUs, its Immediate
+ * Data) must name the one it began with. Otherwise the responder refuses
+ * the message as the IB spec's invalid XRC SRQ: TERMINATE (DDP untagged,
+ * invalid QN), which the initiator completes RV_WC_REM_INV_REQ_ERR
+ * (term_status). The receive path holds sc->lock, under which XRC SRQs
+ * come and go (srq.c). 0: selected; -1: the QP failed. */
+static int xrc_select(struct soft_qp *q, const struct rv_fpdu *f)
+{
+	struct soft_srq *s = NULL;
+
+	if ((f->qn & RV_SOFT_QN_XRC_MASK) == RV_SOFT_QN_XRC)
+		s = soft_xrc_srq_find(q->sc, f->qn & 0xffffff);
+	if (!s || s->srq->xrcd != q->xrcd || ((q->rx_in_msg || q->rx_imm_pending) && s != q->srq)) {
+		rv_log(RV_LOG_WARN, "soft0: XRC target QP 0x%x: queue number 0x%x names %s", q->qpn, f->qn,
+		       (f->qn & RV_SOFT_QN_XRC_MASK) != RV_SOFT_QN_XRC ? "no XRC SRQ"
+		       : !s ? "an XRC SRQ that does not exist"
+		       : s->srq->xrcd != q->xrcd ? "an XRC SRQ of another XRC domain"
+		       : "another XRC SRQ than the message under way");
+		return untagged_error(q, f, RV_TERM_DDP_U_QN);
+	}
+	q->srq = s;
+	return 0;
+}
+
 /* The checks every untagged message starts with: its queue number and the
  * next message sequence number of that queue. 0 when both hold; otherwise the
  * connection is terminated and -1 returned. */
 static int untagged_check(struct soft_qp *q, const struct rv_fpdu *f, uint32_t qn, uint32_t msn)
 {
-	if (f->qn != qn)
+	if (qn == RV_DDP_QN_SEND && q->xrc_tgt) {
+		if (xrc_select(q, f) < 0)
+			return -1;
+	} else if (f->qn != qn || (qn == RV_DDP_QN_SEND && q->xrc_ini)) {
+		/* An XRC initiator has no receive queue: nothing may come on queue 0. */
 		return untagged_error(q, f, RV_TERM_DDP_U_QN);
+	}
 	if (f->msn != msn)
 		return untagged_error(q, f, RV_TERM_DDP_U_MSN);
 	return 0;
@@ -265,7 +298,7 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_TOO_LONG,
 				       RV_WC_LOC_LEN_ERR);
 	e = soft_shm_peer_alive(q->conn)
-		    ? soft_sgl_pull(q->sc, q->qp->pd, rw->sge, rw->num_sge, total, (int)q->conn->shm_pid, iov, n)
+		    ? soft_sgl_pull(q->sc, soft_recv_pd(q), rw->sge, rw->num_sge, total, (int)q->conn->shm_pid, iov, n)
 		    : SOFT_MEM_PEER;
 	if (e == SOFT_MEM_PEER)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
@@ -280,7 +313,7 @@ static int rx_send_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	wc.byte_len = (uint32_t)total;
 	wc.qp_num = q->qpn;
 	wc.src_qp = q->peer_qpn;
-	if (!soft_cq_push(q->qp->recv_cq, &wc))
+	if (!soft_cq_push(soft_recv_cq(q), &wc))
 		q->cq_overflow = true;
 	soft_rq_consume(q);
 	q->rx_in_msg = false;
@@ -405,7 +438,7 @@ static int uc_recv_fail(struct soft_qp *q, struct soft_rwqe *rw, const struct rv
 	wc.opcode = RV_WC_RECV;
 	wc.qp_num = q->qpn;
 	wc.src_qp = q->peer_qpn;
-	if (!soft_cq_push(q->qp->recv_cq, &wc))
+	if (!soft_cq_push(soft_recv_cq(q), &wc))
 		q->cq_overflow = true;
 	soft_rq_consume(q);
 	q->rx_in_msg = false;
@@ -448,7 +481,7 @@ static int deliver_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
 		return responder_error(q, f, RV_TERM_DDP, RV_TERM_DDP_UNTAGGED, RV_TERM_DDP_U_TOO_LONG,
 				       RV_WC_LOC_LEN_ERR);
 	if (f->payload_len && !placed &&
-	    soft_sgl_write(q->sc, q->qp->pd, rw->sge, rw->num_sge, f->mo, f->payload, f->payload_len) !=
+	    soft_sgl_write(q->sc, soft_recv_pd(q), rw->sge, rw->num_sge, f->mo, f->payload, f->payload_len) !=
 		    SOFT_MEM_OK)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_LOCAL_CATA, RV_TERM_RDMAP_UNSPEC,
 				       RV_WC_LOC_PROT_ERR);
@@ -476,7 +509,7 @@ static int deliver_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
 		wc.byte_len = q->rx_bytes;
 		wc.qp_num = q->qpn;
 		wc.src_qp = q->peer_qpn;
-		if (!soft_cq_push_se(q->qp->recv_cq, &wc,
+		if (!soft_cq_push_se(soft_recv_cq(q), &wc,
 				     f->opcode == RV_RDMAP_SEND_SE || f->opcode == RV_RDMAP_SEND_SE_INV))
 			q->cq_overflow = true;
 		soft_rq_consume(q);
@@ -535,7 +568,7 @@ static int rx_imm(struct soft_qp *q, const struct rv_fpdu *f)
 	wc.wc_flags = RV_WC_WITH_IMM;
 	wc.qp_num = q->qpn;
 	wc.src_qp = q->peer_qpn;
-	if (!soft_cq_push_se(q->qp->recv_cq, &wc, f->opcode == RV_RDMAP_IMM_SE))
+	if (!soft_cq_push_se(soft_recv_cq(q), &wc, f->opcode == RV_RDMAP_IMM_SE))
 		q->cq_overflow = true;
 	soft_rq_consume(q);
 	q->rx_in_msg = false;
@@ -633,6 +666,11 @@ static uint32_t term_status(const struct rv_term *t)
 			return t->ecode == RV_TERM_DDP_T_VERSION ? RV_WC_REM_INV_REQ_ERR : RV_WC_REM_ACCESS_ERR;
 		if (t->etype == RV_TERM_DDP_UNTAGGED && t->ecode == RV_TERM_DDP_U_TOO_LONG)
 			return RV_WC_REM_INV_REQ_ERR;
+		/* An XRC SRQ the target refused (rx.c, xrc_select): the IB spec's
+		 * invalid request. */
+		if (t->etype == RV_TERM_DDP_UNTAGGED && t->ecode == RV_TERM_DDP_U_QN && t->d && !t->ddp_tagged &&
+		    (t->ddp_qn & RV_SOFT_QN_XRC_MASK) == RV_SOFT_QN_XRC)
+			return RV_WC_REM_INV_REQ_ERR;
 		/* A READ beyond the responder's IRD: an invalid request, as on InfiniBand. */
 		if (t->etype == RV_TERM_DDP_UNTAGGED && t->ecode == RV_TERM_DDP_U_NO_BUF && t->d &&
 		    !t->ddp_tagged && t->ddp_qn == RV_DDP_QN_READ)
@@ -655,7 +693,8 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 				    w->rkey == t->ddp_stag &&
 				    t->ddp_to >= w->remote_addr && t->ddp_to - w->remote_addr <= w->length)
 					return i;
-			} else if (!t->ddp_tagged && t->ddp_qn == RV_DDP_QN_SEND) {
+			} else if (!t->ddp_tagged && (t->ddp_qn == RV_DDP_QN_SEND ||
+						       (q->xrc_ini && (t->ddp_qn & RV_SOFT_QN_XRC_MASK) == RV_SOFT_QN_XRC))) {
 				/* SEND (with immediate: its SEND or its Immediate Data message),
 				 * WRITE with immediate: its Immediate Data message (ext.c). */
 				if (((w->opcode == RV_WR_SEND || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM ||

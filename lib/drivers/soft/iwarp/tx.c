@@ -206,7 +206,7 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 	f.last = true;
 	if (w->opcode == RV_WR_SEND) {
 		f.opcode = SOFT_OP_SEND_REF;
-		f.qn = RV_DDP_QN_SEND;
+		f.qn = soft_send_qn(q, w);
 		w->msn = f.msn = q->msn_tx[RV_DDP_QN_SEND]++;
 	} else {
 		f.opcode = SOFT_OP_WRITE_REF;
@@ -362,7 +362,7 @@ static size_t data_head(struct soft_qp *q, struct soft_swqe *w, uint32_t off, ui
 			f.opcode = (w->flags & RV_SEND_SOLICITED) ? RV_RDMAP_SEND_SE_INV : RV_RDMAP_SEND_INV;
 			f.inv_stag = w->imm;
 		}
-		f.qn = RV_DDP_QN_SEND;
+		f.qn = soft_send_qn(q, w);
 		if (off == 0)
 			w->msn = q->msn_tx[RV_DDP_QN_SEND];
 		f.msn = w->msn;

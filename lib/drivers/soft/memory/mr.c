@@ -390,6 +390,26 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 }
 
 /*
+ * An XRC target QP (rverbs/xrcd.h) accepts the MRs of the PDs its domain's
+ * XRC SRQs use, besides its own PD: the IB spec checks a request against
+ * the PD of the SRQ the request names, which soft0's tagged frames cannot
+ * carry. The list is sc->lock's; remote accesses of a target come from its
+ * receive path, which holds it.
+ */
+static bool xrc_domain_pd(const struct soft_mr *m, const struct rv_qp *qp)
+{
+	const struct soft_ctx *sc;
+
+	if (!qp || qp->qp_type != RV_QPT_XRC_RECV)
+		return false;
+	sc = qp->ctx->drv_ctx;
+	for (const struct soft_srq *s = sc->xrc_srqs; s; s = s->xrc_next)
+		if (s->srq->xrcd == qp->xrcd && s->srq->pd->drv_pd == m->pd)
+			return true;
+	return false;
+}
+
+/*
  * pd: the accessing QP's PD. qp: the accessing QP for a remote access (the
  * access has a REMOTE_* bit), NULL for a local key. A window's key is only
  * good for remote access, while bound, and (type 2) from the QP that bound it.
@@ -405,7 +425,7 @@ static enum soft_mem_err check(const struct soft_mr *m, const struct rv_pd *pd, 
 		if (m->mw_type == RV_MW_TYPE_2 && m->qp != qp)
 			return SOFT_MEM_PD; /* RFC 5040 6.2: the STag is not associated with this stream */
 	}
-	if (m->pd != pd->drv_pd)
+	if (m->pd != pd->drv_pd && !xrc_domain_pd(m, qp))
 		return SOFT_MEM_PD;
 	if ((m->access & access) != access)
 		return SOFT_MEM_ACCESS;

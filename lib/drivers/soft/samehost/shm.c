@@ -105,6 +105,11 @@ size_t soft_shm_ext_put(struct soft_conn *c, bool reply, uint8_t *buf)
 {
 	uint32_t kind = reply;
 
+	/* XRC connections take TCP: the SRQ number rides in the queue number
+	 * of the FPDUs (rx.c, xrc_select), which the by-reference and ring
+	 * paths do not carry. */
+	if (c->qp && (c->qp->xrc_ini || c->qp->xrc_tgt))
+		return 0;
 	if (!c->sc->shm_enabled || (reply && !c->shm_peer) || (!reply && !peer_is_local(c)))
 		return 0;
 	memset(buf, 0, SOFT_SHM_EXT_LEN);
@@ -126,7 +131,7 @@ void soft_shm_ext_got(struct soft_conn *c, bool reply, const uint8_t *pd, size_t
 	if (!c->sc->shm_enabled || len < RV_SOFT_CPD_LEN + SOFT_SHM_EXT_LEN || memcmp(x, SOFT_SHM_EXT_MAGIC, 4) != 0)
 		return;
 	memcpy(&kind, x + 4, 4);
-	if (kind != (uint32_t)reply || !peer_is_local(c))
+	if (kind != (uint32_t)reply || !peer_is_local(c) || (c->qp && (c->qp->xrc_ini || c->qp->xrc_tgt)))
 		return;
 	c->shm_peer = true;
 	c->shm_ring_peer = (x[12] & 1) != 0;

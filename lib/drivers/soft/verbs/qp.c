@@ -106,8 +106,9 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	struct soft_qp *q;
 	int rc;
 
-	if (attr->qp_type != RV_QPT_RC && attr->qp_type != RV_QPT_UC && attr->qp_type != RV_QPT_UD)
-		return rv_err(EOPNOTSUPP, fn, "soft0 supports RC, UC and UD QPs (qp_type %u)", attr->qp_type);
+	if (attr->qp_type != RV_QPT_RC && attr->qp_type != RV_QPT_UC && attr->qp_type != RV_QPT_UD &&
+	    attr->qp_type != RV_QPT_XRC_SEND && attr->qp_type != RV_QPT_XRC_RECV)
+		return rv_err(EOPNOTSUPP, fn, "soft0 supports RC, UC, UD and XRC QPs (qp_type %u)", attr->qp_type);
 	if (attr->qp_type == RV_QPT_UD && !sc->ud)
 		return rv_err(EOPNOTSUPP, fn, "this soft0 context has no UDP side for UD QPs: it listens on "
 			      "the wildcard address; open it on a specific address (rv_context_attr.listen_addr)");
@@ -129,9 +130,10 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 		return rv_err(ENOMEM, fn, "out of memory for the QP");
 	q->qp = qp;
 	q->sc = sc;
-	if (attr->srq) {
-		q->srq = attr->srq->drv_srq;
-		q->srq_wqe.sge = calloc(q->srq->max_sge, sizeof(rv_sge));
+	if (attr->srq || attr->qp_type == RV_QPT_XRC_RECV) {
+		/* An XRC target's SRQ changes with each message (rx.c): room for any. */
+		q->srq = attr->srq ? attr->srq->drv_srq : NULL;
+		q->srq_wqe.sge = calloc(q->srq ? q->srq->max_sge : SOFT_MAX_SGE, sizeof(rv_sge));
 		if (!q->srq_wqe.sge) {
 			free(q);
 			return rv_err(ENOMEM, fn, "out of memory for the QP");
@@ -168,6 +170,9 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->qpn = next_qpn();
 	q->ud = attr->qp_type == RV_QPT_UD; /* ud.c moves its data */
 	q->uc = attr->qp_type == RV_QPT_UC; /* rx.c/tx.c: no confirmation, drops instead of TERMINATE */
+	q->xrc_ini = attr->qp_type == RV_QPT_XRC_SEND; /* tx.c: SENDs name the remote SRQ */
+	q->xrc_tgt = attr->qp_type == RV_QPT_XRC_RECV; /* rx.c: receives into the SRQ named */
+	q->xrcd = attr->xrcd;
 	atomic_store(&q->state, RV_QPS_RESET);
 
 	pthread_mutex_lock(&sc->lock);
@@ -215,6 +220,8 @@ static void reset_queues(struct soft_qp *q)
 	q->tx_off = 0;
 	q->rq_head = q->rq_tail = 0;
 	q->srq_have = false; /* to RESET: a WR being filled is discarded, as verbs does */
+	if (q->xrc_tgt)
+		q->srq = NULL; /* the next message names its SRQ again */
 	q->rx_in_msg = false;
 	q->rx_bytes = 0;
 	q->ord_head = q->ord_tail = q->ird_head = q->ird_tail = 0;
@@ -386,6 +393,8 @@ static int check_send_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i
 		return rv_err(EINVAL, fn, "wrs[%zu]: %s is not allowed on a UC QP (UC carries SEND and RDMA "
 			      "WRITE only); use an RC QP", i,
 			      wr->opcode == RV_WR_RDMA_READ ? "RDMA READ" : "an atomic operation");
+	if (q->xrc_ini && wr->remote_srqn > 0xffffff)
+		return rv_err(EINVAL, fn, "wrs[%zu]: remote_srqn 0x%x does not fit 24 bits", i, wr->remote_srqn);
 	switch (wr->opcode) {
 	case RV_WR_SEND:
 	case RV_WR_RDMA_WRITE:
@@ -472,6 +481,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		w->remote_addr = wr->remote_addr;
 		w->rkey = wr->rkey;
 		w->imm = wr->imm_data;
+		w->srqn = q->xrc_ini ? wr->remote_srqn : 0;
 		w->compare_add = wr->compare_add;
 		w->swap = wr->swap;
 		w->done = false;

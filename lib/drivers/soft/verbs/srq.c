@@ -14,12 +14,76 @@
  * empty receive queue; it notes the SRQ's post generation, and a post bumps
  * the generation and kicks the progress thread, which resumes every stalled
  * QP whose SRQ moved (context.c, run_kicks).
+ *
+ * XRC (rverbs/xrcd.h): a domain is a token (its SRQs and target QPs name
+ * it); an XRC SRQ gets a number unique in the context and joins the
+ * context's list, which the receive path searches (rx.c, xrc_select, under
+ * sc->lock) for the SRQ a message names. Lock order as above, sc->lock first.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/soft/completion.h"
 #include "drivers/soft/soft.h"
+
+int soft_xrcd_open(struct rv_xrcd *xrcd)
+{
+	struct soft_ctx **d = malloc(sizeof(*d));
+
+	if (!d)
+		return rv_err(ENOMEM, "rv_xrcd_new", "out of memory for the XRC domain");
+	*d = xrcd->ctx->drv_ctx;
+	xrcd->drv_xrcd = d;
+	return 0;
+}
+
+/* Its SRQs and target QPs are gone (the facade closed them first). */
+int soft_xrcd_close(struct rv_xrcd *xrcd)
+{
+	free(xrcd->drv_xrcd);
+	xrcd->drv_xrcd = NULL;
+	return 0;
+}
+
+/* A number no live XRC SRQ of the context has, 24 bits, never 0 (sc->lock). */
+static uint32_t xrc_srqn_next(struct soft_ctx *sc)
+{
+	do
+		sc->next_srqn = (sc->next_srqn + 1) & 0xffffff;
+	while (sc->next_srqn == 0 || soft_xrc_srq_find(sc, sc->next_srqn));
+	return sc->next_srqn;
+}
+
+/* A destroyed XRC SRQ leaves the list, and any target QP that last received
+ * into it forgets it (its WR in hand is discarded, as the SRQ's own are):
+ * a later message naming the number is refused. */
+static void xrc_srq_unlink(struct soft_srq *s)
+{
+	struct soft_ctx *sc = s->sc;
+
+	pthread_mutex_lock(&sc->lock);
+	for (struct soft_srq **p = &sc->xrc_srqs; *p; p = &(*p)->xrc_next) {
+		if (*p == s) {
+			*p = s->xrc_next;
+			break;
+		}
+	}
+	sc->qp_gen++; /* cq.c: its CQ's pollers recollect their QPs */
+	for (uint32_t i = 0; i < sc->n_qps; i++) {
+		struct soft_qp *q = sc->qps[i];
+
+		if (!q->xrc_tgt)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		if (q->srq == s) {
+			q->srq = NULL;
+			q->srq_have = false;
+		}
+		pthread_mutex_unlock(&q->lock);
+	}
+	pthread_mutex_unlock(&sc->lock);
+}
 
 int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 {
@@ -46,6 +110,14 @@ int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 	srq->max_wr = s->size;
 	srq->max_sge = s->max_sge;
 	srq->drv_srq = s;
+	if (srq->xrcd) {
+		pthread_mutex_lock(&s->sc->lock);
+		s->srqn = srq->srqn = xrc_srqn_next(s->sc);
+		s->xrc_next = s->sc->xrc_srqs;
+		s->sc->xrc_srqs = s;
+		s->sc->qp_gen++; /* pollers of its CQ now move its domain's targets (cq.c) */
+		pthread_mutex_unlock(&s->sc->lock);
+	}
 	return 0;
 }
 
@@ -54,6 +126,8 @@ int soft_srq_destroy(struct rv_srq *srq)
 {
 	struct soft_srq *s = srq->drv_srq;
 
+	if (srq->xrcd)
+		xrc_srq_unlink(s);
 	soft_event_forget(s->sc, &srq->obj);
 	pthread_mutex_destroy(&s->lock);
 	free(s->rq);

@@ -80,7 +80,7 @@ enum rv_soft_reject {
 	RV_SOFT_REJECT_REVISION = 7,  /* MPA revision other than 2 */
 	RV_SOFT_REJECT_RTR = 8,       /* no RTR message type in common (RFC 6581) */
 	RV_SOFT_REJECT_AUTH = 9,      /* authentication failed */
-	RV_SOFT_REJECT_QP_TYPE = 10,  /* RC to UC or UC to RC (RV_SOFT_CAP_UC differs) */
+	RV_SOFT_REJECT_QP_TYPE = 10,  /* RC to UC or UC to RC (RV_SOFT_CAP_UC differs), XRC roles that do not pair */
 };
 
 /* RTR negotiation (RFC 6581), decoded from the IRD/ORD words. */
@@ -99,7 +99,21 @@ enum rv_soft_caps {
 	/* Not an offer but the QP type: set by a UC QP, clear for RC (a peer that
 	 * predates it is RC). Both ends must agree, or the listener rejects. */
 	RV_SOFT_CAP_UC = 1u << 3,
+	/* Not offers either but the XRC roles (rverbs/xrcd.h): an XRC initiator
+	 * sets INI, an XRC target TGT. An initiator connects only to a target
+	 * and back, or the listener rejects (RV_SOFT_REJECT_QP_TYPE). On such a
+	 * connection every message of DDP queue 0 names the target's XRC SRQ in
+	 * its queue number (RV_SOFT_QN_XRC). */
+	RV_SOFT_CAP_XRC_INI = 1u << 4,
+	RV_SOFT_CAP_XRC_TGT = 1u << 5,
 };
+
+/* The queue number of a SEND or Immediate Data message on an XRC connection:
+ * this flag or'ed with the 24-bit number of the XRC SRQ that receives it, in
+ * place of RV_DDP_QN_SEND (0). A soft0 extension, used only between an XRC
+ * initiator and target (RV_SOFT_CAP_XRC_*); other queue numbers unchanged. */
+#define RV_SOFT_QN_XRC 0x58000000u /* 'X' in the top byte */
+#define RV_SOFT_QN_XRC_MASK 0xff000000u
 
 struct rv_soft_cpd {
 	uint16_t ird, ord;     /* RFC 6581, 0..0x3fff */
