@@ -303,12 +303,20 @@ static int bind_soft(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_b
 		     uint64_t wr_id, unsigned int send_flags)
 {
 	struct compat_mw *w = compat_mw_of(mw);
+	/* IBV_ACCESS_* == RV_ACCESS_*. A window's rights are remote rights:
+	 * programs pass the MR's LOCAL_WRITE along (pyverbs does), which means
+	 * nothing for a window and which a NIC ignores; rverbs takes only the
+	 * remote bits. */
+	const unsigned int remote = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_ATOMIC;
 	rv_mw_bind_info info = {.addr = b->addr, .length = b->length,
-				.access = b->mw_access_flags}; /* IBV_ACCESS_* == RV_ACCESS_* */
+				.access = b->mw_access_flags & remote};
 	int rc;
 
 	if (qp->context != mw->context || (b->mr && b->mr->context != mw->context))
 		return EINVAL;
+	if (b->mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EOPNOTSUPP; /* soft0 has no zero-based regions or windows */
 	if (b->mr)
 		info.mr = compat_mr_of(b->mr)->rv;
 	rc = rv_qp_bind_mw(compat_container_of(qp, struct compat_qp, qp)->rv, w->rv, &info, wr_id,
