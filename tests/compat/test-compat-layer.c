@@ -101,6 +101,34 @@ static void test_compat__port_lid_is_tcp_port_and_gid_is_ipv4_mapped(void **stat
 	assert_int_equal(ibv_close_device(c), 0);
 }
 
+/* soft0's port is Ethernet: an AH without a GRH is refused (EINVAL), as
+ * on every RoCE device; with one it is created. */
+static void test_compat__ah_without_grh_refused_on_the_ethernet_port(void **state)
+{
+	struct ibv_context *c = open_soft0();
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_port_attr pa;
+	struct ibv_ah_attr aa = {.dlid = 1, .port_num = 1};
+	struct ibv_ah *ah;
+
+	(void)state;
+	assert_non_null(pd);
+	assert_int_equal(ibv_query_port(c, 1, &pa), 0);
+	assert_int_equal(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+	errno = 0;
+	assert_null(ibv_create_ah(pd, &aa));
+	assert_int_equal(errno, EINVAL);
+	aa.is_global = 1;
+	aa.dlid = pa.lid;
+	assert_int_equal(ibv_query_gid(c, 1, 0, &aa.grh.dgid), 0);
+	aa.grh.hop_limit = 64;
+	ah = ibv_create_ah(pd, &aa);
+	assert_non_null(ah);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(c), 0);
+}
+
 static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 {
 	struct ibv_context *c;
@@ -673,6 +701,7 @@ int main(void)
 		cmocka_unit_test(test_compat__lists_soft0_as_a_roce_like_device),
 		cmocka_unit_test(test_compat__port_lid_is_tcp_port_and_gid_is_ipv4_mapped),
 		cmocka_unit_test(test_compat__bad_arguments_fail_the_libibverbs_way),
+		cmocka_unit_test(test_compat__ah_without_grh_refused_on_the_ethernet_port),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_lid_only),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_gid),
 		cmocka_unit_test(test_compat__contexts_of_one_process_reach_each_other_by_their_own_port),
