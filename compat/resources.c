@@ -394,7 +394,7 @@ COMPAT_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 /* ---- CQ ------------------------------------------------------------------- */
 
 static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq_context,
-				       struct ibv_comp_channel *channel, int comp_vector)
+				       struct ibv_comp_channel *channel, int comp_vector, uint64_t wc_flags)
 {
 	struct compat_ctx *cc = compat_ctx_of(c);
 	rv_cq_attr a = {.mask = RV_CQ_ATTR_CQE | RV_CQ_ATTR_COMP_VECTOR};
@@ -410,6 +410,10 @@ static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq
 		a.mask |= RV_CQ_ATTR_CHANNEL;
 		a.channel = compat_ch_of(channel)->rv;
 	}
+	if (wc_flags) {
+		a.mask |= RV_CQ_ATTR_WC_FLAGS;
+		a.wc_flags = wc_flags; /* RV_CQ_WC_TIMESTAMP* == IBV_WC_EX_WITH_COMPLETION_TIMESTAMP* */
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return compat_fail_null(-ENOMEM);
@@ -422,6 +426,7 @@ static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq
 	q->cq.channel = channel;
 	q->cq.cq_context = cq_context;
 	q->cq.cqe = (int)rv_cq_size(q->rv);
+	q->ts_flags = (uint32_t)wc_flags;
 	pthread_mutex_init(&q->cq.mutex, NULL);
 	pthread_cond_init(&q->cq.cond, NULL);
 	pthread_mutex_lock(&cc->lock);
@@ -442,16 +447,19 @@ COMPAT_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void 
 
 	if (!compat_is_soft(c))
 		COMPAT_REAL_PTR(ibv_create_cq, c, cqe, cq_context, channel, comp_vector);
-	q = create_cq_soft(c, cqe, cq_context, channel, comp_vector);
+	q = create_cq_soft(c, cqe, cq_context, channel, comp_vector, 0);
 	return q ? &q->cq : NULL;
 }
 
-/* The completion fields soft0 has; timestamps, VLAN, flow tag and tag
- * matching it has not, and asking for them is EOPNOTSUPP, as on a NIC. */
+/* The completion fields every soft0 CQ has; the timestamps rverbs gives
+ * where the device says so (rv_device_attr::cq_wc_flags); VLAN, flow tag
+ * and tag matching it has not, and asking for them is EOPNOTSUPP, as on a NIC. */
 #define COMPAT_CQ_EX_WC_FLAGS                                                   \
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |     \
 	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |           \
 	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+#define COMPAT_CQ_EX_TS_FLAGS \
+	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
 struct ibv_cq_ex *compat_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr)
 {
@@ -466,9 +474,11 @@ struct ibv_cq_ex *compat_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
 		return compat_fail_null(-EOPNOTSUPP); /* IGNORE_OVERRUN */
-	if (attr->wc_flags & ~(uint64_t)COMPAT_CQ_EX_WC_FLAGS)
+	if (attr->wc_flags & ~(uint64_t)(COMPAT_CQ_EX_WC_FLAGS | COMPAT_CQ_EX_TS_FLAGS))
 		return compat_fail_null(-EOPNOTSUPP);
-	q = create_cq_soft(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector);
+	/* Timestamps: rv_cq_new refuses with -EOPNOTSUPP what the device lacks. */
+	q = create_cq_soft(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector,
+			   attr->wc_flags & COMPAT_CQ_EX_TS_FLAGS);
 	if (!q)
 		return NULL;
 	compat_cq_ex_fill(q);

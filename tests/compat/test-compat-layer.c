@@ -129,6 +129,40 @@ static void test_compat__ah_without_grh_refused_on_the_ethernet_port(void **stat
 	assert_int_equal(ibv_close_device(c), 0);
 }
 
+/* CQ timestamps: ibv_query_device_ex says what rverbs reports, an
+ * extended CQ with them is created exactly when it says so, and the raw
+ * clock of ibv_query_rt_values_ex moves forward. */
+static void test_compat__cq_timestamps_follow_the_device(void **state)
+{
+	struct ibv_context *c = open_soft0();
+	struct ibv_device_attr_ex da;
+	struct ibv_values_ex v1 = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK}, v2 = v1;
+	struct ibv_cq_init_attr_ex ca = {.cqe = 4, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+							       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
+	struct ibv_poll_cq_attr pa = {0};
+	struct ibv_cq_ex *cq;
+
+	(void)state;
+	assert_int_equal(ibv_query_device_ex(c, NULL, &da), 0);
+	errno = 0;
+	cq = ibv_create_cq_ex(c, &ca);
+	if (da.completion_timestamp_mask == 0) {
+		assert_null(cq);
+		assert_int_equal(errno, EOPNOTSUPP);
+	} else {
+		assert_non_null(cq);
+		assert_true(da.hca_core_clock > 0);
+		assert_int_equal(ibv_start_poll(cq, &pa), ENOENT);
+		assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+	}
+	assert_int_equal(ibv_query_rt_values_ex(c, &v1), 0);
+	assert_int_equal(ibv_query_rt_values_ex(c, &v2), 0);
+	assert_true(v2.raw_clock.tv_nsec >= v1.raw_clock.tv_nsec);
+	v1.comp_mask = 1u << 5;
+	assert_int_equal(ibv_query_rt_values_ex(c, &v1), EINVAL);
+	assert_int_equal(ibv_close_device(c), 0);
+}
+
 static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 {
 	struct ibv_context *c;
@@ -160,9 +194,9 @@ static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 	cq = ibv_create_cq(c, 16, NULL, NULL, 0);
 	assert_non_null(cq);
 	assert_true(cq->cqe >= 16);
-	/* Extended CQs: the standard completion fields, not the timestamps
-	 * soft0 has not (the errno of a NIC without them). */
-	cqa.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	/* Extended CQs: the standard completion fields, not the VLAN soft0
+	 * has not (the errno of a NIC without it). */
+	cqa.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_CVLAN;
 	errno = 0;
 	assert_null(ibv_create_cq_ex(c, &cqa));
 	assert_int_equal(errno, EOPNOTSUPP);
@@ -702,6 +736,7 @@ int main(void)
 		cmocka_unit_test(test_compat__port_lid_is_tcp_port_and_gid_is_ipv4_mapped),
 		cmocka_unit_test(test_compat__bad_arguments_fail_the_libibverbs_way),
 		cmocka_unit_test(test_compat__ah_without_grh_refused_on_the_ethernet_port),
+		cmocka_unit_test(test_compat__cq_timestamps_follow_the_device),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_lid_only),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_gid),
 		cmocka_unit_test(test_compat__contexts_of_one_process_reach_each_other_by_their_own_port),
