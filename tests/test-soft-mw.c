@@ -213,6 +213,74 @@ static void test_soft_mw__rereg_keeps_keys(void **state)
 	side_close(&b);
 }
 
+/* Both QPs of a connection reset and connected again, one after the other
+ * (as rdma-core's tests restate QPs): whichever side's request reaches the
+ * other while that one still holds the old connection, or is in ERR, waits
+ * for its next RTR instead of being refused; RESET drops the QP's
+ * completions still in its CQ (the flushes of its former life); traffic
+ * then flows. */
+static void reconnect_case(bool lower_first)
+{
+	struct side a, b, *first, *second;
+	rv_endpoint ea, eb, *pe_first, *pe_second;
+	rv_qp_attr r = {.mask = RV_QP_STATE, .qp_state = RV_QPS_RESET};
+	rv_sge g;
+	rv_wc wc;
+
+	pair_open(&a, &b);
+	/* Traffic first: the connection is up on both sides. */
+	g = sge(&b, 0, 64);
+	assert_int_equal(rv_qp_recv(b.qp, &g, 1), 0);
+	g = sge(&a, 0, 64);
+	assert_int_equal(rv_qp_send(a.qp, &g, 2), 0);
+	assert_int_equal(poll_one(a.cq).status, RV_WC_SUCCESS);
+	assert_int_equal(poll_one(b.cq).status, RV_WC_SUCCESS);
+	/* A receive outstanding on each side: the first side's reset fails the
+	 * other's QP, which flushes it; the resets then drop those flushes. */
+	g = sge(&a, 1024, 64);
+	assert_int_equal(rv_qp_recv(a.qp, &g, 7), 0);
+	g = sge(&b, 1024, 64);
+	assert_int_equal(rv_qp_recv(b.qp, &g, 8), 0);
+	assert_int_equal(rv_qp_endpoint(a.qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b.qp, &eb), 0);
+	/* The side whose (gid, port, qpn) is lower connects: the ports differ. */
+	if ((ea.lid < eb.lid) == lower_first) {
+		first = &a, second = &b, pe_first = &eb, pe_second = &ea;
+	} else {
+		first = &b, second = &a, pe_first = &ea, pe_second = &eb;
+	}
+	assert_int_equal(rv_qp_modify(first->qp, &r), 0);
+	connect_one(first, pe_first, &DEFAULTS);
+	assert_int_equal(rv_qp_modify(second->qp, &r), 0);
+	connect_one(second, pe_second, &DEFAULTS);
+	g = sge(&b, 0, 64);
+	assert_int_equal(rv_qp_recv(b.qp, &g, 3), 0);
+	fill(a.buf, 64, 9);
+	g = sge(&a, 0, 64);
+	assert_int_equal(rv_qp_send(a.qp, &g, 4), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 4);
+	wc = poll_one(b.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 3);
+	assert_memory_equal(b.buf, a.buf, 64);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_soft_mw__reset_reconnect_lower_first(void **state)
+{
+	(void)state;
+	reconnect_case(true);
+}
+
+static void test_soft_mw__reset_reconnect_higher_first(void **state)
+{
+	(void)state;
+	reconnect_case(false);
+}
+
 /* kind 0: past the end of the window (inside the MR); 1: before it; 2:
  * READ on a WRITE-only window; 3: the key before the bind (stale). */
 static void outside_case(int kind)
@@ -599,6 +667,8 @@ int main(void)
 		cmocka_unit_test(test_soft_mw__rereg_refused_while_bound),
 		cmocka_unit_test(test_soft_mw__window_rights_are_its_own),
 		cmocka_unit_test(test_soft_mw__rereg_keeps_keys),
+		cmocka_unit_test(test_soft_mw__reset_reconnect_lower_first),
+		cmocka_unit_test(test_soft_mw__reset_reconnect_higher_first),
 		cmocka_unit_test(test_soft_mw__outside_window_refused),
 		cmocka_unit_test(test_soft_mw__local_invalidate),
 		cmocka_unit_test(test_soft_mw__local_invalidate_refused),
