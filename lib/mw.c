@@ -100,8 +100,6 @@ static int bind_check(const struct rv_qp *qp, const struct rv_mw *mw, const rv_m
 	if (info->access & ~remote)
 		return rv_err(EINVAL, fn, "access 0x%x: a window grants only RV_ACCESS_REMOTE_READ, _WRITE "
 			      "and _ATOMIC", info->access);
-	if (info->length && info->access == 0)
-		return rv_err(EINVAL, fn, "access is 0: the window would grant nothing");
 	rc = rv_obj_check(RV_COBJ(mr), RV_OBJ_MR, fn);
 	if (rc < 0) {
 		rv_err_hint("info->mr names it");

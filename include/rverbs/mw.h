@@ -115,8 +115,9 @@ RV_API uint32_t rv_mw_type_of(const rv_mw *mw);
  * @param mw          a live window
  * @param info        the range: a live MR of the PD registered with
  *                    #RV_ACCESS_MW_BIND, addr/length inside it,
- *                    access a non-empty set of remote rights (length 0
- *                    and access 0: unbind, type 1 only)
+ *                    access a set of remote rights, possibly empty (a
+ *                    window that grants nothing; length 0 and access 0:
+ *                    unbind, type 1 only)
  * @param wr_id       returned in the completion
  * @param send_flags  RV_SEND_SIGNALED and/or RV_SEND_FENCE; others are refused
  *

@@ -217,7 +217,7 @@ static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 						 .comp_mask = IBV_QP_INIT_ATTR_PD |
 							      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 						 .send_ops_flags = IBV_QP_EX_WITH_SEND |
-								   IBV_QP_EX_WITH_BIND_MW};
+								   IBV_QP_EX_WITH_TSO};
 		struct ibv_qp *qp;
 		struct ibv_qp_ex *qpx;
 		struct ibv_qp_init_attr ca = {.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
