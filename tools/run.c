@@ -293,6 +293,7 @@ static int sysfs_view(void)
 {
 	const char *env = getenv("RVERBS_RUN_SYSFS");
 	struct stat st;
+	int err;
 
 	if (env && strcmp(env, "0") == 0)
 		return -1;
@@ -300,7 +301,14 @@ static int sysfs_view(void)
 		return -1; /* already there (a view, or a real soft0), or no sysfs */
 	if (private_mounts() < 0)
 		return -1;
-	return build_view();
+	if (build_view() == 0)
+		return 0;
+	/* A view half made is worse than none: back to the real /sys/class. */
+	err = errno;
+	umount2(REAL, MNT_DETACH);
+	umount2(VIEW, MNT_DETACH);
+	errno = err;
+	return -1;
 }
 
 int cmd_run(int argc, char **argv)
