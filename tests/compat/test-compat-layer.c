@@ -522,6 +522,78 @@ static void loopback(int with_grh)
 	side_close(&b);
 }
 
+/* ibv_wr_bind_mw: a type 2 window bound through the builder, then written
+ * through by the peer with the window's rkey. */
+static void test_compat__builder_binds_a_window(void **state)
+{
+	struct side a = {0}, b = {0};
+	struct ibv_qp_init_attr_ex xa = {0};
+	struct ibv_qp_attr qa = {0};
+	struct ibv_mw_bind_info info = {0};
+	struct ibv_send_wr wr = {0}, *bad = NULL;
+	struct ibv_sge sge;
+	struct ibv_qp_ex *qpx;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	(void)state;
+	side_open(&a);
+	side_open(&b);
+	assert_int_equal(ibv_destroy_qp(b.qp), 0);
+	xa.qp_type = IBV_QPT_RC;
+	xa.send_cq = xa.recv_cq = b.cq;
+	xa.sq_sig_all = 1;
+	xa.cap.max_send_wr = xa.cap.max_recv_wr = 8;
+	xa.cap.max_send_sge = xa.cap.max_recv_sge = 1;
+	xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xa.pd = b.pd;
+	xa.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW;
+	b.qp = ibv_create_qp_ex(b.c, &xa);
+	assert_non_null(b.qp);
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	assert_int_equal(ibv_modify_qp(b.qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							  IBV_QP_ACCESS_FLAGS), 0);
+	side_connect(&a, &b, 1);
+	side_connect(&b, &a, 1);
+	mw = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	qpx = ibv_qp_to_qp_ex(b.qp);
+	assert_non_null(qpx);
+	rkey = ibv_inc_rkey(mw->rkey);
+	info.mr = b.mr;
+	info.addr = (uintptr_t)b.buf + 256;
+	info.length = 64;
+	info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ibv_wr_start(qpx);
+	qpx->wr_id = 5;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(qpx, mw, rkey, &info);
+	assert_int_equal(ibv_wr_complete(qpx), 0);
+	wc = wait_one(b.cq);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(mw->rkey, rkey);
+	memcpy(a.buf, "through the window", 19);
+	sge = (struct ibv_sge){.addr = (uintptr_t)a.buf, .length = 19, .lkey = a.mr->lkey};
+	wr.wr_id = 6;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = info.addr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(ibv_post_send(a.qp, &wr, &bad), 0);
+	wc = wait_one(a.cq);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal(b.buf + 256, "through the window");
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	side_close(&a);
+	side_close(&b);
+}
+
 static void test_compat__rc_loopback_addressed_by_lid_only(void **state)
 {
 	(void)state;
@@ -737,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_compat__bad_arguments_fail_the_libibverbs_way),
 		cmocka_unit_test(test_compat__ah_without_grh_refused_on_the_ethernet_port),
 		cmocka_unit_test(test_compat__cq_timestamps_follow_the_device),
+		cmocka_unit_test(test_compat__builder_binds_a_window),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_lid_only),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_gid),
 		cmocka_unit_test(test_compat__contexts_of_one_process_reach_each_other_by_their_own_port),
