@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -150,10 +151,70 @@ static void test_compat__cq_timestamps_follow_the_device(void **state)
 		assert_null(cq);
 		assert_int_equal(errno, EOPNOTSUPP);
 	} else {
+		struct ibv_pd *pd = ibv_alloc_pd(c);
+		struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_UD, .sq_sig_all = 1,
+					      .cap = {.max_send_wr = 2, .max_recv_wr = 2,
+						      .max_send_sge = 1, .max_recv_sge = 1}};
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11};
+		struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+		struct ibv_port_attr port;
+		struct ibv_send_wr wr = {0}, *bad = NULL;
+		struct ibv_qp *qp;
+		struct ibv_ah *ah;
+		struct timespec now;
+		uint64_t ts, wall, before;
+		int rc = ENOENT;
+
 		assert_non_null(cq);
 		assert_true(da.hca_core_clock > 0);
 		assert_int_equal(ibv_start_poll(cq, &pa), ENOENT);
+		/* A UD send's completion carries both stamps. */
+		assert_non_null(pd);
+		qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq);
+		qp = ibv_create_qp(pd, &qa);
+		assert_non_null(qp);
+		assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							       IBV_QP_QKEY), 0);
+		a.qp_state = IBV_QPS_RTR;
+		assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 1;
+		assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+		assert_int_equal(ibv_query_port(c, 1, &port), 0);
+		assert_int_equal(ibv_query_gid(c, 1, 0, &aa.grh.dgid), 0);
+		aa.dlid = port.lid;
+		aa.grh.hop_limit = 1;
+		ah = ibv_create_ah(pd, &aa);
+		assert_non_null(ah);
+		assert_int_equal(ibv_query_rt_values_ex(c, &v1), 0);
+		before = (uint64_t)v1.raw_clock.tv_nsec;
+		wr.wr_id = 9;
+		wr.opcode = IBV_WR_SEND;
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = qp->qp_num;
+		wr.wr.ud.remote_qkey = 0x11;
+		assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+		for (int i = 0; i < 200000 && rc == ENOENT; i++) {
+			rc = ibv_start_poll(cq, &pa);
+			if (rc == ENOENT)
+				usleep(50);
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(cq->wr_id, 9);
+		assert_int_equal(cq->status, IBV_WC_SUCCESS);
+		ts = ibv_wc_read_completion_ts(cq);
+		wall = ibv_wc_read_completion_wallclock_ns(cq);
+		ibv_end_poll(cq);
+		assert_true(ts >= before);
+		assert_int_equal(ibv_query_rt_values_ex(c, &v2), 0);
+		assert_true(ts <= (uint64_t)v2.raw_clock.tv_nsec);
+		clock_gettime(CLOCK_REALTIME, &now);
+		assert_true(wall <= (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+		assert_true(wall + 60ull * 1000000000u > (uint64_t)now.tv_sec * 1000000000u);
+		assert_int_equal(ibv_destroy_ah(ah), 0);
+		assert_int_equal(ibv_destroy_qp(qp), 0);
 		assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+		assert_int_equal(ibv_dealloc_pd(pd), 0);
 	}
 	assert_int_equal(ibv_query_rt_values_ex(c, &v1), 0);
 	assert_int_equal(ibv_query_rt_values_ex(c, &v2), 0);
