@@ -220,6 +220,7 @@ static void on_readable(struct cm_id *c)
 		child->id.channel = c->id.channel;
 		child->id.context = c->id.context;
 		child->id.verbs = c->id.verbs;
+		child->id.pd = c->id.verbs ? cm_pd() : NULL;
 		child->id.ps = c->id.ps;
 		child->id.qp_type = c->id.qp_type;
 		child->id.port_num = 1;
@@ -448,6 +449,8 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	len = sizeof(id->route.addr.src_storage);
 	getsockname(fd, &id->route.addr.src_addr, &len);
 	id->verbs = cm_verbs();
+	if (id->verbs && !id->pd)
+		id->pd = cm_pd();
 	id->port_num = 1;
 	pthread_mutex_unlock(&cm_lock);
 	return 0;
@@ -525,6 +528,8 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	if (!c->bound)
 		local_address_toward(dst_addr, &id->route.addr.src_storage);
 	id->verbs = cm_verbs();
+	if (id->verbs && !id->pd)
+		id->pd = cm_pd();
 	id->port_num = 1;
 	c->state = CM_ADDR_RESOLVED;
 	cm_post_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL);

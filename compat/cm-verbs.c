@@ -48,6 +48,26 @@ struct ibv_context *cm_verbs(void)
 	return soft_ctx;
 }
 
+/* The device's PD that every id gets with its device (id->pd), as
+ * librdmacm gives each id its device's PD: rdma_create_qp with no PD uses
+ * it, and programs (pyverbs) create their own QPs on it. Never freed, as
+ * the shared context. */
+static pthread_mutex_t pd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibv_pd *soft_pd;
+
+struct ibv_pd *cm_pd(void)
+{
+	struct ibv_context *c = cm_verbs();
+
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&pd_lock);
+	if (!soft_pd)
+		soft_pd = ibv_alloc_pd(c);
+	pthread_mutex_unlock(&pd_lock);
+	return soft_pd;
+}
+
 CM_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_context **list = calloc(2, sizeof(*list));
@@ -160,7 +180,7 @@ int cm_qp_to_rtr_rts(struct cm_id *c, const struct cm_msg *peer, uint8_t rd_atom
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = c->psn;
-	a.timeout = 14;
+	a.timeout = c->ack_timeout ? c->ack_timeout : 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = peer->rnr_retry_count ? peer->rnr_retry_count : 7;
 	a.max_rd_atomic = clamp_rd(rd_atomic_out);
@@ -219,7 +239,7 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 		memset(qp_attr, 0, sizeof(*qp_attr));
 		qp_attr->qp_state = IBV_QPS_RTS;
 		qp_attr->sq_psn = c->psn;
-		qp_attr->timeout = 14;
+		qp_attr->timeout = c->ack_timeout ? c->ack_timeout : 14;
 		qp_attr->retry_cnt = 7;
 		qp_attr->rnr_retry = 7;
 		qp_attr->max_rd_atomic = clamp_rd(c->peer.responder_resources);
@@ -478,7 +498,7 @@ CM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 	rdma_destroy_srq(id);
 	/* Only a PD rdma_create_ep allocated is the endpoint's (a child of a
 	 * listener shares its listener's). */
-	own_pd = (!c->ep_pd && !c->peer_listener) ? id->pd : NULL;
+	own_pd = (!c->ep_pd && !c->peer_listener && id->pd != soft_pd) ? id->pd : NULL;
 	if (!c->peer_listener)
 		free(c->ep_qp_attr);
 	rdma_destroy_id(id);
@@ -616,12 +636,20 @@ CM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, voi
 {
 	if (!id || (optlen && !optval))
 		return fail(EINVAL);
-	/* The ID options are about the kernel's path and port choices (TOS,
-	 * address reuse, IPv6-only, ACK timeout): soft0's exchange follows
-	 * the socket's defaults, so they are accepted and change nothing. */
+	/* ACK timeout: the QP's timeout attribute when the id moves it to RTS
+	 * (as librdmacm), a uint8_t below 32. */
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+		if (optlen != sizeof(uint8_t) || *(const uint8_t *)optval > 31)
+			return fail(EINVAL);
+		cm_id_of(id)->ack_timeout = *(const uint8_t *)optval;
+		return 0;
+	}
+	/* The other ID options are about the kernel's path and port choices
+	 * (TOS, address reuse, IPv6-only): soft0's exchange follows the
+	 * socket's defaults, so they are accepted and change nothing. */
 	if (level == RDMA_OPTION_ID &&
 	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+	     optname == RDMA_OPTION_ID_AFONLY))
 		return 0;
 	return fail(ENOSYS); /* as librdmacm says for an option it does not know */
 }

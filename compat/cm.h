@@ -99,6 +99,7 @@ struct cm_id {
 	struct cm_msg peer;     /* the peer's REQ or REP */
 	uint32_t psn;           /* our QP's first PSN */
 	bool cm_made_cqs;       /* rdma_create_qp created the CQs: rdma_destroy_qp frees them */
+	uint8_t ack_timeout;    /* RDMA_OPTION_ID_ACK_TIMEOUT: the QP's timeout at RTS; 0: 14 */
 	bool disconnect_reported;
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep's, for requests of a listener */
 	struct ibv_pd *ep_pd;
@@ -117,6 +118,7 @@ extern pthread_mutex_t cm_lock;
 /* soft0's context, opened once and shared by every id (as librdmacm shares
  * one context per device); NULL with errno when there is none. */
 struct ibv_context *cm_verbs(void);
+struct ibv_pd *cm_pd(void);
 
 /* Queue an event for an id on its channel (cm_lock held or not). */
 int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,

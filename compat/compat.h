@@ -86,6 +86,8 @@ struct compat_cq {
 	};
 	rv_cq *rv;
 	rv_wc cur;              /* the completion an extended poll is on (cq_ex.c) */
+	uint32_t ts_flags;      /* IBV_WC_EX_WITH_COMPLETION_TIMESTAMP(_WALLCLOCK) asked for */
+	uint64_t ts, ts_wall;   /* cur's timestamps, with ts_flags */
 	int users;
 	struct compat_pd *pd;   /* the parent domain of ibv_create_cq_ex, or NULL */
 	struct compat_cq *next;

@@ -15,7 +15,19 @@ static struct compat_cq *of(struct ibv_cq_ex *ex)
 
 static int take(struct compat_cq *q)
 {
-	int n = rv_cq_poll(q->rv, &q->cur, 1);
+	rv_wc_ex x;
+	int n;
+
+	if (q->ts_flags) {
+		n = rv_cq_poll_ex(q->rv, &x, 1);
+		if (n > 0) {
+			q->cur = x.wc;
+			q->ts = x.timestamp;
+			q->ts_wall = x.timestamp_wallclock;
+		}
+	} else {
+		n = rv_cq_poll(q->rv, &q->cur, 1);
+	}
 
 	if (n < 0)
 		return -n;
@@ -97,6 +109,17 @@ static uint8_t read_dlid_path_bits(struct ibv_cq_ex *ex)
 	return of(ex)->cur.dlid_path_bits;
 }
 
+/* The raw clock (rv_context_read_clock(), hca_core_clock kHz). */
+static uint64_t read_completion_ts(struct ibv_cq_ex *ex)
+{
+	return of(ex)->ts;
+}
+
+static uint64_t read_completion_wallclock_ns(struct ibv_cq_ex *ex)
+{
+	return of(ex)->ts_wall;
+}
+
 void compat_cq_ex_fill(struct compat_cq *q)
 {
 	q->ex.start_poll = start_poll;
@@ -112,4 +135,8 @@ void compat_cq_ex_fill(struct compat_cq *q)
 	q->ex.read_slid = read_slid;
 	q->ex.read_sl = read_sl;
 	q->ex.read_dlid_path_bits = read_dlid_path_bits;
+	if (q->ts_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		q->ex.read_completion_ts = read_completion_ts;
+	if (q->ts_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		q->ex.read_completion_wallclock_ns = read_completion_wallclock_ns;
 }

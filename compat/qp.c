@@ -464,6 +464,11 @@ COMPAT_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
 		return compat_fail_null(-EINVAL);
 	if (!compat_is_soft(pd->context))
 		COMPAT_REAL_PTR(ibv_create_ah, pd, attr);
+	/* soft0's port is Ethernet (RoCE v2 for UD): like every RoCE device
+	 * (the kernel's rdma_check_ah_attr, so rxe too), an AH without a GRH
+	 * is refused. ibv_ud_pingpong needs -g there. */
+	if (!attr->is_global)
+		return compat_fail_null(-EINVAL);
 	ah_to_rv(compat_ctx_of(pd->context), attr, &a);
 	rc = rv_ah_new(compat_pd_of(pd)->rv, &a, &rv);
 	if (rc < 0)

@@ -19,18 +19,21 @@ struct compat_qp_ex {
 	uint32_t max_inline;
 	uint32_t n;         /* WRs built */
 	int err;            /* the first error of this batch: wr_complete says it */
-	rv_send_wr *wrs;
+	rv_send_wr *wrs;    /* opcode RV_WR_BIND_MW: a window bind, its arguments in binds[] */
+	struct ibv_mw_bind_info *binds;
+	struct ibv_mw **bind_mws;
+	uint32_t *bind_rkeys;
 	rv_sge *sges;
 	uint8_t *inl;
 };
 
-/* The send operations built here; memory window binds, TSO, atomic write
- * and XRC are not (their flags make creation EOPNOTSUPP). */
+/* The send operations built here (type 2 window binds included); TSO,
+ * atomic write and XRC are not (their flags make creation EOPNOTSUPP). */
 #define COMPAT_QP_EX_OPS                                                         \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |           \
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |  \
-	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW)
 
 static struct compat_qp *of(struct ibv_qp_ex *ex)
 {
@@ -237,9 +240,25 @@ static int wr_complete(struct ibv_qp_ex *ex)
 	struct compat_qp_ex *s = q->wr;
 	int rc = s->err;
 
-	if (!rc && s->n) {
-		rc = rv_qp_post_send(q->rv, s->wrs, s->n, NULL);
-		rc = rc < 0 ? -rc : 0;
+	/* In order: the runs of WRs between binds in one rv_qp_post_send each,
+	 * a bind as the bind work request (compat_post_bind_mw). */
+	for (uint32_t i = 0, first = 0; !rc && i <= s->n; i++) {
+		if (i < s->n && s->wrs[i].opcode != RV_WR_BIND_MW)
+			continue;
+		if (i > first) {
+			rc = rv_qp_post_send(q->rv, s->wrs + first, i - first, NULL);
+			rc = rc < 0 ? -rc : 0;
+		}
+		if (!rc && i < s->n) {
+			struct ibv_send_wr b = {.wr_id = s->wrs[i].wr_id, .opcode = IBV_WR_BIND_MW,
+						.send_flags = s->wrs[i].send_flags};
+
+			b.bind_mw.mw = s->bind_mws[i];
+			b.bind_mw.rkey = s->bind_rkeys[i];
+			b.bind_mw.bind_info = s->binds[i];
+			rc = compat_post_bind_mw(&q->qp, &b);
+		}
+		first = i + 1;
 	}
 	s->n = 0;
 	s->err = 0;
@@ -259,11 +278,23 @@ static void wr_unsupported(struct ibv_qp_ex *ex)
 	s->err = s->err ? s->err : EOPNOTSUPP;
 }
 
+/* A type 2 window's bind, posted in its place by wr_complete. */
 static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	(void)mw, (void)rkey, (void)info;
-	wr_unsupported(ex);
+	struct compat_qp_ex *s = of(ex)->wr;
+	rv_send_wr *w;
+
+	if (!mw || !info) {
+		s->err = s->err ? s->err : EINVAL;
+		return;
+	}
+	w = next_wr(ex, RV_WR_BIND_MW);
+	if (!w)
+		return;
+	s->bind_mws[s->n - 1] = mw;
+	s->bind_rkeys[s->n - 1] = rkey;
+	s->binds[s->n - 1] = *info;
 }
 
 static void wr_send_tso(struct ibv_qp_ex *ex, void *hdr, uint16_t hdr_sz, uint16_t mss)
@@ -307,10 +338,16 @@ int compat_qp_ex_init(struct compat_qp *q)
 	s->wrs = calloc(s->cap, sizeof(*s->wrs));
 	s->sges = calloc((size_t)s->cap * s->max_sge, sizeof(*s->sges));
 	s->inl = calloc(s->cap, s->max_inline ? s->max_inline : 1);
-	if (!s->wrs || !s->sges || !s->inl) {
+	s->binds = calloc(s->cap, sizeof(*s->binds));
+	s->bind_mws = calloc(s->cap, sizeof(*s->bind_mws));
+	s->bind_rkeys = calloc(s->cap, sizeof(*s->bind_rkeys));
+	if (!s->wrs || !s->sges || !s->inl || !s->binds || !s->bind_mws || !s->bind_rkeys) {
 		free(s->wrs);
 		free(s->sges);
 		free(s->inl);
+		free(s->binds);
+		free(s->bind_mws);
+		free(s->bind_rkeys);
 		free(s);
 		return -ENOMEM;
 	}
@@ -346,6 +383,9 @@ void compat_qp_ex_free(struct compat_qp *q)
 	free(q->wr->wrs);
 	free(q->wr->sges);
 	free(q->wr->inl);
+	free(q->wr->binds);
+	free(q->wr->bind_mws);
+	free(q->wr->bind_rkeys);
 	free(q->wr);
 	q->wr = NULL;
 }

@@ -66,8 +66,18 @@ int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_
 	rc = query_device_soft(compat_ctx_of(c), &ex.orig_attr);
 	if (rc)
 		return rc;
-	/* No ODP, timestamps, TSO, RSS, WQs, packet pacing, tag matching, CQ
-	 * moderation or device memory: all zero, as a NIC without them says. */
+	/* Completion timestamps as rverbs reports them (0: none); no ODP, TSO,
+	 * RSS, WQs, packet pacing, tag matching, CQ moderation or device
+	 * memory: all zero, as a NIC without them says. */
+	{
+		rv_device_attr da = {.mask = RV_DEVICE_ATTR_ALL};
+
+		if (rv_context_query_device(compat_ctx_of(c)->rv, &da) == 0 &&
+		    (da.cq_wc_flags & RV_CQ_WC_TIMESTAMP)) {
+			ex.completion_timestamp_mask = da.completion_timestamp_mask;
+			ex.hca_core_clock = da.hca_core_clock;
+		}
+	}
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	if (attr_size > sizeof(ex))
@@ -106,6 +116,27 @@ int compat_query_port_soft(struct ibv_context *c, uint8_t port, struct ibv_port_
 	return 0;
 }
 
+/* ibv_query_rt_values_ex: the raw completion clock, in tv_nsec as mlx5
+ * gives it (tv_sec 0), in units of hca_core_clock. */
+static int query_rt_values_soft(struct ibv_context *c, struct ibv_values_ex *values)
+{
+	uint64_t raw;
+	int rc;
+
+	if (!values)
+		return EINVAL;
+	if (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK)
+		return EINVAL;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		rc = rv_context_read_clock(compat_ctx_of(c)->rv, &raw);
+		if (rc < 0)
+			return -rc;
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = (long)raw;
+	}
+	return 0;
+}
+
 void compat_ctx_fill_ops(struct compat_ctx *cc)
 {
 	struct verbs_context *v = &cc->vctx;
@@ -128,6 +159,7 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->close_xrcd = compat_close_xrcd;
 	v->get_srq_num = compat_get_srq_num;
 	v->open_qp = compat_open_qp;
+	v->query_rt_values = query_rt_values_soft;
 }
 
 COMPAT_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)

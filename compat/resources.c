@@ -304,12 +304,20 @@ static int bind_soft(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_b
 		     uint64_t wr_id, unsigned int send_flags)
 {
 	struct compat_mw *w = compat_mw_of(mw);
+	/* IBV_ACCESS_* == RV_ACCESS_*. A window's rights are remote rights:
+	 * programs pass the MR's LOCAL_WRITE along (pyverbs does), which means
+	 * nothing for a window and which a NIC ignores; rverbs takes only the
+	 * remote bits. */
+	const unsigned int remote = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_ATOMIC;
 	rv_mw_bind_info info = {.addr = b->addr, .length = b->length,
-				.access = b->mw_access_flags}; /* IBV_ACCESS_* == RV_ACCESS_* */
+				.access = b->mw_access_flags & remote};
 	int rc;
 
 	if (qp->context != mw->context || (b->mr && b->mr->context != mw->context))
 		return EINVAL;
+	if (b->mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EOPNOTSUPP; /* soft0 has no zero-based regions or windows */
 	if (b->mr)
 		info.mr = compat_mr_of(b->mr)->rv;
 	rc = rv_qp_bind_mw(compat_container_of(qp, struct compat_qp, qp)->rv, w->rv, &info, wr_id,
@@ -387,7 +395,8 @@ COMPAT_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 /* ---- CQ ------------------------------------------------------------------- */
 
 static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq_context,
-				       struct ibv_comp_channel *channel, int comp_vector, struct ibv_pd *pdom)
+				       struct ibv_comp_channel *channel, int comp_vector, struct ibv_pd *pdom,
+				       uint64_t wc_flags)
 {
 	struct compat_ctx *cc = compat_ctx_of(c);
 	rv_cq_attr a = {.mask = RV_CQ_ATTR_CQE | RV_CQ_ATTR_COMP_VECTOR};
@@ -407,6 +416,10 @@ static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq
 		a.mask |= RV_CQ_ATTR_PD;
 		a.pd = compat_pd_of(pdom)->rv;
 	}
+	if (wc_flags) {
+		a.mask |= RV_CQ_ATTR_WC_FLAGS;
+		a.wc_flags = wc_flags; /* RV_CQ_WC_TIMESTAMP* == IBV_WC_EX_WITH_COMPLETION_TIMESTAMP* */
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return compat_fail_null(-ENOMEM);
@@ -419,6 +432,7 @@ static struct compat_cq *create_cq_soft(struct ibv_context *c, int cqe, void *cq
 	q->cq.channel = channel;
 	q->cq.cq_context = cq_context;
 	q->cq.cqe = (int)rv_cq_size(q->rv);
+	q->ts_flags = (uint32_t)wc_flags;
 	pthread_mutex_init(&q->cq.mutex, NULL);
 	pthread_cond_init(&q->cq.cond, NULL);
 	pthread_mutex_lock(&cc->lock);
@@ -439,16 +453,19 @@ COMPAT_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void 
 
 	if (!compat_is_soft(c))
 		COMPAT_REAL_PTR(ibv_create_cq, c, cqe, cq_context, channel, comp_vector);
-	q = create_cq_soft(c, cqe, cq_context, channel, comp_vector, NULL);
+	q = create_cq_soft(c, cqe, cq_context, channel, comp_vector, NULL, 0);
 	return q ? &q->cq : NULL;
 }
 
-/* The completion fields soft0 has; timestamps, VLAN, flow tag and tag
- * matching it has not, and asking for them is EOPNOTSUPP, as on a NIC. */
+/* The completion fields every soft0 CQ has; the timestamps rverbs gives
+ * where the device says so (rv_device_attr::cq_wc_flags); VLAN, flow tag
+ * and tag matching it has not, and asking for them is EOPNOTSUPP, as on a NIC. */
 #define COMPAT_CQ_EX_WC_FLAGS                                                   \
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |     \
 	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |           \
 	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+#define COMPAT_CQ_EX_TS_FLAGS \
+	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
 struct ibv_cq_ex *compat_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr)
 {
@@ -467,10 +484,12 @@ struct ibv_cq_ex *compat_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
 		return compat_fail_null(-EOPNOTSUPP); /* IGNORE_OVERRUN */
-	if (attr->wc_flags & ~(uint64_t)COMPAT_CQ_EX_WC_FLAGS)
+	if (attr->wc_flags & ~(uint64_t)(COMPAT_CQ_EX_WC_FLAGS | COMPAT_CQ_EX_TS_FLAGS))
 		return compat_fail_null(-EOPNOTSUPP);
+	/* Timestamps: rv_cq_new refuses with -EOPNOTSUPP what the device lacks. */
 	q = create_cq_soft(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector,
-			   (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL);
+			   (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL,
+			   attr->wc_flags & COMPAT_CQ_EX_TS_FLAGS);
 	if (!q)
 		return NULL;
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain) {

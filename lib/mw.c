@@ -100,8 +100,6 @@ static int bind_check(const struct rv_qp *qp, const struct rv_mw *mw, const rv_m
 	if (info->access & ~remote)
 		return rv_err(EINVAL, fn, "access 0x%x: a window grants only RV_ACCESS_REMOTE_READ, _WRITE "
 			      "and _ATOMIC", info->access);
-	if (info->length && info->access == 0)
-		return rv_err(EINVAL, fn, "access is 0: the window would grant nothing");
 	rc = rv_obj_check(RV_COBJ(mr), RV_OBJ_MR, fn);
 	if (rc < 0) {
 		rv_err_hint("info->mr names it");
@@ -112,8 +110,13 @@ static int bind_check(const struct rv_qp *qp, const struct rv_mw *mw, const rv_m
 	if (!(mr->access & RV_ACCESS_MW_BIND))
 		return rv_err(EINVAL, fn, "the MR was registered without RV_ACCESS_MW_BIND; register it "
 			      "with that flag to bind windows to it");
-	if ((mr->access & info->access) != info->access)
-		return rv_err(EINVAL, fn, "access 0x%x is not a subset of the MR's access 0x%x",
+	/* IB spec o10-36.2.x: the MR need not grant the window's remote rights
+	 * (the window's own rights govern remote access through it), but a
+	 * window that lets peers write needs a region the HCA may write. */
+	if ((info->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & RV_ACCESS_LOCAL_WRITE))
+		return rv_err(EINVAL, fn, "access 0x%x grants remote write or atomic, but the MR was "
+			      "registered without RV_ACCESS_LOCAL_WRITE (its access is 0x%x)",
 			      info->access, mr->access);
 	base = (uint64_t)(uintptr_t)mr->addr;
 	if (info->addr < base || info->addr - base > mr->length || info->length > mr->length - (info->addr - base))

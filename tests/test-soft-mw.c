@@ -116,9 +116,191 @@ static void test_soft_mw__rereg_refused_while_bound(void **state)
 	assert_int_equal(rv_mw_close(mw), 0);
 	rv_mw_unref(mw);
 	assert_int_equal(rv_mr_rereg(b.mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_LOCAL_WRITE), 0);
-	assert_int_not_equal(rv_mr_rkey(b.mr), key);
+	/* soft0 keeps the keys; the old rkey now has the new (no remote) rights. */
+	assert_int_equal(rv_mr_rkey(b.mr), key);
+	assert_int_equal(write_status(&a, baddr(&b, 0), key, 8), RV_WC_REM_ACCESS_ERR);
 	side_close(&a);
 	side_close(&b);
+}
+
+/* IB o10-36.2.x: a window's rights are its own. The MR needs only MW_BIND
+ * (and LOCAL_WRITE for a window granting remote write or atomic); remote
+ * access through the window is checked against the window, not the MR. */
+static void test_soft_mw__window_rights_are_its_own(void **state)
+{
+	struct side a, b;
+	rv_mw *mw = NULL, *mw2 = NULL;
+	rv_mr *ro = NULL;
+	rv_mw_bind_info bi;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, MRACC);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_MW_BIND); /* no remote rights */
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	/* The MR's own rkey grants nothing remotely. */
+	assert_int_equal(write_status(&a, baddr(&b, 0), rv_mr_rkey(b.mr), 8), RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(rv_qp_state_of(a.qp), RV_QPS_ERR);
+	side_close(&a);
+	side_close(&b);
+
+	side_open(&a, 0, MRACC);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_MW_BIND);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	bind_ok(&b, mw, RV_ACCESS_REMOTE_WRITE);
+	fill(a.buf, 64, 3);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 64), RV_WC_SUCCESS);
+	assert_memory_equal(b.buf + WIN_OFF, a.buf, 64);
+	/* A window granting remote write needs an MR with LOCAL_WRITE. */
+	assert_int_equal(rv_mr_alloc(b.pd, 4096, RV_ACCESS_MW_BIND, NULL, &ro), 0);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_1, &mw2), 0);
+	bi = (rv_mw_bind_info){.mr = ro, .addr = (uint64_t)(uintptr_t)rv_mr_addr(ro), .length = 64,
+			       .access = RV_ACCESS_REMOTE_WRITE};
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw2, &bi, 0, 0), -EINVAL);
+	assert_non_null(strstr(rv_error_last(), "RV_ACCESS_LOCAL_WRITE"));
+	bi.access = RV_ACCESS_REMOTE_ATOMIC;
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw2, &bi, 0, 0), -EINVAL);
+	/* ... but a read-only window does not. */
+	bi.access = RV_ACCESS_REMOTE_READ;
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw2, &bi, 9, RV_SEND_SIGNALED), 0);
+	wc = poll_one(b.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	/* The window's rights govern: it grants no READ. */
+	assert_int_equal(read_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 16), RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(rv_mw_close(mw2), 0);
+	rv_mw_unref(mw2);
+	rv_mw_unref(mw);
+	rv_mr_unref(ro);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* A window may grant nothing (IB allows an empty set of rights): the bind
+ * succeeds and every remote access through it is refused. */
+static void test_soft_mw__window_granting_nothing(void **state)
+{
+	struct side a, b;
+	rv_mw *mw = NULL;
+	rv_mw_bind_info bi;
+	rv_wc wc;
+
+	(void)state;
+	pair_open(&a, &b);
+	assert_int_equal(rv_mw_alloc(b.pd, RV_MW_TYPE_2, &mw), 0);
+	bi = (rv_mw_bind_info){.mr = b.mr, .addr = baddr(&b, WIN_OFF), .length = 64, .access = 0};
+	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 10, RV_SEND_SIGNALED), 0);
+	wc = poll_one(b.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(write_status(&a, baddr(&b, WIN_OFF), rv_mw_rkey(mw), 8), RV_WC_REM_ACCESS_ERR);
+	rv_mw_unref(mw);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* rv_mr_rereg on soft0 keeps the keys (ibv_rereg_mr(3): they may change):
+ * the peer's rkey and the posted lkey get the new PD, range and rights. */
+static void test_soft_mw__rereg_keeps_keys(void **state)
+{
+	struct side a, b;
+	rv_pd *pd2 = NULL;
+	uint32_t lkey, rkey;
+
+	(void)state;
+	pair_open(&a, &b);
+	lkey = rv_mr_lkey(b.mr);
+	rkey = rv_mr_rkey(b.mr);
+	assert_int_equal(rv_mr_rereg(b.mr, RV_REREG_ACCESS, NULL, NULL, 0,
+				     RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE), 0);
+	assert_int_equal(rv_mr_lkey(b.mr), lkey);
+	assert_int_equal(rv_mr_rkey(b.mr), rkey);
+	fill(a.buf, 32, 7);
+	assert_int_equal(write_status(&a, baddr(&b, 128), rkey, 32), RV_WC_SUCCESS);
+	assert_memory_equal(b.buf + 128, a.buf, 32);
+	/* READ was taken away. */
+	assert_int_equal(read_status(&a, baddr(&b, 128), rkey, 32), RV_WC_REM_ACCESS_ERR);
+	side_close(&a);
+	side_close(&b);
+
+	/* Another PD: the same key fails for the QP of the old PD. */
+	pair_open(&a, &b);
+	rkey = rv_mr_rkey(b.mr);
+	assert_int_equal(rv_pd_new(b.ctx, NULL, &pd2), 0);
+	assert_int_equal(rv_mr_rereg(b.mr, RV_REREG_PD, pd2, NULL, 0, 0), 0);
+	assert_int_equal(rv_mr_rkey(b.mr), rkey);
+	assert_int_equal(write_status(&a, baddr(&b, 0), rkey, 8), RV_WC_REM_ACCESS_ERR);
+	assert_int_equal(rv_mr_rereg(b.mr, RV_REREG_PD, b.pd, NULL, 0, 0), 0);
+	rv_pd_unref(pd2);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* Both QPs of a connection reset and connected again, one after the other
+ * (as rdma-core's tests restate QPs): whichever side's request reaches the
+ * other while that one still holds the old connection, or is in ERR, waits
+ * for its next RTR instead of being refused; RESET drops the QP's
+ * completions still in its CQ (the flushes of its former life); traffic
+ * then flows. */
+static void reconnect_case(bool lower_first)
+{
+	struct side a, b, *first, *second;
+	rv_endpoint ea, eb, *pe_first, *pe_second;
+	rv_qp_attr r = {.mask = RV_QP_STATE, .qp_state = RV_QPS_RESET};
+	rv_sge g;
+	rv_wc wc;
+
+	pair_open(&a, &b);
+	/* Traffic first: the connection is up on both sides. */
+	g = sge(&b, 0, 64);
+	assert_int_equal(rv_qp_recv(b.qp, &g, 1), 0);
+	g = sge(&a, 0, 64);
+	assert_int_equal(rv_qp_send(a.qp, &g, 2), 0);
+	assert_int_equal(poll_one(a.cq).status, RV_WC_SUCCESS);
+	assert_int_equal(poll_one(b.cq).status, RV_WC_SUCCESS);
+	/* A receive outstanding on each side: the first side's reset fails the
+	 * other's QP, which flushes it; the resets then drop those flushes. */
+	g = sge(&a, 1024, 64);
+	assert_int_equal(rv_qp_recv(a.qp, &g, 7), 0);
+	g = sge(&b, 1024, 64);
+	assert_int_equal(rv_qp_recv(b.qp, &g, 8), 0);
+	assert_int_equal(rv_qp_endpoint(a.qp, &ea), 0);
+	assert_int_equal(rv_qp_endpoint(b.qp, &eb), 0);
+	/* The side whose (gid, port, qpn) is lower connects: the ports differ. */
+	if ((ea.lid < eb.lid) == lower_first) {
+		first = &a, second = &b, pe_first = &eb, pe_second = &ea;
+	} else {
+		first = &b, second = &a, pe_first = &ea, pe_second = &eb;
+	}
+	assert_int_equal(rv_qp_modify(first->qp, &r), 0);
+	connect_one(first, pe_first, &DEFAULTS);
+	assert_int_equal(rv_qp_modify(second->qp, &r), 0);
+	connect_one(second, pe_second, &DEFAULTS);
+	g = sge(&b, 0, 64);
+	assert_int_equal(rv_qp_recv(b.qp, &g, 3), 0);
+	fill(a.buf, 64, 9);
+	g = sge(&a, 0, 64);
+	assert_int_equal(rv_qp_send(a.qp, &g, 4), 0);
+	wc = poll_one(a.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 4);
+	wc = poll_one(b.cq);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 3);
+	assert_memory_equal(b.buf, a.buf, 64);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_soft_mw__reset_reconnect_lower_first(void **state)
+{
+	(void)state;
+	reconnect_case(true);
+}
+
+static void test_soft_mw__reset_reconnect_higher_first(void **state)
+{
+	(void)state;
+	reconnect_case(false);
 }
 
 /* kind 0: past the end of the window (inside the MR); 1: before it; 2:
@@ -460,8 +642,6 @@ static void test_soft_mw__bad_arguments(void **state)
 	assert_non_null(strstr(rv_error_last(), "send_flags"));
 	bi.access = RV_ACCESS_LOCAL_WRITE;
 	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
-	bi.access = 0;
-	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
 	bi.access = RV_ACCESS_REMOTE_WRITE;
 	bi.length = BUF; /* past the MR's end */
 	assert_int_equal(rv_qp_bind_mw(b.qp, mw, &bi, 0, 0), -EINVAL);
@@ -505,6 +685,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soft_mw__bind_write_read),
 		cmocka_unit_test(test_soft_mw__rereg_refused_while_bound),
+		cmocka_unit_test(test_soft_mw__window_rights_are_its_own),
+		cmocka_unit_test(test_soft_mw__window_granting_nothing),
+		cmocka_unit_test(test_soft_mw__rereg_keeps_keys),
+		cmocka_unit_test(test_soft_mw__reset_reconnect_lower_first),
+		cmocka_unit_test(test_soft_mw__reset_reconnect_higher_first),
 		cmocka_unit_test(test_soft_mw__outside_window_refused),
 		cmocka_unit_test(test_soft_mw__local_invalidate),
 		cmocka_unit_test(test_soft_mw__local_invalidate_refused),

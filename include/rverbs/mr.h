@@ -179,11 +179,13 @@ typedef enum rv_rereg_flags {
 /**
  * Change a memory region in place, as ibv_rereg_mr(3): its memory, its PD
  * and/or its access flags; the arguments @p flags does not name are ignored.
- * The keys may change: read rv_mr_lkey() and rv_mr_rkey() again afterwards
- * (on the software device they always change, and work posted or handed out
- * with the old keys fails from the moment the call returns: a peer using the
- * old rkey gets a remote access error). Do not call it while work using the
- * MR is outstanding.
+ * The keys may change: read rv_mr_lkey() and rv_mr_rkey() again afterwards.
+ * On the software device they stay (as on mlx5), and from the moment the
+ * call returns every access with them gets the new PD, range and rights: a
+ * peer whose right was taken away gets a remote access error, and a receive
+ * posted into memory the MR no longer covers fails (local protection error;
+ * the sender sees a remote operation error). Do not call it while work using
+ * the MR is outstanding.
  * With RV_REREG_PD the MR moves in the ownership graph: it depends on the new
  * PD, no longer on the old one (closing the old PD leaves it alive). The new
  * PD must belong to the MR's context.

@@ -50,7 +50,9 @@ typedef struct rv_mw_bind_info {
 	rv_mr *mr;       /**< the region, live and of the window's PD */
 	uint64_t addr;   /**< first byte of the window (a virtual address inside the MR) */
 	uint64_t length; /**< bytes in the window; 0 unbinds a type 1 window */
-	uint32_t access; /**< RV_ACCESS_REMOTE_READ / _WRITE / _ATOMIC, a subset of the MR's remote rights */
+	uint32_t access; /**< RV_ACCESS_REMOTE_READ / _WRITE / _ATOMIC: the rights remote access through the
+			      window gets (the MR's own remote rights do not limit them; _WRITE and _ATOMIC
+			      need an MR with RV_ACCESS_LOCAL_WRITE) */
 } rv_mw_bind_info;
 
 /**
@@ -113,14 +115,28 @@ RV_API uint32_t rv_mw_type_of(const rv_mw *mw);
  * @param mw          a live window
  * @param info        the range: a live MR of the PD registered with
  *                    #RV_ACCESS_MW_BIND, addr/length inside it,
- *                    access a non-empty subset of the MR's remote rights
- *                    (length 0 and access 0: unbind, type 1 only)
+ *                    access a set of remote rights, possibly empty (a
+ *                    window that grants nothing; length 0 and access 0:
+ *                    unbind, type 1 only)
  * @param wr_id       returned in the completion
  * @param send_flags  RV_SEND_SIGNALED and/or RV_SEND_FENCE; others are refused
- * @return 0, -EINVAL (bad argument: rv_error_last() names it), -EBUSY (the
- *         window is tied to another MR), -RV_ECLOSED, -ENOMEM (send queue
- *         full), -EOPNOTSUPP (the device has no memory windows, or the QP
- *         has a selective-signalling policy: not supported with binds yet).
+ *
+ * As in the IB spec (o10-36.2.x, ibv_bind_mw(3)), the window's rights are
+ * its own: the MR needs #RV_ACCESS_MW_BIND, and #RV_ACCESS_LOCAL_WRITE when
+ * the window grants #RV_ACCESS_REMOTE_WRITE or #RV_ACCESS_REMOTE_ATOMIC, but
+ * not the remote rights themselves. Remote access through the window is
+ * checked against the window's rights and range, never the MR's.
+ *
+ * @retval 0            posted
+ * @retval -EINVAL      bad argument (rv_error_last() names it): the MR lacks
+ *                      #RV_ACCESS_MW_BIND, or #RV_ACCESS_LOCAL_WRITE for a
+ *                      window granting remote write or atomic; the range is
+ *                      outside the MR; access has non-remote bits
+ * @retval -EBUSY       the window is tied to another MR
+ * @retval -RV_ECLOSED  a handle was closed
+ * @retval -ENOMEM      send queue full
+ * @retval -EOPNOTSUPP  the device has no memory windows, or the QP has a
+ *                      selective-signalling policy (not supported with binds yet)
  */
 RV_API int rv_qp_bind_mw(rv_qp *qp, rv_mw *mw, const rv_mw_bind_info *info, uint64_t wr_id,
 			 uint32_t send_flags);

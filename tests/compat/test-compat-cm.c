@@ -349,6 +349,56 @@ static void test_cm__connect_send_disconnect(void **state)
 	rdma_destroy_event_channel(p.ch);
 }
 
+/* As librdmacm: an id with a device has the device's PD (rdma_create_qp
+ * with none uses it), and RDMA_OPTION_ID_ACK_TIMEOUT is the QP's timeout
+ * once the exchange moves it to RTS. */
+static void test_cm__device_pd_and_ack_timeout(void **state)
+{
+	struct pair p;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {4, 4, 1, 1, 0}};
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qattr;
+	uint8_t t = 21;
+	uint32_t bad = 21;
+
+	(void)state;
+	listen_and_resolve(&p);
+	assert_non_null(p.client->pd);
+	assert_ptr_equal(p.client->pd->context, p.client->verbs);
+	errno = 0;
+	assert_int_equal(rdma_set_option(p.client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &bad,
+					 sizeof(bad)), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_option(p.client, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t,
+					 sizeof(t)), 0);
+	assert_int_equal(rdma_create_qp(p.client, NULL, &qa), 0);
+	assert_ptr_equal(p.client->qp->pd, p.client->pd);
+	assert_int_equal(rdma_connect(p.client, &cp), 0);
+	ev = next_event(p.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	p.child = ev->id;
+	rdma_ack_cm_event(ev);
+	assert_ptr_equal(p.child->pd, p.client->pd);
+	assert_int_equal(rdma_create_qp(p.child, NULL, &qa), 0);
+	assert_int_equal(rdma_accept(p.child, &cp), 0);
+	ev = next_event(p.ch, RDMA_CM_EVENT_ESTABLISHED);
+	rdma_ack_cm_event(ev);
+	ev = next_event(p.ch, RDMA_CM_EVENT_ESTABLISHED);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(ibv_query_qp(p.client->qp, &qattr, IBV_QP_TIMEOUT, &ia), 0);
+	assert_int_equal(qattr.timeout, 21);
+	assert_int_equal(ibv_query_qp(p.child->qp, &qattr, IBV_QP_TIMEOUT, &ia), 0);
+	assert_int_equal(qattr.timeout, 14); /* the default where none was set */
+	rdma_disconnect(p.client);
+	rdma_destroy_qp(p.child);
+	rdma_destroy_qp(p.client);
+	assert_int_equal(rdma_destroy_id(p.child), 0);
+	assert_int_equal(rdma_destroy_id(p.client), 0);
+	assert_int_equal(rdma_destroy_id(p.listener), 0);
+	rdma_destroy_event_channel(p.ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -360,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_cm__reject_carries_private_data),
 		cmocka_unit_test(test_cm__destroyed_listener_rejects_its_pending_requests),
 		cmocka_unit_test(test_cm__connect_send_disconnect),
+		cmocka_unit_test(test_cm__device_pd_and_ack_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -102,6 +103,128 @@ static void test_compat__port_lid_is_tcp_port_and_gid_is_ipv4_mapped(void **stat
 	assert_int_equal(ibv_close_device(c), 0);
 }
 
+/* soft0's port is Ethernet: an AH without a GRH is refused (EINVAL), as
+ * on every RoCE device; with one it is created. */
+static void test_compat__ah_without_grh_refused_on_the_ethernet_port(void **state)
+{
+	struct ibv_context *c = open_soft0();
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_port_attr pa;
+	struct ibv_ah_attr aa = {.dlid = 1, .port_num = 1};
+	struct ibv_ah *ah;
+
+	(void)state;
+	assert_non_null(pd);
+	assert_int_equal(ibv_query_port(c, 1, &pa), 0);
+	assert_int_equal(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+	errno = 0;
+	assert_null(ibv_create_ah(pd, &aa));
+	assert_int_equal(errno, EINVAL);
+	aa.is_global = 1;
+	aa.dlid = pa.lid;
+	assert_int_equal(ibv_query_gid(c, 1, 0, &aa.grh.dgid), 0);
+	aa.grh.hop_limit = 64;
+	ah = ibv_create_ah(pd, &aa);
+	assert_non_null(ah);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(c), 0);
+}
+
+/* CQ timestamps: ibv_query_device_ex says what rverbs reports, an
+ * extended CQ with them is created exactly when it says so, and the raw
+ * clock of ibv_query_rt_values_ex moves forward. */
+static void test_compat__cq_timestamps_follow_the_device(void **state)
+{
+	struct ibv_context *c = open_soft0();
+	struct ibv_device_attr_ex da;
+	struct ibv_values_ex v1 = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK}, v2 = v1;
+	struct ibv_cq_init_attr_ex ca = {.cqe = 4, .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+							       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
+	struct ibv_poll_cq_attr pa = {0};
+	struct ibv_cq_ex *cq;
+
+	(void)state;
+	assert_int_equal(ibv_query_device_ex(c, NULL, &da), 0);
+	errno = 0;
+	cq = ibv_create_cq_ex(c, &ca);
+	if (da.completion_timestamp_mask == 0) {
+		assert_null(cq);
+		assert_int_equal(errno, EOPNOTSUPP);
+	} else {
+		struct ibv_pd *pd = ibv_alloc_pd(c);
+		struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_UD, .sq_sig_all = 1,
+					      .cap = {.max_send_wr = 2, .max_recv_wr = 2,
+						      .max_send_sge = 1, .max_recv_sge = 1}};
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11};
+		struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+		struct ibv_port_attr port;
+		struct ibv_send_wr wr = {0}, *bad = NULL;
+		struct ibv_qp *qp;
+		struct ibv_ah *ah;
+		struct timespec now;
+		uint64_t ts, wall, before;
+		int rc = ENOENT;
+
+		assert_non_null(cq);
+		assert_true(da.hca_core_clock > 0);
+		assert_int_equal(ibv_start_poll(cq, &pa), ENOENT);
+		/* A UD send's completion carries both stamps. */
+		assert_non_null(pd);
+		qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq);
+		qp = ibv_create_qp(pd, &qa);
+		assert_non_null(qp);
+		assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							       IBV_QP_QKEY), 0);
+		a.qp_state = IBV_QPS_RTR;
+		assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 1;
+		assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+		assert_int_equal(ibv_query_port(c, 1, &port), 0);
+		assert_int_equal(ibv_query_gid(c, 1, 0, &aa.grh.dgid), 0);
+		aa.dlid = port.lid;
+		aa.grh.hop_limit = 1;
+		ah = ibv_create_ah(pd, &aa);
+		assert_non_null(ah);
+		assert_int_equal(ibv_query_rt_values_ex(c, &v1), 0);
+		before = (uint64_t)v1.raw_clock.tv_nsec;
+		wr.wr_id = 9;
+		wr.opcode = IBV_WR_SEND;
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = qp->qp_num;
+		wr.wr.ud.remote_qkey = 0x11;
+		assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+		for (int i = 0; i < 200000 && rc == ENOENT; i++) {
+			rc = ibv_start_poll(cq, &pa);
+			if (rc == ENOENT)
+				usleep(50);
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(cq->wr_id, 9);
+		assert_int_equal(cq->status, IBV_WC_SUCCESS);
+		ts = ibv_wc_read_completion_ts(cq);
+		wall = ibv_wc_read_completion_wallclock_ns(cq);
+		ibv_end_poll(cq);
+		assert_true(ts >= before);
+		assert_int_equal(ibv_query_rt_values_ex(c, &v2), 0);
+		assert_true(ts <= (uint64_t)v2.raw_clock.tv_nsec);
+		clock_gettime(CLOCK_REALTIME, &now);
+		assert_true(wall <= (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+		assert_true(wall + 60ull * 1000000000u > (uint64_t)now.tv_sec * 1000000000u);
+		assert_int_equal(ibv_destroy_ah(ah), 0);
+		assert_int_equal(ibv_destroy_qp(qp), 0);
+		assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+		assert_int_equal(ibv_dealloc_pd(pd), 0);
+	}
+	assert_int_equal(ibv_query_rt_values_ex(c, &v1), 0);
+	assert_int_equal(ibv_query_rt_values_ex(c, &v2), 0);
+	assert_true(v2.raw_clock.tv_nsec >= v1.raw_clock.tv_nsec);
+	v1.comp_mask = 1u << 5;
+	assert_int_equal(ibv_query_rt_values_ex(c, &v1), EINVAL);
+	assert_int_equal(ibv_close_device(c), 0);
+}
+
 static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 {
 	struct ibv_context *c;
@@ -133,9 +256,9 @@ static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 	cq = ibv_create_cq(c, 16, NULL, NULL, 0);
 	assert_non_null(cq);
 	assert_true(cq->cqe >= 16);
-	/* Extended CQs: the standard completion fields, not the timestamps
-	 * soft0 has not (the errno of a NIC without them). */
-	cqa.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	/* Extended CQs: the standard completion fields, not the VLAN soft0
+	 * has not (the errno of a NIC without it). */
+	cqa.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_CVLAN;
 	errno = 0;
 	assert_null(ibv_create_cq_ex(c, &cqa));
 	assert_int_equal(errno, EOPNOTSUPP);
@@ -156,7 +279,7 @@ static void test_compat__bad_arguments_fail_the_libibverbs_way(void **state)
 						 .comp_mask = IBV_QP_INIT_ATTR_PD |
 							      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 						 .send_ops_flags = IBV_QP_EX_WITH_SEND |
-								   IBV_QP_EX_WITH_BIND_MW};
+								   IBV_QP_EX_WITH_TSO};
 		struct ibv_qp *qp;
 		struct ibv_qp_ex *qpx;
 		struct ibv_qp_init_attr ca = {.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
@@ -457,6 +580,78 @@ static void loopback(int with_grh)
 	assert_int_equal(ibv_post_send(b.qp, &wr, &bad), EINVAL);
 	assert_ptr_equal(bad, &wr);
 
+	side_close(&a);
+	side_close(&b);
+}
+
+/* ibv_wr_bind_mw: a type 2 window bound through the builder, then written
+ * through by the peer with the window's rkey. */
+static void test_compat__builder_binds_a_window(void **state)
+{
+	struct side a = {0}, b = {0};
+	struct ibv_qp_init_attr_ex xa = {0};
+	struct ibv_qp_attr qa = {0};
+	struct ibv_mw_bind_info info = {0};
+	struct ibv_send_wr wr = {0}, *bad = NULL;
+	struct ibv_sge sge;
+	struct ibv_qp_ex *qpx;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	(void)state;
+	side_open(&a);
+	side_open(&b);
+	assert_int_equal(ibv_destroy_qp(b.qp), 0);
+	xa.qp_type = IBV_QPT_RC;
+	xa.send_cq = xa.recv_cq = b.cq;
+	xa.sq_sig_all = 1;
+	xa.cap.max_send_wr = xa.cap.max_recv_wr = 8;
+	xa.cap.max_send_sge = xa.cap.max_recv_sge = 1;
+	xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	xa.pd = b.pd;
+	xa.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW;
+	b.qp = ibv_create_qp_ex(b.c, &xa);
+	assert_non_null(b.qp);
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	assert_int_equal(ibv_modify_qp(b.qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							  IBV_QP_ACCESS_FLAGS), 0);
+	side_connect(&a, &b, 1);
+	side_connect(&b, &a, 1);
+	mw = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	qpx = ibv_qp_to_qp_ex(b.qp);
+	assert_non_null(qpx);
+	rkey = ibv_inc_rkey(mw->rkey);
+	info.mr = b.mr;
+	info.addr = (uintptr_t)b.buf + 256;
+	info.length = 64;
+	info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ibv_wr_start(qpx);
+	qpx->wr_id = 5;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(qpx, mw, rkey, &info);
+	assert_int_equal(ibv_wr_complete(qpx), 0);
+	wc = wait_one(b.cq);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(mw->rkey, rkey);
+	memcpy(a.buf, "through the window", 19);
+	sge = (struct ibv_sge){.addr = (uintptr_t)a.buf, .length = 19, .lkey = a.mr->lkey};
+	wr.wr_id = 6;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = info.addr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(ibv_post_send(a.qp, &wr, &bad), 0);
+	wc = wait_one(a.cq);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal(b.buf + 256, "through the window");
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
 	side_close(&a);
 	side_close(&b);
 }
@@ -879,6 +1074,9 @@ int main(void)
 		cmocka_unit_test(test_compat__lists_soft0_as_a_roce_like_device),
 		cmocka_unit_test(test_compat__port_lid_is_tcp_port_and_gid_is_ipv4_mapped),
 		cmocka_unit_test(test_compat__bad_arguments_fail_the_libibverbs_way),
+		cmocka_unit_test(test_compat__ah_without_grh_refused_on_the_ethernet_port),
+		cmocka_unit_test(test_compat__cq_timestamps_follow_the_device),
+		cmocka_unit_test(test_compat__builder_binds_a_window),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_lid_only),
 		cmocka_unit_test(test_compat__rc_loopback_addressed_by_gid),
 		cmocka_unit_test(test_compat__contexts_of_one_process_reach_each_other_by_their_own_port),

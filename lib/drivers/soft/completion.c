@@ -183,6 +183,28 @@ static void stamp(const struct soft_cq *c, struct soft_cq_stamp *s)
 	}
 }
 
+void soft_cq_clean(struct rv_cq *cq, uint32_t qpn)
+{
+	struct soft_cq *c = cq->drv_cq;
+	uint32_t w;
+
+	pthread_mutex_lock(&c->lock);
+	w = c->head;
+	for (uint32_t r = c->head; r != c->tail; r++) {
+		if (c->ring[r & c->mask].qp_num == qpn)
+			continue;
+		if (w != r) {
+			c->ring[w & c->mask] = c->ring[r & c->mask];
+			if (c->stamps)
+				c->stamps[w & c->mask] = c->stamps[r & c->mask];
+		}
+		w++;
+	}
+	c->tail = w;
+	atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
+	pthread_mutex_unlock(&c->lock);
+}
+
 bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
 {
 	return soft_cq_push_se(cq, wc, false);

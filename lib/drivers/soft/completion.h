@@ -59,6 +59,9 @@ struct soft_cq {
 };
 
 /* ---- CQs ---- */
+/* Drop the completions of QP qpn still in cq (a QP moved to RESET: its
+ * completions are gone, as mlx5 cleans its CQs then). */
+void soft_cq_clean(struct rv_cq *cq, uint32_t qpn);
 /* false when the CQ is full: the completion is lost and the CQ reports -EOVERFLOW. */
 bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
 /* As soft_cq_push; solicited: a receive completion of a SEND with SE. */

@@ -505,7 +505,12 @@ static void handle_request(struct soft_conn *c)
 	}
 	pthread_mutex_lock(&q->lock);
 	st = atomic_load(&q->state);
-	if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
+	/* A QP in ERR may be reset and connected again; so may one whose peer
+	 * was reset and asks again while this side has not yet seen its old
+	 * connection end (a NIC drops the requests meanwhile and the requester
+	 * retries): such a request waits for the QP's next RTR too. */
+	if (st == RV_QPS_RESET || st == RV_QPS_INIT || st == RV_QPS_ERR ||
+	    ((st == RV_QPS_RTR || st == RV_QPS_RTS) && q->conn && !q->active && peer_matches(q, &c->req))) {
 		struct soft_conn *oldest;
 		uint32_t n = pending_for(c->sc, q->qpn, &oldest);
 
@@ -525,16 +530,11 @@ static void handle_request(struct soft_conn *c)
 		soft_conn_update_events(c);
 	} else if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && peer_matches(q, &c->req)) {
 		struct soft_conn *oldest;
-
-		if (q->conn) {
-			reject(c, RV_SOFT_REJECT_BUSY);
-		} else {
-			/* Proven requests answering this QP's challenge: a few, the
-			 * oldest making room (copies of an old request prove too). */
-			if (authenticating_for(c->sc, q->qpn, &oldest) >= SOFT_MAX_PENDING_PER_QP)
-				soft_conn_kill(oldest);
-			accept_on(q, c);
-		}
+		/* Proven requests answering this QP's challenge: a few, the
+		 * oldest making room (copies of an old request prove too). */
+		if (authenticating_for(c->sc, q->qpn, &oldest) >= SOFT_MAX_PENDING_PER_QP)
+			soft_conn_kill(oldest);
+		accept_on(q, c);
 	} else if (st == RV_QPS_RTR || st == RV_QPS_RTS) {
 		reject(c, RV_SOFT_REJECT_PEER);
 	} else {
@@ -546,7 +546,6 @@ static void handle_request(struct soft_conn *c)
 void soft_conn_adopt_pending(struct soft_qp *q)
 {
 	struct soft_conn *c, *next;
-
 	for (c = q->sc->conns; c; c = next) {
 		next = c->next;
 		if (c->state != CONN_PENDING || c->req.dst_qpn != q->qpn)

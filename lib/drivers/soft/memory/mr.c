@@ -343,14 +343,16 @@ int soft_mr_dereg(struct rv_mr *mr)
 }
 
 /* Re-register in place under the write lock: every access after it sees the
- * new PD, bounds and rights, and only the fresh key (the old one is gone). */
+ * new PD, bounds and rights. The keys stay (ibv_rereg_mr(3): they may change;
+ * mlx5 keeps them, and programs such as rdma-core's tests go on using them):
+ * a peer holding the rkey gets the new rights, range and PD, so a right
+ * taken away, memory moved or a PD changed fails its access at once. */
 int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 		  uint32_t access)
 {
 	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
-	struct soft_mr *m = mr->drv_mr, **pp;
+	struct soft_mr *m = mr->drv_mr;
 	uint64_t a = (uint64_t)(uintptr_t)addr;
-	uint32_t key;
 
 	(void)flags;
 	if (access & RV_ACCESS_ZERO_BASED)
@@ -360,20 +362,6 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	if (length > UINT64_MAX - a)
 		return rv_err(EINVAL, "rv_mr_rereg", "the region wraps around the address space");
 	pthread_rwlock_wrlock(&sc->mr_lock);
-	for (pp = &sc->mr_hash[bucket(sc, m->key)]; *pp; pp = &(*pp)->next) {
-		if (*pp == m) {
-			*pp = m->next;
-			break;
-		}
-	}
-	key = fresh_key(sc, m->key);
-	if (!key) {
-		m->next = sc->mr_hash[bucket(sc, m->key)]; /* unchanged */
-		sc->mr_hash[bucket(sc, m->key)] = m;
-		pthread_rwlock_unlock(&sc->mr_lock);
-		return rv_err(EIO, "rv_mr_rereg", NO_RANDOM_KEY);
-	}
-	m->key = key;
 	m->pd = pd->drv_pd;
 	m->addr = a;
 	m->length = length;
@@ -381,11 +369,7 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	/* New memory is the caller's (the facade refuses RV_REREG_TRANS on
 	 * memory rverbs owns); the same memory keeps what it was. */
 	m->trusted = sc->trust_memory || (m->trusted && a == (uint64_t)(uintptr_t)mr->addr);
-	m->next = sc->mr_hash[bucket(sc, key)];
-	sc->mr_hash[bucket(sc, key)] = m;
 	pthread_rwlock_unlock(&sc->mr_lock);
-	mr->lkey = key;
-	mr->rkey = key;
 	return 0;
 }
 

@@ -306,6 +306,12 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 	case RV_QPS_RESET:
 		soft_conn_detach(q, false);
 		reset_queues(q);
+		/* The QP's completions still in its CQs go too (mlx5 cleans its
+		 * CQs at RESET): a program that resets a failed QP and uses it
+		 * again must not poll the flushes of its former life. */
+		soft_cq_clean(q->qp->send_cq, q->qpn);
+		if (q->qp->recv_cq && q->qp->recv_cq != q->qp->send_cq)
+			soft_cq_clean(q->qp->recv_cq, q->qpn);
 		set_state(q, RV_QPS_RESET);
 		break;
 	case RV_QPS_INIT:
