@@ -178,6 +178,11 @@ struct ibv_srq *compat_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_
 int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			   struct ibv_device_attr_ex *attr, size_t attr_size);
 
+/* odp.c: ODP capabilities and ibv_advise_mr on soft0 */
+void compat_odp_caps(rv_context *ctx, struct ibv_device_attr_ex *ex);
+int compat_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		     struct ibv_sge *sg_list, uint32_t num_sges);
+
 /* resources.c: the use counts, under the context's lock */
 void compat_use(struct ibv_context *c, int *users, int delta);
 

@@ -66,8 +66,10 @@ int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_
 	rc = query_device_soft(compat_ctx_of(c), &ex.orig_attr);
 	if (rc)
 		return rc;
-	/* No ODP, timestamps, TSO, RSS, WQs, packet pacing, tag matching, CQ
-	 * moderation or device memory: all zero, as a NIC without them says. */
+	/* ODP as soft0 reports it (odp.c). No timestamps, TSO, RSS, WQs, packet
+	 * pacing, tag matching, CQ moderation or device memory: all zero, as a
+	 * NIC without them says. */
+	compat_odp_caps(compat_ctx_of(c)->rv, &ex);
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	if (attr_size > sizeof(ex))
@@ -123,6 +125,7 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->create_qp_ex = compat_create_qp_ex;
 	v->create_srq_ex = compat_create_srq_ex;
 	v->create_cq_ex = compat_create_cq_ex;
+	v->advise_mr = compat_advise_mr;
 }
 
 COMPAT_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)

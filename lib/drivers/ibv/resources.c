@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ibv-driver.h"
@@ -215,20 +214,12 @@ _Static_assert((int)RV_ADVISE_MR_PREFETCH == (int)IBV_ADVISE_MR_ADVICE_PREFETCH 
 
 int rv_ibv_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sge, uint32_t n)
 {
-	struct ibv_sge one[16], *s = n <= 16 ? one : calloc(n, sizeof(*s));
 	char ebuf[128];
 	int rc;
 
-	if (!s)
-		return rv_err(ENOMEM, "rv_mr_advise", "out of memory for %u SGEs", n);
-	for (uint32_t i = 0; i < n; i++) {
-		s[i].addr = sge[i].addr;
-		s[i].length = sge[i].length;
-		s[i].lkey = sge[i].lkey;
-	}
-	rc = ibv_advise_mr(pd->drv_pd, (enum ibv_advise_mr_advice)advice, flags, s, n);
-	if (s != one)
-		free(s);
+	/* rv_sge and ibv_sge share a layout (translate.c); libibverbs only reads the list. */
+	rc = ibv_advise_mr(pd->drv_pd, (enum ibv_advise_mr_advice)advice, flags,
+			   (struct ibv_sge *)(uintptr_t)sge, n);
 	if (rc == 0)
 		return 0;
 	if (rc == ENOSYS)
