@@ -171,5 +171,6 @@ extern const struct conf_case conf_cq_cases[];
 extern const struct conf_case conf_mw_cases[];
 extern const struct conf_case conf_cqex_cases[];
 extern const struct conf_case conf_wr_builder_cases[];
+extern const struct conf_case conf_odp_cases[];
 
 #endif
