@@ -324,6 +324,8 @@ RV_EXPORT int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr
 	if (length == 0 || length > SIZE_MAX / 2)
 		return rv_err(EINVAL, __func__, "length %zu is 0 or too large", length);
 	rc = check_access(access, __func__);
+	if (rc == 0 && (access & RV_ACCESS_ON_DEMAND))
+		rc = check_odp(pd, false, __func__);
 	if (rc < 0)
 		return rc;
 	if (attr) {
@@ -400,6 +402,8 @@ RV_EXPORT int rv_mr_rereg(rv_mr *mr, uint32_t flags, rv_pd *pd, void *addr, size
 	}
 	if (flags & RV_REREG_ACCESS) {
 		rc = check_access(access, __func__);
+		if (rc == 0 && (access & RV_ACCESS_ON_DEMAND))
+			rc = check_odp(mr->pd, false, __func__);
 		if (rc < 0)
 			return rc;
 	} else {

@@ -467,6 +467,10 @@ static void test_handles__odp_registration_and_advice_check_arguments_then_devic
 	assert_ptr_equal(mr, SENTINEL);
 	assert_int_equal(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EOPNOTSUPP);
 	assert_int_equal(mock.n_advise, 0);
+	assert_int_equal(rv_mr_alloc(t.pd, 4096, RV_ACCESS_ON_DEMAND, NULL, &mr), -EOPNOTSUPP);
+	assert_ptr_equal(mr, SENTINEL);
+	assert_int_equal(rv_mr_rereg(t.mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_ON_DEMAND), -EOPNOTSUPP);
+	assert_msg_contains("no on-demand paging");
 
 	/* Implicit: NULL + SIZE_MAX needs ON_DEMAND; NULL with another length is NULL. */
 	assert_int_equal(rv_mr_reg(t.pd, NULL, SIZE_MAX, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);

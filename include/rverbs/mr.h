@@ -182,6 +182,7 @@ typedef struct rv_mr_alloc_attr {
  * @retval -EINVAL      as for rv_mr_reg(); an unknown mask, flag or page bit; a
  *                      numa_node below RV_MEM_NODE_ANY; with RV_MEM_STRICT, a
  *                      node that does not exist
+ * @retval -EOPNOTSUPP  RV_ACCESS_ON_DEMAND on a device without on-demand paging
  * @retval -RV_ECLOSED  the PD is closed
  * @retval -EPERM       the PD belongs to the parent of this fork child
  * @retval -ENOMEM      no memory; with RV_MEM_STRICT, the page size or node
@@ -228,7 +229,9 @@ typedef enum rv_rereg_flags {
  * @retval -RV_ECLOSED  the MR or the new PD is closed
  * @retval -EBUSY       a memory window was bound to the MR (close the window
  *                      first: rverbs cannot tell an invalidated window apart)
- * @retval -EOPNOTSUPP  the device cannot re-register
+ * @retval -EOPNOTSUPP  the device cannot re-register, the MR is an implicit
+ *                      ODP MR, or the new access has RV_ACCESS_ON_DEMAND on a
+ *                      device without on-demand paging
  * @retval -ENOMEM      the memlock limit or memory ran out
  * @retval negative     the driver failed; rv_error_last() says why
  */
