@@ -273,7 +273,7 @@ typedef enum rv_advise_mr_flags {
  * @param sges    the ranges, each within an MR of @p pd
  * @param n_sges  how many, at least 1
  * @retval 0            success
- * @retval -EINVAL      a NULL or closed-type handle, NULL @p sges, @p n_sges 0
+ * @retval -EINVAL      @p pd NULL or not a PD, NULL @p sges, @p n_sges 0
  *                      or above UINT32_MAX, an unknown advice or flag, an SGE
  *                      of length 0, or a key that names a memory window
  * @retval -RV_ECLOSED  the PD is closed
