@@ -208,6 +208,10 @@ int compat_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 struct ibv_srq *compat_create_xrc_srq(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr);
 struct ibv_qp *compat_create_xrc_qp(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
 struct ibv_qp *compat_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *attr);
+/* odp.c: ODP capabilities and ibv_advise_mr on soft0 */
+void compat_odp_caps(rv_context *ctx, struct ibv_device_attr_ex *ex);
+int compat_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		     struct ibv_sge *sg_list, uint32_t num_sges);
 
 /* resources.c: the use counts, under the context's lock */
 void compat_use(struct ibv_context *c, int *users, int delta);

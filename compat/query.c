@@ -66,9 +66,10 @@ int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_
 	rc = query_device_soft(compat_ctx_of(c), &ex.orig_attr);
 	if (rc)
 		return rc;
-	/* Completion timestamps as rverbs reports them (0: none); no ODP, TSO,
-	 * RSS, WQs, packet pacing, tag matching, CQ moderation or device
-	 * memory: all zero, as a NIC without them says. */
+	/* Completion timestamps as rverbs reports them (0: none) and ODP as
+	 * soft0 reports it (odp.c); no TSO, RSS, WQs, packet pacing, tag
+	 * matching, CQ moderation or device memory: all zero, as a NIC without
+	 * them says. */
 	{
 		rv_device_attr da = {.mask = RV_DEVICE_ATTR_ALL};
 
@@ -78,6 +79,7 @@ int compat_query_device_ex(struct ibv_context *c, const struct ibv_query_device_
 			ex.hca_core_clock = da.hca_core_clock;
 		}
 	}
+	compat_odp_caps(compat_ctx_of(c)->rv, &ex);
 	ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
 	memcpy(attr, &ex, attr_size < sizeof(ex) ? attr_size : sizeof(ex));
 	if (attr_size > sizeof(ex))
@@ -160,6 +162,7 @@ void compat_ctx_fill_ops(struct compat_ctx *cc)
 	v->get_srq_num = compat_get_srq_num;
 	v->open_qp = compat_open_qp;
 	v->query_rt_values = query_rt_values_soft;
+	v->advise_mr = compat_advise_mr;
 }
 
 COMPAT_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)

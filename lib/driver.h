@@ -68,6 +68,10 @@ struct rv_driver {
 	 * facade updates the rest on success. May be NULL (-EOPNOTSUPP). */
 	int (*mr_rereg)(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 			uint32_t access);
+	/* rv_mr_advise: advice and flags known, n ≥ 1, each SGE of length ≥ 1
+	 * (checked). Check each lkey (an MR of pd: -ENOENT, -EPERM, -EFAULT as
+	 * ibv_advise_mr) and carry the advice out. NULL: no advice (-EOPNOTSUPP). */
+	int (*mr_advise)(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sge, uint32_t n);
 
 	/* attr has defaults applied; fill cq->cqe (actual size) and drv_cq. A
 	 * driver may put its own rv_cq_poll entry for this CQ in cq->poll. */

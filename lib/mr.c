@@ -70,7 +70,8 @@ static int mr_driver_reg(struct rv_mr *mr, const char *func)
 	struct rv_context *ctx = mr->pd->ctx;
 	int rc;
 
-	if (rv_memlock_applies(ctx)) {
+	/* On-demand memory is not pinned: the kernel does not count it either. */
+	if (rv_memlock_applies(ctx) && !(mr->access & RV_ACCESS_ON_DEMAND)) {
 		rc = rv_memlock_reserve(mr->length, func);
 		if (rc < 0)
 			return rc;
@@ -96,6 +97,7 @@ static void mr_fields(struct rv_mr *mr, rv_pd *pd, void *addr, size_t length, ui
 	mr->access = access;
 	mr->page_size = rv_mem_page_size();
 	mr->numa_node = -1;
+	mr->implicit = !addr && length == RV_MR_IMPLICIT_LENGTH;
 }
 
 /* An MR the caller allocated (a pool's chunk): the object too. */
@@ -161,22 +163,92 @@ int rv_mr_chunk_dereg(struct rv_mr *mr)
 	return rc;
 }
 
+/* RV_ACCESS_ON_DEMAND (and implicit ODP) only where the device reports it,
+ * with the error a kernel gives for a device without it (ib_check_mr_access:
+ * EOPNOTSUPP). Control path: one device query per ODP registration. */
+static int check_odp(struct rv_pd *pd, bool implicit, const char *func)
+{
+	struct rv_context *ctx = pd->ctx;
+	rv_device_attr a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.mask = RV_DEVICE_ATTR_EX;
+	rv_error_clear();
+	rc = ctx->drv->query_device(ctx, &a);
+	if (rc < 0)
+		return rv_err_from_driver(rc, func, "querying the device's ODP capabilities");
+	if (!(a.odp_general_caps & RV_ODP_SUPPORT))
+		return rv_err(EOPNOTSUPP, func, "device %s has no on-demand paging (odp_general_caps 0): "
+			      "register without RV_ACCESS_ON_DEMAND", ctx->dev->name);
+	if (implicit && !(a.odp_general_caps & RV_ODP_SUPPORT_IMPLICIT))
+		return rv_err(EOPNOTSUPP, func, "device %s has on-demand paging but not implicit ODP "
+			      "(RV_ODP_SUPPORT_IMPLICIT): register the ranges you use instead of the "
+			      "whole address space", ctx->dev->name);
+	return 0;
+}
+
 RV_EXPORT int rv_mr_reg(rv_pd *pd, void *addr, size_t length, uint32_t access, rv_mr **ret_mr)
 {
+	bool implicit;
 	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
 
 	if (rc < 0)
 		return rc;
-	if (!addr || !ret_mr)
-		return rv_err(EINVAL, __func__, "%s is NULL", addr ? "ret_mr" : "addr");
+	if (!ret_mr)
+		return rv_err(EINVAL, __func__, "ret_mr is NULL");
+	implicit = !addr && length == RV_MR_IMPLICIT_LENGTH;
+	if (implicit && !(access & RV_ACCESS_ON_DEMAND))
+		return rv_err(EINVAL, __func__, "addr NULL with length SIZE_MAX is an implicit ODP MR, which "
+			      "needs RV_ACCESS_ON_DEMAND");
+	if (!addr && !implicit)
+		return rv_err(EINVAL, __func__, "addr is NULL (an implicit ODP MR has length SIZE_MAX "
+			      "and RV_ACCESS_ON_DEMAND)");
 	if (length == 0)
 		return rv_err(EINVAL, __func__, "length is 0");
-	if ((uintptr_t)addr + length < (uintptr_t)addr)
+	if (!implicit && (uintptr_t)addr + length < (uintptr_t)addr)
 		return rv_err(EINVAL, __func__, "addr + length wraps around the address space");
 	rc = check_access(access, __func__);
 	if (rc < 0)
 		return rc;
+	if (access & RV_ACCESS_ON_DEMAND) {
+		rc = check_odp(pd, implicit, __func__);
+		if (rc < 0)
+			return rc;
+	}
 	return mr_new(pd, addr, length, access, NULL, ret_mr, __func__);
+}
+
+#define RV_ADVISE_FLAGS_KNOWN RV_ADVISE_MR_FLAG_FLUSH
+
+RV_EXPORT int rv_mr_advise(rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sges, size_t n_sges)
+{
+	struct rv_context *ctx;
+	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
+
+	if (rc < 0)
+		return rc;
+	ctx = pd->ctx;
+	if (!sges)
+		return rv_err(EINVAL, __func__, "sges is NULL");
+	if (n_sges == 0 || n_sges > UINT32_MAX)
+		return rv_err(EINVAL, __func__, "n_sges %zu is 0 or above UINT32_MAX", n_sges);
+	if (advice > RV_ADVISE_MR_PREFETCH_NO_FAULT)
+		return rv_err(EINVAL, __func__, "advice %u is not an rv_advise_mr_advice (0..%d)", advice,
+			      RV_ADVISE_MR_PREFETCH_NO_FAULT);
+	if (flags & ~(uint32_t)RV_ADVISE_FLAGS_KNOWN)
+		return rv_err(EINVAL, __func__, "unknown flag 0x%x", flags & ~(uint32_t)RV_ADVISE_FLAGS_KNOWN);
+	for (size_t i = 0; i < n_sges; i++)
+		if (sges[i].length == 0)
+			return rv_err(EINVAL, __func__, "sges[%zu] has length 0", i);
+	rc = check_odp(pd, false, __func__);
+	if (rc < 0)
+		return rc;
+	if (!ctx->drv->mr_advise)
+		return rv_err(EOPNOTSUPP, __func__, "device %s takes no advice on MRs", ctx->dev->name);
+	rv_error_clear();
+	rc = ctx->drv->mr_advise(pd, advice, flags, sges, (uint32_t)n_sges);
+	return rv_err_from_driver(rc, __func__, "advising the device");
 }
 
 /* A dma-buf's file system (linux/magic.h DMA_BUF_MAGIC, "DMAB"). */
@@ -214,6 +286,7 @@ RV_EXPORT int rv_mr_reg_dmabuf(rv_pd *pd, uint64_t offset, size_t length, uint64
 		return -ENOMEM;
 	mr_fields(mr, pd, (void *)(uintptr_t)iova, length, access);
 	mr->dmabuf = true;
+	mr->implicit = false; /* an iova of 0 is not the whole address space */
 	rv_graph_lock(&pd->obj);
 	rc = rv_obj_depend(&mr->obj, &pd->obj, __func__);
 	/* Not host memory the process pins: no memlock account. */
@@ -251,6 +324,8 @@ RV_EXPORT int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr
 	if (length == 0 || length > SIZE_MAX / 2)
 		return rv_err(EINVAL, __func__, "length %zu is 0 or too large", length);
 	rc = check_access(access, __func__);
+	if (rc == 0 && (access & RV_ACCESS_ON_DEMAND))
+		rc = check_odp(pd, false, __func__);
 	if (rc < 0)
 		return rc;
 	if (attr) {
@@ -295,6 +370,9 @@ RV_EXPORT int rv_mr_rereg(rv_mr *mr, uint32_t flags, rv_pd *pd, void *addr, size
 	if (mr->dmabuf)
 		return rv_err(EOPNOTSUPP, __func__, "the MR is a dma-buf (rv_mr_reg_dmabuf), which is not "
 			      "re-registered; register a new MR and close this one");
+	if (mr->implicit)
+		return rv_err(EOPNOTSUPP, __func__, "the MR is an implicit ODP MR (the whole address space), "
+			      "which is not re-registered; register a new MR and close this one");
 	if (flags & ~(uint32_t)RV_REREG_KNOWN)
 		return rv_err(EINVAL, __func__, "unknown bit 0x%x in flags", flags & ~(uint32_t)RV_REREG_KNOWN);
 	if (flags == 0)
@@ -324,6 +402,8 @@ RV_EXPORT int rv_mr_rereg(rv_mr *mr, uint32_t flags, rv_pd *pd, void *addr, size
 	}
 	if (flags & RV_REREG_ACCESS) {
 		rc = check_access(access, __func__);
+		if (rc == 0 && (access & RV_ACCESS_ON_DEMAND))
+			rc = check_odp(mr->pd, false, __func__);
 		if (rc < 0)
 			return rc;
 	} else {

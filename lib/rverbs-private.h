@@ -87,6 +87,7 @@ struct rv_mr {
 	 * mapped while registered (soft0 copies it with memcpy, mr.c). */
 	bool memory_ours;
 	bool dmabuf;          /* rv_mr_reg_dmabuf: addr is the iova; never moved by rv_mr_rereg */
+	bool implicit;        /* implicit ODP: addr NULL, length SIZE_MAX, the whole address space */
 };
 
 struct rv_comp_channel {

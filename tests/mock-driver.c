@@ -246,6 +246,7 @@ static int mock_query_device(struct rv_context *ctx, rv_device_attr *attr)
 	attr->max_qp_init_rd_atom = 16;
 	attr->atomic_cap = RV_ATOMIC_HCA;
 	attr->phys_port_cnt = 1;
+	attr->odp_general_caps = mock.odp_general_caps;
 	return 0;
 }
 
@@ -377,7 +378,9 @@ static int mock_mr_reg(struct rv_mr *mr)
 
 	expect_live(mr, RV_OBJ_MR);
 	expect_live(mr->pd, RV_OBJ_PD);
-	if (!mr->addr || !mr->length)
+	if ((!mr->addr && !mr->implicit) || !mr->length)
+		mock.contract_violations++;
+	if (mr->implicit && (mr->length != SIZE_MAX || !(mr->access & RV_ACCESS_ON_DEMAND)))
 		mock.contract_violations++;
 	if (inject_create(RV_OBJ_MR, &rc))
 		return rc;
@@ -395,6 +398,21 @@ static int mock_mr_dereg(struct rv_mr *mr)
 {
 	expect_live(mr, RV_OBJ_MR);
 	return fake_destroy(mr->drv_mr, RV_OBJ_MR);
+}
+
+static int mock_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sge, uint32_t n)
+{
+	expect_live(pd, RV_OBJ_PD);
+	if (advice > RV_ADVISE_MR_PREFETCH_NO_FAULT || (flags & ~(uint32_t)RV_ADVISE_MR_FLAG_FLUSH) || n == 0 ||
+	    !sge)
+		mock.contract_violations++;
+	mock.n_advise++;
+	mock.last_advice = advice;
+	mock.last_advise_flags = flags;
+	mock.last_advise_n = n;
+	if (sge)
+		mock.last_advise_sge = sge[0];
+	return 0;
 }
 
 static int mock_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
@@ -713,6 +731,7 @@ const struct rv_driver mock_driver = {
 	.td_dealloc = mock_td_dealloc,
 	.mr_reg = mock_mr_reg,
 	.mr_dereg = mock_mr_dereg,
+	.mr_advise = mock_mr_advise,
 	.cq_create = mock_cq_create,
 	.cq_destroy = mock_cq_destroy,
 	.cq_poll = mock_cq_poll,

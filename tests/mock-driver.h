@@ -76,6 +76,12 @@ struct mock_state {
 	 * ::ffff:127.0.0.1, and no typed entries. */
 	rv_gid_entry gids[8];
 	unsigned n_gids;
+	/* ODP: query_device's odp_general_caps (0 after mock_reset: no ODP);
+	 * mr_advise counts its calls and keeps the last arguments. */
+	uint64_t odp_general_caps;
+	unsigned n_advise;
+	uint32_t last_advice, last_advise_flags, last_advise_n;
+	rv_sge last_advise_sge;
 };
 
 extern struct mock_state mock;

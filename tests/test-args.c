@@ -450,6 +450,86 @@ static void test_handles__query_mask_zero_writes_nothing_and_all_writes_the_mask
 	end_test();
 }
 
+/* On-demand registration and rv_mr_advise: argument checks first, then the
+ * device's ODP capabilities, and only then the driver. */
+static void test_handles__odp_registration_and_advice_check_arguments_then_device_caps(void **state)
+{
+	rv_sge g;
+	rv_mr *mr = SENTINEL, *imr = NULL;
+	struct tree t;
+
+	(void)state;
+	make_tree(&t);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)t.buf, .length = 8, .lkey = rv_mr_lkey(t.mr)};
+
+	/* A device without ODP: ON_DEMAND and advice refused as a NIC without them. */
+	mock.odp_general_caps = 0;
+	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, RV_ACCESS_ON_DEMAND, &mr), -EOPNOTSUPP);
+	assert_msg_contains("no on-demand paging");
+	assert_ptr_equal(mr, SENTINEL);
+	assert_int_equal(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EOPNOTSUPP);
+	assert_int_equal(mock.n_advise, 0);
+	assert_int_equal(rv_mr_alloc(t.pd, 4096, RV_ACCESS_ON_DEMAND, NULL, &mr), -EOPNOTSUPP);
+	assert_ptr_equal(mr, SENTINEL);
+	assert_int_equal(rv_mr_rereg(t.mr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_ON_DEMAND), -EOPNOTSUPP);
+	assert_msg_contains("no on-demand paging");
+
+	/* Implicit: NULL + SIZE_MAX needs ON_DEMAND; NULL with another length is NULL. */
+	assert_int_equal(rv_mr_reg(t.pd, NULL, SIZE_MAX, RV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_msg_contains("needs RV_ACCESS_ON_DEMAND");
+	assert_int_equal(rv_mr_reg(t.pd, NULL, 4096, RV_ACCESS_ON_DEMAND, &mr), -EINVAL);
+	assert_msg_contains("addr is NULL");
+	assert_int_equal(rv_mr_reg(t.pd, NULL, SIZE_MAX, RV_ACCESS_ON_DEMAND, NULL), -EINVAL);
+
+	/* ODP without implicit ODP: a range registers, the whole space does not. */
+	mock.odp_general_caps = RV_ODP_SUPPORT;
+	assert_int_equal(rv_mr_reg(t.pd, NULL, SIZE_MAX, RV_ACCESS_ON_DEMAND, &mr), -EOPNOTSUPP);
+	assert_msg_contains("not implicit ODP");
+	assert_ptr_equal(mr, SENTINEL);
+	assert_int_equal(rv_mr_reg(t.pd, t.buf, 8, RV_ACCESS_ON_DEMAND, &imr), 0);
+	imr = rv_mr_unref(imr);
+
+	mock.odp_general_caps = RV_ODP_SUPPORT | RV_ODP_SUPPORT_IMPLICIT;
+	assert_int_equal(rv_mr_reg(t.pd, NULL, SIZE_MAX, RV_ACCESS_ON_DEMAND | RV_ACCESS_LOCAL_WRITE, &imr), 0);
+	assert_null(rv_mr_addr(imr));
+	assert_true(rv_mr_length(imr) == SIZE_MAX);
+	assert_int_equal(rv_mr_rereg(imr, RV_REREG_ACCESS, NULL, NULL, 0, RV_ACCESS_ON_DEMAND), -EOPNOTSUPP);
+	assert_msg_contains("implicit ODP MR");
+
+	/* Advice: each argument named, the driver not called. */
+	assert_int_equal(rv_mr_advise(NULL, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EINVAL);
+	assert_int_equal(rv_mr_advise((rv_pd *)t.cq, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EINVAL);
+	assert_int_equal(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH, 0, NULL, 1), -EINVAL);
+	assert_msg_contains("sges is NULL");
+	assert_int_equal(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH, 0, &g, 0), -EINVAL);
+	assert_msg_contains("n_sges 0");
+	assert_int_equal(rv_mr_advise(t.pd, 3, 0, &g, 1), -EINVAL);
+	assert_msg_contains("advice 3");
+	assert_int_equal(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH, 2, &g, 1), -EINVAL);
+	assert_msg_contains("unknown flag 0x2");
+	g.length = 0;
+	assert_int_equal(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EINVAL);
+	assert_msg_contains("length 0");
+	assert_int_equal(mock.n_advise, 0);
+
+	/* Well formed: handed to the driver as given. */
+	g.length = 8;
+	assert_int_equal(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH_WRITE, RV_ADVISE_MR_FLAG_FLUSH, &g, 1), 0);
+	assert_int_equal(mock.n_advise, 1);
+	assert_int_equal(mock.last_advice, RV_ADVISE_MR_PREFETCH_WRITE);
+	assert_int_equal(mock.last_advise_flags, RV_ADVISE_MR_FLAG_FLUSH);
+	assert_int_equal(mock.last_advise_n, 1);
+	assert_int_equal(mock.last_advise_sge.lkey, g.lkey);
+
+	/* A closed PD. */
+	assert_int_equal(rv_mr_close(imr), 0);
+	imr = rv_mr_unref(imr);
+	assert_int_equal(rv_pd_close(t.pd), 0);
+	assert_closed_rc(rv_mr_advise(t.pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), NULL);
+	unref_tree(&t);
+	end_test();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +540,7 @@ int main(void)
 		HANDLES_TEST(test_handles__unknown_mask_bits_are_rejected_naming_the_bit),
 		HANDLES_TEST(test_handles__outputs_untouched_on_failure),
 		HANDLES_TEST(test_handles__query_mask_zero_writes_nothing_and_all_writes_the_mask),
+		HANDLES_TEST(test_handles__odp_registration_and_advice_check_arguments_then_device_caps),
 	};
 
 	return cmocka_run_group_tests_name("core: args", tests, NULL, NULL);

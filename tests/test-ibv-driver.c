@@ -1232,6 +1232,66 @@ static void test_ibv_driver__no_extended_verbs_means_eopnotsupp(void **state)
 	close_mock(dev, ctx);
 }
 
+/* ODP through libibverbs: without the extended verbs (no odp_caps) the
+ * facade refuses ON_DEMAND; with ODP but not implicit ODP, the whole space is
+ * refused and a range goes to ibv_reg_mr with IBV_ACCESS_ON_DEMAND; with
+ * implicit ODP ibv_reg_mr gets NULL and SIZE_MAX; advice reaches the
+ * provider's advise_mr as given, and its errno comes back negated. */
+static void test_ibv_driver__odp_registration_and_advice(void **state)
+{
+	static char buf[4096];
+	rv_device *dev;
+	rv_context *ctx;
+	rv_pd *pd;
+	rv_mr *mr = NULL, *imr = NULL;
+	rv_sge g;
+
+	(void)state;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_mr_reg(pd, buf, sizeof(buf), RV_ACCESS_ON_DEMAND, &mr), -EOPNOTSUPP);
+	assert_msg("no on-demand paging");
+	g = (rv_sge){.addr = (uintptr_t)buf, .length = 64, .lkey = 1};
+	assert_int_equal(rv_mr_advise(pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EOPNOTSUPP);
+	rv_pd_unref(pd);
+	close_mock(dev, ctx);
+
+	mock.extended = 1;
+	open_mock(&dev, &ctx);
+	assert_int_equal(rv_pd_new(ctx, NULL, &pd), 0);
+	assert_int_equal(rv_mr_reg(pd, NULL, SIZE_MAX, RV_ACCESS_ON_DEMAND | RV_ACCESS_LOCAL_WRITE, &imr),
+			 -EOPNOTSUPP);
+	assert_msg("not implicit ODP");
+	assert_int_equal(rv_mr_reg(pd, buf, sizeof(buf), RV_ACCESS_ON_DEMAND | RV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_int_equal(mock.reg_access, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
+	g.lkey = rv_mr_lkey(mr);
+	assert_int_equal(rv_mr_advise(pd, RV_ADVISE_MR_PREFETCH_WRITE, RV_ADVISE_MR_FLAG_FLUSH, &g, 1), 0);
+	assert_int_equal(mock.n_advise, 1);
+	assert_int_equal(mock.last_advice, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
+	assert_int_equal(mock.last_advise_flags, IBV_ADVISE_MR_FLAG_FLUSH);
+	assert_int_equal(mock.last_advise_n, 1);
+	assert_int_equal(mock.last_advise_sge.addr, g.addr);
+	assert_int_equal(mock.last_advise_sge.lkey, g.lkey);
+	mock.advise_rc = EFAULT;
+	assert_int_equal(rv_mr_advise(pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EFAULT);
+	assert_msg("ibv_advise_mr(advice 0");
+	mock.advise_rc = ENOSYS; /* an old libibverbs */
+	assert_int_equal(rv_mr_advise(pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EOPNOTSUPP);
+	mock.advise_rc = 0;
+	mr = rv_mr_unref(mr);
+
+	mock.odp_implicit = 1;
+	assert_int_equal(rv_mr_reg(pd, NULL, SIZE_MAX, RV_ACCESS_ON_DEMAND | RV_ACCESS_LOCAL_WRITE, &imr), 0);
+	assert_null(mock.reg_addr);
+	assert_true(mock.reg_length == SIZE_MAX);
+	assert_null(rv_mr_addr(imr));
+	rv_mr_unref(imr);
+	rv_pd_unref(pd);
+	close_mock(dev, ctx);
+	mock.extended = 0;
+	mock.odp_implicit = 0;
+}
+
 /* A provider with them: ibv_query_device_ex's fields arrive in
  * rv_device_attr, a CQ with timestamps is an ibv_cq_ex polled with
  * start/next/end (rv_cq_poll_ex gives each stamp, rv_cq_poll the plain
@@ -1353,6 +1413,7 @@ int main(void)
 		T(test_ibv_driver__xrc_through_libibverbs),
 		T(test_ibv_driver__no_extended_verbs_means_eopnotsupp),
 		T(test_ibv_driver__extended_query_and_cq_timestamps),
+		T(test_ibv_driver__odp_registration_and_advice),
 #undef T
 	};
 

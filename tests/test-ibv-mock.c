@@ -102,6 +102,15 @@ static struct {
 	int xrcd_out;
 	struct ibv_xrcd_init_attr last_xrcd_init;
 	struct ibv_srq_init_attr_ex last_srq_ex;
+	/* ODP: query_device_ex reports IBV_ODP_SUPPORT, and _IMPLICIT with
+	 * odp_implicit; the extended context's advise_mr returns advise_rc and
+	 * keeps what it was given; ibv_reg_mr keeps its range. */
+	int odp_implicit;
+	int advise_rc, n_advise;
+	uint32_t last_advice, last_advise_flags, last_advise_n;
+	struct ibv_sge last_advise_sge;
+	void *reg_addr;
+	size_t reg_length;
 } mock = { .port_state = IBV_PORT_ACTIVE, .next_qpn = 0x100 };
 
 static struct ibv_device mock_devs[MOCK_NDEV] = {
@@ -768,7 +777,7 @@ static int mock_query_device_ex(struct ibv_context *context, const struct ibv_qu
 	attr->completion_timestamp_mask = mock.ts_mask;
 	attr->hca_core_clock = mock.ts_mask ? 156250 : 0;
 	attr->device_cap_flags_ex = attr->orig_attr.device_cap_flags | (1ULL << 40);
-	attr->odp_caps.general_caps = IBV_ODP_SUPPORT;
+	attr->odp_caps.general_caps = IBV_ODP_SUPPORT | (mock.odp_implicit ? IBV_ODP_SUPPORT_IMPLICIT : 0);
 	attr->odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE;
 	attr->packet_pacing_caps.qp_rate_limit_min = 1000;
 	attr->packet_pacing_caps.qp_rate_limit_max = 100000000;
@@ -778,6 +787,19 @@ static int mock_query_device_ex(struct ibv_context *context, const struct ibv_qu
 	attr->pci_atomic_caps.compare_swap = IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP |
 					     IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP;
 	return 0;
+}
+
+static int mock_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			  struct ibv_sge *sg_list, uint32_t num_sges)
+{
+	(void)pd;
+	mock.n_advise++;
+	mock.last_advice = (uint32_t)advice;
+	mock.last_advise_flags = flags;
+	mock.last_advise_n = num_sges;
+	if (num_sges)
+		mock.last_advise_sge = sg_list[0];
+	return mock.advise_rc;
 }
 
 static int mock_query_rt_values(struct ibv_context *context, struct ibv_values_ex *v)
@@ -1058,6 +1080,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 			v->create_srq_ex = mock_create_srq_ex;
 			v->get_srq_num = mock_get_srq_num;
 		}
+		v->advise_mr = mock_advise_mr;
 		c = &v->context;
 	} else {
 		c = calloc(1, sizeof(*c));
@@ -1233,6 +1256,8 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	m->access = access;
 	mock_mrs[slot] = m;
 	mock.reg_access = (int)access;
+	mock.reg_addr = addr;
+	mock.reg_length = length;
 	mock.mr_out++;
 	return &m->mr;
 }

@@ -646,6 +646,22 @@ public:
 	static mr reg(const pd &pd, void *addr, size_t length, uint32_t access,
 		      std::error_code &ec) noexcept
 		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg, pd.get(), addr, length, access)
+	/** An implicit on-demand MR: the whole address space (rv_mr_reg with
+	 *  nullptr and RV_MR_IMPLICIT_LENGTH); @p access must hold RV_ACCESS_ON_DEMAND. */
+	static mr reg_implicit(const pd &pd, uint32_t access)
+		RVERBS_HPP_CREATE(mr, rv_mr, rv_mr_reg, pd.get(), nullptr, RV_MR_IMPLICIT_LENGTH, access)
+	static mr reg_implicit(const pd &pd, uint32_t access, std::error_code &ec) noexcept
+		RVERBS_HPP_CREATE_EC(mr, rv_mr, rv_mr_reg, pd.get(), nullptr, RV_MR_IMPLICIT_LENGTH, access)
+	/** Advice on ranges of @p pd's on-demand MRs (rv_mr_advise, as ibv_advise_mr). */
+	static void advise(const pd &pd, rv_advise_mr_advice advice, uint32_t flags, span<const rv_sge> sges)
+	{
+		detail::check(rv_mr_advise(pd.get(), advice, flags, sges.data(), sges.size()), "rv_mr_advise");
+	}
+	static void advise(const pd &pd, rv_advise_mr_advice advice, uint32_t flags, span<const rv_sge> sges,
+			   std::error_code &ec) noexcept
+	{
+		detail::check(rv_mr_advise(pd.get(), advice, flags, sges.data(), sges.size()), ec);
+	}
 	/** Register @p length bytes of the dma-buf @p fd from @p offset, addressed
 	 *  from @p iova (rv_mr_reg_dmabuf); @p fd may be closed afterwards. */
 	static mr reg_dmabuf(const pd &pd, uint64_t offset, size_t length, uint64_t iova, int fd, uint32_t access)

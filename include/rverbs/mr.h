@@ -6,6 +6,7 @@
 #define RVERBS_MR_H
 
 #include <rverbs/common.h>
+#include <rverbs/qp.h> /* rv_sge */
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,17 +29,40 @@ typedef enum rv_access_flags {
 #define RV_ACCESS_ALL_REMOTE (RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | \
 			      RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_ATOMIC)
 
+/** rv_mr_reg()'s @p length for an implicit on-demand MR (with a NULL @p addr). */
+#define RV_MR_IMPLICIT_LENGTH SIZE_MAX
+
 /**
  * Register caller memory. The caller keeps ownership of the memory and must
  * keep it mapped until the MR is closed.
+ *
+ * With RV_ACCESS_ON_DEMAND the memory is not pinned (on-demand paging): the
+ * device faults pages in when it touches them. The device must report
+ * RV_ODP_SUPPORT in rv_device_attr::odp_general_caps (RV_DEVICE_ATTR_EX),
+ * and the operations a QP type may run on such memory are in its
+ * odp_rc/uc/ud/xrc_caps. ODP memory is not counted against the memlock limit.
+ *
+ * **Implicit ODP**: @p addr NULL, @p length RV_MR_IMPLICIT_LENGTH (SIZE_MAX)
+ * and RV_ACCESS_ON_DEMAND register the whole address space of the process as
+ * one MR, where the device reports RV_ODP_SUPPORT_IMPLICIT. Any address is
+ * then good with its lkey (and, with a REMOTE_* right, for a peer holding its
+ * rkey: such a key opens every page of the process to that peer, so hand it
+ * only to peers trusted with all of it; docs/memory.md). An access to an
+ * address that is not mapped fails that work request, not the process.
+ * rv_mr_addr() returns NULL and rv_mr_length() SIZE_MAX for it.
  * @param pd      the protection domain
- * @param addr    start of the memory
- * @param length  bytes, at least 1
+ * @param addr    start of the memory; NULL for an implicit MR
+ * @param length  bytes, at least 1; RV_MR_IMPLICIT_LENGTH for an implicit MR
  * @param access  rv_access_flags
  * @param ret_mr  receives the MR
  * @retval 0            success
- * @retval -EINVAL      a NULL argument, zero length, an unknown access bit, or
- *                      REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE
+ * @retval -EINVAL      a NULL argument (a NULL @p addr other than for an
+ *                      implicit MR), zero length, an unknown access bit,
+ *                      REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE, or an
+ *                      implicit MR without RV_ACCESS_ON_DEMAND
+ * @retval -EOPNOTSUPP  RV_ACCESS_ON_DEMAND on a device without on-demand
+ *                      paging, or an implicit MR on a device without
+ *                      RV_ODP_SUPPORT_IMPLICIT
  * @retval -RV_ECLOSED  the PD is closed
  * @retval -EPERM       the PD belongs to the parent of this fork child
  * @retval -ENOMEM      the memlock limit (ulimit -l) or memory ran out;
@@ -158,6 +182,7 @@ typedef struct rv_mr_alloc_attr {
  * @retval -EINVAL      as for rv_mr_reg(); an unknown mask, flag or page bit; a
  *                      numa_node below RV_MEM_NODE_ANY; with RV_MEM_STRICT, a
  *                      node that does not exist
+ * @retval -EOPNOTSUPP  RV_ACCESS_ON_DEMAND on a device without on-demand paging
  * @retval -RV_ECLOSED  the PD is closed
  * @retval -EPERM       the PD belongs to the parent of this fork child
  * @retval -ENOMEM      no memory; with RV_MEM_STRICT, the page size or node
@@ -206,12 +231,62 @@ typedef enum rv_rereg_flags {
  * @retval -RV_ECLOSED  the MR or the new PD is closed
  * @retval -EBUSY       a memory window was bound to the MR (close the window
  *                      first: rverbs cannot tell an invalidated window apart)
- * @retval -EOPNOTSUPP  the device cannot re-register
+ * @retval -EOPNOTSUPP  the device cannot re-register, the MR is an implicit
+ *                      ODP MR, or the new access has RV_ACCESS_ON_DEMAND on a
+ *                      device without on-demand paging
  * @retval -ENOMEM      the memlock limit or memory ran out
  * @retval negative     the driver failed; rv_error_last() says why
  */
 RV_API int rv_mr_rereg(rv_mr *mr, uint32_t flags, rv_pd *pd, void *addr, size_t length,
 		       uint32_t access);
+
+/** Advice of rv_mr_advise() (values equal IBV_ADVISE_MR_ADVICE_*). */
+typedef enum rv_advise_mr_advice {
+	/** Fault the pages in for reading before the I/O that needs them. */
+	RV_ADVISE_MR_PREFETCH = 0,
+	/** Fault the pages in for reading and writing (the MR needs LOCAL_WRITE). */
+	RV_ADVISE_MR_PREFETCH_WRITE = 1,
+	/** Hand the device only the pages that are present already; fault none in. */
+	RV_ADVISE_MR_PREFETCH_NO_FAULT = 2
+} rv_advise_mr_advice;
+
+/** Flags of rv_mr_advise() (values equal IBV_ADVISE_MR_FLAG_*). */
+typedef enum rv_advise_mr_flags {
+	/** Return only once the advice has been carried out (synchronous). */
+	RV_ADVISE_MR_FLAG_FLUSH = 1u << 0
+} rv_advise_mr_flags;
+
+/**
+ * Give the device advice about ranges of on-demand MRs of @p pd, as
+ * ibv_advise_mr(3): prefetch them so that the first I/O on them does not
+ * wait for page faults. Each SGE names a range of an MR of @p pd by its lkey
+ * (addr, length, lkey). Best effort: pages prefetched may be paged out again
+ * before the I/O. Without RV_ADVISE_MR_FLAG_FLUSH the device may return
+ * before the advice is carried out.
+ *
+ * On soft0 every MR is on demand; prefetching populates the pages
+ * (madvise(MADV_POPULATE_READ/WRITE), MADV_WILLNEED on kernels before 5.14)
+ * before the call returns, with or without FLUSH. PREFETCH_NO_FAULT checks
+ * the ranges and does nothing more: soft0 has no page table of its own to
+ * fill, the CPU's is the one it uses (docs/memory.md).
+ * @param pd      the protection domain of the MRs
+ * @param advice  an rv_advise_mr_advice
+ * @param flags   rv_advise_mr_flags
+ * @param sges    the ranges, each within an MR of @p pd
+ * @param n_sges  how many, at least 1
+ * @retval 0            success
+ * @retval -EINVAL      @p pd NULL or not a PD, NULL @p sges, @p n_sges 0
+ *                      or above UINT32_MAX, an unknown advice or flag, an SGE
+ *                      of length 0, or a key that names a memory window
+ * @retval -RV_ECLOSED  the PD is closed
+ * @retval -EOPNOTSUPP  the device has no on-demand paging, or cannot take advice
+ * @retval -ENOENT      an lkey names no MR of the device
+ * @retval -EPERM       an lkey of another PD, or PREFETCH_WRITE on an MR
+ *                      registered without RV_ACCESS_LOCAL_WRITE
+ * @retval -EFAULT      a range outside its MR, or memory that is not mapped
+ * @retval negative     the driver failed; rv_error_last() says why
+ */
+RV_API int rv_mr_advise(rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sges, size_t n_sges);
 
 /** Take a reference on @p mr. Returns @p mr (NULL-safe). */
 RV_API rv_mr *rv_mr_ref(rv_mr *mr);

@@ -500,10 +500,10 @@ static void run_case(void **state)
 static const struct conf_case *const groups[] = {conf_rc_cases, conf_errors_cases, conf_ud_cases,
 						  conf_atomics_cases, conf_srq_cases, conf_events_cases,
 						  conf_cq_cases, conf_mw_cases, conf_cqex_cases,
-						  conf_wr_builder_cases, conf_domains_cases, conf_xrc_cases};
+						  conf_wr_builder_cases, conf_domains_cases, conf_xrc_cases, conf_odp_cases};
 
 static const char *const group_names[] = {"rc", "errors", "ud", "imm-atomics", "srq", "events", "cq-resize", "mw", "cq-ex",
-					    "wr-builder", "domains", "xrc"};
+					    "wr-builder", "domains", "xrc", "odp"};
 
 /* Whether name is one of the comma-separated names of list. */
 static bool name_listed(const char *list, const char *name)

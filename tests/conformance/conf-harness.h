@@ -173,5 +173,6 @@ extern const struct conf_case conf_cqex_cases[];
 extern const struct conf_case conf_wr_builder_cases[];
 extern const struct conf_case conf_domains_cases[];
 extern const struct conf_case conf_xrc_cases[];
+extern const struct conf_case conf_odp_cases[];
 
 #endif

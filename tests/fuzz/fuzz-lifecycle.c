@@ -574,6 +574,10 @@ static void op_mr_new(void)
 	if (exact == 0 && (access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & RV_ACCESS_LOCAL_WRITE))
 		exact = -EINVAL;
+	/* The mock reports no ODP: the facade refuses ON_DEMAND before the driver. */
+	if (exact == 0 && !soft_mode && (access & RV_ACCESS_ON_DEMAND) &&
+	    !(mock.odp_general_caps & RV_ODP_SUPPORT))
+		exact = -EOPNOTSUPP;
 	if (exact == 0)
 		exact = pending_create_failure(RV_OBJ_MR);
 	if (how & 1)

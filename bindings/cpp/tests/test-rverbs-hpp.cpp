@@ -1139,6 +1139,28 @@ TEST_CASE(extended_cq_timestamps_clock_and_wr_builder)
 	(void)d;
 }
 
+TEST_CASE(implicit_odp_write_and_advice)
+{
+	auto pr = connected_pair();
+	side &a = *pr.first, &b = *pr.second;
+	mr imr = mr::reg_implicit(b.pd_, RV_ACCESS_ON_DEMAND | RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	CHECK(imr.addr() == nullptr && imr.length() == SIZE_MAX);
+	std::vector<uint8_t> target(256, 0);
+	std::memcpy(a.mr_.addr(), "never registered", 16);
+	a.qp_.write(a.mr_.sge(0, 16), reinterpret_cast<uintptr_t>(target.data()) + 8, imr.rkey(), 1);
+	CHECK(wait_one(a.cq_).status == RV_WC_SUCCESS);
+	CHECK(std::memcmp(target.data() + 8, "never registered", 16) == 0 && target[7] == 0 && target[24] == 0);
+
+	rv_sge g[1] = {{reinterpret_cast<uintptr_t>(target.data()), 256, imr.lkey()}};
+	mr::advise(b.pd_, RV_ADVISE_MR_PREFETCH_WRITE, RV_ADVISE_MR_FLAG_FLUSH, span<const rv_sge>(g));
+	std::error_code ec;
+	mr::advise(b.pd_, RV_ADVISE_MR_PREFETCH, 0, span<const rv_sge>(), ec);
+	CHECK(ec == std::errc::invalid_argument);
+	mr::reg_implicit(b.pd_, RV_ACCESS_LOCAL_WRITE, ec);
+	CHECK(ec == std::errc::invalid_argument);
+	imr.close();
+}
+
 int main()
 {
 	return harness::run_all();

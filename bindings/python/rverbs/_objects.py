@@ -351,6 +351,20 @@ class PD(_Handle):
     def mr(self, length=None, access=None, buffer=None):
         return MR(self, length=length, access=access, buffer=buffer)
 
+    def advise_mr(self, advice, sges, flags=0):
+        """Advice on ranges of this PD's on-demand MRs (rv_mr_advise, as
+        ibv_advise_mr): advice RV_ADVISE_MR_PREFETCH, _PREFETCH_WRITE or
+        _PREFETCH_NO_FAULT, flags RV_ADVISE_MR_FLAG_FLUSH; sges a list of
+        rv_sge (MR.sge(), rverbs.sge()) or (addr, length, lkey) tuples."""
+        items = list(sges)
+        arr = ffi.new("rv_sge[]", max(len(items), 1))
+        for i, g in enumerate(items):
+            if isinstance(g, tuple):
+                arr[i] = g
+            else:
+                arr[i] = g[0]
+        check(lib.rv_mr_advise(self._ptr("rv_mr_advise"), advice, flags, arr, len(items)), "rv_mr_advise")
+
     def qp(self, send_cq, **kwargs):
         return QP(self, send_cq, **kwargs)
 
@@ -433,6 +447,9 @@ class MR(_Handle):
     MR(pd, buffer=obj, access=...): registers the memory of a writable object
     supporting the buffer protocol (bytearray, mmap, numpy array ...), which the
     MR keeps alive. access defaults to LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ.
+    MR(pd, access=... | RV_ACCESS_ON_DEMAND, implicit=True): implicit ODP, the
+    whole address space (addr 0, length SIZE_MAX, no buf); ``mr.sge(addr, n)``
+    names any n bytes at address addr.
 
     ``mr.buf`` is the memory as a writable memoryview: no copy. A memoryview
     keeps the memory valid even after close() (the region is then just no
@@ -442,15 +459,23 @@ class MR(_Handle):
     _kind = "MR"
     _prefix = "mr"
     _dmabuf = False  # rv_mr_reg_dmabuf: no buf (MRs made elsewhere, e.g. by _wrap, are not)
+    _implicit = False  # implicit ODP: the whole address space, no buf
 
-    def __init__(self, pd, length=None, access=None, buffer=None, dmabuf=None, offset=0, iova=0):
+    def __init__(self, pd, length=None, access=None, buffer=None, dmabuf=None, offset=0, iova=0,
+                 implicit=False):
         super().__init__()
         if access is None:
             access = _default_access()
         out = ffi.new("rv_mr **")
         self._owner = None
         self._dmabuf = dmabuf is not None
-        if dmabuf is not None:
+        self._implicit = bool(implicit)
+        if implicit:
+            if length is not None or buffer is not None or dmabuf is not None:
+                raise TypeError("an implicit MR is the whole address space: no length, buffer or dma-buf")
+            check(lib.rv_mr_reg(pd._ptr("rv_mr_reg"), ffi.NULL, lib.RV_MR_IMPLICIT_LENGTH, access, out),
+                  "rv_mr_reg")
+        elif dmabuf is not None:
             # MR(pd, length, dmabuf=fd, offset=, iova=): a dma-buf (rv_mr_reg_dmabuf);
             # the fd may be closed afterwards. Its memory is the exporter's: no buf.
             if length is None or buffer is not None:
@@ -488,6 +513,8 @@ class MR(_Handle):
         """The region's memory as a writable memoryview (no copy)."""
         if self._dmabuf:
             raise TypeError("a dma-buf MR's memory is the exporter's: map the dma-buf to read it")
+        if self._implicit:
+            raise TypeError("an implicit MR is the whole address space: it has no buffer of its own")
         view = self._view
         if view is None:
             h = self._ptr("MR.buf")

@@ -36,6 +36,7 @@ const struct rv_driver rv_driver_ibv = {
 	.mr_reg_dmabuf = rv_ibv_mr_reg_dmabuf,
 	.mr_dereg = rv_ibv_mr_dereg,
 	.mr_rereg = rv_ibv_mr_rereg,
+	.mr_advise = rv_ibv_mr_advise,
 	.mw_alloc = rv_ibv_mw_alloc,
 	.mw_dealloc = rv_ibv_mw_dealloc,
 	.mw_bind = rv_ibv_mw_bind,

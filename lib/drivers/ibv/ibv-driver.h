@@ -67,6 +67,7 @@ int rv_ibv_qp_set_rate_limit(struct rv_qp *qp, const rv_qp_rate_limit_attr *attr
 int rv_ibv_mr_reg(struct rv_mr *mr);
 int rv_ibv_mr_reg_dmabuf(struct rv_mr *mr, uint64_t offset, int fd);
 int rv_ibv_mr_dereg(struct rv_mr *mr);
+int rv_ibv_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sge, uint32_t n);
 int rv_ibv_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 		    uint32_t access);
 int rv_ibv_mw_alloc(struct rv_mw *mw);

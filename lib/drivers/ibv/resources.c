@@ -208,6 +208,43 @@ int rv_ibv_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *ad
 	return -err;
 }
 
+_Static_assert((int)RV_ADVISE_MR_PREFETCH == (int)IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	       (int)RV_ADVISE_MR_PREFETCH_WRITE == (int)IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	       (int)RV_ADVISE_MR_PREFETCH_NO_FAULT == (int)IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT &&
+	       (int)RV_ADVISE_MR_FLAG_FLUSH == (int)IBV_ADVISE_MR_FLAG_FLUSH,
+	       "rv_advise_mr_* mirror ibv_advise_mr's advice and flags");
+
+int rv_ibv_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sge, uint32_t n)
+{
+	char ebuf[128];
+	int rc;
+
+	/* rv_sge and ibv_sge share a layout (translate.c); libibverbs only reads the list. */
+	rc = ibv_advise_mr(pd->drv_pd, (enum ibv_advise_mr_advice)advice, flags,
+			   (struct ibv_sge *)(uintptr_t)sge, n);
+	if (rc == 0)
+		return 0;
+	if (rc == ENOSYS)
+		rc = EOPNOTSUPP; /* old libibverbs: the verb is missing */
+	rv_err(rc, "rv_mr_advise", "ibv_advise_mr(advice %u, flags 0x%x, %u SGEs) on %s failed: %s", advice,
+	       flags, n, pd->ctx->dev->name, rv_ibv_strerror(rc, ebuf, sizeof(ebuf)));
+	switch (rc) {
+	case EOPNOTSUPP:
+		rv_err_hint("the device or its provider takes no advice (no ODP prefetch)");
+		break;
+	case EFAULT:
+		rv_err_hint("a range lies outside its MR or is not mapped, or an lkey is not of an ODP MR "
+			    "(registered with RV_ACCESS_ON_DEMAND)");
+		break;
+	case EPERM:
+		rv_err_hint("an lkey of another PD, or PREFETCH_WRITE on an MR without LOCAL_WRITE");
+		break;
+	default:
+		break;
+	}
+	return -rc;
+}
+
 /* ---- completion queues ------------------------------------------------- */
 
 int rv_ibv_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)

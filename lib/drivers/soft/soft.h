@@ -206,6 +206,10 @@ struct soft_mr {
 	/* rv_mr_reg_dmabuf: soft0's own mapping of the dma-buf (at the MR's
 	 * iova, trusted), unmapped when the MR is deregistered; else NULL. */
 	void *dmabuf_map;
+	/* Implicit ODP (rv_mr::implicit): addr 0, length UINT64_MAX, the whole
+	 * address space; never trusted, every access through the fault-safe
+	 * copies, the sends from it too (mr.c sgl_copy). */
+	bool implicit;
 };
 
 #define SOFT_REMOTE_ACCESS (RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)
@@ -695,6 +699,7 @@ bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag);
 /* qp is being destroyed: the type 2 windows it bound become invalid (a later
  * QP at the same address must not inherit them). */
 void soft_mw_qp_gone(struct soft_ctx *sc, const struct rv_qp *qp);
+int soft_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sge, uint32_t n);
 int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length,
 		  uint32_t access);
 int soft_mr_table_init(struct soft_ctx *sc);

@@ -291,8 +291,10 @@ int soft_mr_reg_mapped(struct rv_mr *mr, bool ours, void *dmabuf_map)
 	if (mr->access & RV_ACCESS_ZERO_BASED)
 		return zero_based_refused("rv_mr_reg");
 	/* As ibv_reg_mr: the whole range present, with the rights asked for
-	 * (memory rverbs just mapped read-write needs no look). */
-	if (!ours && soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
+	 * (memory rverbs just mapped read-write needs no look). An implicit MR
+	 * is the whole address space, holes included: nothing to check now,
+	 * every access is checked by the kernel when it happens. */
+	if (!ours && !mr->implicit && soft_range_check(mr->addr, mr->length, mr->access, "rv_mr_reg") < 0)
 		return -EFAULT;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -301,8 +303,15 @@ int soft_mr_reg_mapped(struct rv_mr *mr, bool ours, void *dmabuf_map)
 	m->addr = (uint64_t)(uintptr_t)mr->addr;
 	m->length = mr->length;
 	m->access = mr->access;
-	m->trusted = ours || sc->trust_memory;
+	/* RVERBS_SOFT_TRUST_MEMORY promises that registered memory stays
+	 * mapped; the whole address space has holes, so an implicit MR is
+	 * never trusted. */
+	m->implicit = mr->implicit;
+	m->trusted = !m->implicit && (ours || sc->trust_memory);
 	m->dmabuf_map = dmabuf_map;
+	if (m->implicit && (m->access & SOFT_REMOTE_ACCESS))
+		rv_log(RV_LOG_INFO, "soft0: implicit ODP MR with remote access 0x%x: its rkey opens every page "
+		       "of this process to a peer that holds it", m->access & SOFT_REMOTE_ACCESS);
 	if (m->length > UINT64_MAX - m->addr) {
 		free(m);
 		return rv_err(EINVAL, "rv_mr_reg", "the region wraps around the address space");
@@ -507,7 +516,13 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 			e = SOFT_MEM_FAULT;
 			break;
 		}
-		if (!to_sgl)
+		/* An implicit MR covers unmapped addresses too: even the
+		 * process's own send from it is fault-safe. */
+		if (!to_sgl && m->implicit && !soft_copy_from_mr(p, (const void *)(uintptr_t)(sge[i].addr + off), k)) {
+			e = SOFT_MEM_FAULT;
+			break;
+		}
+		if (!to_sgl && !m->implicit)
 			memcpy(p, (const void *)(uintptr_t)(sge[i].addr + off), k);
 		p += k;
 		len -= k;
@@ -606,6 +621,93 @@ enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_
 		e = SOFT_MEM_PEER;
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return e;
+}
+
+/* ---- advice (rv_mr_advise) ---- */
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Fault [addr, +len) in for reading or writing. MADV_POPULATE_* fault the
+ * pages as an access would (ENOMEM on a hole, EFAULT on a fault). EINVAL
+ * means either a kernel before 5.14 or a mapping that does not allow the
+ * access (Linux answers POPULATE_WRITE on a read-only mapping so): the maps
+ * tell them apart (maps.c, the check of registration), and memory that has
+ * the access gets MADV_WILLNEED instead. Never called under the MR lock: it
+ * may sleep on I/O. */
+static int populate(uint64_t addr, uint64_t len, bool write)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)addr & ~(page - 1);
+	size_t l = (size_t)((uintptr_t)addr + (uintptr_t)len - a);
+
+	if (madvise((void *)a, l, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+		return 0;
+	if (errno == EFAULT || errno == ENOMEM || errno == EPERM || errno == EACCES)
+		return -EFAULT;
+	if (errno != EINVAL)
+		return -errno;
+	if (soft_range_check((void *)(uintptr_t)addr, (size_t)len, write ? RV_ACCESS_LOCAL_WRITE : 0,
+			     "rv_mr_advise") < 0)
+		return -EFAULT;
+	return madvise((void *)a, l, MADV_WILLNEED) == 0 ? 0 : -EFAULT;
+}
+
+/*
+ * Every MR of soft0 is on demand (device.c), so every MR takes advice. The
+ * checks are ibv_advise_mr(3)'s: an lkey of no MR (ENOENT), a window's key
+ * (EINVAL), another PD's MR or PREFETCH_WRITE without LOCAL_WRITE (EPERM), a
+ * range outside the MR (EFAULT). Prefetching runs before the call returns
+ * (FLUSH or not). PREFETCH_NO_FAULT: soft0 reaches memory through the CPU's
+ * page table, which holds the present pages already; there is nothing more
+ * to hand over, so after the checks it faults nothing in.
+ */
+int soft_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_sge *sge, uint32_t n)
+{
+	struct soft_ctx *sc = pd->ctx->drv_ctx;
+	bool write = advice == RV_ADVISE_MR_PREFETCH_WRITE;
+
+	(void)flags;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct soft_mr *m;
+		int rc = 0;
+
+		pthread_rwlock_rdlock(&sc->mr_lock);
+		m = lookup(sc, sge[i].lkey);
+		if (!m)
+			rc = rv_err(ENOENT, "rv_mr_advise", "sges[%u]: lkey 0x%x names no MR of this context", i,
+				    sge[i].lkey);
+		else if (m->mw)
+			rc = rv_err(EINVAL, "rv_mr_advise", "sges[%u]: key 0x%x is a memory window's, not an MR's",
+				    i, sge[i].lkey);
+		else if (m->pd != pd)
+			rc = rv_err(EPERM, "rv_mr_advise", "sges[%u]: the MR of lkey 0x%x belongs to another PD", i,
+				    sge[i].lkey);
+		else if (write && !(m->access & RV_ACCESS_LOCAL_WRITE))
+			rc = rv_err(EPERM, "rv_mr_advise", "sges[%u]: PREFETCH_WRITE on an MR registered without "
+				    "RV_ACCESS_LOCAL_WRITE", i);
+		else if (check(m, pd, NULL, 0, sge[i].addr, sge[i].length) != SOFT_MEM_OK)
+			rc = rv_err(EFAULT, "rv_mr_advise", "sges[%u]: [0x%llx, +%u) is not inside the MR of "
+				    "lkey 0x%x", i, (unsigned long long)sge[i].addr, sge[i].length, sge[i].lkey);
+		pthread_rwlock_unlock(&sc->mr_lock);
+		if (rc < 0)
+			return rc;
+		if (advice == RV_ADVISE_MR_PREFETCH_NO_FAULT)
+			continue;
+		/* Outside the lock: a deregistration meanwhile leaves the pages
+		 * populated, which harms nothing (advice is best effort). */
+		rc = populate(sge[i].addr, sge[i].length, write);
+		if (rc < 0)
+			return rv_err(-rc, "rv_mr_advise", "sges[%u]: [0x%llx, +%u) could not be faulted in for "
+				      "%s: %s", i, (unsigned long long)sge[i].addr, sge[i].length,
+				      write ? "writing" : "reading", rc == -EFAULT ? "it is not mapped with that "
+				      "access (unmapped, or protected against it)" : strerror(-rc));
+	}
+	return 0;
 }
 
 /* ---- memory windows: entries of the same STag table ---- */

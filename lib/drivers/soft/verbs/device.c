@@ -51,8 +51,9 @@ bool soft_device_active(void *drv_dev)
  * on-demand: a registration pins nothing, and every access goes through the
  * kernel at the time of the access (memory/mr.c: process_vm_readv/writev),
  * so a page that is not there is faulted in, and an unmapped one fails that
- * access with an error completion instead of a signal. Not implicit ODP (an
- * MR is a range). No packet pacing, no device memory, no PCIe (its atomics
+ * access with an error completion instead of a signal. Implicit ODP too: an
+ * MR of the whole address space (memory/mr.c: every access to it fault-safe,
+ * the sends from it included). No packet pacing, no device memory, no PCIe (its atomics
  * are the CPU's: atomic_cap), no flow steering, no atomic write.
  */
 static void query_device_ex(const struct soft_ctx *sc, rv_device_attr *a)
@@ -63,7 +64,7 @@ static void query_device_ex(const struct soft_ctx *sc, rv_device_attr *a)
 	a->completion_timestamp_mask = UINT64_MAX;
 	a->hca_core_clock = 1000000; /* kHz: one tick per nanosecond */
 	a->max_dm_size = 0;
-	a->odp_general_caps = RV_ODP_SUPPORT;
+	a->odp_general_caps = RV_ODP_SUPPORT | RV_ODP_SUPPORT_IMPLICIT;
 	a->odp_rc_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_WRITE | RV_ODP_SUPPORT_READ |
 			 RV_ODP_SUPPORT_SRQ_RECV | (atomics ? RV_ODP_SUPPORT_ATOMIC : 0);
 	a->odp_uc_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_WRITE | RV_ODP_SUPPORT_SRQ_RECV;

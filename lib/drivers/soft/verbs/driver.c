@@ -28,6 +28,7 @@ const struct rv_driver rv_driver_soft = {
 	.mw_dealloc = soft_mw_dealloc,
 	.mw_bind = soft_mw_bind,
 	.mr_rereg = soft_mr_rereg,
+	.mr_advise = soft_mr_advise,
 	.cq_create = soft_cq_create,
 	.cq_destroy = soft_cq_destroy,
 	.cq_poll = soft_cq_poll,
