@@ -308,9 +308,9 @@ static void test_handles__unknown_mask_bits_are_rejected_naming_the_bit(void **s
 				   &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ | (1u << 7), .send_cq = t.cq},
 				   (rv_qp **)&out), -EINVAL);
 	assert_msg_contains("unknown bit 0x80 in rv_qp_init_attr.mask");
-	da = (rv_device_attr){.mask = RV_DEVICE_ATTR_ALL | 0x4};
+	da = (rv_device_attr){.mask = RV_DEVICE_ATTR_ALL | 0x8};
 	assert_int_equal(rv_context_query_device(t.ctx, &da), -EINVAL);
-	assert_msg_contains("unknown bit 0x4 in rv_device_attr.mask");
+	assert_msg_contains("unknown bit 0x8 in rv_device_attr.mask");
 	pa = (rv_port_attr){.mask = UINT64_C(1) << 63};
 	assert_int_equal(rv_context_query_port(t.ctx, 1, &pa), -EINVAL);
 	assert_msg_contains("unknown bit 0x8000000000000000 in rv_port_attr.mask");

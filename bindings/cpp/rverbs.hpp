@@ -1115,6 +1115,24 @@ public:
 	{
 		detail::check(rv_qp_set_gid_index(p_, index), ec);
 	}
+	/** Attach this UD QP to the multicast group @p gid (rv_qp_attach_mcast). */
+	void attach_mcast(const uint8_t (&gid)[16], uint16_t lid = 0)
+	{
+		detail::check(rv_qp_attach_mcast(p_, gid, lid), "rv_qp_attach_mcast");
+	}
+	void attach_mcast(const uint8_t (&gid)[16], uint16_t lid, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_attach_mcast(p_, gid, lid), ec);
+	}
+	/** Detach this UD QP from the multicast group @p gid (rv_qp_detach_mcast). */
+	void detach_mcast(const uint8_t (&gid)[16], uint16_t lid = 0)
+	{
+		detail::check(rv_qp_detach_mcast(p_, gid, lid), "rv_qp_detach_mcast");
+	}
+	void detach_mcast(const uint8_t (&gid)[16], uint16_t lid, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_detach_mcast(p_, gid, lid), ec);
+	}
 	/** RESET/INIT -> RTS against @p peer (rv_qp_connect). */
 	void connect(const rv_endpoint &peer) { detail::check(rv_qp_connect(p_, &peer), "rv_qp_connect"); }
 	void connect(const rv_endpoint &peer, std::error_code &ec) noexcept

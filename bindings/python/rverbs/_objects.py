@@ -927,6 +927,23 @@ class QP(_Handle):
     def gid_index(self, index):
         check(lib.rv_qp_set_gid_index(self._ptr("rv_qp_set_gid_index"), index), "rv_qp_set_gid_index")
 
+    def attach_mcast(self, gid, lid=0):
+        """Attach this UD QP to the multicast group `gid` (16 bytes: ff00::/8, or
+        ::ffff:224.0.0.0/4 on RoCE and soft0) with multicast LID `lid`
+        (rv_qp_attach_mcast). Datagrams sent to the group (remote_qpn
+        RV_MCAST_QPN) then reach this QP."""
+        gid = bytes(gid)
+        if len(gid) != 16:
+            raise ValueError("a GID is 16 bytes, not %d" % len(gid))
+        check(lib.rv_qp_attach_mcast(self._ptr("rv_qp_attach_mcast"), gid, lid), "rv_qp_attach_mcast")
+
+    def detach_mcast(self, gid, lid=0):
+        """Detach this UD QP from the multicast group `gid` (rv_qp_detach_mcast)."""
+        gid = bytes(gid)
+        if len(gid) != 16:
+            raise ValueError("a GID is 16 bytes, not %d" % len(gid))
+        check(lib.rv_qp_detach_mcast(self._ptr("rv_qp_detach_mcast"), gid, lid), "rv_qp_detach_mcast")
+
     def connect(self, peer):
         """RESET/INIT -> RTS against the peer's Endpoint (or its packed bytes)."""
         if not isinstance(peer, Endpoint):
