@@ -5,7 +5,8 @@ and a line of each one's output. Exit 77 (skip) when the program is not
 installed.
 
 The client starts once the server listens on its TCP port (read from
-/proc/net/tcp), so a slow start of the server is no failure.
+/proc/net/tcp), or for a program that listens on none (mckey) once its
+READY test passes, so a slow start of the server is no failure.
 
 usage: run-program.py RVERBS_TOOL CASE
 """
@@ -20,6 +21,9 @@ import time
 SOFT = ["-d", "soft0"]
 HOST = "127.0.0.1"
 UDADDY_PORT = 7174  # udaddy has no port option
+# mckey's group: one of this run's own (239.200-249.x.y), so that runs in
+# parallel on one host do not hear each other.
+MCKEY_GROUP = "239.%d.%d.%d" % (200 + os.getpid() % 50, (os.getpid() >> 8) % 256, 1 + os.getpid() % 254)
 
 
 def perftest(prog, extra, line):
@@ -54,7 +58,30 @@ CASES = {
     "udaddy": (["udaddy"], ["udaddy", "-s", HOST], r"^return status 0$", r"^return status 0$"),
     "rdma_server": (["rdma_server", "-p", "{port}"], ["rdma_client", "-s", HOST, "-p", "{port}"],
                     r"^rdma_server: end 0$", r"^rdma_client: end 0$"),
+    # Multicast through rdma_cm: the receiver joins, the sender joins and sends
+    # 10 datagrams to the group, which the receiver must all get.
+    "mckey": (["mckey", "-m", MCKEY_GROUP, "-b", HOST], ["mckey", "-m", MCKEY_GROUP, "-b", HOST, "-s"],
+              r"^data transfers complete$(.|\n)*^return status 0$",
+              r"^data transfers complete$(.|\n)*^return status 0$"),
 }
+
+
+
+def udp_bound(addr, port):
+    """True when some socket is bound to IPv4 `addr`, UDP `port` (soft0 binds
+    a joined group's socket to the group and RoCEv2's port 4791)."""
+    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(addr), "little"), port)
+    try:
+        with open("/proc/net/udp") as f:
+            next(f)
+            return any(line.split()[1] == want for line in f)
+    except OSError:
+        return False
+
+
+# Servers that listen on no TCP port: how to tell they are ready (the program
+# prints through a pipe, fully buffered, so its output cannot tell).
+READY = {"mckey": lambda: udp_bound(MCKEY_GROUP, 4791)}
 
 
 def free_port():
@@ -102,7 +129,9 @@ def main():
     server = subprocess.Popen([tool, "run", "--"] + fill(server_argv), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
-    while not listening(port) and server.poll() is None and time.monotonic() < deadline:
+    ready = READY.get(case)
+    while (ready is None and not listening(port) or ready is not None and not ready()) \
+            and server.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
         client = subprocess.run([tool, "run", "--"] + fill(client_argv), stdout=subprocess.PIPE,
