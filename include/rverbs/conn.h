@@ -6,8 +6,11 @@
  *
  * A client calls rv_connect(); a server creates an rv_listener and calls
  * rv_listener_accept(). The two exchange their endpoints (rv_endpoint: GID,
- * LID, QPN, PSN, MTU, capabilities, an optional memory region) plus up to
- * RV_CONN_PRIVATE_DATA_MAX bytes of application data, drive their QPs to RTS,
+ * LID, QPN, PSN, MTU, capabilities, an optional memory region) plus
+ * application data (up to RV_CONN_PRIVATE_DATA_MAX bytes over TCP; over
+ * rdma_cm RV_CONN_CM_PRIVATE_DATA_MAX in the request and
+ * RV_CONN_CM_REPLY_PRIVATE_DATA_MAX in the reply on InfiniBand and RoCE,
+ * RV_CONN_CM_IWARP_PRIVATE_DATA_MAX each way on iWARP), drive their QPs to RTS,
  * and return an rv_conn. The server's QPs are in RTS before the client's call
  * returns, and the client's before the server's call returns, so the client
  * may RDMA WRITE into the server's advertised buffer at once.
@@ -51,11 +54,31 @@ typedef struct rv_conn rv_conn;
 /** The most queue pairs one connection carries. */
 #define RV_CONN_MAX_QPS 16
 
-/** The most application data each side sends in the exchange (TCP transport), bytes. */
-#define RV_CONN_PRIVATE_DATA_MAX 1024
+/**
+ * The most application data each side sends in the exchange, bytes: the TCP
+ * transport's limit (its HELLO message counts it in 16 bits). rdma_cm carries
+ * less; docs/connection-helper.md has the table.
+ */
+#define RV_CONN_PRIVATE_DATA_MAX 65535
 
-/** The application data rdma_cm carries alongside rverbs' own header, bytes. */
-#define RV_CONN_CM_PRIVATE_DATA_MAX 24
+/**
+ * The application data an rdma_cm connect request carries on InfiniBand and
+ * RoCE beside rverbs' own 29-byte header, bytes: the CM REQ's 92 bytes of
+ * private data less rdma_cm's 36 (56 for the user) less rverbs' 29.
+ */
+#define RV_CONN_CM_PRIVATE_DATA_MAX 27
+
+/**
+ * The application data an rdma_cm reply (the server's accept) carries on
+ * InfiniBand and RoCE, bytes: the CM REP's 196 less rverbs' 29.
+ */
+#define RV_CONN_CM_REPLY_PRIVATE_DATA_MAX 167
+
+/**
+ * The application data either side's rdma_cm message carries on iWARP, bytes:
+ * rdma_conn_param's 255 (MPA allows 512) less rverbs' 29.
+ */
+#define RV_CONN_CM_IWARP_PRIVATE_DATA_MAX 226
 
 /** How the two sides exchange their endpoints. */
 typedef enum rv_conn_transport {
@@ -164,7 +187,7 @@ typedef struct rv_conn_attr {
 	rv_qp *const *qps;         /**< the caller's QPs (RV_CONN_ATTR_QPS) */
 	rv_mr *mr;                 /**< the memory region to advertise */
 	const void *private_data;  /**< application data for the peer */
-	uint32_t private_data_len; /**< its length, ≤ RV_CONN_PRIVATE_DATA_MAX */
+	uint32_t private_data_len; /**< its length: ≤ RV_CONN_PRIVATE_DATA_MAX (TCP), less with rdma_cm */
 	uint32_t qp_type;          /**< an rv_qp_type (RC or UC) */
 	uint32_t num_qps;          /**< QPs in the connection */
 	uint32_t required_caps;    /**< rv_endpoint_caps the peer must have */
@@ -283,7 +306,9 @@ RV_API int rv_listener_fd(const rv_listener *listener);
  * @retval -EBADMSG          a client sent bytes that are not an rverbs exchange,
  *                           or an endpoint that does not validate
  * @retval -EPROTONOSUPPORT  a client speaks another version of the exchange
- * @retval -EMSGSIZE         a client announced a message above the limits
+ * @retval -EMSGSIZE         a client announced a message above the limits, or
+ *                           rdma_cm: private_data_len is above what the
+ *                           transport's reply carries (the limit is named)
  * @retval -ECONNRESET       a client closed its connection mid-exchange
  * @retval -EPROTO           the client's QPs do not match ours (QP type,
  *                           number of QPs, missing GID on an Ethernet port)
@@ -320,6 +345,8 @@ RV_API int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr, i
  * @retval -EPROTO           the server's QPs do not match ours
  * @retval -EOPNOTSUPP       the server's device lacks a required capability,
  *                           or RV_CONN_TRANSPORT_RDMA_CM on a device without it
+ * @retval -EMSGSIZE         rdma_cm: private_data_len is above what the
+ *                           transport's request carries (the limit is named)
  * @retval -ENOMEM           out of memory
  * @retval negative          creating or connecting the QPs failed (named)
  */
