@@ -355,6 +355,49 @@ static void test_conn_wire__cm_private_data(void **state)
 	assert_int_equal(rv_cm_pdata_decode(buf, sizeof(buf), &out, F), -EBADMSG);
 }
 
+/* UD connections: the Q_Keys follow the private data (flags bit 0); a
+ * HELLO with an unknown flag, or with the bit but not the bytes, is refused. */
+static void test_conn_wire__hello_carries_ud_qkeys(void **state)
+{
+	static uint8_t buf[RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX];
+	struct rv_wire_hello in, out;
+	uint8_t *p = buf + RV_WIRE_HDR_LEN;
+	size_t len;
+	int n;
+
+	(void)state;
+	sample_hello(&in, 3);
+	in.has_qkeys = true;
+	for (uint32_t i = 0; i < 3; i++) {
+		in.ep[i].qp_type = 4;
+		in.qkey[i] = 0x80000000u + i;
+	}
+	n = rv_wire_hello_encode(RV_WIRE_REQ, &in, buf, sizeof(buf), F);
+	assert_true(n > 0);
+	len = (size_t)n - RV_WIRE_HDR_LEN;
+	assert_int_equal(p[1], RV_WIRE_HELLO_QKEYS);
+	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), 0);
+	assert_true(out.has_qkeys);
+	assert_int_equal(out.data_len, 5);
+	assert_memory_equal(out.data, in.data, 5);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(out.qkey[i], 0x80000000u + i);
+	for (size_t l = 0; l < len; l++)
+		assert_int_not_equal(rv_wire_hello_decode(p, l, &out, F), 0);
+	p[1] = 0x03; /* an unknown flag */
+	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EBADMSG);
+	p[1] = 0; /* the Q_Keys' bytes read as private data the HELLO did not announce */
+	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EBADMSG);
+	p[1] = RV_WIRE_HELLO_QKEYS;
+	assert_int_equal(rv_wire_hello_decode(p, len - 4, &out, F), -EBADMSG); /* one Q_Key short */
+	/* Without UD QPs nothing follows the data and the flags stay 0. */
+	in.has_qkeys = false;
+	n = rv_wire_hello_encode(RV_WIRE_REQ, &in, buf, sizeof(buf), F);
+	assert_int_equal(p[1], 0);
+	assert_int_equal(rv_wire_hello_decode(p, (size_t)n - RV_WIRE_HDR_LEN, &out, F), 0);
+	assert_false(out.has_qkeys);
+}
+
 /* Each rdma_cm transport's edge: the limit fits its message exactly, one
  * more byte does not (IB CM REQ 56 and REP 196 for the user, rdma_conn_param
  * 255 on iWARP), and a peer announcing more than any transport carries is
@@ -445,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_conn_wire__header_round_trip_and_faults),
 		cmocka_unit_test(test_conn_wire__hello_round_trip),
 		cmocka_unit_test(test_conn_wire__hello_rejects_every_truncation_and_corruption),
+		cmocka_unit_test(test_conn_wire__hello_carries_ud_qkeys),
 		cmocka_unit_test(test_conn_wire__random_input),
 		cmocka_unit_test(test_conn_wire__reject_round_trip),
 		cmocka_unit_test(test_conn_wire__auth_round_trip_and_faults),

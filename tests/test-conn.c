@@ -384,7 +384,7 @@ static void test_conn__handle_rules(void **state)
 	bad.private_data_len = RV_CONN_PRIVATE_DATA_MAX + 1;
 	assert_int_equal(rv_connect(f->ctx, f->addr, &bad, 0, &c), -EINVAL);
 	bad.mask = RV_CONN_ATTR_QP_TYPE;
-	bad.qp_type = RV_QPT_UD;
+	bad.qp_type = 9; /* no such QP type */
 	assert_int_equal(rv_connect(f->ctx, f->addr, &bad, 0, &c), -EINVAL);
 	bad.mask = RV_CONN_ATTR_REQUIRED_CAPS;
 	bad.required_caps = RV_EP_CAP_SOFT;

@@ -1496,6 +1496,13 @@ public:
 		a_.hop_limit = v;
 		return *this;
 	}
+	/** Q_Key of the connection's UD QPs (default 0x11111111). */
+	conn_options &qkey(uint32_t v) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_QKEY;
+		a_.qkey = v;
+		return *this;
+	}
 	/** Local ACK timeout code, 1..31 (rdma_cm: RDMA_OPTION_ID_ACK_TIMEOUT). */
 	conn_options &ack_timeout(uint8_t v) noexcept
 	{
@@ -1636,6 +1643,20 @@ public:
 	rverbs::qp qp(uint32_t index = 0) const noexcept { return qp::borrow(rv_conn_qp(p_, index)); }
 	rverbs::pd pd() const noexcept { return pd::borrow(rv_conn_pd(p_)); }
 	rverbs::cq cq() const noexcept { return cq::borrow(rv_conn_cq(p_)); }
+	/** A UD connection's send target: a new address handle to the peer's QP
+	 *  @p index, its QP number and Q_Key (rv_conn_peer_ah). */
+	rverbs::ah peer_ah(uint32_t index = 0, uint32_t *ret_qpn = nullptr, uint32_t *ret_qkey = nullptr) const
+	{
+		rv_ah *out = nullptr;
+		detail::check(rv_conn_peer_ah(p_, index, &out, ret_qpn, ret_qkey), "rv_conn_peer_ah");
+		return rverbs::ah(out, adopt);
+	}
+	rverbs::ah peer_ah(uint32_t index, uint32_t *ret_qpn, uint32_t *ret_qkey, std::error_code &ec) const noexcept
+	{
+		rv_ah *out = nullptr;
+		detail::check(rv_conn_peer_ah(p_, index, &out, ret_qpn, ret_qkey), ec);
+		return rverbs::ah(out, adopt);
+	}
 	rv_endpoint peer_endpoint(uint32_t index = 0) const
 	{
 		rv_endpoint ep{};

@@ -111,7 +111,11 @@ enum rv_conn_attr_mask {
 	RV_CONN_ATTR_PD = 1u << 0,
 	/** send_cq and recv_cq are set (default: one new CQ of 256 entries for both). */
 	RV_CONN_ATTR_CQ = 1u << 1,
-	/** qp_type is set: RV_QPT_RC (default) or RV_QPT_UC. */
+	/**
+	 * qp_type is set: RV_QPT_RC (default), RV_QPT_UC, or RV_QPT_UD (TCP
+	 * transport): the QPs go to RTS without a peer, and rv_conn_peer_ah()
+	 * gives what a send to the peer's QP needs.
+	 */
 	RV_CONN_ATTR_QP_TYPE = 1u << 2,
 	/** qp_cap is set (default: those of rv_qp_new()). */
 	RV_CONN_ATTR_QP_CAP = 1u << 3,
@@ -171,7 +175,13 @@ enum rv_conn_attr_mask {
 	 * is tried again up to resolve_retries times (0..16; default 0) when it
 	 * fails or times out, all within the call's timeout.
 	 */
-	RV_CONN_ATTR_RESOLVE = 1u << 16
+	RV_CONN_ATTR_RESOLVE = 1u << 16,
+	/**
+	 * qkey is set: the Q_Key of UD QPs the connection moves to INIT (default
+	 * 0x11111111, rv_qp_to_init()'s); a caller's QP already in INIT keeps its
+	 * own. Each side tells the other its QPs' Q_Keys in the exchange.
+	 */
+	RV_CONN_ATTR_QKEY = 1u << 17
 };
 
 /**
@@ -202,6 +212,7 @@ typedef struct rv_conn_attr {
 	uint8_t ack_timeout;       /**< local ACK timeout code, 1..31 (RV_CONN_ATTR_ACK_TIMEOUT) */
 	uint32_t resolve_timeout_ms; /**< rdma_cm: per resolution attempt (RV_CONN_ATTR_RESOLVE) */
 	uint32_t resolve_retries;  /**< rdma_cm: further attempts (RV_CONN_ATTR_RESOLVE) */
+	uint32_t qkey;             /**< Q_Key of the UD QPs (RV_CONN_ATTR_QKEY) */
 } rv_conn_attr;
 
 /** Bits of rv_listener_attr::mask. */
@@ -345,6 +356,7 @@ RV_API int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr, i
  * @retval -EPROTO           the server's QPs do not match ours
  * @retval -EOPNOTSUPP       the server's device lacks a required capability,
  *                           or RV_CONN_TRANSPORT_RDMA_CM on a device without it
+ *                           or with UD QPs (not done: the TCP exchange serves UD)
  * @retval -EMSGSIZE         rdma_cm: private_data_len is above what the
  *                           transport's request carries (the limit is named)
  * @retval -ENOMEM           out of memory
@@ -467,6 +479,27 @@ RV_API rv_cq *rv_conn_cq(const rv_conn *conn);
  * @retval -ENOTCONN    the exchange has not completed yet
  */
 RV_API int rv_conn_peer_endpoint(const rv_conn *conn, uint32_t index, rv_endpoint *ret_ep);
+
+/**
+ * For a UD connection: what a send to the peer's QP @p index needs, for
+ * rv_send_wr's ah, remote_qpn and remote_qkey. The address handle is new
+ * (in the connection's PD, from the peer's GID and LID, this QP's source
+ * GID and the connection's traffic class and hop limit); the caller owns
+ * the reference.
+ * @param conn      the connection
+ * @param index     the QP, 0..rv_conn_num_qps() - 1
+ * @param ret_ah    receives the address handle
+ * @param ret_qpn   receives the peer QP's number, or NULL
+ * @param ret_qkey  receives the peer QP's Q_Key, or NULL
+ * @retval 0            success
+ * @retval -EINVAL      a NULL @p conn or @p ret_ah, @p index out of range, or
+ *                      the connection's QPs are not UD
+ * @retval -RV_ECLOSED  @p conn (or its PD) is closed
+ * @retval -ENOTCONN    the exchange has not completed yet
+ * @retval negative     creating the address handle failed (rv_ah_new())
+ */
+RV_API int rv_conn_peer_ah(const rv_conn *conn, uint32_t index, rv_ah **ret_ah, uint32_t *ret_qpn,
+			   uint32_t *ret_qkey);
 
 /**
  * Copy the application data the peer sent. With @p buf NULL and @p buf_len 0,

@@ -343,6 +343,9 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 			      "peer; use RV_CONN_TRANSPORT_TCP to choose it yourself");
 	if ((o->num_qps ? o->num_qps : 1) != 1)
 		return rv_err(EOPNOTSUPP, func, "rdma_cm connects one QP per connection; num_qps is %u", o->num_qps);
+	if (o->qp_type == RV_QPT_UD)
+		return rv_err(EOPNOTSUPP, func, "UD QPs through rdma_cm (RDMA_PS_UDP, SIDR) are not done; use "
+			      "RV_CONN_TRANSPORT_TCP on both sides (it serves UD on every device)");
 	if (o->data_len > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX)
 		return rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm request carries at most %d "
 			      "(RV_CONN_CM_IWARP_PRIVATE_DATA_MAX, iWARP) and %d on InfiniBand and RoCE "
@@ -583,6 +586,9 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 			    cml->ctx->dev->name);
 	if (rc == 0 && o->num_qps > 1)
 		rc = rv_err(EPROTO, func, "rdma_cm connects one QP; this server wants %u", o->num_qps);
+	if (rc == 0 && o->qp_type == RV_QPT_UD)
+		rc = rv_err(EOPNOTSUPP, func, "UD QPs through rdma_cm (RDMA_PS_UDP, SIDR) are not done; listen with "
+			    "RV_CONN_TRANSPORT_TCP for UD connections");
 	if (rc == 0 && o->has_gid_index)
 		rc = rv_err(EINVAL, func, "RV_CONN_ATTR_GID_INDEX: rdma_cm chooses the GID from the client's "
 			    "route; listen with RV_CONN_TRANSPORT_TCP to choose it yourself");

@@ -624,6 +624,27 @@ TEST_CASE(connection_helper_write_and_disconnect)
 	CHECK(is_closed(ec));
 }
 
+TEST_CASE(connection_helper_ud_peer_ah)
+{
+	context sctx = soft_context(), cctx = soft_context();
+	listener l = listener::create(sctx, "127.0.0.1:0");
+	conn server;
+	std::error_code sec;
+	std::thread t([&] { server = l.accept(conn_options().qp_type(RV_QPT_UD).qkey(0x6666), 20000); });
+	std::string addr = "127.0.0.1:" + std::to_string(l.port());
+	conn client = conn::connect(cctx, addr.c_str(), conn_options().qp_type(RV_QPT_UD).qkey(0x7777), 20000);
+	t.join();
+	CHECK(client && server);
+	uint32_t qpn = 0, qkey = 0;
+	ah to_server = client.peer_ah(0, &qpn, &qkey);
+	CHECK(to_server && qpn == server.qp().num() && qkey == 0x6666);
+	ah to_client = server.peer_ah(0, &qpn, &qkey);
+	CHECK(to_client && qpn == client.qp().num() && qkey == 0x7777);
+	std::error_code ec;
+	ah none = client.peer_ah(3, nullptr, nullptr, ec);
+	CHECK(!none && ec.value() == EINVAL);
+}
+
 TEST_CASE(pool_cache_and_placement)
 {
 	context c = soft_context();

@@ -1101,6 +1101,9 @@ def _conn_attr(opts, keep):
         elif key == "qp_type":
             a.mask |= lib.RV_CONN_ATTR_QP_TYPE
             a.qp_type = value
+        elif key == "qkey":
+            a.mask |= lib.RV_CONN_ATTR_QKEY
+            a.qkey = value
         elif key == "qp_cap":
             a.mask |= lib.RV_CONN_ATTR_QP_CAP
             cap = {"max_send_wr": 128, "max_recv_wr": 128, "max_send_sge": 1,
@@ -1200,7 +1203,8 @@ class Conn(_Handle):
 
     Conn.connect(context, "host:port", timeout=None, **options) waits (without
     the GIL); Conn.connect_start(...) returns at once, then poll() until
-    RV_CONN_EVENT_ESTABLISHED. Options: pd, cq, recv_cq, qp_type, qp_cap (dict),
+    RV_CONN_EVENT_ESTABLISHED. Options: pd, cq, recv_cq, qp_type (RC, UC or UD:
+    then peer_ah() gives what a send to the peer needs), qkey (UD), qp_cap (dict),
     num_qps, qps (list of QP), mr (advertised to the peer), private_data
     (bytes), required_caps, transport; routing: gid_index, traffic_class, sl,
     flow_label, hop_limit, ack_timeout, resolve=(timeout_ms, retries) (rdma_cm).
@@ -1290,6 +1294,19 @@ class Conn(_Handle):
     @property
     def num_qps(self):
         return lib.rv_conn_num_qps(self._ptr("rv_conn_num_qps"))
+
+    def peer_ah(self, index=0):
+        """A UD connection's (AH, qpn, qkey) for a send to the peer's QP `index`
+        (rv_conn_peer_ah): SendWR(ah=..., remote_qpn=..., remote_qkey=...)."""
+        out = ffi.new("rv_ah **")
+        qpn = ffi.new("uint32_t *")
+        qkey = ffi.new("uint32_t *")
+        check(lib.rv_conn_peer_ah(self._ptr("rv_conn_peer_ah"), index, out, qpn, qkey), "rv_conn_peer_ah")
+        ah = AH.__new__(AH)
+        _Handle.__init__(ah)
+        ah.pd = self.pd
+        ah._adopt(out[0], ah.pd)
+        return ah, qpn[0], qkey[0]
 
     def peer_endpoint(self, index=0):
         ep = Endpoint()
