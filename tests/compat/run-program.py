@@ -21,9 +21,10 @@ import time
 SOFT = ["-d", "soft0"]
 HOST = "127.0.0.1"
 UDADDY_PORT = 7174  # udaddy has no port option
-# mckey's group: one of this run's own (239.200-249.x.y), so that runs in
-# parallel on one host do not hear each other.
-MCKEY_GROUP = "239.%d.%d.%d" % (200 + os.getpid() % 50, (os.getpid() >> 8) % 256, 1 + os.getpid() % 254)
+# mckey's group: one of this run's own (239.200-249.x.y, from the clock), so
+# that runs in parallel on one host do not hear each other.
+_NS = time.time_ns() // 1000
+MCKEY_GROUP = "239.%d.%d.%d" % (200 + _NS % 50, (_NS >> 8) % 256, 1 + (_NS >> 16) % 254)
 
 
 def perftest(prog, extra, line):
