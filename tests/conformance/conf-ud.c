@@ -212,7 +212,8 @@ static void ud_multicast_attach_and_detach(void)
 	assert_true(da.max_total_mcast_qp_attach >= da.max_mcast_qp_attach);
 	group[14] = (uint8_t)(rv_qp_num(p->b.qp) >> 8);
 	group[15] = (uint8_t)(rv_qp_num(p->b.qp) | 1);
-	assert_int_equal(rv_qp_attach_mcast(p->b.qp, group, 0xc001), 0);
+	if (rv_qp_attach_mcast(p->b.qp, group, 0xc001) == -EADDRINUSE) /* soft0 beside a kernel RoCE device */
+		conf_skip("the group's port is taken on this host: %s", rv_error_last());
 	assert_int_equal(rv_qp_attach_mcast(p->b.qp, group, 0xc001), 0);
 	assert_int_equal(rv_qp_attach_mcast(p->a.qp, group, 0xc001), 0);
 	assert_int_equal(rv_qp_detach_mcast(p->b.qp, group, 0xc001), 0);

@@ -418,7 +418,11 @@ TEST_CASE(ud_multicast_attach_send_detach)
 	/* A group of this process's own: 239.150.x.y from the pid. */
 	uint8_t group[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 150,
 			     static_cast<uint8_t>(getpid() >> 8), static_cast<uint8_t>(getpid() | 1)};
-	b.attach_mcast(group);
+	std::error_code jec;
+	b.attach_mcast(group, 0, jec);
+	if (jec.value() == EADDRINUSE) /* a kernel RoCE device holds UDP 4791 (docs/ud.md) */
+		SKIP("soft0 cannot bind its multicast socket to UDP 4791 on this host");
+	CHECK(!jec);
 	mr m = mr::alloc(p, 65536, RV_ACCESS_LOCAL_WRITE);
 	rv_sge rs = m.sge(4096, 1024);
 	rv_recv_wr rwr{};

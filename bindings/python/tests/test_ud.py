@@ -101,7 +101,12 @@ def test_ud_multicast_attach_send_detach(ud):
     import os
     ctx, pd, cq, (a, b), mr = ud
     group = bytes(10) + b"\xff\xff" + bytes([239, 160, (os.getpid() >> 8) & 0xff, os.getpid() & 0xff | 1])
-    b.attach_mcast(group)
+    try:
+        b.attach_mcast(group)
+    except rverbs.RVerbsError as e:
+        if e.errno == 98:  # EADDRINUSE: a kernel RoCE device holds UDP 4791 (docs/ud.md)
+            pytest.skip("soft0 cannot bind its multicast socket to UDP 4791 here: %s" % e)
+        raise
     b.post_recv([RecvWR(wr_id=21, sg_list=[mr.sge(4096, 1024)])])
     ah = rverbs.AH(pd, dgid=group)
     mr.buf[0:5] = b"group"
