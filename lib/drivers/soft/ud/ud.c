@@ -733,7 +733,9 @@ static void rx_from(struct soft_ctx *sc, struct soft_ud *u, int fd, uint16_t por
 		else
 			memcpy(a.dst, u->addr, 16);
 		a.dport = port;
-		a.ip_id_any = fd == u->roce_fd; /* a kernel RoCE device writes its own identification */
+		/* A kernel RoCE device writes its own identification (on the RoCE
+		 * port, and to a group, which it may have joined too). */
+		a.ip_id_any = fd == u->roce_fd || g;
 		a.ip_id = SOFT_UD_IP_ID;
 		a.ip_frag = SOFT_UD_IP_DF;
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
