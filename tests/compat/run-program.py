@@ -80,6 +80,20 @@ def udp_bound(addr, port):
         return False
 
 
+def group_port_free(addr):
+    """False where a socket holds UDP 4791 without SO_REUSEADDR (a kernel RoCE
+    device): soft0 cannot join groups there (docs/ud.md, "Multicast")."""
+    import errno
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((addr, 4791))
+        except OSError as e:
+            return e.errno != errno.EADDRINUSE
+    return True
+
+
 # Servers that listen on no TCP port: how to tell they are ready (the program
 # prints through a pipe, fully buffered, so its output cannot tell).
 READY = {"mckey": lambda: udp_bound(MCKEY_GROUP, 4791)}
@@ -124,6 +138,10 @@ def main():
     missing = [p for p in {server_argv[0], client_argv[0]} if shutil.which(p) is None]
     if missing:
         print(f"not installed: {' '.join(missing)} (Debian: ibverbs-utils, perftest, rdmacm-utils)")
+        return 77
+    if case == "mckey" and not group_port_free(MCKEY_GROUP):
+        print("skipped: UDP port 4791 is held without SO_REUSEADDR (a kernel RoCE device?): soft0 "
+              "cannot join multicast groups on this host")
         return 77
     port = UDADDY_PORT if case == "udaddy" else free_port()
     fill = lambda argv: [a.replace("{port}", str(port)) for a in argv]
