@@ -113,6 +113,39 @@ int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 	return 0;
 }
 
+int cm_post_mc_event(struct cm_id *c, enum rdma_cm_event_type type, int status, const struct cm_mc *mc)
+{
+	struct cm_channel *ch = cm_container_of(c->id.channel, struct cm_channel, ch);
+	struct cm_event *e = calloc(1, sizeof(*e));
+	struct rdma_ud_param *ud;
+	uint64_t one = 1;
+
+	if (!e)
+		return -ENOMEM;
+	e->ev.id = &c->id;
+	e->ev.event = type;
+	e->ev.status = status;
+	ud = &e->ev.param.ud;
+	ud->private_data = mc->context;
+	ud->qp_num = 0xffffff; /* the multicast QP (IBA 9.8.1) */
+	ud->qkey = RDMA_UDP_QKEY;
+	ud->ah_attr.is_global = 1;
+	ud->ah_attr.grh.dgid = mc->mgid;
+	ud->ah_attr.grh.hop_limit = 64;
+	ud->ah_attr.port_num = 1;
+	/* dlid 0: soft0's port is Ethernet-like, a group has no MLID (as RoCE). */
+	pthread_mutex_lock(&ch->lock);
+	if (ch->tail)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	pthread_mutex_unlock(&ch->lock);
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+		return -errno;
+	return 0;
+}
+
 void cm_purge_events(struct rdma_event_channel *channel, const struct rdma_cm_id *id,
 		     void (*dropped)(struct rdma_cm_event *ev))
 {

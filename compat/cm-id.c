@@ -386,6 +386,7 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 	cm_close_fd(c);
 	unlink_id(c);
+	cm_mc_free_all(c);
 	/* A listener's connections that no request event has shown to the
 	 * program yet go with it; those shown are the program's, and no longer
 	 * name it. */

@@ -3,7 +3,8 @@
  * and SRQs created through an id (rdma_create_qp, rdma_create_ep,
  * rdma_create_srq), the QP transitions the exchange drives, the endpoint
  * calls (rdma_create_ep, rdma_get_request), rdma_getaddrinfo, the device
- * list, options, and the calls soft0 has no use for (multicast, ECE).
+ * list, options, multicast groups (joined by soft0's own means: an IP
+ * multicast group, rv_qp_attach_mcast), and what soft0 has no use for (ECE).
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -660,28 +661,135 @@ CM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	return id ? 0 : fail(EINVAL); /* soft0 reports COMM_EST itself */
 }
 
+/* ---- multicast: soft0 joins IP multicast groups (docs/ud.md) -------------------- */
+
+/* The group's GID: IPv4-mapped for an IPv4 group; 0 or -errno. */
+static int mc_gid(const struct sockaddr *addr, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (addr->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)addr;
+		if (!IN_MULTICAST(ntohl(a->sin_addr.s_addr)))
+			return -EINVAL;
+		gid->raw[10] = gid->raw[11] = 0xff;
+		memcpy(gid->raw + 12, &a->sin_addr, 4);
+		return 0;
+	}
+	if (addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
+		if (!IN6_IS_ADDR_MULTICAST(&a->sin6_addr))
+			return -EINVAL;
+		memcpy(gid->raw, &a->sin6_addr, 16);
+		return 0;
+	}
+	return -EAFNOSUPPORT; /* AF_IB: an InfiniBand subnet's SA assigns groups */
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr *b)
+{
+	if (a->ss_family != b->sa_family)
+		return false;
+	if (b->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+		      16) == 0;
+}
+
+static int join(struct rdma_cm_id *id, struct sockaddr *addr, bool full_member, void *context)
+{
+	struct cm_id *c;
+	struct cm_mc *mc;
+	int rc;
+
+	if (!id || !addr)
+		return fail(EINVAL);
+	c = cm_id_of(id);
+	mc = calloc(1, sizeof(*mc));
+	if (!mc)
+		return fail(ENOMEM);
+	rc = mc_gid(addr, &mc->mgid);
+	if (rc < 0) {
+		free(mc);
+		return fail(-rc);
+	}
+	memcpy(&mc->addr, addr, addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	mc->context = context;
+	pthread_mutex_lock(&cm_lock);
+	/* As the kernel's: a bound or address-resolved datagram id. */
+	if (!id->verbs || (c->state != CM_ADDR_RESOLVED && !(c->state == CM_IDLE && c->bound)) ||
+	    id->qp_type != IBV_QPT_UD) {
+		pthread_mutex_unlock(&cm_lock);
+		free(mc);
+		return fail(EINVAL);
+	}
+	if (full_member && id->qp) {
+		if (ibv_attach_mcast(id->qp, &mc->mgid, 0) != 0) {
+			rc = errno;
+			pthread_mutex_unlock(&cm_lock);
+			free(mc);
+			return fail(rc);
+		}
+		mc->attached = true;
+	}
+	mc->next = c->mcs;
+	c->mcs = mc;
+	cm_post_mc_event(c, RDMA_CM_EVENT_MULTICAST_JOIN, 0, mc);
+	pthread_mutex_unlock(&cm_lock);
+	return c->sync ? cm_wait(c, RDMA_CM_EVENT_MULTICAST_JOIN, NULL) : 0;
+}
+
 CM_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
-	(void)id;
-	(void)addr;
-	(void)context;
-	return fail(EOPNOTSUPP); /* no multicast on soft0 */
+	return join(id, addr, true, context);
 }
 
 CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
 				     void *context)
 {
-	(void)id;
-	(void)mc_join_attr;
-	(void)context;
-	return fail(EOPNOTSUPP);
+	const uint32_t known = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+
+	if (!mc_join_attr || (mc_join_attr->comp_mask & ~known) ||
+	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) ||
+	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS))
+		return fail(EINVAL);
+	if (mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER &&
+	    mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		return fail(EINVAL);
+	/* A send-only member gets the group's address vector; its QP is not attached. */
+	return join(id, mc_join_attr->addr, mc_join_attr->join_flags == RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
 }
 
 CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
-	(void)id;
-	(void)addr;
-	return fail(EADDRNOTAVAIL); /* nothing was joined */
+	struct cm_id *c;
+	struct cm_mc **pp, *mc;
+	int rc = 0;
+
+	if (!id || !addr)
+		return fail(EINVAL);
+	c = cm_id_of(id);
+	pthread_mutex_lock(&cm_lock);
+	for (pp = &c->mcs; (mc = *pp) && !same_addr(&mc->addr, addr); pp = &mc->next)
+		;
+	if (!mc) {
+		pthread_mutex_unlock(&cm_lock);
+		return fail(EADDRNOTAVAIL); /* not joined, as librdmacm says */
+	}
+	*pp = mc->next;
+	if (mc->attached && id->qp && ibv_detach_mcast(id->qp, &mc->mgid, 0) != 0)
+		rc = errno;
+	pthread_mutex_unlock(&cm_lock);
+	free(mc);
+	return rc ? fail(rc) : 0;
+}
+
+void cm_mc_free_all(struct cm_id *c)
+{
+	while (c->mcs) {
+		struct cm_mc *mc = c->mcs;
+		c->mcs = mc->next;
+		free(mc);
+	}
 }
 
 CM_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)

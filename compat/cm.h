@@ -104,7 +104,17 @@ struct cm_id {
 	struct ibv_qp_init_attr *ep_qp_attr; /* rdma_create_ep's, for requests of a listener */
 	struct ibv_pd *ep_pd;
 	struct rdma_cm_id *peer_listener; /* a passive child's listener (NULL once destroyed) */
+	struct cm_mc *mcs;      /* multicast groups joined (rdma_join_multicast) */
 	struct cm_id *next;     /* every live id, for the progress thread */
+};
+
+/* A multicast group an id joined: its address, GID and the program's context. */
+struct cm_mc {
+	struct sockaddr_storage addr;
+	union ibv_gid mgid;
+	void *context;
+	bool attached;          /* the id's QP was attached to it (a full member) */
+	struct cm_mc *next;
 };
 
 static inline struct cm_id *cm_id_of(struct rdma_cm_id *id)
@@ -123,6 +133,10 @@ struct ibv_pd *cm_pd(void);
 /* Queue an event for an id on its channel (cm_lock held or not). */
 int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 		  struct rdma_cm_id *listen_id, const struct cm_msg *from_peer);
+/* Queue RDMA_CM_EVENT_MULTICAST_JOIN (or _ERROR) for a group: the group's
+ * address vector, QP number 0xFFFFFF and Q_Key, the join's context as
+ * private_data (as librdmacm). */
+int cm_post_mc_event(struct cm_id *c, enum rdma_cm_event_type type, int status, const struct cm_mc *mc);
 /* Sync ids: wait for the next event of the id, acknowledge it, and return 0
  * if it was @p want (else -1 with errno from its status). */
 int cm_wait(struct cm_id *c, enum rdma_cm_event_type want, struct rdma_cm_id **ret_new_id);
@@ -138,6 +152,9 @@ int cm_qp_to_init(struct cm_id *c);
 int cm_qp_to_rtr_rts(struct cm_id *c, const struct cm_msg *peer, uint8_t rd_atomic_out,
 		     uint8_t rd_atomic_in);
 void cm_fill_local(struct cm_id *c, struct cm_msg *m);
+/* rdma_destroy_id: forget the id's groups (the QP stays attached until it is
+ * destroyed, as with the kernel's rdma_cm). */
+void cm_mc_free_all(struct cm_id *c);
 
 /* cm-id.c: an id's message out, an id's end, a random first PSN (24 bits). */
 int cm_send(struct cm_id *c, const struct cm_msg *m);

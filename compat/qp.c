@@ -419,15 +419,20 @@ COMPAT_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opco
 
 COMPAT_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	if (qp && qp->context && compat_is_soft(qp->context))
-		return errno = EOPNOTSUPP; /* no multicast on soft0 (max_mcast_grp 0) */
+	if (qp && qp->context && compat_is_soft(qp->context)) {
+		/* soft0 joins the IP multicast group the GID names (docs/ud.md). */
+		int rc = gid ? rv_qp_attach_mcast(compat_qp_of(qp)->rv, gid->raw, lid) : -EINVAL;
+		return rc < 0 ? (errno = -rc) : 0;
+	}
 	COMPAT_REAL_INT(ibv_attach_mcast, qp, gid, lid);
 }
 
 COMPAT_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	if (qp && qp->context && compat_is_soft(qp->context))
-		return errno = EOPNOTSUPP;
+	if (qp && qp->context && compat_is_soft(qp->context)) {
+		int rc = gid ? rv_qp_detach_mcast(compat_qp_of(qp)->rv, gid->raw, lid) : -EINVAL;
+		return rc < 0 ? (errno = -rc) : 0;
+	}
 	COMPAT_REAL_INT(ibv_detach_mcast, qp, gid, lid);
 }
 

@@ -115,8 +115,9 @@ RV_EXPORT rv_device *rv_context_device(const rv_context *ctx)
 	return ctx->dev;
 }
 
-/* Where rv_device_attr's RV_DEVICE_ATTR_EX part begins. */
+/* Where rv_device_attr's RV_DEVICE_ATTR_EX and RV_DEVICE_ATTR_MCAST parts begin. */
 #define DEVICE_ATTR_EX_OFF offsetof(rv_device_attr, device_cap_flags_ex)
+#define DEVICE_ATTR_MCAST_OFF offsetof(rv_device_attr, max_mcast_grp)
 
 RV_EXPORT int rv_context_query_device(rv_context *ctx, rv_device_attr *attr)
 {
@@ -144,7 +145,10 @@ RV_EXPORT int rv_context_query_device(rv_context *ctx, rv_device_attr *attr)
 		       DEVICE_ATTR_EX_OFF - sizeof(tmp.mask));
 	if (attr->mask & RV_DEVICE_ATTR_EX)
 		memcpy((char *)attr + DEVICE_ATTR_EX_OFF, (const char *)&tmp + DEVICE_ATTR_EX_OFF,
-		       sizeof(tmp) - DEVICE_ATTR_EX_OFF);
+		       DEVICE_ATTR_MCAST_OFF - DEVICE_ATTR_EX_OFF);
+	if (attr->mask & RV_DEVICE_ATTR_MCAST)
+		memcpy((char *)attr + DEVICE_ATTR_MCAST_OFF, (const char *)&tmp + DEVICE_ATTR_MCAST_OFF,
+		       sizeof(tmp) - DEVICE_ATTR_MCAST_OFF);
 	return 0;
 }
 

@@ -199,6 +199,13 @@ struct rv_driver {
 	int (*mw_bind)(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info, uint32_t *new_rkey,
 		       uint64_t wr_id, uint32_t send_flags);
 
+	/* Multicast (rv_qp_attach_mcast): qp is a live UD QP, gid a multicast
+	 * GID (checked by the facade). Attaching twice is not an error; detaching
+	 * a QP that is not attached is -EINVAL. NULL: the device has no
+	 * multicast (-EOPNOTSUPP). */
+	int (*mcast_attach)(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid);
+	int (*mcast_detach)(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid);
+
 	/* Escape hatch: the struct ibv_* behind a handle, or NULL. May be NULL. */
 	void *(*raw)(struct rv_object *obj);
 

@@ -284,6 +284,25 @@ static void test_handles__null_everywhere_returns_einval_and_never_crashes(void 
 	assert_int_equal(mock.n_post_send + mock.n_post_recv + mock.n_poll, 0);
 	assert_ptr_equal(out, SENTINEL);
 	assert_int_equal(mock.n_modify, 0);
+	/* Multicast: NULLs, a non-UD QP, a unicast GID; the mock has no multicast. */
+	{
+		static const uint8_t group[16] = {0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+		static const uint8_t unicast[16] = {0xfe, 0x80};
+		rv_qp *ud;
+		assert_int_equal(rv_qp_attach_mcast(NULL, group, 0), -EINVAL);
+		assert_int_equal(rv_qp_detach_mcast(NULL, group, 0), -EINVAL);
+		assert_int_equal(rv_qp_attach_mcast(t.qp, NULL, 0), -EINVAL);
+		assert_int_equal(rv_qp_attach_mcast(t.qp, group, 0), -EINVAL); /* RC */
+		assert_msg_contains("only UD QPs");
+		assert_int_equal(rv_qp_new(t.pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE,
+							 .send_cq = t.cq, .qp_type = RV_QPT_UD}, &ud), 0);
+		assert_int_equal(rv_qp_attach_mcast(ud, unicast, 0), -EINVAL);
+		assert_msg_contains("not a multicast GID");
+		assert_int_equal(rv_qp_attach_mcast(ud, group, 0), -EOPNOTSUPP);
+		assert_msg_contains("no multicast");
+		assert_int_equal(rv_qp_detach_mcast(ud, group, 0), -EOPNOTSUPP);
+		rv_qp_unref(ud);
+	}
 	unref_tree(&t);
 	end_test();
 }
@@ -310,9 +329,9 @@ static void test_handles__unknown_mask_bits_are_rejected_naming_the_bit(void **s
 				   &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ | (1u << 7), .send_cq = t.cq},
 				   (rv_qp **)&out), -EINVAL);
 	assert_msg_contains("unknown bit 0x80 in rv_qp_init_attr.mask");
-	da = (rv_device_attr){.mask = RV_DEVICE_ATTR_ALL | 0x4};
+	da = (rv_device_attr){.mask = RV_DEVICE_ATTR_ALL | 0x8};
 	assert_int_equal(rv_context_query_device(t.ctx, &da), -EINVAL);
-	assert_msg_contains("unknown bit 0x4 in rv_device_attr.mask");
+	assert_msg_contains("unknown bit 0x8 in rv_device_attr.mask");
 	pa = (rv_port_attr){.mask = UINT64_C(1) << 63};
 	assert_int_equal(rv_context_query_port(t.ctx, 1, &pa), -EINVAL);
 	assert_msg_contains("unknown bit 0x8000000000000000 in rv_port_attr.mask");

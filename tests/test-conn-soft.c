@@ -206,6 +206,120 @@ static void client_write(rv_context *ctx, const char *addr, bool client_disconne
 	rv_conn_unref(c);
 }
 
+/* UD through the helper over the TCP exchange: the server's own QP (in INIT,
+ * receive posted, Q_Key 0x3333), the client's created with RV_CONN_ATTR_QKEY
+ * 0x2222; each side learns the other's QP number and Q_Key and gets an
+ * address handle from rv_conn_peer_ah(), and a datagram goes each way. */
+static void *serve_ud(void *arg)
+{
+	struct server *s = arg;
+	rv_pd *pd = NULL;
+	rv_cq *cq = NULL;
+	rv_qp *qp = NULL;
+	rv_mr *mr = NULL;
+	rv_conn *c = NULL;
+	rv_ah *ah = NULL;
+	uint32_t qpn = 0, qkey = 0;
+	rv_wc wc;
+
+	SCHECK(s, rv_pd_new(s->ctx, NULL, &pd) == 0);
+	SCHECK(s, rv_cq_new(s->ctx, NULL, &cq) == 0);
+	SCHECK(s, rv_qp_new(pd, &(rv_qp_init_attr){.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE,
+						   .send_cq = cq, .qp_type = RV_QPT_UD}, &qp) == 0);
+	SCHECK(s, rv_qp_to_init(qp, &(rv_qp_attr){.mask = RV_QP_QKEY, .qkey = 0x3333}) == 0);
+	SCHECK(s, rv_mr_alloc(pd, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &mr) == 0);
+	SCHECK(s, rv_qp_recv(qp, &(rv_sge){.addr = (uintptr_t)rv_mr_addr(mr) + 1024, .length = 1024,
+					   .lkey = rv_mr_lkey(mr)}, 1) == 0);
+	{
+		rv_qp *qps[1] = {qp};
+		rv_conn_attr a = {.mask = RV_CONN_ATTR_QPS, .qps = qps, .num_qps = 1};
+		SCHECK(s, rv_listener_accept(s->l, &a, TMO, &c) == 0);
+	}
+	SCHECK(s, rv_qp_state_of(qp) == RV_QPS_RTS);
+	SCHECK(s, rv_conn_peer_ah(c, 0, &ah, &qpn, &qkey) == 0);
+	SCHECK(s, qkey == 0x2222);
+	SCHECK(s, wait_wc(cq, &wc, TMO) == 0 && wc.status == RV_WC_SUCCESS && wc.wr_id == 1);
+	SCHECK(s, wc.src_qp == qpn && wc.byte_len == RV_UD_GRH_LEN + 4);
+	memcpy(s->got, (char *)rv_mr_addr(mr) + 1024 + RV_UD_GRH_LEN, 4);
+	memcpy(rv_mr_addr(mr), "pong", 4);
+	SCHECK(s, rv_qp_post_send(qp, &(rv_send_wr){.wr_id = 2, .opcode = RV_WR_SEND, .send_flags = RV_SEND_SIGNALED,
+						    .num_sge = 1, .ah = ah, .remote_qpn = qpn, .remote_qkey = qkey,
+						    .sg_list = &(rv_sge){.addr = (uintptr_t)rv_mr_addr(mr),
+									 .length = 4, .lkey = rv_mr_lkey(mr)}},
+				  1, NULL) == 0);
+	SCHECK(s, wait_wc(cq, &wc, TMO) == 0 && wc.status == RV_WC_SUCCESS && wc.wr_id == 2);
+	SCHECK(s, rv_conn_disconnect(c, TMO) == 0);
+out:
+	rv_ah_unref(ah);
+	rv_conn_unref(c);
+	rv_qp_unref(qp);
+	rv_mr_unref(mr);
+	rv_cq_unref(cq);
+	rv_pd_unref(pd);
+	return NULL;
+}
+
+static void test_conn_soft__ud_through_the_tcp_exchange(void **state)
+{
+	struct server s;
+	rv_context *ctx = soft_ctx();
+	rv_conn_attr a = {.mask = RV_CONN_ATTR_QP_TYPE | RV_CONN_ATTR_QKEY, .qp_type = RV_QPT_UD, .qkey = 0x2222};
+	rv_conn *c;
+	rv_ah *ah = (rv_ah *)0x1;
+	rv_mr *mr;
+	rv_qp *qp;
+	rv_qp_attr qa = {.mask = RV_QP_QKEY};
+	rv_endpoint ep;
+	uint32_t qpn = 0, qkey = 0, ev = 0;
+	char addr[64];
+	rv_wc wc;
+
+	(void)state;
+	server_open(&s, "127.0.0.1:0");
+	assert_int_equal(pthread_create(&s.thread, NULL, serve_ud, &s), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", s.port);
+	assert_int_equal(rv_connect(ctx, addr, &a, TMO, &c), 0);
+	qp = rv_conn_qp(c, 0);
+	assert_int_equal(rv_qp_state_of(qp), RV_QPS_RTS);
+	assert_int_equal(rv_qp_query(qp, &qa), 0);
+	assert_int_equal(qa.qkey, 0x2222);
+	assert_int_equal(rv_conn_peer_ah(c, 1, &ah, NULL, NULL), -EINVAL);
+	assert_ptr_equal(ah, (rv_ah *)0x1);
+	assert_int_equal(rv_conn_peer_ah(c, 0, &ah, &qpn, &qkey), 0);
+	assert_int_equal(rv_conn_peer_endpoint(c, 0, &ep), 0);
+	assert_int_equal(qpn, ep.qpn);
+	assert_int_equal(qkey, 0x3333);
+	assert_int_equal(rv_mr_alloc(rv_conn_pd(c), 4096, RV_ACCESS_LOCAL_WRITE, NULL, &mr), 0);
+	assert_int_equal(rv_qp_recv(qp, &(rv_sge){.addr = (uintptr_t)rv_mr_addr(mr) + 1024, .length = 1024,
+						 .lkey = rv_mr_lkey(mr)}, 7), 0);
+	memcpy(rv_mr_addr(mr), "ping", 4);
+	assert_int_equal(rv_qp_post_send(qp, &(rv_send_wr){.wr_id = 8, .opcode = RV_WR_SEND, .num_sge = 1, .ah = ah,
+						       .send_flags = RV_SEND_SIGNALED, .remote_qpn = qpn,
+						       .remote_qkey = qkey,
+						       .sg_list = &(rv_sge){.addr = (uintptr_t)rv_mr_addr(mr), .length = 4,
+									    .lkey = rv_mr_lkey(mr)}},
+					 1, NULL), 0);
+	for (int got = 0; got < 2;) {
+		assert_int_equal(wait_wc(rv_conn_cq(c), &wc, TMO), 0);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		if (wc.wr_id == 7) {
+			assert_int_equal(wc.byte_len, RV_UD_GRH_LEN + 4);
+			assert_memory_equal((char *)rv_mr_addr(mr) + 1024 + RV_UD_GRH_LEN, "pong", 4);
+		} else {
+			assert_int_equal(wc.wr_id, 8);
+		}
+		got++;
+	}
+	assert_int_equal(rv_conn_poll(c, TMO, &ev), 0);
+	assert_int_equal(ev, RV_CONN_EVENT_DISCONNECTED);
+	server_close(&s);
+	assert_memory_equal(s.got, "ping", 4);
+	rv_ah_unref(ah);
+	rv_mr_unref(mr);
+	rv_conn_unref(c);
+	rv_context_unref(ctx);
+}
+
 static void test_conn_soft__write_right_after_connect(void **state)
 {
 	struct server s;
@@ -497,6 +611,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_conn_soft__write_right_after_connect),
+		cmocka_unit_test(test_conn_soft__ud_through_the_tcp_exchange),
 		cmocka_unit_test(test_conn_soft__ipv6_and_server_side_disconnect),
 		cmocka_unit_test(test_conn_soft__send_recv_on_callers_qps_and_flush),
 		cmocka_unit_test(test_conn_soft__reconnect_loop),

@@ -169,8 +169,8 @@ static void test_conn_wire__hello_rejects_every_truncation_and_corruption(void *
 	p[1] = 1;
 	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EBADMSG);
 	p[1] = 0;
-	p[2] = 0xff; /* private data length 65285: above the limit */
-	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EMSGSIZE);
+	p[2] = 0xff; /* private data length 65285: within the limit, but not there */
+	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EBADMSG);
 	p[2] = 0;
 	p[7] = 0x80; /* an unknown required capability */
 	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EBADMSG);
@@ -351,10 +351,98 @@ static void test_conn_wire__cm_private_data(void **state)
 	buf[3] = 2;
 	assert_int_equal(rv_cm_pdata_decode(buf, (size_t)n, &out, F), -EBADMSG);
 	buf[3] = 1;
-	buf[28] = RV_CONN_CM_PRIVATE_DATA_MAX + 1;
+	buf[28] = (uint8_t)(sizeof(buf) - 29 + 1); /* more than is there */
 	assert_int_equal(rv_cm_pdata_decode(buf, sizeof(buf), &out, F), -EBADMSG);
-	in.data_len = RV_CONN_CM_PRIVATE_DATA_MAX + 1;
+}
+
+/* UD connections: the Q_Keys follow the private data (flags bit 0); a
+ * HELLO with an unknown flag, or with the bit but not the bytes, is refused. */
+static void test_conn_wire__hello_carries_ud_qkeys(void **state)
+{
+	static uint8_t buf[RV_WIRE_HDR_LEN + RV_WIRE_PAYLOAD_MAX];
+	struct rv_wire_hello in, out;
+	uint8_t *p = buf + RV_WIRE_HDR_LEN;
+	size_t len;
+	int n;
+
+	(void)state;
+	sample_hello(&in, 3);
+	in.has_qkeys = true;
+	for (uint32_t i = 0; i < 3; i++) {
+		in.ep[i].qp_type = 4;
+		in.qkey[i] = 0x80000000u + i;
+	}
+	n = rv_wire_hello_encode(RV_WIRE_REQ, &in, buf, sizeof(buf), F);
+	assert_true(n > 0);
+	len = (size_t)n - RV_WIRE_HDR_LEN;
+	assert_int_equal(p[1], RV_WIRE_HELLO_QKEYS);
+	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), 0);
+	assert_true(out.has_qkeys);
+	assert_int_equal(out.data_len, 5);
+	assert_memory_equal(out.data, in.data, 5);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(out.qkey[i], 0x80000000u + i);
+	for (size_t l = 0; l < len; l++)
+		assert_int_not_equal(rv_wire_hello_decode(p, l, &out, F), 0);
+	p[1] = 0x03; /* an unknown flag */
+	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EBADMSG);
+	p[1] = 0; /* the Q_Keys' bytes read as private data the HELLO did not announce */
+	assert_int_equal(rv_wire_hello_decode(p, len, &out, F), -EBADMSG);
+	p[1] = RV_WIRE_HELLO_QKEYS;
+	assert_int_equal(rv_wire_hello_decode(p, len - 4, &out, F), -EBADMSG); /* one Q_Key short */
+	/* Without UD QPs nothing follows the data and the flags stay 0. */
+	in.has_qkeys = false;
+	n = rv_wire_hello_encode(RV_WIRE_REQ, &in, buf, sizeof(buf), F);
+	assert_int_equal(p[1], 0);
+	assert_int_equal(rv_wire_hello_decode(p, (size_t)n - RV_WIRE_HDR_LEN, &out, F), 0);
+	assert_false(out.has_qkeys);
+}
+
+/* Each rdma_cm transport's edge: the limit fits its message exactly, one
+ * more byte does not (IB CM REQ 56 and REP 196 for the user, rdma_conn_param
+ * 255 on iWARP), and a peer announcing more than any transport carries is
+ * refused. */
+static void test_conn_wire__cm_private_data_limits(void **state)
+{
+	static const struct {
+		bool iwarp, reply;
+		uint32_t limit;
+		int message;
+	} edges[] = {
+		{false, false, RV_CONN_CM_PRIVATE_DATA_MAX, 56},
+		{false, true, RV_CONN_CM_REPLY_PRIVATE_DATA_MAX, 196},
+		{true, false, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX, 255},
+		{true, true, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX, 255},
+	};
+	uint8_t buf[RV_CM_PDATA_MAX + 16];
+	struct rv_cm_pdata in, out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		assert_int_equal(rv_cm_pdata_max(edges[i].iwarp, edges[i].reply), edges[i].limit);
+		memset(&in, 0, sizeof(in));
+		in.has_mr = true;
+		in.data_len = edges[i].limit;
+		memset(in.data, (int)i + 1, in.data_len);
+		assert_int_equal(rv_cm_pdata_encode(&in, buf, sizeof(buf)), edges[i].message);
+		assert_int_equal(rv_cm_pdata_decode(buf, (size_t)edges[i].message, &out, F), 0);
+		assert_int_equal(out.data_len, edges[i].limit);
+		assert_memory_equal(out.data, in.data, in.data_len);
+		/* limit + 1 no longer fits the transport's message. */
+		in.data_len = edges[i].limit + 1;
+		if (in.data_len <= RV_CONN_CM_IWARP_PRIVATE_DATA_MAX)
+			assert_true(rv_cm_pdata_encode(&in, buf, sizeof(buf)) > edges[i].message);
+	}
+	in.data_len = RV_CONN_CM_IWARP_PRIVATE_DATA_MAX + 1;
 	assert_int_equal(rv_cm_pdata_encode(&in, buf, sizeof(buf)), -EMSGSIZE);
+	in.data_len = RV_CONN_CM_IWARP_PRIVATE_DATA_MAX;
+	assert_int_equal(rv_cm_pdata_encode(&in, buf, RV_CM_PDATA_MAX - 1), -EMSGSIZE); /* no room */
+	memset(buf, 0, sizeof(buf));
+	buf[0] = 'R';
+	buf[1] = 'V';
+	buf[2] = 1;
+	buf[28] = RV_CONN_CM_IWARP_PRIVATE_DATA_MAX + 1; /* a hostile peer announces more */
+	assert_int_equal(rv_cm_pdata_decode(buf, sizeof(buf), &out, F), -EBADMSG);
 }
 
 static void test_conn_wire__cm_qp_attr_translation(void **state)
@@ -400,11 +488,13 @@ int main(void)
 		cmocka_unit_test(test_conn_wire__header_round_trip_and_faults),
 		cmocka_unit_test(test_conn_wire__hello_round_trip),
 		cmocka_unit_test(test_conn_wire__hello_rejects_every_truncation_and_corruption),
+		cmocka_unit_test(test_conn_wire__hello_carries_ud_qkeys),
 		cmocka_unit_test(test_conn_wire__random_input),
 		cmocka_unit_test(test_conn_wire__reject_round_trip),
 		cmocka_unit_test(test_conn_wire__auth_round_trip_and_faults),
 		cmocka_unit_test(test_conn_wire__addr_parse),
 		cmocka_unit_test(test_conn_wire__cm_private_data),
+		cmocka_unit_test(test_conn_wire__cm_private_data_limits),
 		cmocka_unit_test(test_conn_wire__cm_qp_attr_translation),
 	};
 	return cmocka_run_group_tests_name("conn-wire", tests, NULL, NULL);

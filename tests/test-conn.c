@@ -301,6 +301,47 @@ static void test_conn__honest_client(void **state)
 	rv_pd_unref(pd);
 }
 
+/* The TCP exchange's edge: RV_CONN_PRIVATE_DATA_MAX (its 16-bit length) each
+ * way arrives whole; one byte more is refused before anything is sent, with
+ * the limit named. */
+static void test_conn__private_data_at_the_tcp_limit(void **state)
+{
+	struct fixture *f = *state;
+	rv_conn_attr ca = {.mask = RV_CONN_ATTR_PRIVATE_DATA}, sa = {.mask = RV_CONN_ATTR_PRIVATE_DATA};
+	uint8_t *cd = malloc(RV_CONN_PRIVATE_DATA_MAX + 1), *sd = malloc(RV_CONN_PRIVATE_DATA_MAX), *got;
+	rv_conn *cli, *srv, *c = (rv_conn *)0x1;
+	size_t n = 0;
+
+	assert_non_null(cd);
+	assert_non_null(sd);
+	got = malloc(RV_CONN_PRIVATE_DATA_MAX);
+	assert_non_null(got);
+	for (size_t i = 0; i < RV_CONN_PRIVATE_DATA_MAX; i++) {
+		cd[i] = (uint8_t)(i * 13 + 1);
+		sd[i] = (uint8_t)(i * 7 + 3);
+	}
+	ca.private_data = cd;
+	ca.private_data_len = RV_CONN_PRIVATE_DATA_MAX;
+	sa.private_data = sd;
+	sa.private_data_len = RV_CONN_PRIVATE_DATA_MAX;
+	assert_int_equal(connect_pair(f, &ca, &sa, &cli, &srv), 0);
+	assert_int_equal(rv_conn_peer_data(cli, got, RV_CONN_PRIVATE_DATA_MAX, &n), 0);
+	assert_int_equal(n, RV_CONN_PRIVATE_DATA_MAX);
+	assert_memory_equal(got, sd, RV_CONN_PRIVATE_DATA_MAX);
+	assert_int_equal(rv_conn_peer_data(srv, got, RV_CONN_PRIVATE_DATA_MAX, &n), 0);
+	assert_int_equal(n, RV_CONN_PRIVATE_DATA_MAX);
+	assert_memory_equal(got, cd, RV_CONN_PRIVATE_DATA_MAX);
+	rv_conn_unref(srv);
+	rv_conn_unref(cli);
+	ca.private_data_len = RV_CONN_PRIVATE_DATA_MAX + 1;
+	assert_int_equal(rv_connect(f->ctx, f->addr, &ca, 1000, &c), -EINVAL);
+	assert_ptr_equal(c, (rv_conn *)0x1);
+	assert_non_null(strstr(rv_error_last(), "65535"));
+	free(got);
+	free(sd);
+	free(cd);
+}
+
 static void test_conn__handle_rules(void **state)
 {
 	struct fixture *f = *state;
@@ -343,7 +384,7 @@ static void test_conn__handle_rules(void **state)
 	bad.private_data_len = RV_CONN_PRIVATE_DATA_MAX + 1;
 	assert_int_equal(rv_connect(f->ctx, f->addr, &bad, 0, &c), -EINVAL);
 	bad.mask = RV_CONN_ATTR_QP_TYPE;
-	bad.qp_type = RV_QPT_UD;
+	bad.qp_type = 9; /* no such QP type */
 	assert_int_equal(rv_connect(f->ctx, f->addr, &bad, 0, &c), -EINVAL);
 	bad.mask = RV_CONN_ATTR_REQUIRED_CAPS;
 	bad.required_caps = RV_EP_CAP_SOFT;
@@ -971,6 +1012,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_conn__honest_client),
 		T(test_conn__handle_rules),
+		T(test_conn__private_data_at_the_tcp_limit),
 		T(test_conn__bad_peer_garbage),
 		T(test_conn__bad_peer_wrong_version),
 		T(test_conn__bad_peer_oversized_length),

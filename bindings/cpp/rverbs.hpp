@@ -1278,6 +1278,24 @@ public:
 	{
 		detail::check(rv_qp_set_gid_index(p_, index), ec);
 	}
+	/** Attach this UD QP to the multicast group @p gid (rv_qp_attach_mcast). */
+	void attach_mcast(const uint8_t (&gid)[16], uint16_t lid = 0)
+	{
+		detail::check(rv_qp_attach_mcast(p_, gid, lid), "rv_qp_attach_mcast");
+	}
+	void attach_mcast(const uint8_t (&gid)[16], uint16_t lid, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_attach_mcast(p_, gid, lid), ec);
+	}
+	/** Detach this UD QP from the multicast group @p gid (rv_qp_detach_mcast). */
+	void detach_mcast(const uint8_t (&gid)[16], uint16_t lid = 0)
+	{
+		detail::check(rv_qp_detach_mcast(p_, gid, lid), "rv_qp_detach_mcast");
+	}
+	void detach_mcast(const uint8_t (&gid)[16], uint16_t lid, std::error_code &ec) noexcept
+	{
+		detail::check(rv_qp_detach_mcast(p_, gid, lid), ec);
+	}
 	/** RESET/INIT -> RTS against @p peer (rv_qp_connect). */
 	void connect(const rv_endpoint &peer) { detail::check(rv_qp_connect(p_, &peer), "rv_qp_connect"); }
 	void connect(const rv_endpoint &peer, std::error_code &ec) noexcept
@@ -1652,6 +1670,13 @@ public:
 		a_.hop_limit = v;
 		return *this;
 	}
+	/** Q_Key of the connection's UD QPs (default 0x11111111). */
+	conn_options &qkey(uint32_t v) noexcept
+	{
+		a_.mask |= RV_CONN_ATTR_QKEY;
+		a_.qkey = v;
+		return *this;
+	}
 	/** Local ACK timeout code, 1..31 (rdma_cm: RDMA_OPTION_ID_ACK_TIMEOUT). */
 	conn_options &ack_timeout(uint8_t v) noexcept
 	{
@@ -1792,6 +1817,20 @@ public:
 	rverbs::qp qp(uint32_t index = 0) const noexcept { return qp::borrow(rv_conn_qp(p_, index)); }
 	rverbs::pd pd() const noexcept { return pd::borrow(rv_conn_pd(p_)); }
 	rverbs::cq cq() const noexcept { return cq::borrow(rv_conn_cq(p_)); }
+	/** A UD connection's send target: a new address handle to the peer's QP
+	 *  @p index, its QP number and Q_Key (rv_conn_peer_ah). */
+	rverbs::ah peer_ah(uint32_t index = 0, uint32_t *ret_qpn = nullptr, uint32_t *ret_qkey = nullptr) const
+	{
+		rv_ah *out = nullptr;
+		detail::check(rv_conn_peer_ah(p_, index, &out, ret_qpn, ret_qkey), "rv_conn_peer_ah");
+		return rverbs::ah(out, adopt);
+	}
+	rverbs::ah peer_ah(uint32_t index, uint32_t *ret_qpn, uint32_t *ret_qkey, std::error_code &ec) const noexcept
+	{
+		rv_ah *out = nullptr;
+		detail::check(rv_conn_peer_ah(p_, index, &out, ret_qpn, ret_qkey), ec);
+		return rverbs::ah(out, adopt);
+	}
 	rv_endpoint peer_endpoint(uint32_t index = 0) const
 	{
 		rv_endpoint ep{};

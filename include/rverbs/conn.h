@@ -6,8 +6,11 @@
  *
  * A client calls rv_connect(); a server creates an rv_listener and calls
  * rv_listener_accept(). The two exchange their endpoints (rv_endpoint: GID,
- * LID, QPN, PSN, MTU, capabilities, an optional memory region) plus up to
- * RV_CONN_PRIVATE_DATA_MAX bytes of application data, drive their QPs to RTS,
+ * LID, QPN, PSN, MTU, capabilities, an optional memory region) plus
+ * application data (up to RV_CONN_PRIVATE_DATA_MAX bytes over TCP; over
+ * rdma_cm RV_CONN_CM_PRIVATE_DATA_MAX in the request and
+ * RV_CONN_CM_REPLY_PRIVATE_DATA_MAX in the reply on InfiniBand and RoCE,
+ * RV_CONN_CM_IWARP_PRIVATE_DATA_MAX each way on iWARP), drive their QPs to RTS,
  * and return an rv_conn. The server's QPs are in RTS before the client's call
  * returns, and the client's before the server's call returns, so the client
  * may RDMA WRITE into the server's advertised buffer at once.
@@ -51,11 +54,31 @@ typedef struct rv_conn rv_conn;
 /** The most queue pairs one connection carries. */
 #define RV_CONN_MAX_QPS 16
 
-/** The most application data each side sends in the exchange (TCP transport), bytes. */
-#define RV_CONN_PRIVATE_DATA_MAX 1024
+/**
+ * The most application data each side sends in the exchange, bytes: the TCP
+ * transport's limit (its HELLO message counts it in 16 bits). rdma_cm carries
+ * less; docs/connection-helper.md has the table.
+ */
+#define RV_CONN_PRIVATE_DATA_MAX 65535
 
-/** The application data rdma_cm carries alongside rverbs' own header, bytes. */
-#define RV_CONN_CM_PRIVATE_DATA_MAX 24
+/**
+ * The application data an rdma_cm connect request carries on InfiniBand and
+ * RoCE beside rverbs' own 29-byte header, bytes: the CM REQ's 92 bytes of
+ * private data less rdma_cm's 36 (56 for the user) less rverbs' 29.
+ */
+#define RV_CONN_CM_PRIVATE_DATA_MAX 27
+
+/**
+ * The application data an rdma_cm reply (the server's accept) carries on
+ * InfiniBand and RoCE, bytes: the CM REP's 196 less rverbs' 29.
+ */
+#define RV_CONN_CM_REPLY_PRIVATE_DATA_MAX 167
+
+/**
+ * The application data either side's rdma_cm message carries on iWARP, bytes:
+ * rdma_conn_param's 255 (MPA allows 512) less rverbs' 29.
+ */
+#define RV_CONN_CM_IWARP_PRIVATE_DATA_MAX 226
 
 /** How the two sides exchange their endpoints. */
 typedef enum rv_conn_transport {
@@ -88,7 +111,11 @@ enum rv_conn_attr_mask {
 	RV_CONN_ATTR_PD = 1u << 0,
 	/** send_cq and recv_cq are set (default: one new CQ of 256 entries for both). */
 	RV_CONN_ATTR_CQ = 1u << 1,
-	/** qp_type is set: RV_QPT_RC (default) or RV_QPT_UC. */
+	/**
+	 * qp_type is set: RV_QPT_RC (default), RV_QPT_UC, or RV_QPT_UD (TCP
+	 * transport): the QPs go to RTS without a peer, and rv_conn_peer_ah()
+	 * gives what a send to the peer's QP needs.
+	 */
 	RV_CONN_ATTR_QP_TYPE = 1u << 2,
 	/** qp_cap is set (default: those of rv_qp_new()). */
 	RV_CONN_ATTR_QP_CAP = 1u << 3,
@@ -148,7 +175,13 @@ enum rv_conn_attr_mask {
 	 * is tried again up to resolve_retries times (0..16; default 0) when it
 	 * fails or times out, all within the call's timeout.
 	 */
-	RV_CONN_ATTR_RESOLVE = 1u << 16
+	RV_CONN_ATTR_RESOLVE = 1u << 16,
+	/**
+	 * qkey is set: the Q_Key of UD QPs the connection moves to INIT (default
+	 * 0x11111111, rv_qp_to_init()'s); a caller's QP already in INIT keeps its
+	 * own. Each side tells the other its QPs' Q_Keys in the exchange.
+	 */
+	RV_CONN_ATTR_QKEY = 1u << 17
 };
 
 /**
@@ -164,7 +197,7 @@ typedef struct rv_conn_attr {
 	rv_qp *const *qps;         /**< the caller's QPs (RV_CONN_ATTR_QPS) */
 	rv_mr *mr;                 /**< the memory region to advertise */
 	const void *private_data;  /**< application data for the peer */
-	uint32_t private_data_len; /**< its length, ≤ RV_CONN_PRIVATE_DATA_MAX */
+	uint32_t private_data_len; /**< its length: ≤ RV_CONN_PRIVATE_DATA_MAX (TCP), less with rdma_cm */
 	uint32_t qp_type;          /**< an rv_qp_type (RC or UC) */
 	uint32_t num_qps;          /**< QPs in the connection */
 	uint32_t required_caps;    /**< rv_endpoint_caps the peer must have */
@@ -179,6 +212,7 @@ typedef struct rv_conn_attr {
 	uint8_t ack_timeout;       /**< local ACK timeout code, 1..31 (RV_CONN_ATTR_ACK_TIMEOUT) */
 	uint32_t resolve_timeout_ms; /**< rdma_cm: per resolution attempt (RV_CONN_ATTR_RESOLVE) */
 	uint32_t resolve_retries;  /**< rdma_cm: further attempts (RV_CONN_ATTR_RESOLVE) */
+	uint32_t qkey;             /**< Q_Key of the UD QPs (RV_CONN_ATTR_QKEY) */
 } rv_conn_attr;
 
 /** Bits of rv_listener_attr::mask. */
@@ -283,7 +317,9 @@ RV_API int rv_listener_fd(const rv_listener *listener);
  * @retval -EBADMSG          a client sent bytes that are not an rverbs exchange,
  *                           or an endpoint that does not validate
  * @retval -EPROTONOSUPPORT  a client speaks another version of the exchange
- * @retval -EMSGSIZE         a client announced a message above the limits
+ * @retval -EMSGSIZE         a client announced a message above the limits, or
+ *                           rdma_cm: private_data_len is above what the
+ *                           transport's reply carries (the limit is named)
  * @retval -ECONNRESET       a client closed its connection mid-exchange
  * @retval -EPROTO           the client's QPs do not match ours (QP type,
  *                           number of QPs, missing GID on an Ethernet port)
@@ -320,6 +356,9 @@ RV_API int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr, i
  * @retval -EPROTO           the server's QPs do not match ours
  * @retval -EOPNOTSUPP       the server's device lacks a required capability,
  *                           or RV_CONN_TRANSPORT_RDMA_CM on a device without it
+ *                           or with UD QPs (not done: the TCP exchange serves UD)
+ * @retval -EMSGSIZE         rdma_cm: private_data_len is above what the
+ *                           transport's request carries (the limit is named)
  * @retval -ENOMEM           out of memory
  * @retval negative          creating or connecting the QPs failed (named)
  */
@@ -440,6 +479,27 @@ RV_API rv_cq *rv_conn_cq(const rv_conn *conn);
  * @retval -ENOTCONN    the exchange has not completed yet
  */
 RV_API int rv_conn_peer_endpoint(const rv_conn *conn, uint32_t index, rv_endpoint *ret_ep);
+
+/**
+ * For a UD connection: what a send to the peer's QP @p index needs, for
+ * rv_send_wr's ah, remote_qpn and remote_qkey. The address handle is new
+ * (in the connection's PD, from the peer's GID and LID, this QP's source
+ * GID and the connection's traffic class and hop limit); the caller owns
+ * the reference.
+ * @param conn      the connection
+ * @param index     the QP, 0..rv_conn_num_qps() - 1
+ * @param ret_ah    receives the address handle
+ * @param ret_qpn   receives the peer QP's number, or NULL
+ * @param ret_qkey  receives the peer QP's Q_Key, or NULL
+ * @retval 0            success
+ * @retval -EINVAL      a NULL @p conn or @p ret_ah, @p index out of range, or
+ *                      the connection's QPs are not UD
+ * @retval -RV_ECLOSED  @p conn (or its PD) is closed
+ * @retval -ENOTCONN    the exchange has not completed yet
+ * @retval negative     creating the address handle failed (rv_ah_new())
+ */
+RV_API int rv_conn_peer_ah(const rv_conn *conn, uint32_t index, rv_ah **ret_ah, uint32_t *ret_qpn,
+			   uint32_t *ret_qkey);
 
 /**
  * Copy the application data the peer sent. With @p buf NULL and @p buf_len 0,

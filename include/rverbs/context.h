@@ -115,8 +115,14 @@ typedef enum rv_atomic_cap {
  * and the limits per work-request type, as ibv_query_device_ex.
  */
 #define RV_DEVICE_ATTR_EX UINT64_C(0x2)
+/**
+ * Request the multicast limits of rv_device_attr (max_mcast_grp to
+ * max_total_mcast_qp_attach, after the extended fields), as ibv_query_device
+ * reports them; all 0 on a device without multicast (rv_qp_attach_mcast()).
+ */
+#define RV_DEVICE_ATTR_MCAST UINT64_C(0x4)
 /** Request every field of rv_device_attr known to this header version. */
-#define RV_DEVICE_ATTR_ALL (RV_DEVICE_ATTR_BASE | RV_DEVICE_ATTR_EX)
+#define RV_DEVICE_ATTR_ALL (RV_DEVICE_ATTR_BASE | RV_DEVICE_ATTR_EX | RV_DEVICE_ATTR_MCAST)
 
 /** Bits of rv_device_attr::odp_general_caps (values equal IBV_ODP_SUPPORT*). */
 typedef enum rv_odp_general_caps {
@@ -221,6 +227,10 @@ typedef struct rv_device_attr {
 	 * whether wall-clock stamps and flow tags are there.
 	 */
 	uint32_t cq_wc_flags;
+	/* ---- RV_DEVICE_ATTR_MCAST: written only when that bit is set ---- */
+	uint32_t max_mcast_grp;       /**< multicast groups a context joins; 0: no multicast */
+	uint32_t max_mcast_qp_attach; /**< QPs attached to one multicast group */
+	uint32_t max_total_mcast_qp_attach; /**< QP attachments over every group */
 } rv_device_attr;
 
 /** Request every field of rv_port_attr known to this header version. */

@@ -729,6 +729,47 @@ typedef struct rv_qp_rate_limit_attr {
  */
 RV_API int rv_qp_set_rate_limit(rv_qp *qp, const rv_qp_rate_limit_attr *attr);
 
+/** The destination QP number of a datagram sent to a multicast group (IBA 9.8.1). */
+#define RV_MCAST_QPN 0xFFFFFFu
+
+/**
+ * Attach a UD QP to a multicast group (ibv_attach_mcast()): datagrams sent
+ * to the group (destination QP 0xFFFFFF, RV_MCAST_QPN) are delivered to the
+ * QP, a copy to each attached QP, with the QP's Q_Key checked as for unicast.
+ * Attaching a QP that is attached already succeeds. Destroying the QP
+ * detaches it. On the software device the group is an IP multicast group
+ * joined on the context's interface (docs/ud.md, "Multicast").
+ * @param qp   a UD QP
+ * @param gid  the group's GID, 16 bytes: ff00::/8, or an IPv4-mapped
+ *             multicast address (IPv4-mapped: ffff in bytes 10 and 11, 224.0.0.0/4 in bytes 12 to 15) on RoCE and soft0
+ * @param lid  the group's multicast LID (InfiniBand; ignored on Ethernet ports)
+ * @retval 0             success
+ * @retval -EINVAL       a NULL argument, @p gid is not a multicast GID, the QP
+ *                       is not UD, or the device refused the LID or the GID's
+ *                       address family (named)
+ * @retval -RV_ECLOSED   the QP is closed
+ * @retval -EOPNOTSUPP   the device has no multicast (max_mcast_grp 0)
+ * @retval -ENOMEM       max_mcast_grp or max_mcast_qp_attach is reached (named),
+ *                       or out of memory
+ * @retval negative      the device or the host refused the group (named)
+ */
+RV_API int rv_qp_attach_mcast(rv_qp *qp, const uint8_t gid[16], uint16_t lid);
+
+/**
+ * Detach a UD QP from a multicast group (ibv_detach_mcast()): from now on it
+ * receives nothing sent to the group.
+ * @param qp   a UD QP
+ * @param gid  the group's GID, as given to rv_qp_attach_mcast()
+ * @param lid  the group's multicast LID
+ * @retval 0             success
+ * @retval -EINVAL       a NULL argument, @p gid is not a multicast GID, the QP
+ *                       is not UD, or it is not attached to the group
+ * @retval -RV_ECLOSED   the QP is closed
+ * @retval -EOPNOTSUPP   the device has no multicast
+ * @retval negative      the device refused (named)
+ */
+RV_API int rv_qp_detach_mcast(rv_qp *qp, const uint8_t gid[16], uint16_t lid);
+
 #ifdef __cplusplus
 }
 #endif

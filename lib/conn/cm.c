@@ -56,11 +56,22 @@ static uint32_t get32(const uint8_t *p)
 }
 static uint64_t get64(const uint8_t *p) { return ((uint64_t)get32(p) << 32) | get32(p + 4); }
 
+static bool cm_is_iwarp(const struct rdma_cm_id *id)
+{
+	return id->verbs && id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
+
+/* What the id's transport carries for the application in a request or a reply. */
+static uint32_t cm_pdata_limit(const struct rdma_cm_id *id, bool reply)
+{
+	return rv_cm_pdata_max(cm_is_iwarp(id), reply);
+}
+
 int rv_cm_pdata_encode(const struct rv_cm_pdata *pd, void *buf, size_t cap)
 {
 	uint8_t *p = buf;
 
-	if (pd->data_len > RV_CONN_CM_PRIVATE_DATA_MAX || cap < RV_CM_PDATA_FIXED + pd->data_len)
+	if (pd->data_len > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX || cap < RV_CM_PDATA_FIXED + pd->data_len)
 		return -EMSGSIZE;
 	memset(p, 0, RV_CM_PDATA_FIXED);
 	p[0] = 'R';
@@ -78,6 +89,13 @@ int rv_cm_pdata_encode(const struct rv_cm_pdata *pd, void *buf, size_t cap)
 	return (int)(RV_CM_PDATA_FIXED + pd->data_len);
 }
 
+uint32_t rv_cm_pdata_max(bool iwarp, bool reply)
+{
+	if (iwarp)
+		return RV_CONN_CM_IWARP_PRIVATE_DATA_MAX;
+	return reply ? RV_CONN_CM_REPLY_PRIVATE_DATA_MAX : RV_CONN_CM_PRIVATE_DATA_MAX;
+}
+
 int rv_cm_pdata_decode(const void *buf, size_t len, struct rv_cm_pdata *pd, const char *func)
 {
 	const uint8_t *p = buf;
@@ -89,9 +107,9 @@ int rv_cm_pdata_decode(const void *buf, size_t len, struct rv_cm_pdata *pd, cons
 		return rv_err(EPROTONOSUPPORT, func, "rdma_cm private data version %u; this library reads version 1", p[2]);
 	if (p[3] & ~1u)
 		return rv_err(EBADMSG, func, "unknown flags 0x%02x in the rdma_cm private data", p[3]);
-	if (p[28] > RV_CONN_CM_PRIVATE_DATA_MAX || (size_t)RV_CM_PDATA_FIXED + p[28] > len)
+	if (p[28] > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX || (size_t)RV_CM_PDATA_FIXED + p[28] > len)
 		return rv_err(EBADMSG, func, "the rdma_cm private data announces %u bytes of data; %zu are there (at most %d)",
-			      p[28], len - RV_CM_PDATA_FIXED, RV_CONN_CM_PRIVATE_DATA_MAX);
+			      p[28], len - RV_CM_PDATA_FIXED, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX);
 	memset(pd, 0, sizeof(*pd));
 	pd->has_mr = p[3] & 1u;
 	pd->caps = get32(p + 4);
@@ -325,9 +343,15 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 			      "peer; use RV_CONN_TRANSPORT_TCP to choose it yourself");
 	if ((o->num_qps ? o->num_qps : 1) != 1)
 		return rv_err(EOPNOTSUPP, func, "rdma_cm connects one QP per connection; num_qps is %u", o->num_qps);
-	if (o->data_len > RV_CONN_CM_PRIVATE_DATA_MAX)
-		return rv_err(EMSGSIZE, func, "%u bytes of private data; rdma_cm carries at most %d",
-			      o->data_len, RV_CONN_CM_PRIVATE_DATA_MAX);
+	if (o->qp_type == RV_QPT_UD)
+		return rv_err(EOPNOTSUPP, func, "UD QPs through rdma_cm (RDMA_PS_UDP, SIDR) are not done; use "
+			      "RV_CONN_TRANSPORT_TCP on both sides (it serves UD on every device)");
+	if (o->data_len > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX)
+		return rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm request carries at most %d "
+			      "(RV_CONN_CM_IWARP_PRIVATE_DATA_MAX, iWARP) and %d on InfiniBand and RoCE "
+			      "(RV_CONN_CM_PRIVATE_DATA_MAX); RV_CONN_TRANSPORT_TCP carries up to %d",
+			      o->data_len, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX, RV_CONN_CM_PRIVATE_DATA_MAX,
+			      RV_CONN_PRIVATE_DATA_MAX);
 	rc = rv_addr_parse(addr, host, port, func);
 	if (rc < 0)
 		return rc;
@@ -360,6 +384,11 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 			    ibv_get_device_name(c->cm->id->verbs->device), ctx->dev->name);
 	if (rc == 0)
 		rc = cm_resolve(c, o, NULL, true, deadline, func);
+	if (rc == 0 && o->data_len > cm_pdata_limit(c->cm->id, false))
+		rc = rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm request on %s carries at most %u "
+			    "(%s); RV_CONN_TRANSPORT_TCP carries up to %d", o->data_len, ctx->dev->name,
+			    cm_pdata_limit(c->cm->id, false), cm_is_iwarp(c->cm->id) ? "iWARP, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX"
+			    : "InfiniBand and RoCE, RV_CONN_CM_PRIVATE_DATA_MAX", RV_CONN_PRIVATE_DATA_MAX);
 	if (rc == 0)
 		rc = cm_modify(c->cm, c, IBV_QPS_INIT, func);
 	memset(&mine, 0, sizeof(mine));
@@ -557,6 +586,9 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 			    cml->ctx->dev->name);
 	if (rc == 0 && o->num_qps > 1)
 		rc = rv_err(EPROTO, func, "rdma_cm connects one QP; this server wants %u", o->num_qps);
+	if (rc == 0 && o->qp_type == RV_QPT_UD)
+		rc = rv_err(EOPNOTSUPP, func, "UD QPs through rdma_cm (RDMA_PS_UDP, SIDR) are not done; listen with "
+			    "RV_CONN_TRANSPORT_TCP for UD connections");
 	if (rc == 0 && o->has_gid_index)
 		rc = rv_err(EINVAL, func, "RV_CONN_ATTR_GID_INDEX: rdma_cm chooses the GID from the client's "
 			    "route; listen with RV_CONN_TRANSPORT_TCP to choose it yourself");
@@ -593,12 +625,14 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 		mine.mr_addr = o->mr_addr;
 		mine.mr_length = o->mr_length;
 		mine.mr_rkey = o->mr_rkey;
-		mine.data_len = o->data_len <= RV_CONN_CM_PRIVATE_DATA_MAX ? o->data_len : 0;
+		mine.data_len = o->data_len <= cm_pdata_limit(id, true) ? o->data_len : 0;
 		if (mine.data_len)
 			memcpy(mine.data, o->data, mine.data_len);
-		if (o->data_len > RV_CONN_CM_PRIVATE_DATA_MAX)
-			rc = rv_err(EMSGSIZE, func, "%u bytes of private data; rdma_cm carries at most %d", o->data_len,
-				    RV_CONN_CM_PRIVATE_DATA_MAX);
+		if (o->data_len > cm_pdata_limit(id, true))
+			rc = rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm reply on %s carries at most %u "
+				    "(%s)", o->data_len, ibv_get_device_name(id->verbs->device), cm_pdata_limit(id, true),
+				    cm_is_iwarp(id) ? "iWARP, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX"
+						    : "InfiniBand and RoCE, RV_CONN_CM_REPLY_PRIVATE_DATA_MAX");
 	}
 	if (rc == 0) {
 		n = rv_cm_pdata_encode(&mine, pdata, sizeof(pdata));

@@ -37,6 +37,7 @@ struct rv_conn_opts {
 	struct rv_route route;        /* traffic class, SL, flow label, hop limit, ACK timeout */
 	uint32_t resolve_timeout_ms;  /* rdma_cm, per attempt; 0: not set */
 	uint32_t resolve_retries;
+	uint32_t qkey;                /* UD: the Q_Key of QPs moved to INIT here */
 };
 
 enum rv_conn_phase {
@@ -73,6 +74,8 @@ struct rv_conn {
 	uint32_t required_caps;
 	struct rv_route route; /* applied by rv_qp_connect_route */
 	rv_endpoint local[RV_CONN_MAX_QPS];
+	uint32_t local_qkey[RV_CONN_MAX_QPS]; /* UD: our QPs' Q_Keys, told to the peer */
+	uint32_t peer_qkey[RV_CONN_MAX_QPS];  /* UD: the peer's */
 
 	bool have_peer;
 	rv_endpoint peer[RV_CONN_MAX_QPS];

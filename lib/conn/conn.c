@@ -104,7 +104,7 @@ static const struct rv_object_class conn_class = {
 	 RV_CONN_ATTR_NUM_QPS | RV_CONN_ATTR_QPS | RV_CONN_ATTR_MR | RV_CONN_ATTR_PRIVATE_DATA |   \
 	 RV_CONN_ATTR_REQUIRED_CAPS | RV_CONN_ATTR_TRANSPORT | RV_CONN_ATTR_GID_INDEX |               \
 	 RV_CONN_ATTR_TRAFFIC_CLASS | RV_CONN_ATTR_SL | RV_CONN_ATTR_FLOW_LABEL | RV_CONN_ATTR_HOP_LIMIT | \
-	 RV_CONN_ATTR_ACK_TIMEOUT | RV_CONN_ATTR_RESOLVE)
+	 RV_CONN_ATTR_ACK_TIMEOUT | RV_CONN_ATTR_RESOLVE | RV_CONN_ATTR_QKEY)
 #define REQUIRABLE_CAPS (RV_EP_CAP_ATOMIC | RV_EP_CAP_IMM)
 
 static int check_in_ctx(const struct rv_object *obj, enum rv_obj_type type, struct rv_context *ctx,
@@ -187,9 +187,9 @@ int rv_conn_opts_parse(struct rv_context *ctx, const rv_conn_attr *attr, struct 
 	if (attr->reserved)
 		return rv_err(EINVAL, func, "rv_conn_attr.reserved must be 0");
 	if (m & RV_CONN_ATTR_QP_TYPE) {
-		if (attr->qp_type != RV_QPT_RC && attr->qp_type != RV_QPT_UC)
-			return rv_err(EINVAL, func, "qp_type %u: a connection carries RV_QPT_RC or RV_QPT_UC QPs",
-				      attr->qp_type);
+		if (attr->qp_type != RV_QPT_RC && attr->qp_type != RV_QPT_UC && attr->qp_type != RV_QPT_UD)
+			return rv_err(EINVAL, func, "qp_type %u: a connection carries RV_QPT_RC, RV_QPT_UC or "
+				      "RV_QPT_UD QPs", attr->qp_type);
 		o->qp_type = attr->qp_type;
 	}
 	if (m & (RV_CONN_ATTR_NUM_QPS | RV_CONN_ATTR_QPS)) {
@@ -206,8 +206,9 @@ int rv_conn_opts_parse(struct rv_context *ctx, const rv_conn_attr *attr, struct 
 			rc = check_in_ctx(RV_COBJ(qp), RV_OBJ_QP, ctx, "qps[]", func);
 			if (rc < 0)
 				return rc;
-			if (qp->qp_type != RV_QPT_RC && qp->qp_type != RV_QPT_UC)
-				return rv_err(EINVAL, func, "qps[%u] is a UD QP; a connection carries RC or UC QPs", i);
+			if (qp->qp_type != RV_QPT_RC && qp->qp_type != RV_QPT_UC && qp->qp_type != RV_QPT_UD)
+				return rv_err(EINVAL, func, "qps[%u] is of type %u; a connection carries RC, UC or UD QPs",
+					      i, qp->qp_type);
 			if (i && (qp->qp_type != o->qps[0]->qp_type || qp->pd != o->qps[0]->pd ||
 				  qp->send_cq != o->qps[0]->send_cq || qp->recv_cq != o->qps[0]->recv_cq))
 				return rv_err(EINVAL, func, "qps[%u] differs from qps[0] in type, PD or CQs", i);
@@ -219,6 +220,7 @@ int rv_conn_opts_parse(struct rv_context *ctx, const rv_conn_attr *attr, struct 
 		o->caller_qps = true;
 		o->qp_type = o->qps[0]->qp_type;
 	}
+	o->qkey = (m & RV_CONN_ATTR_QKEY) ? attr->qkey : 0x11111111u; /* rv_qp_to_init()'s default */
 	if ((m & RV_CONN_ATTR_PD) && !o->caller_qps) {
 		rc = check_in_ctx(RV_COBJ(attr->pd), RV_OBJ_PD, ctx, "pd", func);
 		if (rc < 0)
@@ -328,9 +330,16 @@ int rv_conn_create(struct rv_context *ctx, const struct rv_conn_opts *o, uint32_
 		for (uint32_t i = 0; rc == 0 && i < num_qps; i++)
 			rc = rv_qp_new(pd, &qa, &c->qps[i]);
 	}
-	for (uint32_t i = 0; rc == 0 && !o->cm && i < num_qps; i++)
+	for (uint32_t i = 0; rc == 0 && !o->cm && i < num_qps; i++) {
+		rv_qp_attr qa = {.mask = RV_QP_QKEY, .qkey = o->qkey};
+		bool ud = c->qps[i]->qp_type == RV_QPT_UD;
+
 		if (c->qps[i]->state == RV_QPS_RESET)
-			rc = rv_qp_to_init(c->qps[i], NULL);
+			rc = rv_qp_to_init(c->qps[i], ud ? &qa : NULL);
+		else if (ud) /* the caller's, in INIT: its own Q_Key */
+			rc = rv_qp_query(c->qps[i], &qa);
+		c->local_qkey[i] = qa.qkey;
+	}
 	for (uint32_t i = 0; rc == 0 && o->has_gid_index && i < num_qps; i++) {
 		rc = rv_qp_set_gid_index(c->qps[i], o->gid_index);
 		if (rc < 0) {
@@ -463,8 +472,21 @@ int rv_conn_apply_peer(struct rv_conn *c, const struct rv_wire_hello *h, const c
 		c->peer_data_len = h->data_len;
 	}
 	memcpy(c->peer, h->ep, sizeof(c->peer[0]) * c->num_qps);
+	if (c->qps[0]->qp_type == RV_QPT_UD) {
+		if (!h->has_qkeys)
+			return rv_err(EPROTO, func, "%s sent UD endpoints without their Q_Keys", c->peer_addr);
+		memcpy(c->peer_qkey, h->qkey, sizeof(c->peer_qkey[0]) * c->num_qps);
+	}
 	c->have_peer = true;
 	for (uint32_t i = 0; i < c->num_qps; i++) {
+		if (c->qps[i]->qp_type == RV_QPT_UD) { /* no peer in a UD QP: RTR and RTS alone */
+			rc = c->qps[i]->state == RV_QPS_INIT ? rv_qp_to_rtr(c->qps[i], NULL) : 0;
+			if (rc == 0 && c->qps[i]->state == RV_QPS_RTR)
+				rc = rv_qp_to_rts(c->qps[i], NULL);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
 		rc = rv_qp_connect_route(c->qps[i], &h->ep[i], &c->route);
 		if (rc < 0) {
 			struct rv_error_saved why;
@@ -510,6 +532,9 @@ void rv_conn_hello(const struct rv_conn *c, const struct rv_conn_opts *o, struct
 	memcpy(h->ep, c->local, sizeof(c->local[0]) * c->num_qps);
 	h->data = o->data;
 	h->data_len = o->data_len;
+	h->has_qkeys = c->qps[0]->qp_type == RV_QPT_UD;
+	if (h->has_qkeys)
+		memcpy(h->qkey, c->local_qkey, sizeof(c->local_qkey[0]) * c->num_qps);
 }
 
 int rv_conn_check_qps_alive(const struct rv_conn *c, const char *func)
@@ -1032,6 +1057,51 @@ RV_EXPORT int rv_conn_peer_endpoint(const rv_conn *conn, uint32_t index, rv_endp
 	if (rc < 0)
 		return rc;
 	*ret_ep = conn->peer[index];
+	return 0;
+}
+
+RV_EXPORT int rv_conn_peer_ah(const rv_conn *conn, uint32_t index, rv_ah **ret_ah, uint32_t *ret_qpn,
+			      uint32_t *ret_qkey)
+{
+	rv_ah_attr a;
+	rv_ah *ah;
+	const struct rv_qp *qp;
+	int rc = rv_obj_check(RV_COBJ(conn), RV_OBJ_CONN, __func__);
+
+	if (rc < 0)
+		return rc;
+	if (!ret_ah)
+		return rv_err(EINVAL, __func__, "ret_ah is NULL");
+	if (index >= conn->num_qps)
+		return rv_err(EINVAL, __func__, "index %u: the connection has %u QP(s)", index, conn->num_qps);
+	qp = conn->qps[index];
+	if (qp->qp_type != RV_QPT_UD)
+		return rv_err(EINVAL, __func__, "the connection's QPs are connected (type %u): address handles are for "
+			      "UD connections (RV_CONN_ATTR_QP_TYPE RV_QPT_UD)", qp->qp_type);
+	rc = need_peer(conn, __func__);
+	if (rc < 0)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	memcpy(a.dgid, conn->peer[index].gid, 16);
+	a.is_global = 1;
+	a.dlid = conn->peer[index].lid;
+	a.sgid_index = (uint8_t)qp->sgid.gid_index;
+	a.port_num = qp->port_num;
+	a.hop_limit = (conn->route.mask & RV_ROUTE_HOP_LIMIT) ? conn->route.hop_limit : 64;
+	if (conn->route.mask & RV_ROUTE_TRAFFIC_CLASS)
+		a.traffic_class = conn->route.traffic_class;
+	if (conn->route.mask & RV_ROUTE_FLOW_LABEL)
+		a.flow_label = conn->route.flow_label;
+	if (conn->route.mask & RV_ROUTE_SL)
+		a.sl = conn->route.sl;
+	rc = rv_ah_new(qp->pd, &a, &ah);
+	if (rc < 0)
+		return rc;
+	*ret_ah = ah;
+	if (ret_qpn)
+		*ret_qpn = conn->peer[index].qpn;
+	if (ret_qkey)
+		*ret_qkey = conn->peer_qkey[index];
 	return 0;
 }
 

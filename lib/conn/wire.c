@@ -106,13 +106,15 @@ int rv_wire_hello_encode(uint8_t type, const struct rv_wire_hello *h, void *buf,
 		put16(p + off, (uint16_t)n);
 		off += 2 + n;
 	}
-	if (cap < off + h->data_len)
+	if (cap < off + h->data_len + (h->has_qkeys ? 4 * (size_t)h->num_qps : 0))
 		return rv_err(ENOSPC, func, "buffer too small for a HELLO");
 	if (h->data_len)
 		memcpy(p + off, h->data, h->data_len);
 	off += h->data_len;
+	for (uint32_t i = 0; h->has_qkeys && i < h->num_qps; i++, off += 4)
+		put32(p + off, h->qkey[i]);
 	p[RV_WIRE_HDR_LEN] = (uint8_t)h->num_qps;
-	p[RV_WIRE_HDR_LEN + 1] = 0;
+	p[RV_WIRE_HDR_LEN + 1] = h->has_qkeys ? RV_WIRE_HELLO_QKEYS : 0;
 	put16(p + RV_WIRE_HDR_LEN + 2, (uint16_t)h->data_len);
 	put32(p + RV_WIRE_HDR_LEN + 4, h->required_caps);
 	rv_wire_hdr_encode(p, type, (uint32_t)(off - RV_WIRE_HDR_LEN));
@@ -132,8 +134,8 @@ int rv_wire_hello_decode(const void *payload, size_t len, struct rv_wire_hello *
 	data_len = get16(p + 2);
 	if (n < 1 || n > RV_CONN_MAX_QPS)
 		return rv_err(EBADMSG, func, "the HELLO announces %u QPs; 1 to %d are allowed", n, RV_CONN_MAX_QPS);
-	if (p[1] != 0)
-		return rv_err(EBADMSG, func, "the HELLO's reserved byte is 0x%02x, not 0", p[1]);
+	if (p[1] & ~RV_WIRE_HELLO_QKEYS)
+		return rv_err(EBADMSG, func, "the HELLO's flags byte is 0x%02x; only bit 0 (Q_Keys) is known", p[1]);
 	if (data_len > RV_CONN_PRIVATE_DATA_MAX)
 		return rv_err(EMSGSIZE, func, "the HELLO announces %u bytes of private data; at most %d",
 			      data_len, RV_CONN_PRIVATE_DATA_MAX);
@@ -164,11 +166,20 @@ int rv_wire_hello_decode(const void *payload, size_t len, struct rv_wire_hello *
 		h->ep[i].caps &= (uint32_t)EP_KNOWN_CAPS;
 		off += ep_len;
 	}
-	if (len - off != data_len)
-		return rv_err(EBADMSG, func, "the HELLO has %zu bytes after its endpoints; it announced %u of private data",
-			      len - off, data_len);
+	{
+		size_t tail = (p[1] & RV_WIRE_HELLO_QKEYS) ? 4 * (size_t)n : 0;
+		if (len - off != data_len + tail)
+			return rv_err(EBADMSG, func, "the HELLO has %zu bytes after its endpoints; it announced %u of "
+				      "private data%s", len - off, data_len, tail ? " and its QPs' Q_Keys" : "");
+	}
 	h->data = data_len ? p + off : NULL;
 	h->data_len = data_len;
+	off += data_len;
+	if (p[1] & RV_WIRE_HELLO_QKEYS) {
+		h->has_qkeys = true;
+		for (uint32_t i = 0; i < n; i++, off += 4)
+			h->qkey[i] = get32(p + off);
+	}
 	return 0;
 }
 

@@ -7,9 +7,14 @@
  *
  * HELLO (REQ from the client, REP from the server) payload:
  *
- *   0 num_qps u8   1 reserved u8 (0)   2 private_data_len u16
+ *   0 num_qps u8   1 flags u8   2 private_data_len u16
  *   4 required_caps u32 (what the sender requires of the receiver, for its messages)
- *   8 num_qps × { len u16, rv_endpoint_pack() bytes[len] }, then private data
+ *   8 num_qps × { len u16, rv_endpoint_pack() bytes[len] }, then private data,
+ *   then with flags bit 0 (RV_WIRE_HELLO_QKEYS: UD QPs) num_qps × Q_Key u32
+ *
+ * Other flag bits are 0 (a library before UD connections took the flags byte
+ * as reserved and refuses a HELLO with bit 0: a UD connection needs both
+ * sides to have them).
  *
  * REJECT payload: errno u32, text_len u16, text (UTF-8, no NUL). RTU (ready to
  * use), DISCONNECT and DISCONNECT_ACK have no payload.
@@ -27,6 +32,7 @@
 #ifndef RV_CONN_WIRE_H
 #define RV_CONN_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,9 +42,10 @@
 #define RV_WIRE_HDR_LEN 12
 #define RV_WIRE_HELLO_FIXED 8
 #define RV_WIRE_REJECT_TEXT_MAX 255
-/* The largest payload of any message: a HELLO with every QP and all the data. */
+#define RV_WIRE_HELLO_QKEYS 0x01
+/* The largest payload of any message: a HELLO with every QP, all the data and the Q_Keys. */
 #define RV_WIRE_PAYLOAD_MAX \
-	(RV_WIRE_HELLO_FIXED + RV_CONN_MAX_QPS * (2 + RV_ENDPOINT_PACKED_MAX) + RV_CONN_PRIVATE_DATA_MAX)
+	(RV_WIRE_HELLO_FIXED + RV_CONN_MAX_QPS * (2 + RV_ENDPOINT_PACKED_MAX + 4) + RV_CONN_PRIVATE_DATA_MAX)
 
 enum rv_wire_type {
 	RV_WIRE_REQ = 1,
@@ -81,6 +88,8 @@ struct rv_wire_hello {
 	rv_endpoint ep[RV_CONN_MAX_QPS];
 	const uint8_t *data; /* decode: points into the input */
 	uint32_t data_len;
+	bool has_qkeys;      /* UD QPs: qkey[] is carried */
+	uint32_t qkey[RV_CONN_MAX_QPS];
 };
 
 struct rv_wire_reject {

@@ -5,7 +5,8 @@ and a line of each one's output. Exit 77 (skip) when the program is not
 installed.
 
 The client starts once the server listens on its TCP port (read from
-/proc/net/tcp), so a slow start of the server is no failure.
+/proc/net/tcp), or for a program that listens on none (mckey) once its
+READY test passes, so a slow start of the server is no failure.
 
 usage: run-program.py RVERBS_TOOL CASE
 """
@@ -21,6 +22,10 @@ from sanitized import sanitized
 SOFT = ["-d", "soft0"]
 HOST = "127.0.0.1"
 UDADDY_PORT = 7174  # udaddy has no port option
+# mckey's group: one of this run's own (239.200-249.x.y, from the clock), so
+# that runs in parallel on one host do not hear each other.
+_NS = time.time_ns() // 1000
+MCKEY_GROUP = "239.%d.%d.%d" % (200 + _NS % 50, (_NS >> 8) % 256, 1 + (_NS >> 16) % 254)
 
 
 def perftest(prog, extra, line):
@@ -56,7 +61,44 @@ CASES = {
     "udaddy": (["udaddy"], ["udaddy", "-s", HOST], r"^return status 0$", r"^return status 0$"),
     "rdma_server": (["rdma_server", "-p", "{port}"], ["rdma_client", "-s", HOST, "-p", "{port}"],
                     r"^rdma_server: end 0$", r"^rdma_client: end 0$"),
+    # Multicast through rdma_cm: the receiver joins, the sender joins and sends
+    # 10 datagrams to the group, which the receiver must all get.
+    "mckey": (["mckey", "-m", MCKEY_GROUP, "-b", HOST], ["mckey", "-m", MCKEY_GROUP, "-b", HOST, "-s"],
+              r"^data transfers complete$(.|\n)*^return status 0$",
+              r"^data transfers complete$(.|\n)*^return status 0$"),
 }
+
+
+
+def udp_bound(addr, port):
+    """True when some socket is bound to IPv4 `addr`, UDP `port` (soft0 binds
+    a joined group's socket to the group and RoCEv2's port 4791)."""
+    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(addr), "little"), port)
+    try:
+        with open("/proc/net/udp") as f:
+            next(f)
+            return any(line.split()[1] == want for line in f)
+    except OSError:
+        return False
+
+
+def group_port_free(addr):
+    """False where a socket holds UDP 4791 without SO_REUSEADDR (a kernel RoCE
+    device): soft0 cannot join groups there (docs/ud.md, "Multicast")."""
+    import errno
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((addr, 4791))
+        except OSError as e:
+            return e.errno != errno.EADDRINUSE
+    return True
+
+
+# Servers that listen on no TCP port: how to tell they are ready (the program
+# prints through a pipe, fully buffered, so its output cannot tell).
+READY = {"mckey": lambda: udp_bound(MCKEY_GROUP, 4791)}
 
 
 def free_port():
@@ -91,12 +133,18 @@ def main():
     if missing:
         print(f"not installed: {' '.join(missing)} (Debian: ibverbs-utils, perftest, rdmacm-utils)")
         return 77
+    if case == "mckey" and not group_port_free(MCKEY_GROUP):
+        print("skipped: UDP port 4791 is held without SO_REUSEADDR (a kernel RoCE device?): soft0 "
+              "cannot join multicast groups on this host")
+        return 77
     port = UDADDY_PORT if case == "udaddy" else free_port()
     fill = lambda argv: [a.replace("{port}", str(port)) for a in argv]
     server = subprocess.Popen([tool, "run", "--"] + fill(server_argv), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
-    while not listening(port) and server.poll() is None and time.monotonic() < deadline:
+    ready = READY.get(case)
+    while (ready is None and not listening(port) or ready is not None and not ready()) \
+            and server.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
         client = subprocess.run([tool, "run", "--"] + fill(client_argv), stdout=subprocess.PIPE,

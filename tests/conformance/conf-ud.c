@@ -2,7 +2,8 @@
  * Conformance: UD QPs and address handles. SEND with the 40-byte GRH area
  * and the reply through rv_ah_from_wc, a receive scattered over two SGEs
  * (GRH apart from the payload), a wrong Q_Key dropped without consuming a
- * receive, and a send naming a closed address handle refused at post time.
+ * receive, a send naming a closed address handle refused at post time, and
+ * the rules of attaching a UD QP to a multicast group.
  */
 #include <errno.h>
 #include <string.h>
@@ -185,10 +186,54 @@ static void ud_send_with_a_closed_ah_is_refused(void)
 	rv_ah_unref(ah);
 }
 
+/* Multicast attach and detach, as every device with multicast agrees
+ * (the kernel's ib_attach_mcast, rxe's and soft0's groups): the limits
+ * reported, attach and attach again, detach, detach again refused, only UD
+ * QPs and multicast GIDs. Delivery to the group is soft0's own test
+ * (test-soft-mcast), which needs no fabric. */
+static void ud_multicast_attach_and_detach(void)
+{
+	struct conf_pair *p = ud_pair();
+	rv_device_attr da;
+	/* 239.254.x.y, IPv4-mapped: a RoCE GID; soft0 takes it on its IPv4 address. */
+	uint8_t group[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 254, 0, 0};
+	static const uint8_t unicast[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 2, 15};
+	rv_qp_init_attr qa;
+	rv_qp *rc;
+
+	memset(&da, 0, sizeof(da));
+	da.mask = RV_DEVICE_ATTR_MCAST;
+	assert_int_equal(rv_context_query_device(p->b.ctx, &da), 0);
+	if (!da.max_mcast_grp) {
+		assert_int_equal(rv_qp_attach_mcast(p->b.qp, group, 0xc001), -EOPNOTSUPP);
+		conf_skip("the device has no multicast (max_mcast_grp 0), and says so");
+	}
+	assert_true(da.max_mcast_qp_attach >= 1);
+	assert_true(da.max_total_mcast_qp_attach >= da.max_mcast_qp_attach);
+	group[14] = (uint8_t)(rv_qp_num(p->b.qp) >> 8);
+	group[15] = (uint8_t)(rv_qp_num(p->b.qp) | 1);
+	if (rv_qp_attach_mcast(p->b.qp, group, 0xc001) == -EADDRINUSE) /* soft0 beside a kernel RoCE device */
+		conf_skip("the group's port is taken on this host: %s", rv_error_last());
+	assert_int_equal(rv_qp_attach_mcast(p->b.qp, group, 0xc001), 0);
+	assert_int_equal(rv_qp_attach_mcast(p->a.qp, group, 0xc001), 0);
+	assert_int_equal(rv_qp_detach_mcast(p->b.qp, group, 0xc001), 0);
+	assert_int_equal(rv_qp_detach_mcast(p->b.qp, group, 0xc001), -EINVAL);
+	assert_int_equal(rv_qp_detach_mcast(p->a.qp, group, 0xc001), 0);
+	assert_int_equal(rv_qp_attach_mcast(p->a.qp, unicast, 0xc001), -EINVAL);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ;
+	qa.send_cq = p->a.cq;
+	assert_int_equal(rv_qp_new(p->a.pd, &qa, &rc), 0);
+	assert_int_equal(rv_qp_attach_mcast(rc, group, 0xc001), -EINVAL);
+	rv_qp_unref(rc);
+	conf_expect_none(p->b.cq, 20);
+}
+
 const struct conf_case conf_ud_cases[] = {
 	{"UD SEND with the GRH area, reply through rv_ah_from_wc", ud_send_with_grh_and_reply_from_the_completion},
 	{"UD receive over two SGEs (GRH apart from the payload)", ud_receive_over_two_sges},
 	{"UD datagram with a wrong Q_Key is dropped", ud_wrong_qkey_is_dropped},
 	{"UD send naming a closed address handle is refused", ud_send_with_a_closed_ah_is_refused},
+	{"UD multicast attach and detach", ud_multicast_attach_and_detach},
 	CONF_END,
 };

@@ -483,6 +483,69 @@ TEST_CASE(ud_send_and_reply_through_address_handles)
 	CHECK(rv_ah_query(reply.get(), &av) == -RV_ECLOSED);
 }
 
+TEST_CASE(ud_multicast_attach_send_detach)
+{
+	context c = soft_context();
+	pd p = pd::create(c);
+	cq q = cq::create(c);
+	rv_qp_init_attr ia{};
+	ia.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE;
+	ia.send_cq = q.get();
+	ia.qp_type = RV_QPT_UD;
+	qp a = qp::create(p, ia), b = qp::create(p, ia);
+	for (qp *x : {&a, &b}) {
+		x->to_init();
+		x->to_rtr(nullptr);
+		x->to_rts();
+	}
+	/* A group of this process's own: 239.150.x.y from the pid. */
+	uint8_t group[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 150,
+			     static_cast<uint8_t>(getpid() >> 8), static_cast<uint8_t>(getpid() | 1)};
+	std::error_code jec;
+	b.attach_mcast(group, 0, jec);
+	if (jec.value() == EADDRINUSE) /* a kernel RoCE device holds UDP 4791 (docs/ud.md) */
+		SKIP("soft0 cannot bind its multicast socket to UDP 4791 on this host");
+	CHECK(!jec);
+	mr m = mr::alloc(p, 65536, RV_ACCESS_LOCAL_WRITE);
+	rv_sge rs = m.sge(4096, 1024);
+	rv_recv_wr rwr{};
+	rwr.wr_id = 7;
+	set_sg_list(rwr, span<const rv_sge>(&rs, 1));
+	CHECK(b.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	rv_ah_attr av{};
+	std::memcpy(av.dgid, group, 16);
+	av.is_global = 1;
+	ah to_group = ah::create(p, av);
+	std::memcpy(m.addr(), "mc", 2);
+	rv_sge ss = m.sge(0, 2);
+	rv_send_wr wr{};
+	wr.wr_id = 1;
+	wr.opcode = RV_WR_SEND;
+	wr.ah = to_group.get();
+	wr.remote_qpn = RV_MCAST_QPN;
+	wr.remote_qkey = 0x11111111;
+	set_sg_list(wr, span<const rv_sge>(&ss, 1));
+	CHECK(a.post_send(span<const rv_send_wr>(&wr, 1)) == 1);
+	rv_wc wc;
+	do
+		wc = wait_one(q);
+	while (!(wc.opcode & RV_WC_RECV));
+	CHECK(wc.status == RV_WC_SUCCESS && wc.wr_id == 7 && wc.qp_num == b.num() && wc.src_qp == a.num());
+	CHECK(std::memcmp(static_cast<uint8_t *>(m.addr()) + 4096 + RV_UD_GRH_LEN, "mc", 2) == 0);
+	b.detach_mcast(group);
+	std::error_code ec;
+	b.detach_mcast(group, 0, ec); /* not attached any more */
+	CHECK(ec.value() == EINVAL);
+	uint8_t unicast[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+	bool threw = false;
+	try {
+		a.attach_mcast(unicast);
+	} catch (const error &e) {
+		threw = e.code().value() == EINVAL;
+	}
+	CHECK(threw);
+}
+
 TEST_CASE(srq_limit_event_and_cq_resize)
 {
 	context rctx = soft_context(), sctx = soft_context();
@@ -646,6 +709,27 @@ TEST_CASE(connection_helper_write_and_disconnect)
 	std::error_code ec;
 	server.state(ec);
 	CHECK(is_closed(ec));
+}
+
+TEST_CASE(connection_helper_ud_peer_ah)
+{
+	context sctx = soft_context(), cctx = soft_context();
+	listener l = listener::create(sctx, "127.0.0.1:0");
+	conn server;
+	std::error_code sec;
+	std::thread t([&] { server = l.accept(conn_options().qp_type(RV_QPT_UD).qkey(0x6666), 20000); });
+	std::string addr = "127.0.0.1:" + std::to_string(l.port());
+	conn client = conn::connect(cctx, addr.c_str(), conn_options().qp_type(RV_QPT_UD).qkey(0x7777), 20000);
+	t.join();
+	CHECK(client && server);
+	uint32_t qpn = 0, qkey = 0;
+	ah to_server = client.peer_ah(0, &qpn, &qkey);
+	CHECK(to_server && qpn == server.qp().num() && qkey == 0x6666);
+	ah to_client = server.peer_ah(0, &qpn, &qkey);
+	CHECK(to_client && qpn == client.qp().num() && qkey == 0x7777);
+	std::error_code ec;
+	ah none = client.peer_ah(3, nullptr, nullptr, ec);
+	CHECK(!none && ec.value() == EINVAL);
 }
 
 TEST_CASE(pool_cache_and_placement)

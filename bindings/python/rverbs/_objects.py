@@ -1019,6 +1019,23 @@ class QP(_Handle):
     def gid_index(self, index):
         check(lib.rv_qp_set_gid_index(self._ptr("rv_qp_set_gid_index"), index), "rv_qp_set_gid_index")
 
+    def attach_mcast(self, gid, lid=0):
+        """Attach this UD QP to the multicast group `gid` (16 bytes: ff00::/8, or
+        ::ffff:224.0.0.0/4 on RoCE and soft0) with multicast LID `lid`
+        (rv_qp_attach_mcast). Datagrams sent to the group (remote_qpn
+        RV_MCAST_QPN) then reach this QP."""
+        gid = bytes(gid)
+        if len(gid) != 16:
+            raise ValueError("a GID is 16 bytes, not %d" % len(gid))
+        check(lib.rv_qp_attach_mcast(self._ptr("rv_qp_attach_mcast"), gid, lid), "rv_qp_attach_mcast")
+
+    def detach_mcast(self, gid, lid=0):
+        """Detach this UD QP from the multicast group `gid` (rv_qp_detach_mcast)."""
+        gid = bytes(gid)
+        if len(gid) != 16:
+            raise ValueError("a GID is 16 bytes, not %d" % len(gid))
+        check(lib.rv_qp_detach_mcast(self._ptr("rv_qp_detach_mcast"), gid, lid), "rv_qp_detach_mcast")
+
     def connect(self, peer):
         """RESET/INIT -> RTS against the peer's Endpoint (or its packed bytes)."""
         if not isinstance(peer, Endpoint):
@@ -1176,6 +1193,9 @@ def _conn_attr(opts, keep):
         elif key == "qp_type":
             a.mask |= lib.RV_CONN_ATTR_QP_TYPE
             a.qp_type = value
+        elif key == "qkey":
+            a.mask |= lib.RV_CONN_ATTR_QKEY
+            a.qkey = value
         elif key == "qp_cap":
             a.mask |= lib.RV_CONN_ATTR_QP_CAP
             cap = {"max_send_wr": 128, "max_recv_wr": 128, "max_send_sge": 1,
@@ -1275,7 +1295,8 @@ class Conn(_Handle):
 
     Conn.connect(context, "host:port", timeout=None, **options) waits (without
     the GIL); Conn.connect_start(...) returns at once, then poll() until
-    RV_CONN_EVENT_ESTABLISHED. Options: pd, cq, recv_cq, qp_type, qp_cap (dict),
+    RV_CONN_EVENT_ESTABLISHED. Options: pd, cq, recv_cq, qp_type (RC, UC or UD:
+    then peer_ah() gives what a send to the peer needs), qkey (UD), qp_cap (dict),
     num_qps, qps (list of QP), mr (advertised to the peer), private_data
     (bytes), required_caps, transport; routing: gid_index, traffic_class, sl,
     flow_label, hop_limit, ack_timeout, resolve=(timeout_ms, retries) (rdma_cm).
@@ -1365,6 +1386,19 @@ class Conn(_Handle):
     @property
     def num_qps(self):
         return lib.rv_conn_num_qps(self._ptr("rv_conn_num_qps"))
+
+    def peer_ah(self, index=0):
+        """A UD connection's (AH, qpn, qkey) for a send to the peer's QP `index`
+        (rv_conn_peer_ah): SendWR(ah=..., remote_qpn=..., remote_qkey=...)."""
+        out = ffi.new("rv_ah **")
+        qpn = ffi.new("uint32_t *")
+        qkey = ffi.new("uint32_t *")
+        check(lib.rv_conn_peer_ah(self._ptr("rv_conn_peer_ah"), index, out, qpn, qkey), "rv_conn_peer_ah")
+        ah = AH.__new__(AH)
+        _Handle.__init__(ah)
+        ah.pd = self.pd
+        ah._adopt(out[0], ah.pd)
+        return ah, qpn[0], qkey[0]
 
     def peer_endpoint(self, index=0):
         ep = Endpoint()

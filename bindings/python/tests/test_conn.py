@@ -106,3 +106,54 @@ def test_accept_times_out_cleanly(context):
         with pytest.raises(rverbs.RVerbsError) as ei:
             listener.accept(timeout=0.05)
         assert ei.value.errno in (11, 110)  # EAGAIN or ETIMEDOUT
+
+
+def test_ud_connection_gives_the_peer_address_handle():
+    if MOCK:
+        pytest.skip("the connection helper needs a real device")
+    try:
+        sctx, cctx = rverbs.Context("soft0"), rverbs.Context("soft0")
+    except rverbs.RVerbsError as e:
+        if e.errno in NOT_READY:
+            pytest.skip("no soft0: %s" % e)
+        raise
+    spd = rverbs.PD(sctx)
+    scq = rverbs.CQ(sctx, cqe=64)
+    sqp = rverbs.QP(spd, scq, qp_type=rverbs.RV_QPT_UD)
+    sqp.to_init(qkey=0x4444)
+    smr = rverbs.MR(spd, 4096, rverbs.RV_ACCESS_LOCAL_WRITE)
+    sqp.post_recv([rverbs.RecvWR(wr_id=1, sg_list=[smr.sge(0, 1024)])])
+    listener = rverbs.Listener(sctx, "127.0.0.1:0")
+    result = {}
+
+    def serve():
+        try:
+            result["conn"] = listener.accept(timeout=20, qps=[sqp])
+        except rverbs.RVerbsError as e:
+            result["error"] = e
+
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        client = rverbs.Conn.connect(cctx, "127.0.0.1:%d" % listener.port, timeout=20,
+                                     qp_type=rverbs.RV_QPT_UD, qkey=0x5555)
+    finally:
+        t.join(30)
+    if "error" in result:
+        raise result["error"]
+    server = result["conn"]
+    ah, qpn, qkey = client.peer_ah(0)
+    assert qpn == sqp.qp_num and qkey == 0x4444
+    assert server.peer_ah(0)[2] == 0x5555
+    cmr = rverbs.MR(client.pd, 4096)
+    cmr.buf[0:2] = b"ud"
+    client.qp.post_send([rverbs.SendWR(wr_id=2, sg_list=[cmr.sge(0, 2)], ah=ah, remote_qpn=qpn,
+                                       remote_qkey=qkey, send_flags=rverbs.RV_SEND_SIGNALED)])
+    wcs = scq.wait(1, timeout=10)
+    assert wcs and wcs[0].ok and wcs[0].wr_id == 1, wcs
+    assert bytes(smr.buf[rverbs.RV_UD_GRH_LEN:rverbs.RV_UD_GRH_LEN + 2]) == b"ud"
+    with pytest.raises(rverbs.RVerbsError) as e:
+        client.peer_ah(1)
+    assert e.value.errno == 22
+    for obj in (client, server, listener, sctx, cctx):
+        obj.close()

@@ -64,6 +64,8 @@ const struct rv_driver rv_driver_ibv = {
 
 	.ah_create = rv_ibv_ah_create,
 	.ah_destroy = rv_ibv_ah_destroy,
+	.mcast_attach = rv_ibv_mcast_attach,
+	.mcast_detach = rv_ibv_mcast_detach,
 	.ah_attr_from_wc = rv_ibv_ah_attr_from_wc,
 	.srq_create = rv_ibv_srq_create,
 	.srq_destroy = rv_ibv_srq_destroy,

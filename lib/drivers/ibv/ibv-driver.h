@@ -86,6 +86,8 @@ int rv_ibv_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr);
 int rv_ibv_qp_destroy(struct rv_qp *qp);
 int rv_ibv_ah_create(struct rv_ah *ah);
 int rv_ibv_ah_destroy(struct rv_ah *ah);
+int rv_ibv_mcast_attach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid);
+int rv_ibv_mcast_detach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid);
 int rv_ibv_ah_attr_from_wc(struct rv_context *ctx, uint8_t port_num, const rv_wc *wc,
 			   const void *grh, rv_ah_attr *attr);
 

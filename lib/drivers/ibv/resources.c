@@ -515,6 +515,35 @@ int rv_ibv_ah_destroy(struct rv_ah *ah)
 	return 0;
 }
 
+/* ---- multicast ------------------------------------------------------------ */
+
+static int mcast_call(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid, bool attach)
+{
+	union ibv_gid g;
+	char ebuf[128];
+	int rc;
+
+	memcpy(g.raw, gid, 16);
+	rc = attach ? ibv_attach_mcast(qp->drv_qp, &g, lid) : ibv_detach_mcast(qp->drv_qp, &g, lid);
+	if (rc == 0)
+		return 0;
+	if (rc < 0) /* some providers return -1 with errno */
+		rc = errno ? errno : EINVAL;
+	return rv_err(rc, attach ? "rv_qp_attach_mcast" : "rv_qp_detach_mcast", "%s(QP 0x%x, MLID 0x%x) on %s failed: %s",
+		      attach ? "ibv_attach_mcast" : "ibv_detach_mcast", qp->qpn, lid, qp->ctx->dev->name,
+		      rv_ibv_strerror(rc, ebuf, sizeof(ebuf)));
+}
+
+int rv_ibv_mcast_attach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid)
+{
+	return mcast_call(qp, gid, lid, true);
+}
+
+int rv_ibv_mcast_detach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid)
+{
+	return mcast_call(qp, gid, lid, false);
+}
+
 int rv_ibv_ah_attr_from_wc(struct rv_context *ctx, uint8_t port_num, const rv_wc *wc,
 			   const void *grh, rv_ah_attr *attr)
 {

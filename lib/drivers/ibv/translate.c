@@ -471,6 +471,9 @@ void rv_ibv_device_attr_from_ibv(const struct ibv_device_attr *in, rv_device_att
 	out->max_srq_sge = limit_u32(in->max_srq_sge);
 	out->max_mw = limit_u32(in->max_mw);
 	out->max_ah = limit_u32(in->max_ah);
+	out->max_mcast_grp = limit_u32(in->max_mcast_grp);
+	out->max_mcast_qp_attach = limit_u32(in->max_mcast_qp_attach);
+	out->max_total_mcast_qp_attach = limit_u32(in->max_total_mcast_qp_attach);
 	out->max_pkeys = in->max_pkeys;
 	out->phys_port_cnt = in->phys_port_cnt;
 }

@@ -49,6 +49,9 @@
 /* Address handles are plain memory (no driver object): the number is a bound
  * for applications sizing tables, not a limit soft0 counts. */
 #define SOFT_MAX_AH (1u << 20)
+/* Multicast (ud.c): groups a context joins, QPs attached to one group. */
+#define SOFT_MAX_MCAST_GRP 64u
+#define SOFT_MAX_MCAST_QP_ATTACH 32u
 
 /* The MPA revision soft0 speaks and accepts (conn.c: RFC 6581's enhanced
  * connection setup needs revision 2); rv_device_attr.fw_ver names it. */
@@ -1016,6 +1019,11 @@ void soft_ud_rx(struct soft_ctx *sc);
 int soft_ud_post_send(struct soft_qp *q, const rv_send_wr *wrs, size_t n, size_t *n_posted);
 int soft_ah_create(struct rv_ah *ah);
 int soft_ah_destroy(struct rv_ah *ah);
+/* rv_qp_attach_mcast / rv_qp_detach_mcast on a UD QP (gid a multicast GID). */
+int soft_mcast_attach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid);
+int soft_mcast_detach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid);
+/* Detach QP qpn from every group (its QP is being destroyed; sc->lock held). */
+void soft_ud_mcast_forget(struct soft_ctx *sc, uint32_t qpn);
 /* The counters of ctx's UDP side (tests); -EINVAL if it has none. */
 int soft_ud_counters(rv_context *ctx, uint64_t out[SOFT_UD_NCOUNTERS]);
 /* ---- retry.c ---- */

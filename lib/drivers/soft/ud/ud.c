@@ -24,14 +24,27 @@
  *   receiver drops, before looking at the QP, whatever lacks a valid one or
  *   repeats a (epoch, seq) it has seen, and a context without a secret drops
  *   marked datagrams, which it cannot check (docs/software-device.md).
+ * - multicast (rv_qp_attach_mcast): a multicast GID is an IP multicast group
+ *   (::ffff:224.0.0.0/4 on an IPv4 context, ff00::/8 on an IPv6 one). The
+ *   first QP of the context to attach opens a socket for the group, bound to
+ *   the group and RoCEv2's port 4791 with SO_REUSEADDR (every member on the
+ *   host gets its own copy) and joined on the context's interface; a send to
+ *   a multicast GID goes to that group and port with destination QP 0xFFFFFF
+ *   (IBA 9.8.1), and the receiver hands a copy to every QP of the context
+ *   attached to the group, each with its Q_Key checked. Under a secret a
+ *   group datagram carries the same trailer as a unicast one: every member
+ *   holding the secret checks it, and so any holder can send to the group.
  * Never blocks the progress thread; never writes outside a receive WR's SGEs.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,6 +70,18 @@
 /* RoCEv2's UDP destination port (IBA A17.3). */
 #define SOFT_UD_ROCE_PORT 4791u
 
+/* The destination QP of a multicast datagram (IBA 9.8.1, "Multicast"). */
+#define SOFT_UD_MCAST_QPN 0xffffffu
+
+/* One multicast group this context joined (sc->lock). */
+struct soft_mcg {
+	uint8_t gid[16];
+	int fd;          /* bound to the group, port 4791; joined on our interface */
+	uint32_t n_qps;  /* attached QPs (QP numbers) */
+	uint32_t qpns[SOFT_MAX_MCAST_QP_ATTACH];
+	struct soft_mcg *next;
+};
+
 struct soft_ud {
 	int fd;
 	int roce_fd;      /* bound to port 4791 (RV_SOFT_ROCE_PORT), else -1 */
@@ -69,6 +94,9 @@ struct soft_ud {
 	uint64_t epoch;
 	_Atomic uint64_t seq;
 	struct rv_roce_replay replay;
+	unsigned int ifindex;     /* our address's interface (IPv6 multicast), 0 if unknown */
+	struct soft_mcg *groups;  /* the groups a QP of ours is attached to (sc->lock) */
+	uint32_t n_groups;
 	uint8_t rx[SOFT_UD_RXBUF];
 };
 
@@ -86,7 +114,7 @@ static bool is_any(const uint8_t *a, size_t n)
 }
 
 /* A UDP socket for RoCEv2 datagrams, bound to a; -errno. */
-static int ud_socket(int family, const struct sockaddr_storage *a, socklen_t sl)
+static int ud_socket(int family, const struct sockaddr_storage *a, socklen_t sl, bool reuse)
 {
 	int one = 1, pmtu, rcvbuf = 1 << 20, fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
 
@@ -106,6 +134,11 @@ static int ud_socket(int family, const struct sockaddr_storage *a, socklen_t sl)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof(one));
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)); /* best effort */
+	if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
 	if (bind(fd, (const struct sockaddr *)a, sl) < 0) {
 		err = errno;
 		close(fd);
@@ -120,6 +153,45 @@ static void set_port(struct sockaddr_storage *a, uint16_t port)
 		((struct sockaddr_in *)a)->sin_port = htons(port);
 	else
 		((struct sockaddr_in6 *)a)->sin6_port = htons(port);
+}
+
+/* The interface that holds our address (0 when none does). */
+static unsigned int addr_ifindex(const struct soft_ud *u)
+{
+	struct ifaddrs *ifs, *i;
+	unsigned int idx = 0;
+
+	if (getifaddrs(&ifs) < 0)
+		return 0;
+	for (i = ifs; i && !idx; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != u->family)
+			continue;
+		if (u->family == AF_INET
+			    ? memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, u->addr, 4) == 0
+			    : memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, u->addr, 16) == 0)
+			idx = if_nametoindex(i->ifa_name);
+	}
+	freeifaddrs(ifs);
+	return idx;
+}
+
+/* Multicast sends leave from our address's interface and loop back to the
+ * members on this host (best effort: a failure shows when a group is used). */
+static void mcast_sender(struct soft_ud *u)
+{
+	int one = 1;
+
+	u->ifindex = addr_ifindex(u);
+	if (u->family == AF_INET) {
+		struct in_addr ifa;
+		memcpy(&ifa, u->addr, 4);
+		setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa));
+		setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_LOOP, &one, sizeof(one));
+	} else {
+		int idx = (int)u->ifindex;
+		setsockopt(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &idx, sizeof(idx));
+		setsockopt(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &one, sizeof(one));
+	}
 }
 
 int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen_t sl)
@@ -155,7 +227,7 @@ int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen
 	else
 		memcpy(u->addr, &((struct sockaddr_in6 *)&a)->sin6_addr, 16);
 	u->roce_fd = -1;
-	u->fd = ud_socket(sc->family, &a, sl);
+	u->fd = ud_socket(sc->family, &a, sl, false);
 	if (u->fd < 0) {
 		err = -u->fd;
 		free(u);
@@ -165,7 +237,7 @@ int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen
 	}
 	if (sc->roce_port) {
 		set_port(&a, SOFT_UD_ROCE_PORT);
-		u->roce_fd = ud_socket(sc->family, &a, sl);
+		u->roce_fd = ud_socket(sc->family, &a, sl, false);
 		if (u->roce_fd < 0) {
 			err = -u->roce_fd;
 			close(u->fd);
@@ -179,6 +251,7 @@ int soft_ud_open(struct soft_ctx *sc, const struct sockaddr_storage *ss, socklen
 							: "");
 		}
 	}
+	mcast_sender(u);
 	sc->ud = u;
 	return 0;
 }
@@ -187,6 +260,12 @@ void soft_ud_close(struct soft_ctx *sc)
 {
 	if (!sc->ud)
 		return;
+	while (sc->ud->groups) {
+		struct soft_mcg *g = sc->ud->groups;
+		sc->ud->groups = g->next;
+		close(g->fd);
+		free(g);
+	}
 	close(sc->ud->fd);
 	if (sc->ud->roce_fd >= 0)
 		close(sc->ud->roce_fd);
@@ -226,6 +305,12 @@ static bool gid_is_v4_mapped(const uint8_t g[16])
 {
 	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	return memcmp(g, prefix, 12) == 0;
+}
+
+/* Whether g is a multicast GID: ff00::/8, or IPv4-mapped 224.0.0.0/4. */
+static bool gid_is_mcast(const uint8_t g[16])
+{
+	return g[0] == 0xff || (gid_is_v4_mapped(g) && (g[12] & 0xf0) == 0xe0);
 }
 
 /* Whether attr names a peer this context can reach; the message otherwise. */
@@ -302,14 +387,15 @@ static int check_wr(const struct soft_qp *q, const rv_send_wr *wr, size_t i, uin
  * dlid 0 RoCEv2's port, where a RoCE NIC's peer listens. */
 static uint16_t dest_port(const rv_ah_attr *av)
 {
-	return av->dlid ? av->dlid : (uint16_t)SOFT_UD_ROCE_PORT;
+	/* A multicast AV's dlid is the group's MLID, not a port: groups are on 4791. */
+	return av->dlid && !gid_is_mcast(av->dgid) ? av->dlid : (uint16_t)SOFT_UD_ROCE_PORT;
 }
 
 /* The socket that sends to av, and its port (the ICRC covers it): to a RoCE
  * peer from port 4791 when this context has it, else from the context's. */
 static int src_fd(const struct soft_ud *u, const rv_ah_attr *av, uint16_t *port)
 {
-	if (!av->dlid && u->roce_fd >= 0) {
+	if (!av->dlid && u->roce_fd >= 0 && !gid_is_mcast(av->dgid)) {
 		*port = SOFT_UD_ROCE_PORT;
 		return u->roce_fd;
 	}
@@ -504,12 +590,11 @@ static bool ud_auth_ok(struct soft_ctx *sc, struct soft_ud *u, const struct rv_r
 	return true;
 }
 
-/* Deliver one verified datagram (sc->lock held). */
-static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce_addr *a,
-		    const struct rv_roce_ud *h, const uint8_t *payload, uint32_t plen, size_t udp_len,
-		    int tos, int ttl, bool roce)
+/* Deliver one verified datagram to QP q (sc->lock held). */
+static void deliver_to(struct soft_ctx *sc, struct soft_ud *u, struct soft_qp *q, const struct rv_roce_addr *a,
+		       const struct rv_roce_ud *h, const uint8_t *payload, uint32_t plen, size_t udp_len,
+		       int tos, int ttl, bool roce)
 {
-	struct soft_qp *q = soft_ctx_find_qp(sc, h->dest_qp);
 	struct soft_rwqe *w;
 	uint8_t grh[RV_UD_GRH_LEN];
 	uint64_t cap = 0;
@@ -573,10 +658,29 @@ static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct rv_roce
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* Deliver one verified datagram: to its QP, or for one that arrived on group
+ * g's socket, a copy to each QP attached to g (sc->lock held). */
+static void deliver(struct soft_ctx *sc, struct soft_ud *u, const struct soft_mcg *g, const struct rv_roce_addr *a,
+		    const struct rv_roce_ud *h, const uint8_t *payload, uint32_t plen, size_t udp_len,
+		    int tos, int ttl, bool roce)
+{
+	if (!g) {
+		deliver_to(sc, u, soft_ctx_find_qp(sc, h->dest_qp), a, h, payload, plen, udp_len, tos, ttl, roce);
+		return;
+	}
+	/* A group's datagram names the multicast QP, never one of ours. */
+	if (h->dest_qp != SOFT_UD_MCAST_QPN || !g->n_qps) {
+		count(u, SOFT_UD_DROP_QP);
+		return;
+	}
+	for (uint32_t i = 0; i < g->n_qps; i++)
+		deliver_to(sc, u, soft_ctx_find_qp(sc, g->qpns[i]), a, h, payload, plen, udp_len, tos, ttl, false);
+}
+
 /* Reads what waits on fd, bound to our port `port`. On the RoCE port the
  * sender's port is a RoCE NIC's entropy, not where it listens: the
  * completion says slid 0, so that a reply's AV (rv_ah_from_wc) goes to 4791. */
-static void rx_from(struct soft_ctx *sc, struct soft_ud *u, int fd, uint16_t port)
+static void rx_from(struct soft_ctx *sc, struct soft_ud *u, int fd, uint16_t port, const struct soft_mcg *g)
 {
 	for (int i = 0; i < SOFT_UD_RX_BATCH; i++) {
 		struct sockaddr_storage from;
@@ -624,9 +728,14 @@ static void rx_from(struct soft_ctx *sc, struct soft_ud *u, int fd, uint16_t por
 			count(u, SOFT_UD_DROP_BAD);
 			continue;
 		}
-		memcpy(a.dst, u->addr, 16);
+		if (g) /* the ICRC covers the group's address, where it was sent */
+			memcpy(a.dst, a.family == 4 ? g->gid + 12 : g->gid, a.family == 4 ? 4 : 16);
+		else
+			memcpy(a.dst, u->addr, 16);
 		a.dport = port;
-		a.ip_id_any = fd == u->roce_fd; /* a kernel RoCE device writes its own identification */
+		/* A kernel RoCE device writes its own identification (on the RoCE
+		 * port, and to a group, which it may have joined too). */
+		a.ip_id_any = fd == u->roce_fd || g;
 		a.ip_id = SOFT_UD_IP_ID;
 		a.ip_frag = SOFT_UD_IP_DF;
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
@@ -658,7 +767,7 @@ static void rx_from(struct soft_ctx *sc, struct soft_ud *u, int fd, uint16_t por
 			count(u, SOFT_UD_DROP_LONG);
 			continue;
 		}
-		deliver(sc, u, &a, &h, u->rx + off, plen, (size_t)n, tos, ttl, fd == u->roce_fd);
+		deliver(sc, u, g, &a, &h, u->rx + off, plen, (size_t)n, tos, ttl, fd == u->roce_fd);
 	}
 	/* More may wait: level-triggered epoll wakes the thread again. */
 }
@@ -667,7 +776,191 @@ void soft_ud_rx(struct soft_ctx *sc)
 {
 	struct soft_ud *u = sc->ud;
 
-	rx_from(sc, u, u->fd, u->port);
+	rx_from(sc, u, u->fd, u->port, NULL);
 	if (u->roce_fd >= 0)
-		rx_from(sc, u, u->roce_fd, SOFT_UD_ROCE_PORT);
+		rx_from(sc, u, u->roce_fd, SOFT_UD_ROCE_PORT, NULL);
+	for (const struct soft_mcg *g = u->groups; g; g = g->next)
+		rx_from(sc, u, g->fd, SOFT_UD_ROCE_PORT, g);
+}
+
+/* ---- multicast ------------------------------------------------------------ */
+
+static struct soft_mcg *group_find(struct soft_ud *u, const uint8_t gid[16])
+{
+	for (struct soft_mcg *g = u->groups; g; g = g->next)
+		if (memcmp(g->gid, gid, 16) == 0)
+			return g;
+	return NULL;
+}
+
+/* A socket bound to the group and port 4791, joined on our interface; -errno
+ * with the message set. */
+static int group_socket(struct soft_ctx *sc, struct soft_ud *u, const uint8_t gid[16], const char *fn)
+{
+	struct sockaddr_storage a;
+	socklen_t sl;
+	char txt[INET6_ADDRSTRLEN] = "?";
+	int fd, rc, err;
+
+	memset(&a, 0, sizeof(a));
+	if (u->family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&a;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(SOFT_UD_ROCE_PORT);
+		memcpy(&s4->sin_addr, gid + 12, 4);
+		sl = sizeof(*s4);
+		inet_ntop(AF_INET, gid + 12, txt, sizeof(txt));
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&a;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(SOFT_UD_ROCE_PORT);
+		memcpy(&s6->sin6_addr, gid, 16);
+		s6->sin6_scope_id = u->ifindex; /* link-local groups need it */
+		sl = sizeof(*s6);
+		inet_ntop(AF_INET6, gid, txt, sizeof(txt));
+	}
+	fd = ud_socket(u->family, &a, sl, true);
+	if (fd < 0)
+		return rv_err(-fd, fn, "soft0 cannot bind a socket to multicast group %s, UDP port %u: %s%s", txt,
+			      SOFT_UD_ROCE_PORT, strerror(-fd),
+			      fd == -EADDRINUSE ? " (a socket without SO_REUSEADDR, such as a kernel RoCE device's, "
+						  "holds that port for every address)"
+						: "");
+	if (u->family == AF_INET) {
+		struct ip_mreq m;
+		memcpy(&m.imr_multiaddr, gid + 12, 4);
+		memcpy(&m.imr_interface, u->addr, 4);
+		rc = setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof(m));
+	} else {
+		struct ipv6_mreq m;
+		memcpy(&m.ipv6mr_multiaddr, gid, 16);
+		m.ipv6mr_interface = u->ifindex;
+		rc = setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof(m));
+	}
+	if (rc < 0) {
+		err = errno;
+		close(fd);
+		return rv_err(err == ENOBUFS ? ENOMEM : err, fn,
+			      "soft0 cannot join multicast group %s on the interface of its address: %s%s", txt,
+			      strerror(err),
+			      err == ENOBUFS ? " (the kernel's limit on memberships per socket or host, "
+					       "net.ipv4.igmp_max_memberships)"
+					     : "");
+	}
+	if (epoll_ctl(sc->epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){.events = EPOLLIN, .data.ptr = u}) < 0) {
+		err = errno;
+		close(fd);
+		return rv_err(err, fn, "soft0 cannot watch its socket of multicast group %s: %s", txt, strerror(err));
+	}
+	return fd;
+}
+
+int soft_mcast_attach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid)
+{
+	static const char *const fn = "rv_qp_attach_mcast";
+	struct soft_qp *q = qp->drv_qp;
+	struct soft_ctx *sc = q->sc;
+	struct soft_ud *u = sc->ud;
+	struct soft_mcg *g;
+	int rc = 0;
+
+	(void)lid; /* an Ethernet port: the MLID means nothing, as on RoCE */
+	if (!u)
+		return rv_err(EOPNOTSUPP, fn, "this soft0 context has no UDP side: it listens on the wildcard "
+			      "address; open it on a specific address (rv_context_attr.listen_addr)");
+	if ((u->family == AF_INET) != gid_is_v4_mapped(gid))
+		return rv_err(EINVAL, fn, "the group is an %s multicast GID but this context is on an %s address: "
+			      "soft0 joins groups of its own address family",
+			      gid_is_v4_mapped(gid) ? "IPv4-mapped" : "IPv6", u->family == AF_INET ? "IPv4" : "IPv6");
+	pthread_mutex_lock(&sc->lock);
+	g = group_find(u, gid);
+	if (g) {
+		for (uint32_t i = 0; i < g->n_qps; i++)
+			if (g->qpns[i] == q->qpn)
+				goto out; /* attached already: as ibv_attach_mcast, not an error */
+		if (g->n_qps == SOFT_MAX_MCAST_QP_ATTACH) {
+			rc = rv_err(ENOMEM, fn, "%u QPs are attached to this group already, soft0's "
+				    "max_mcast_qp_attach", SOFT_MAX_MCAST_QP_ATTACH);
+			goto out;
+		}
+	} else {
+		if (u->n_groups == SOFT_MAX_MCAST_GRP) {
+			rc = rv_err(ENOMEM, fn, "this context has joined %u multicast groups, soft0's max_mcast_grp",
+				    SOFT_MAX_MCAST_GRP);
+			goto out;
+		}
+		g = calloc(1, sizeof(*g));
+		if (!g) {
+			rc = rv_err(ENOMEM, fn, "out of memory for a multicast group");
+			goto out;
+		}
+		memcpy(g->gid, gid, 16);
+		g->fd = group_socket(sc, u, gid, fn);
+		if (g->fd < 0) {
+			rc = g->fd;
+			free(g);
+			goto out;
+		}
+		g->next = u->groups;
+		u->groups = g;
+		u->n_groups++;
+	}
+	g->qpns[g->n_qps++] = q->qpn;
+out:
+	pthread_mutex_unlock(&sc->lock);
+	return rc;
+}
+
+/* Take QP qpn off g; the group is left (its socket closed) with its last QP. */
+static bool group_drop(struct soft_ud *u, struct soft_mcg *g, uint32_t qpn)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->n_qps && g->qpns[i] != qpn; i++)
+		;
+	if (i == g->n_qps)
+		return false;
+	g->qpns[i] = g->qpns[--g->n_qps];
+	if (!g->n_qps) {
+		struct soft_mcg **pp = &u->groups;
+		while (*pp != g)
+			pp = &(*pp)->next;
+		*pp = g->next;
+		u->n_groups--;
+		close(g->fd); /* leaves the group and the epoll set */
+		free(g);
+	}
+	return true;
+}
+
+int soft_mcast_detach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid)
+{
+	static const char *const fn = "rv_qp_detach_mcast";
+	struct soft_qp *q = qp->drv_qp;
+	struct soft_ctx *sc = q->sc;
+	struct soft_mcg *g;
+	int rc = 0;
+
+	(void)lid;
+	if (!sc->ud)
+		return rv_err(EINVAL, fn, "QP 0x%x is attached to no multicast group (this context has no UDP side)",
+			      q->qpn);
+	pthread_mutex_lock(&sc->lock);
+	g = group_find(sc->ud, gid);
+	if (!g || !group_drop(sc->ud, g, q->qpn))
+		rc = rv_err(EINVAL, fn, "QP 0x%x is not attached to that multicast group", q->qpn);
+	pthread_mutex_unlock(&sc->lock);
+	return rc;
+}
+
+void soft_ud_mcast_forget(struct soft_ctx *sc, uint32_t qpn)
+{
+	struct soft_mcg *g, *next;
+
+	if (!sc->ud)
+		return;
+	for (g = sc->ud->groups; g; g = next) {
+		next = g->next;
+		group_drop(sc->ud, g, qpn);
+	}
 }

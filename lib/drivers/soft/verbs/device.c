@@ -124,6 +124,10 @@ int soft_query_device(struct rv_context *ctx, rv_device_attr *a)
 	/* Windows (mr.c) share the STag table, and its limit, with the MRs. */
 	a->max_mw = SOFT_MAX_MR;
 	a->max_ah = SOFT_MAX_AH;
+	/* Multicast (ud.c): IP multicast groups of the context's address family. */
+	a->max_mcast_grp = sc->ud ? SOFT_MAX_MCAST_GRP : 0;
+	a->max_mcast_qp_attach = sc->ud ? SOFT_MAX_MCAST_QP_ATTACH : 0;
+	a->max_total_mcast_qp_attach = sc->ud ? SOFT_MAX_MCAST_GRP * SOFT_MAX_MCAST_QP_ATTACH : 0;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
 	query_device_ex(sc, a);

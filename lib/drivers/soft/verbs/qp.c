@@ -201,6 +201,8 @@ int soft_qp_destroy(struct rv_qp *qp)
 	/* Out of the progress thread's view first: table, then connection. */
 	pthread_mutex_lock(&sc->lock);
 	soft_ctx_del_qp(sc, q);
+	if (q->ud)
+		soft_ud_mcast_forget(sc, q->qpn); /* destroying a QP detaches it (IBA 10.2.4.4) */
 	pthread_mutex_lock(&q->lock);
 	soft_conn_detach(q, true);
 	pthread_mutex_unlock(&q->lock);
