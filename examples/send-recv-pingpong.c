@@ -31,6 +31,7 @@ struct side {
 	rv_cq *cq;
 	rv_qp *qp;
 	uint32_t size;
+	int recvs; /* receives completed and not yet taken by a round (send_and_receive) */
 };
 
 static int fail(const char *what, int rc)
@@ -94,21 +95,45 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* Send the send half; wait for both the send completion and one receive. */
-static int send_and_receive(struct side *s, int send_first)
+/*
+ * One round trip of one side: the client SENDs the send half, then takes the
+ * echo; the server takes a message, then SENDs it back. The round ends when
+ * its SEND completed and its receive came, in whichever order the CQ gives
+ * them.
+ *
+ * A receive that completes here can belong to the next round: a SEND
+ * completes when the peer's ACK comes back, and the peer may already have
+ * sent its next message by then (it reads our SEND from its CQ and answers
+ * before its device's ACK reaches us, or that ACK was lost and only the
+ * retransmission's comes; rxe under load does both).
+ * Receives are therefore counted (s->recvs) and each round takes one; a
+ * round that took every receive it saw as its own would swallow the peer's
+ * next message, and both sides would wait for each other until they time
+ * out.
+ */
+static int send_and_receive(struct side *s, int client)
 {
 	rv_sge sge = {.addr = (uintptr_t)buf(s, 1), .length = s->size, .lkey = rv_mr_lkey(s->mr)};
 	double deadline = now_us() + TIMEOUT_MS * 1e3;
-	int got_send = 0, got_recv = 0, rc;
+	int got_send = 0, got_recv = 0, idle = 0, rc;
 	rv_wc wc;
 
-	if (!send_first)
-		got_send = 1;
-	else if ((rc = rv_qp_send(s->qp, &sge, 1)) < 0)
+	if (client && (rc = rv_qp_send(s->qp, &sge, 1)) < 0)
 		return fail("rv_qp_send", rc);
-	int idle = 0;
-
 	while (!got_send || !got_recv) {
+		if (!got_recv && s->recvs > 0) {
+			s->recvs--;
+			got_recv = 1;
+			if (!client) {
+				/* The message stays in the receive half until
+				 * we echo it: the client sends nothing more
+				 * before the echo arrives. */
+				memcpy(buf(s, 1), buf(s, 0), s->size);
+				if ((rc = rv_qp_send(s->qp, &sge, 1)) < 0)
+					return fail("rv_qp_send", rc);
+			}
+			continue;
+		}
 		if ((rc = rv_cq_poll(s->cq, &wc, 1)) == 0 && now_us() < deadline) {
 			/* On the software device the transfer is done by threads of
 			 * this process and the peer's: on a machine with few cores,
@@ -125,20 +150,13 @@ static int send_and_receive(struct side *s, int send_first)
 			return 1;
 		}
 		if (wc.opcode & RV_WC_RECV) {
-			got_recv = 1;
 			if (wc.byte_len != s->size) {
 				fprintf(stderr, "received %u bytes, expected %u\n", wc.byte_len, s->size);
 				return 1;
 			}
 			if ((rc = post_recv(s)) < 0)
 				return fail("rv_qp_recv", rc);
-			if (!send_first) {
-				memcpy(buf(s, 1), buf(s, 0), s->size);
-				if ((rc = rv_qp_send(s->qp, &sge, 1)) < 0)
-					return fail("rv_qp_send", rc);
-				got_send = 0;
-				send_first = 1;
-			}
+			s->recvs++;
 		} else {
 			got_send = 1;
 		}
