@@ -69,7 +69,9 @@ static void query_device_ex(const struct soft_ctx *sc, rv_device_attr *a)
 			 RV_ODP_SUPPORT_SRQ_RECV | (atomics ? RV_ODP_SUPPORT_ATOMIC : 0);
 	a->odp_uc_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_WRITE | RV_ODP_SUPPORT_SRQ_RECV;
 	a->odp_ud_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_SRQ_RECV;
-	a->odp_xrc_caps = 0;
+	/* XRC: the same paths as RC (the target's SRQ receives, its MRs serve RDMA). */
+	a->odp_xrc_caps = RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_WRITE | RV_ODP_SUPPORT_READ | RV_ODP_SUPPORT_SRQ_RECV |
+			  (atomics ? RV_ODP_SUPPORT_ATOMIC : 0);
 	a->pp_rate_limit_min = 0;
 	a->pp_rate_limit_max = 0;
 	a->pp_supported_qpts = 0;
