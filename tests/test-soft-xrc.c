@@ -22,29 +22,11 @@
 
 #include <rverbs/rverbs.h>
 
+#include "soft-pair.h" /* open_ctx, now_ms, BUF */
+
 #define NINI 2
 #define NSRQ 2
 #define SLOT 256u
-#define BUF (64u * 1024u)
-
-static rv_context *open_ctx(void)
-{
-	rv_device *dev = NULL;
-	rv_context *ctx = NULL;
-
-	assert_int_equal(rv_device_find("soft0", &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
-	rv_device_unref(dev);
-	return ctx;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Up to 10 s for n completions (a hang guard, not a timing check). */
 static int poll_n(rv_cq *cq, rv_wc *wc, int n)
@@ -84,7 +66,7 @@ static void rig_open(struct rig *r)
 	rv_device_attr da = {.mask = RV_DEVICE_ATTR_BASE};
 
 	memset(r, 0, sizeof(*r));
-	r->rctx = open_ctx();
+	r->rctx = open_ctx(0);
 	assert_int_equal(rv_context_query_device(r->rctx, &da), 0);
 	assert_true(da.device_cap_flags & (1u << 20)); /* IBV_DEVICE_XRC */
 	assert_int_equal(rv_xrcd_new(r->rctx, NULL, &r->xrcd), 0);
@@ -108,7 +90,7 @@ static void rig_open(struct rig *r)
 				      .qp_type = RV_QPT_XRC_SEND};
 		rv_endpoint et, ei;
 
-		r->sctx[i] = open_ctx();
+		r->sctx[i] = open_ctx(0);
 		assert_int_equal(rv_pd_new(r->sctx[i], NULL, &r->spd[i]), 0);
 		assert_int_equal(rv_cq_new(r->sctx[i], NULL, &r->scq[i]), 0);
 		assert_int_equal(rv_mr_alloc(r->spd[i], BUF, RV_ACCESS_LOCAL_WRITE, NULL, &r->smr[i]), 0);
@@ -422,7 +404,7 @@ static void test_soft_xrc__rdma_uses_the_pds_of_the_domain(void **state)
 
 static void test_soft_xrc__roles_must_pair(void **state)
 {
-	rv_context *a = open_ctx(), *b = open_ctx();
+	rv_context *a = open_ctx(0), *b = open_ctx(0);
 	rv_pd *pa, *pb;
 	rv_cq *ca, *cb;
 	rv_qp *ini, *rc;
