@@ -25,76 +25,17 @@
 
 #include <rverbs/rverbs.h>
 
+#include "soft-pair.h"
+
 #define ODP_ALL (RV_ACCESS_ON_DEMAND | RV_ACCESS_ALL_REMOTE)
 
-struct side {
-	rv_context *ctx;
-	rv_pd *pd;
-	rv_cq *cq;
-	rv_qp *qp;
-	rv_mr *imr; /* implicit */
-};
-
-static void side_open(struct side *s)
+/* soft-pair's side with its MR replaced by an implicit one (its buf unused). */
+static void odp_side_open(struct side *s)
 {
-	rv_qp_init_attr qa;
-	rv_device *dev = NULL;
-
-	memset(s, 0, sizeof(*s));
-	assert_int_equal(rv_device_find("soft0", &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &s->ctx), 0);
-	rv_device_unref(dev);
-	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
-	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
-	memset(&qa, 0, sizeof(qa));
-	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
-	qa.send_cq = s->cq;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 2;
-	qa.cap.max_recv_sge = 2;
-	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
-	assert_int_equal(rv_mr_reg(s->pd, NULL, RV_MR_IMPLICIT_LENGTH, ODP_ALL, &s->imr), 0);
-}
-
-static void side_close(struct side *s)
-{
-	rv_qp_unref(s->qp);
-	rv_mr_unref(s->imr);
-	rv_cq_unref(s->cq);
-	rv_pd_unref(s->pd);
-	assert_int_equal(rv_context_close(s->ctx), 0);
-	rv_context_unref(s->ctx);
-}
-
-static void connect_pair(struct side *a, struct side *b)
-{
-	rv_endpoint ea, eb;
-
-	assert_int_equal(rv_qp_endpoint(a->qp, &ea), 0);
-	assert_int_equal(rv_qp_endpoint(b->qp, &eb), 0);
-	assert_int_equal(rv_qp_connect(a->qp, &eb), 0);
-	assert_int_equal(rv_qp_connect(b->qp, &ea), 0);
-}
-
-static rv_wc poll_one(rv_cq *cq)
-{
-	struct timespec t0, t;
-	rv_wc wc;
-	int n;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	memset(&wc, 0, sizeof(wc));
-	while ((n = rv_cq_poll(cq, &wc, 1)) == 0) {
-		struct timespec ts = {0, 100000};
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 10)
-			break;
-		nanosleep(&ts, NULL);
-	}
-	if (n != 1)
-		fail_msg("no completion within 10 s (%d: %s)", n, rv_error_last());
-	return wc;
+	side_open(s, 0, RV_ACCESS_LOCAL_WRITE);
+	s->mr = rv_mr_unref(s->mr);
+	s->buf = NULL;
+	assert_int_equal(rv_mr_reg(s->pd, NULL, RV_MR_IMPLICIT_LENGTH, ODP_ALL, &s->mr), 0);
 }
 
 static size_t page_size(void)
@@ -147,16 +88,16 @@ static void test_odp_soft__device_reports_implicit_odp(void **state)
 	struct side a;
 
 	(void)state;
-	side_open(&a);
+	odp_side_open(&a);
 	assert_int_equal(rv_context_query_device(a.ctx, &da), 0);
 	assert_true(da.odp_general_caps & RV_ODP_SUPPORT);
 	assert_true(da.odp_general_caps & RV_ODP_SUPPORT_IMPLICIT);
 	assert_true((da.odp_rc_caps & (RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_WRITE |
 				       RV_ODP_SUPPORT_READ)) ==
 		    (RV_ODP_SUPPORT_SEND | RV_ODP_SUPPORT_RECV | RV_ODP_SUPPORT_WRITE | RV_ODP_SUPPORT_READ));
-	assert_null(rv_mr_addr(a.imr));
-	assert_true(rv_mr_length(a.imr) == SIZE_MAX);
-	assert_int_not_equal(rv_mr_rkey(a.imr), 0);
+	assert_null(rv_mr_addr(a.mr));
+	assert_true(rv_mr_length(a.mr) == SIZE_MAX);
+	assert_int_not_equal(rv_mr_rkey(a.mr), 0);
 	side_close(&a);
 }
 
@@ -172,9 +113,9 @@ static void test_odp_soft__implicit_mr_takes_write_and_read_into_unregistered_me
 	rv_wc wc;
 
 	(void)state;
-	side_open(&a);
-	side_open(&b);
-	connect_pair(&a, &b);
+	odp_side_open(&a);
+	odp_side_open(&b);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
 	src = fresh(4 * page_size());
 	sink = fresh(4 * page_size());
 	bdst = fresh(4 * page_size());
@@ -185,15 +126,15 @@ static void test_odp_soft__implicit_mr_takes_write_and_read_into_unregistered_me
 		bsrc[i] = (uint8_t)(i * 7 + 5);
 	}
 
-	g = (rv_sge){.addr = (uint64_t)(uintptr_t)src, .length = (uint32_t)len, .lkey = rv_mr_lkey(a.imr)};
-	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)bdst + 1, rv_mr_rkey(b.imr), 1), 0);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)src, .length = (uint32_t)len, .lkey = rv_mr_lkey(a.mr)};
+	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)bdst + 1, rv_mr_rkey(b.mr), 1), 0);
 	wc = poll_one(a.cq);
 	assert_int_equal(wc.status, RV_WC_SUCCESS);
 	assert_memory_equal(bdst + 1, src, len);
 	assert_int_equal(bdst[0], 0);
 
-	g = (rv_sge){.addr = (uint64_t)(uintptr_t)sink, .length = (uint32_t)len, .lkey = rv_mr_lkey(a.imr)};
-	assert_int_equal(rv_qp_read(a.qp, &g, (uint64_t)(uintptr_t)bsrc, rv_mr_rkey(b.imr), 2), 0);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)sink, .length = (uint32_t)len, .lkey = rv_mr_lkey(a.mr)};
+	assert_int_equal(rv_qp_read(a.qp, &g, (uint64_t)(uintptr_t)bsrc, rv_mr_rkey(b.mr), 2), 0);
 	wc = poll_one(a.cq);
 	assert_int_equal(wc.status, RV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 2);
@@ -216,12 +157,12 @@ static void write_fails(uint8_t *where, const char *what)
 	rv_sge g;
 	rv_wc wc;
 
-	side_open(&a);
-	side_open(&b);
-	connect_pair(&a, &b);
+	odp_side_open(&a);
+	odp_side_open(&b);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
 	memset(src, 0xab, 64);
-	g = (rv_sge){.addr = (uint64_t)(uintptr_t)src, .length = 64, .lkey = rv_mr_lkey(a.imr)};
-	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)where, rv_mr_rkey(b.imr), 7), 0);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)src, .length = 64, .lkey = rv_mr_lkey(a.mr)};
+	assert_int_equal(rv_qp_write(a.qp, &g, (uint64_t)(uintptr_t)where, rv_mr_rkey(b.mr), 7), 0);
 	wc = poll_one(a.cq);
 	assert_int_equal(wc.wr_id, 7);
 	assert_int_not_equal(wc.status, RV_WC_SUCCESS);
@@ -252,10 +193,10 @@ static void test_odp_soft__send_from_an_unmapped_address_fails_locally(void **st
 	rv_wc wc;
 
 	(void)state;
-	side_open(&a);
-	side_open(&b);
-	connect_pair(&a, &b);
-	g = (rv_sge){.addr = (uint64_t)(uintptr_t)gap, .length = 64, .lkey = rv_mr_lkey(a.imr)};
+	odp_side_open(&a);
+	odp_side_open(&b);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)gap, .length = 64, .lkey = rv_mr_lkey(a.mr)};
 	assert_int_equal(rv_qp_send(a.qp, &g, 9), 0);
 	wc = poll_one(a.cq);
 	assert_int_equal(wc.wr_id, 9);
@@ -273,9 +214,9 @@ static void test_odp_soft__prefetch_makes_pages_resident_and_no_fault_does_not(v
 	rv_sge g;
 
 	(void)state;
-	side_open(&a);
+	odp_side_open(&a);
 	assert_int_equal(resident_pages(p, len), 0);
-	g = (rv_sge){.addr = (uint64_t)(uintptr_t)p, .length = (uint32_t)len, .lkey = rv_mr_lkey(a.imr)};
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)p, .length = (uint32_t)len, .lkey = rv_mr_lkey(a.mr)};
 	assert_int_equal(rv_mr_advise(a.pd, RV_ADVISE_MR_PREFETCH_NO_FAULT, RV_ADVISE_MR_FLAG_FLUSH, &g, 1), 0);
 	assert_int_equal(resident_pages(p, len), 0);
 	assert_int_equal(rv_mr_advise(a.pd, RV_ADVISE_MR_PREFETCH_WRITE, RV_ADVISE_MR_FLAG_FLUSH, &g, 1), 0);
@@ -301,7 +242,7 @@ static void test_odp_soft__advice_errors_are_ibv_advise_mr_s(void **state)
 	rv_sge g;
 
 	(void)state;
-	side_open(&a);
+	odp_side_open(&a);
 	assert_int_equal(rv_mr_reg(a.pd, buf, page_size(), RV_ACCESS_REMOTE_READ, &ro), 0);
 	assert_int_equal(rv_pd_new(a.ctx, NULL, &other), 0);
 	assert_int_equal(rv_mr_reg(other, buf, page_size(), RV_ACCESS_LOCAL_WRITE, &other_mr), 0);
@@ -324,7 +265,7 @@ static void test_odp_soft__advice_errors_are_ibv_advise_mr_s(void **state)
 	assert_int_equal(rv_mr_advise(a.pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EPERM);
 	assert_non_null(strstr(rv_error_last(), "another PD"));
 	/* A hole in the implicit MR: EFAULT, for reading and for writing. */
-	g = (rv_sge){.addr = (uint64_t)(uintptr_t)gap, .length = 64, .lkey = rv_mr_lkey(a.imr)};
+	g = (rv_sge){.addr = (uint64_t)(uintptr_t)gap, .length = 64, .lkey = rv_mr_lkey(a.mr)};
 	assert_int_equal(rv_mr_advise(a.pd, RV_ADVISE_MR_PREFETCH, 0, &g, 1), -EFAULT);
 	assert_int_equal(rv_mr_advise(a.pd, RV_ADVISE_MR_PREFETCH_WRITE, 0, &g, 1), -EFAULT);
 	assert_non_null(strstr(rv_error_last(), "not mapped"));
