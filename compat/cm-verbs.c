@@ -591,14 +591,67 @@ static int addrinfo_one(const struct addrinfo *ai, const struct rdma_addrinfo *h
 	return 0;
 }
 
+/* Neither node nor service: the answer is the hints' own addresses, as
+ * librdmacm's (pyverbs' AddrInfo(src=...) resolves src first and then asks
+ * this way with it as ai_src_addr). */
+static int addrinfo_from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo **ret)
+{
+	const struct sockaddr *any = hints->ai_src_addr ? hints->ai_src_addr : hints->ai_dst_addr;
+	struct rdma_addrinfo *r;
+
+	if (any->sa_family != AF_INET && any->sa_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	if ((hints->ai_src_addr && hints->ai_src_addr->sa_family == AF_INET6 &&
+	     hints->ai_src_len < sizeof(struct sockaddr_in6)) ||
+	    (hints->ai_dst_addr && hints->ai_dst_addr->sa_family == AF_INET6 &&
+	     hints->ai_dst_len < sizeof(struct sockaddr_in6)))
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->ai_flags = hints->ai_flags;
+	r->ai_family = any->sa_family;
+	r->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+	r->ai_port_space = hints->ai_port_space ? hints->ai_port_space :
+			   (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
+	if (hints->ai_src_addr) {
+		r->ai_src_addr = malloc(hints->ai_src_len);
+		if (!r->ai_src_addr)
+			goto nomem;
+		memcpy(r->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
+		r->ai_src_len = hints->ai_src_len;
+	}
+	if (hints->ai_dst_addr) {
+		r->ai_dst_addr = malloc(hints->ai_dst_len);
+		if (!r->ai_dst_addr)
+			goto nomem;
+		memcpy(r->ai_dst_addr, hints->ai_dst_addr, hints->ai_dst_len);
+		r->ai_dst_len = hints->ai_dst_len;
+	}
+	*ret = r;
+	return 0;
+nomem:
+	free(r->ai_src_addr);
+	free(r);
+	return -ENOMEM;
+}
+
 CM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			       const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
 	struct addrinfo h = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
 	int rc;
 
-	if (!res || (!node && !service))
+	if (!res)
 		return fail(EINVAL);
+	if (!node && !service) {
+		if (!hints || (!hints->ai_src_addr && !hints->ai_dst_addr) ||
+		    (hints->ai_src_addr && hints->ai_src_len < sizeof(struct sockaddr_in)) ||
+		    (hints->ai_dst_addr && hints->ai_dst_len < sizeof(struct sockaddr_in)))
+			return fail(EINVAL);
+		rc = addrinfo_from_hints(hints, res);
+		return rc < 0 ? fail(-rc) : 0;
+	}
 	if (hints && hints->ai_family && hints->ai_family != AF_INET && hints->ai_family != AF_INET6)
 		return fail(EAFNOSUPPORT); /* AF_IB: no InfiniBand subnet on soft0 */
 	h.ai_family = hints ? hints->ai_family : AF_UNSPEC;

@@ -480,9 +480,9 @@ static void test_errors__extended_verbs_on_a_driver_without_them(void **state)
 	assert_int_equal(rv_context_query_device(ctx, &da), 0);
 	assert_int_not_equal(da.max_qp, 0x5a5a5a5a);
 	assert_int_equal(da.completion_timestamp_mask, UINT64_C(0x5a5a5a5a5a5a5a5a));
-	da.mask = RV_DEVICE_ATTR_ALL | (UINT64_C(1) << 2);
+	da.mask = RV_DEVICE_ATTR_ALL | (UINT64_C(1) << 3);
 	assert_int_equal(rv_context_query_device(ctx, &da), -EINVAL);
-	assert_msg_contains("unknown bit 0x4 in rv_device_attr.mask");
+	assert_msg_contains("unknown bit 0x8 in rv_device_attr.mask");
 }
 
 /* rv_mr_reg_dmabuf's checks before any driver: a descriptor that is not a

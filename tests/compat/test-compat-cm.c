@@ -175,6 +175,29 @@ static void test_cm__getaddrinfo_fills_source_or_destination(void **state)
 	errno = 0;
 	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &hints, &res), -1);
 	assert_int_equal(errno, EINVAL);
+
+	/* No node, no service: the hints' own addresses come back (pyverbs'
+	 * AddrInfo(src=...) asks so, for a multicast group as here). */
+	{
+		struct sockaddr_in grp = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0xe6000102)};
+		struct sockaddr_in6 short6 = {.sin6_family = AF_INET6};
+
+		hints.ai_src_addr = (struct sockaddr *)&grp;
+		hints.ai_src_len = sizeof(grp);
+		assert_int_equal(rdma_getaddrinfo(NULL, NULL, &hints, &res), 0);
+		assert_int_equal(res->ai_family, AF_INET);
+		assert_int_equal(res->ai_src_len, sizeof(grp));
+		assert_memory_equal(res->ai_src_addr, &grp, sizeof(grp));
+		assert_null(res->ai_dst_addr);
+		assert_int_equal(res->ai_port_space, RDMA_PS_TCP);
+		rdma_freeaddrinfo(res);
+		/* A length shorter than its family's address is refused. */
+		hints.ai_src_addr = (struct sockaddr *)&short6;
+		hints.ai_src_len = sizeof(struct sockaddr_in);
+		errno = 0;
+		assert_int_equal(rdma_getaddrinfo(NULL, NULL, &hints, &res), -1);
+		assert_int_equal(errno, EINVAL);
+	}
 }
 
 static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
