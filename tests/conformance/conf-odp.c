@@ -75,10 +75,19 @@ static void implicit_write_and_read(void)
 	rv_sge g;
 
 	query(p->b.ctx, &da);
-	if (!(da.odp_general_caps & RV_ODP_SUPPORT_IMPLICIT) || (da.odp_rc_caps & need) != need)
-		conf_skip("%s reports no implicit ODP with RC WRITE and READ (odp_general_caps 0x%llx, "
-			  "odp_rc_caps 0x%x); odp_registration_as_reported checks its refusal", conf_device_name(),
-			  (unsigned long long)da.odp_general_caps, da.odp_rc_caps);
+	if (!(da.odp_general_caps & RV_ODP_SUPPORT_IMPLICIT)) {
+		/* Checked, not skipped: the remote-access form is refused too. */
+		assert_int_equal(rv_mr_reg(p->b.pd, NULL, RV_MR_IMPLICIT_LENGTH,
+					   RV_ACCESS_ON_DEMAND | RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE |
+					   RV_ACCESS_REMOTE_READ, &imr), -EOPNOTSUPP);
+		assert_null(imr);
+		print_message("%s: no implicit ODP (odp_general_caps 0x%llx): a remote-access implicit MR "
+			      "is refused\n", conf_device_name(), (unsigned long long)da.odp_general_caps);
+		return;
+	}
+	if ((da.odp_rc_caps & need) != need)
+		conf_skip("%s has implicit ODP but not RC WRITE and READ on it (odp_rc_caps 0x%x)",
+			  conf_device_name(), da.odp_rc_caps);
 	assert_int_equal(rv_mr_reg(p->b.pd, NULL, RV_MR_IMPLICIT_LENGTH,
 				   RV_ACCESS_ON_DEMAND | RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE |
 				   RV_ACCESS_REMOTE_READ, &imr), 0);
