@@ -1082,6 +1082,10 @@ RV_EXPORT int rv_conn_peer_ah(const rv_conn *conn, uint32_t index, rv_ah **ret_a
 	if (rc < 0)
 		return rc;
 	memset(&a, 0, sizeof(a));
+	if (conn->have_peer_av) { /* rdma_cm: the SIDR REP's address handle, as the CM resolved it */
+		a = conn->peer_av;
+		goto make;
+	}
 	memcpy(a.dgid, conn->peer[index].gid, 16);
 	a.is_global = 1;
 	a.dlid = conn->peer[index].lid;
@@ -1094,6 +1098,7 @@ RV_EXPORT int rv_conn_peer_ah(const rv_conn *conn, uint32_t index, rv_ah **ret_a
 		a.flow_label = conn->route.flow_label;
 	if (conn->route.mask & RV_ROUTE_SL)
 		a.sl = conn->route.sl;
+make:
 	rc = rv_ah_new(qp->pd, &a, &ah);
 	if (rc < 0)
 		return rc;
