@@ -78,6 +78,13 @@ typedef struct rv_mcast rv_mcast;
 #define RV_CONN_CM_REPLY_PRIVATE_DATA_MAX 167
 
 /**
+ * The application data an rdma_cm reply to a UD client (the SIDR REP) carries,
+ * bytes: the SIDR REP's 136 less rverbs' 29. The UD request carries
+ * RV_CONN_CM_PRIVATE_DATA_MAX, as for RC.
+ */
+#define RV_CONN_CM_UD_REPLY_PRIVATE_DATA_MAX 107
+
+/**
  * The application data either side's rdma_cm message carries on iWARP, bytes:
  * rdma_conn_param's 255 (MPA allows 512) less rverbs' 29.
  */

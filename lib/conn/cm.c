@@ -772,10 +772,14 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 		mine.mr_addr = o->mr_addr;
 		mine.mr_length = o->mr_length;
 		mine.mr_rkey = o->mr_rkey;
-		mine.data_len = o->data_len <= cm_pdata_limit(id, true) ? o->data_len : 0;
+		uint32_t lim = ud ? RV_CONN_CM_UD_REPLY_PRIVATE_DATA_MAX : cm_pdata_limit(id, true);
+		mine.data_len = o->data_len <= lim ? o->data_len : 0;
 		if (mine.data_len)
 			memcpy(mine.data, o->data, mine.data_len);
-		if (o->data_len > cm_pdata_limit(id, true))
+		if (ud && o->data_len > lim)
+			rc = rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm reply to a UD client (SIDR REP) "
+				    "carries at most %u (RV_CONN_CM_UD_REPLY_PRIVATE_DATA_MAX)", o->data_len, lim);
+		else if (o->data_len > cm_pdata_limit(id, true))
 			rc = rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm reply on %s carries at most %u "
 				    "(%s)", o->data_len, ibv_get_device_name(id->verbs->device), cm_pdata_limit(id, true),
 				    cm_is_iwarp(id) ? "iWARP, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX"
