@@ -495,8 +495,11 @@ RV_API int rv_conn_peer_endpoint(const rv_conn *conn, uint32_t index, rv_endpoin
  * For a UD connection: what a send to the peer's QP @p index needs, for
  * rv_send_wr's ah, remote_qpn and remote_qkey. The address handle is new
  * (in the connection's PD, from the peer's GID and LID, this QP's source
- * GID and the connection's traffic class and hop limit); the caller owns
- * the reference.
+ * GID and the connection's traffic class and hop limit; on an rdma_cm
+ * client, from the address handle attributes of the SIDR REP's
+ * RDMA_CM_EVENT_ESTABLISHED with the connection's traffic class, flow
+ * label, SL and hop limit over them where set); the caller owns the
+ * reference.
  * @param conn      the connection
  * @param index     the QP, 0..rv_conn_num_qps() - 1
  * @param ret_ah    receives the address handle

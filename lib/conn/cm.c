@@ -503,7 +503,7 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	if (rc == 0 && ud && (rc = next_event(c->cm, deadline, &ev, func)) == 0) {
 		/* SIDR REP: ESTABLISHED with the server's QPN, Q_Key and the address
 		 * handle attributes to reach it; a refusal is UNREACHABLE with the
-		 * SIDR status (2: rejected, 3: no such QP). */
+		 * SIDR status (1: no listener, 2: rejected). */
 		if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
 			rc = rv_cm_pdata_decode(ev->param.ud.private_data, ev->param.ud.private_data_len, &peer, func);
 			peer_qpn = ev->param.ud.qp_num;
@@ -512,8 +512,8 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 			c->have_peer_av = true;
 		} else if (ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status > 0) {
 			rc = rv_err(ECONNREFUSED, func, "rdma_cm: %s refused the UD request (SIDR status %d%s)",
-				    c->peer_addr, ev->status, ev->status == 2 ? ": rejected; its rv_error_last() says why"
-				    : ev->status == 3 ? ": nothing listens there for UD" : "");
+				    c->peer_addr, ev->status, ev->status == 2 ? ": rejected; the server's error says why"
+				    : ev->status == 1 ? ": nothing listens there for UD clients" : "");
 		} else {
 			rc = rv_err(ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == -ETIMEDOUT ? ETIMEDOUT
 				    : ev->event == RDMA_CM_EVENT_UNREACHABLE ? EHOSTUNREACH : EPROTO, func,
@@ -652,20 +652,31 @@ int rv_cm_listen(struct rv_context *ctx, const char *addr, uint32_t backlog, str
 			    ibv_get_device_name(cml->id->verbs->device), ctx->dev->name);
 	else if (rdma_listen(cml->id, (int)backlog) < 0)
 		rc = rv_err(errno, func, "rdma_listen: %s", strerror(errno));
-	if (rc == 0) { /* UD clients come in the UDP port space, on the same port */
+	/* UD clients come in rdma_cm's UDP port space, on the same port. Not on
+	 * iWARP (no UD; its CM listens on the TCP port itself). Best effort: a
+	 * listener that cannot listen there still serves RC and UC clients, and
+	 * a UD client's SIDR REQ is refused by the kernel's CM (no listener). */
+	if (rc == 0 && !(cml->id->verbs && cm_is_iwarp(cml->id))) {
 		struct sockaddr_storage ss;
+		const char *fail = NULL;
 		memcpy(&ss, rdma_get_local_addr(cml->id), sizeof(ss));
 		if (ss.ss_family == AF_INET)
 			((struct sockaddr_in *)&ss)->sin_port = rdma_get_src_port(cml->id);
 		else
 			((struct sockaddr_in6 *)&ss)->sin6_port = rdma_get_src_port(cml->id);
 		if (rdma_create_id(cml->ch, &cml->ud_id, NULL, RDMA_PS_UDP) < 0)
-			rc = rv_err(errno, func, "rdma_create_id(RDMA_PS_UDP): %s", strerror(errno));
+			fail = "rdma_create_id(RDMA_PS_UDP)";
 		else if (rdma_bind_addr(cml->ud_id, (struct sockaddr *)&ss) < 0)
-			rc = rv_err(errno, func, "rdma_bind_addr \"%s\" in rdma_cm's UDP port space (for UD clients): %s",
-				    addr, strerror(errno));
+			fail = "rdma_bind_addr(RDMA_PS_UDP)";
 		else if (rdma_listen(cml->ud_id, (int)backlog) < 0)
-			rc = rv_err(errno, func, "rdma_listen(RDMA_PS_UDP): %s", strerror(errno));
+			fail = "rdma_listen(RDMA_PS_UDP)";
+		if (fail) {
+			rv_log(RV_LOG_INFO, "listener \"%s\": %s: %s; UD clients are not served over rdma_cm", addr, fail,
+			       strerror(errno));
+			if (cml->ud_id)
+				rdma_destroy_id(cml->ud_id);
+			cml->ud_id = NULL;
+		}
 	}
 	freeaddrinfo(ai);
 	if (rc < 0) {
