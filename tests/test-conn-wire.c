@@ -348,11 +348,53 @@ static void test_conn_wire__cm_private_data(void **state)
 	buf[2] = 9;
 	assert_int_equal(rv_cm_pdata_decode(buf, (size_t)n, &out, F), -EPROTONOSUPPORT);
 	buf[2] = 1;
-	buf[3] = 2;
+	buf[3] = 4; /* an unknown flag */
+	assert_int_equal(rv_cm_pdata_decode(buf, (size_t)n, &out, F), -EBADMSG);
+	buf[3] = 3; /* the UD flag without its bytes */
 	assert_int_equal(rv_cm_pdata_decode(buf, (size_t)n, &out, F), -EBADMSG);
 	buf[3] = 1;
 	buf[28] = (uint8_t)(sizeof(buf) - 29 + 1); /* more than is there */
 	assert_int_equal(rv_cm_pdata_decode(buf, sizeof(buf), &out, F), -EBADMSG);
+}
+
+/* A UD request over rdma_cm (SIDR names no QP): the client's QP number,
+ * Q_Key, GID and LID follow the data (flags bit 1), and the whole fits a
+ * SIDR REQ's 180 bytes for the user. */
+static void test_conn_wire__cm_private_data_ud(void **state)
+{
+	uint8_t buf[RV_CM_PDATA_MAX];
+	struct rv_cm_pdata in, out;
+	int n;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.data_len = RV_CONN_CM_PRIVATE_DATA_MAX;
+	memset(in.data, 0xa5, in.data_len);
+	in.has_ud = true;
+	in.ud_qpn = 0x123456;
+	in.ud_qkey = 0x01234567;
+	for (int i = 0; i < 16; i++)
+		in.ud_gid[i] = (uint8_t)(0xf0 + i);
+	in.ud_lid = 0xbeef;
+	n = rv_cm_pdata_encode(&in, buf, sizeof(buf));
+	assert_int_equal(n, RV_CM_PDATA_FIXED + RV_CONN_CM_PRIVATE_DATA_MAX + RV_CM_PDATA_UD);
+	assert_true(n <= 180);
+	assert_int_equal(rv_cm_pdata_encode(&in, buf, (size_t)n - 1), -EMSGSIZE);
+	assert_int_equal(rv_cm_pdata_decode(buf, (size_t)n, &out, F), 0);
+	assert_true(out.has_ud);
+	assert_false(out.has_mr);
+	assert_int_equal(out.ud_qpn, in.ud_qpn);
+	assert_int_equal(out.ud_qkey, in.ud_qkey);
+	assert_memory_equal(out.ud_gid, in.ud_gid, 16);
+	assert_int_equal(out.ud_lid, in.ud_lid);
+	assert_int_equal(out.data_len, in.data_len);
+	assert_memory_equal(out.data, in.data, in.data_len);
+	for (int l = 0; l < n; l++)
+		assert_int_not_equal(rv_cm_pdata_decode(buf, (size_t)l, &out, F), 0);
+	/* Without the flag, the same bytes are an RC request: no QP in it. */
+	buf[3] = 0;
+	assert_int_equal(rv_cm_pdata_decode(buf, (size_t)n, &out, F), 0);
+	assert_false(out.has_ud);
 }
 
 /* UD connections: the Q_Keys follow the private data (flags bit 0); a
@@ -436,7 +478,7 @@ static void test_conn_wire__cm_private_data_limits(void **state)
 	in.data_len = RV_CONN_CM_IWARP_PRIVATE_DATA_MAX + 1;
 	assert_int_equal(rv_cm_pdata_encode(&in, buf, sizeof(buf)), -EMSGSIZE);
 	in.data_len = RV_CONN_CM_IWARP_PRIVATE_DATA_MAX;
-	assert_int_equal(rv_cm_pdata_encode(&in, buf, RV_CM_PDATA_MAX - 1), -EMSGSIZE); /* no room */
+	assert_int_equal(rv_cm_pdata_encode(&in, buf, RV_CM_PDATA_FIXED + RV_CONN_CM_IWARP_PRIVATE_DATA_MAX - 1), -EMSGSIZE); /* no room */
 	memset(buf, 0, sizeof(buf));
 	buf[0] = 'R';
 	buf[1] = 'V';
@@ -494,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_conn_wire__auth_round_trip_and_faults),
 		cmocka_unit_test(test_conn_wire__addr_parse),
 		cmocka_unit_test(test_conn_wire__cm_private_data),
+		cmocka_unit_test(test_conn_wire__cm_private_data_ud),
 		cmocka_unit_test(test_conn_wire__cm_private_data_limits),
 		cmocka_unit_test(test_conn_wire__cm_qp_attr_translation),
 	};

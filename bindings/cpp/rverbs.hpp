@@ -1149,6 +1149,41 @@ inline rv_send_wr xrc(rv_send_wr w, uint32_t remote_srqn) noexcept
 
 } // namespace wr
 
+/** A UD QP's membership of a multicast group (qp::join_mcast, rv_mcast_join):
+ *  move-only; leave() or the destructor leaves (rv_mcast_leave). */
+class mcast {
+public:
+	mcast() noexcept = default;
+	explicit mcast(rv_mcast *m) noexcept : m_(m) {}
+	mcast(const mcast &) = delete;
+	mcast &operator=(const mcast &) = delete;
+	mcast(mcast &&o) noexcept : m_(o.m_) { o.m_ = nullptr; }
+	mcast &operator=(mcast &&o) noexcept
+	{
+		if (this != &o) {
+			reset();
+			m_ = o.m_;
+			o.m_ = nullptr;
+		}
+		return *this;
+	}
+	~mcast() { reset(); }
+	/** Detach the QP and leave the group (rv_mcast_leave); nothing once left. */
+	void leave() noexcept { reset(); }
+	bool joined() const noexcept { return m_ != nullptr; }
+	rv_mcast *get() const noexcept { return m_; }
+
+private:
+	void reset() noexcept
+	{
+		if (m_)
+			rv_mcast_leave(m_);
+		m_ = nullptr;
+	}
+	rv_mcast *m_ = nullptr;
+};
+
+
 class qp : public handle<rv_qp> {
 public:
 	using handle::handle;
@@ -1286,6 +1321,28 @@ public:
 	void attach_mcast(const uint8_t (&gid)[16], uint16_t lid, std::error_code &ec) noexcept
 	{
 		detail::check(rv_qp_attach_mcast(p_, gid, lid), ec);
+	}
+	/** Join this UD QP to the IP multicast group @p group ("239.1.2.3") and attach
+	 *  it (rv_mcast_join); @p ret_ah receives the group's address handle,
+	 *  @p ret_qkey its Q_Key (send to RV_MCAST_QPN). */
+	rverbs::mcast join_mcast(const char *group, rverbs::ah &ret_ah, uint32_t *ret_qkey = nullptr,
+				 int timeout_ms = 5000)
+	{
+		rv_mcast *m = nullptr;
+		rv_ah *a = nullptr;
+		detail::check(rv_mcast_join(p_, group, timeout_ms, &m, &a, ret_qkey), "rv_mcast_join");
+		ret_ah = rverbs::ah(a, adopt);
+		return rverbs::mcast(m);
+	}
+	rverbs::mcast join_mcast(const char *group, rverbs::ah &ret_ah, uint32_t *ret_qkey, int timeout_ms,
+				 std::error_code &ec) noexcept
+	{
+		rv_mcast *m = nullptr;
+		rv_ah *a = nullptr;
+		detail::check(rv_mcast_join(p_, group, timeout_ms, &m, &a, ret_qkey), ec);
+		if (!ec)
+			ret_ah = rverbs::ah(a, adopt);
+		return rverbs::mcast(m);
 	}
 	/** Detach this UD QP from the multicast group @p gid (rv_qp_detach_mcast). */
 	void detach_mcast(const uint8_t (&gid)[16], uint16_t lid = 0)

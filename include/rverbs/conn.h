@@ -51,6 +51,9 @@ typedef struct rv_listener rv_listener;
 /** A connection: one or more connected queue pairs and their peer's details. */
 typedef struct rv_conn rv_conn;
 
+/** A UD QP's membership of a multicast group (rv_mcast_join()). */
+typedef struct rv_mcast rv_mcast;
+
 /** The most queue pairs one connection carries. */
 #define RV_CONN_MAX_QPS 16
 
@@ -73,6 +76,13 @@ typedef struct rv_conn rv_conn;
  * InfiniBand and RoCE, bytes: the CM REP's 196 less rverbs' 29.
  */
 #define RV_CONN_CM_REPLY_PRIVATE_DATA_MAX 167
+
+/**
+ * The application data an rdma_cm reply to a UD client (the SIDR REP) carries,
+ * bytes: the SIDR REP's 136 less rverbs' 29. The UD request carries
+ * RV_CONN_CM_PRIVATE_DATA_MAX, as for RC.
+ */
+#define RV_CONN_CM_UD_REPLY_PRIVATE_DATA_MAX 107
 
 /**
  * The application data either side's rdma_cm message carries on iWARP, bytes:
@@ -112,9 +122,10 @@ enum rv_conn_attr_mask {
 	/** send_cq and recv_cq are set (default: one new CQ of 256 entries for both). */
 	RV_CONN_ATTR_CQ = 1u << 1,
 	/**
-	 * qp_type is set: RV_QPT_RC (default), RV_QPT_UC, or RV_QPT_UD (TCP
-	 * transport): the QPs go to RTS without a peer, and rv_conn_peer_ah()
-	 * gives what a send to the peer's QP needs.
+	 * qp_type is set: RV_QPT_RC (default), RV_QPT_UC, or RV_QPT_UD: the QPs
+	 * go to RTS without a peer, and rv_conn_peer_ah() gives what a send to
+	 * the peer's QP needs. With rdma_cm a UD connection is a SIDR exchange
+	 * (RDMA_PS_UDP) with rdma_cm's Q_Key, RDMA_UDP_QKEY (0x01234567).
 	 */
 	RV_CONN_ATTR_QP_TYPE = 1u << 2,
 	/** qp_cap is set (default: those of rv_qp_new()). */
@@ -179,7 +190,8 @@ enum rv_conn_attr_mask {
 	/**
 	 * qkey is set: the Q_Key of UD QPs the connection moves to INIT (default
 	 * 0x11111111, rv_qp_to_init()'s); a caller's QP already in INIT keeps its
-	 * own. Each side tells the other its QPs' Q_Keys in the exchange.
+	 * own. Each side tells the other its QPs' Q_Keys in the exchange. With
+	 * rdma_cm the Q_Key is rdma_cm's, 0x01234567; another is refused.
 	 */
 	RV_CONN_ATTR_QKEY = 1u << 17
 };
@@ -356,7 +368,6 @@ RV_API int rv_listener_accept(rv_listener *listener, const rv_conn_attr *attr, i
  * @retval -EPROTO           the server's QPs do not match ours
  * @retval -EOPNOTSUPP       the server's device lacks a required capability,
  *                           or RV_CONN_TRANSPORT_RDMA_CM on a device without it
- *                           or with UD QPs (not done: the TCP exchange serves UD)
  * @retval -EMSGSIZE         rdma_cm: private_data_len is above what the
  *                           transport's request carries (the limit is named)
  * @retval -ENOMEM           out of memory
@@ -484,8 +495,11 @@ RV_API int rv_conn_peer_endpoint(const rv_conn *conn, uint32_t index, rv_endpoin
  * For a UD connection: what a send to the peer's QP @p index needs, for
  * rv_send_wr's ah, remote_qpn and remote_qkey. The address handle is new
  * (in the connection's PD, from the peer's GID and LID, this QP's source
- * GID and the connection's traffic class and hop limit); the caller owns
- * the reference.
+ * GID and the connection's traffic class and hop limit; on an rdma_cm
+ * client, from the address handle attributes of the SIDR REP's
+ * RDMA_CM_EVENT_ESTABLISHED with the connection's traffic class, flow
+ * label, SL and hop limit over them where set); the caller owns the
+ * reference.
  * @param conn      the connection
  * @param index     the QP, 0..rv_conn_num_qps() - 1
  * @param ret_ah    receives the address handle
@@ -533,6 +547,54 @@ RV_API int rv_conn_peer_addr(const rv_conn *conn, char *buf, size_t buf_len);
  * @retval -ENOTCONN    the exchange has not completed yet
  */
 RV_API int rv_conn_path_mtu(const rv_conn *conn);
+
+/**
+ * Join the UD QP @p qp to the IP multicast group @p group and get what a
+ * send to the group needs: an address handle (rv_send_wr::ah), the group's
+ * Q_Key (rv_send_wr::remote_qkey) and, always, the destination QPN
+ * RV_MCAST_QPN. On a kernel RDMA device the join goes to the fabric with
+ * rdma_cm (rdma_join_multicast(): the subnet administrator on InfiniBand,
+ * IGMP/MLD on RoCE), and the QP takes the group's Q_Key (rdma_cm's
+ * RDMA_UDP_QKEY, 0x01234567, on RoCE) when its own differs. On the software
+ * device the group's GID is the IP group (IPv4-mapped for IPv4; the
+ * context's address family) and the Q_Key is the QP's. Either way the QP is
+ * attached (rv_qp_attach_mcast()): it receives the group's datagrams from
+ * then on, once in RTR. The membership holds a reference on @p qp.
+ * @param qp          a UD QP in INIT, RTR or RTS
+ * @param group       "239.1.2.3", "ff0e::1" (or "[ff0e::1]")
+ * @param timeout_ms  how long the fabric's join may take (-1: no limit)
+ * @param ret_mcast   receives the membership, for rv_mcast_leave()
+ * @param ret_ah      receives the address handle to the group (the caller
+ *                    owns the reference)
+ * @param ret_qkey    receives the group's Q_Key, or NULL
+ * @retval 0              success
+ * @retval -EINVAL        a NULL argument, @p qp is not UD or is in RESET or
+ *                        ERR, @p group is not an IP multicast address (or,
+ *                        on the software device, not of the context's family)
+ * @retval -RV_ECLOSED    @p qp is closed
+ * @retval -EOPNOTSUPP    the device has no multicast, or is a kernel device
+ *                        without rdma_cm
+ * @retval -EADDRNOTAVAIL the route to the group leaves through another device
+ * @retval -ETIMEDOUT     the fabric did not answer within @p timeout_ms
+ * @retval -EHOSTUNREACH  rdma_cm could not resolve a route to the group
+ * @retval -EPROTO        the fabric refused the join (MULTICAST_ERROR)
+ * @retval -EADDRINUSE    software device: the group's UDP port is held by a
+ *                        kernel RoCE device (docs/ud.md)
+ * @retval -ENOMEM        out of memory
+ * @retval negative       attaching the QP or making the address handle failed
+ */
+RV_API int rv_mcast_join(rv_qp *qp, const char *group, int timeout_ms, rv_mcast **ret_mcast, rv_ah **ret_ah,
+			 uint32_t *ret_qkey);
+
+/**
+ * Leave the group: detach the QP (rv_qp_detach_mcast(); nothing to do when
+ * the QP is already closed), leave the fabric's group (rdma_leave_multicast())
+ * and free the membership, dropping its reference on the QP. Address handles
+ * from rv_mcast_join() stay valid until unreferenced.
+ * @retval 0        success
+ * @retval -EINVAL  @p mcast is NULL
+ */
+RV_API int rv_mcast_leave(rv_mcast *mcast);
 
 /**
  * The transport the exchange used.

@@ -41,6 +41,7 @@ struct rv_cm_listener {
 	struct rv_context *ctx;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
+	struct rdma_cm_id *ud_id; /* the same address in rdma_cm's UDP port space: UD clients (SIDR) */
 	struct cm_pending *pending;
 	uint32_t n_pending, cap_pending;
 };
@@ -71,13 +72,15 @@ int rv_cm_pdata_encode(const struct rv_cm_pdata *pd, void *buf, size_t cap)
 {
 	uint8_t *p = buf;
 
-	if (pd->data_len > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX || cap < RV_CM_PDATA_FIXED + pd->data_len)
+	size_t ext = pd->has_ud ? RV_CM_PDATA_UD : 0;
+
+	if (pd->data_len > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX || cap < RV_CM_PDATA_FIXED + pd->data_len + ext)
 		return -EMSGSIZE;
 	memset(p, 0, RV_CM_PDATA_FIXED);
 	p[0] = 'R';
 	p[1] = 'V';
 	p[2] = 1;
-	p[3] = pd->has_mr ? 1 : 0;
+	p[3] = (pd->has_mr ? 1 : 0) | (pd->has_ud ? 2 : 0);
 	put32(p + 4, pd->caps);
 	if (pd->has_mr) {
 		put32(p + 8, pd->mr_rkey);
@@ -86,7 +89,15 @@ int rv_cm_pdata_encode(const struct rv_cm_pdata *pd, void *buf, size_t cap)
 	}
 	p[28] = (uint8_t)pd->data_len;
 	memcpy(p + RV_CM_PDATA_FIXED, pd->data, pd->data_len);
-	return (int)(RV_CM_PDATA_FIXED + pd->data_len);
+	if (pd->has_ud) {
+		uint8_t *u = p + RV_CM_PDATA_FIXED + pd->data_len;
+		put32(u, pd->ud_qpn);
+		put32(u + 4, pd->ud_qkey);
+		memcpy(u + 8, pd->ud_gid, 16);
+		u[24] = (uint8_t)(pd->ud_lid >> 8);
+		u[25] = (uint8_t)pd->ud_lid;
+	}
+	return (int)(RV_CM_PDATA_FIXED + pd->data_len + ext);
 }
 
 uint32_t rv_cm_pdata_max(bool iwarp, bool reply)
@@ -105,7 +116,7 @@ int rv_cm_pdata_decode(const void *buf, size_t len, struct rv_cm_pdata *pd, cons
 		return rv_err(EBADMSG, func, "the rdma_cm private data (%zu bytes) is not from rverbs", len);
 	if (p[2] != 1)
 		return rv_err(EPROTONOSUPPORT, func, "rdma_cm private data version %u; this library reads version 1", p[2]);
-	if (p[3] & ~1u)
+	if (p[3] & ~3u)
 		return rv_err(EBADMSG, func, "unknown flags 0x%02x in the rdma_cm private data", p[3]);
 	if (p[28] > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX || (size_t)RV_CM_PDATA_FIXED + p[28] > len)
 		return rv_err(EBADMSG, func, "the rdma_cm private data announces %u bytes of data; %zu are there (at most %d)",
@@ -120,6 +131,17 @@ int rv_cm_pdata_decode(const void *buf, size_t len, struct rv_cm_pdata *pd, cons
 	}
 	pd->data_len = p[28];
 	memcpy(pd->data, p + RV_CM_PDATA_FIXED, pd->data_len);
+	if (p[3] & 2u) {
+		const uint8_t *u = p + RV_CM_PDATA_FIXED + pd->data_len;
+		if ((size_t)RV_CM_PDATA_FIXED + pd->data_len + RV_CM_PDATA_UD > len)
+			return rv_err(EBADMSG, func, "the rdma_cm private data announces a UD QP; its %d bytes are missing",
+				      RV_CM_PDATA_UD);
+		pd->has_ud = true;
+		pd->ud_qpn = get32(u) & 0xffffffu;
+		pd->ud_qkey = get32(u + 4);
+		memcpy(pd->ud_gid, u + 8, 16);
+		pd->ud_lid = (uint16_t)((u[24] << 8) | u[25]);
+	}
 	return 0;
 }
 
@@ -155,6 +177,22 @@ void rv_cm_qp_attr_from_ibv(const struct ibv_qp_attr *in, int ibv_mask, rv_qp_at
 	out->timeout = in->timeout;
 	out->retry_cnt = in->retry_cnt;
 	out->rnr_retry = in->rnr_retry;
+}
+
+void rv_cm_av_from_ibv(const struct ibv_ah_attr *in, rv_ah_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->dgid, in->grh.dgid.raw, 16);
+	out->flow_label = in->grh.flow_label;
+	out->sgid_index = in->grh.sgid_index;
+	out->hop_limit = in->grh.hop_limit;
+	out->traffic_class = in->grh.traffic_class;
+	out->is_global = in->is_global;
+	out->dlid = in->dlid;
+	out->sl = in->sl;
+	out->src_path_bits = in->src_path_bits;
+	out->static_rate = in->static_rate;
+	out->port_num = in->port_num;
 }
 
 bool rv_cm_usable(struct rv_context *ctx)
@@ -244,6 +282,47 @@ static int cm_modify(struct rv_cm_conn *cm, struct rv_conn *c, enum ibv_qp_state
 	return rc;
 }
 
+/* UD (RDMA_PS_UDP): INIT from rdma_cm (port, P_Key, rdma_cm's Q_Key
+ * RDMA_UDP_QKEY), the source GID of the id's local address (the one
+ * rdma_cm resolved or the request arrived at), then RTR and RTS without a
+ * peer, as librdmacm does for its own UD QPs. rdma_init_qp_attr() only
+ * knows INIT for UD ids. */
+static int cm_ud_ready(struct rv_cm_conn *cm, struct rv_conn *c, const char *func)
+{
+	struct rv_qp *qp = c->qps[0];
+	rv_qp_attr qa = {.mask = RV_QP_QKEY};
+	uint8_t lg[16];
+	int rc = cm_modify(cm, c, IBV_QPS_INIT, func);
+
+	if (rc == 0 && rv_gid_from_sockaddr(rdma_get_local_addr(cm->id), lg)) {
+		struct rv_gid_want w = {.local_gid = lg};
+		rv_gid_entry e;
+		rc = rv_gid_pick(c->ctx, qp->port_num, &w, &e, func);
+		if (rc == 0 && rv_qp_gid_adopt(qp, e.gid_index) == 0)
+			memcpy(c->local[0].gid, qp->sgid.gid, 16);
+	}
+	if (rc == 0)
+		rc = rv_qp_to_rtr(qp, NULL);
+	if (rc == 0)
+		rc = rv_qp_to_rts(qp, NULL);
+	if (rc == 0)
+		rc = rv_qp_query(qp, &qa);
+	if (rc == 0)
+		c->local_qkey[0] = qa.qkey;
+	return rc;
+}
+
+/* Give an accepted connection its own channel, so that its events are its own. */
+static int cm_own_channel(struct rv_conn *c, const char *func)
+{
+	if (!(c->cm->ch = rdma_create_event_channel()))
+		return rv_err(errno, func, "rdma_create_event_channel: %s", strerror(errno));
+	if (rdma_migrate_id(c->cm->id, c->cm->ch) < 0)
+		return rv_err(errno, func, "rdma_migrate_id: %s", strerror(errno));
+	c->fd = c->cm->ch->fd;
+	return 0;
+}
+
 /* The caller's rdma_cm options on an id: type of service (before the
  * route is resolved: it selects the path) and the ACK timeout. */
 static int cm_set_options(struct rdma_cm_id *id, const struct rv_route *r, const char *func)
@@ -303,7 +382,7 @@ void rv_cm_conn_destroy(struct rv_conn *c)
 	struct rv_cm_conn *cm = c->cm;
 
 	if (cm->id) {
-		if (c->state == RV_CONN_ESTABLISHED)
+		if (c->state == RV_CONN_ESTABLISHED && cm->id->ps != RDMA_PS_UDP)
 			rdma_disconnect(cm->id);
 		rdma_destroy_id(cm->id);
 	}
@@ -327,6 +406,7 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	struct rv_conn_opts oo = *o;
 	struct rv_conn *c;
 	uint32_t peer_qpn = 0;
+	bool ud = o->qp_type == RV_QPT_UD;
 	int rc, n;
 
 	oo.cm = true;
@@ -343,9 +423,9 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 			      "peer; use RV_CONN_TRANSPORT_TCP to choose it yourself");
 	if ((o->num_qps ? o->num_qps : 1) != 1)
 		return rv_err(EOPNOTSUPP, func, "rdma_cm connects one QP per connection; num_qps is %u", o->num_qps);
-	if (o->qp_type == RV_QPT_UD)
-		return rv_err(EOPNOTSUPP, func, "UD QPs through rdma_cm (RDMA_PS_UDP, SIDR) are not done; use "
-			      "RV_CONN_TRANSPORT_TCP on both sides (it serves UD on every device)");
+	if (ud && (o->mask & RV_CONN_ATTR_QKEY) && o->qkey != RDMA_UDP_QKEY)
+		return rv_err(EINVAL, func, "RV_CONN_ATTR_QKEY 0x%x: rdma_cm's UD QPs use its Q_Key 0x%x "
+			      "(RDMA_UDP_QKEY); use RV_CONN_TRANSPORT_TCP to choose another", o->qkey, RDMA_UDP_QKEY);
 	if (o->data_len > RV_CONN_CM_IWARP_PRIVATE_DATA_MAX)
 		return rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm request carries at most %d "
 			      "(RV_CONN_CM_IWARP_PRIVATE_DATA_MAX, iWARP) and %d on InfiniBand and RoCE "
@@ -370,7 +450,7 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	rc = c->cm ? 0 : rv_err(ENOMEM, func, "out of memory");
 	if (rc == 0 && !(c->cm->ch = rdma_create_event_channel()))
 		rc = rv_err(errno, func, "rdma_create_event_channel: %s", strerror(errno));
-	if (rc == 0 && rdma_create_id(c->cm->ch, &c->cm->id, c, RDMA_PS_TCP) < 0)
+	if (rc == 0 && rdma_create_id(c->cm->ch, &c->cm->id, c, ud ? RDMA_PS_UDP : RDMA_PS_TCP) < 0)
 		rc = rv_err(errno, func, "rdma_create_id: %s", strerror(errno));
 	if (rc == 0) {
 		c->fd = c->cm->ch->fd;
@@ -390,8 +470,15 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 			    cm_pdata_limit(c->cm->id, false), cm_is_iwarp(c->cm->id) ? "iWARP, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX"
 			    : "InfiniBand and RoCE, RV_CONN_CM_PRIVATE_DATA_MAX", RV_CONN_PRIVATE_DATA_MAX);
 	if (rc == 0)
-		rc = cm_modify(c->cm, c, IBV_QPS_INIT, func);
+		rc = ud ? cm_ud_ready(c->cm, c, func) : cm_modify(c->cm, c, IBV_QPS_INIT, func);
 	memset(&mine, 0, sizeof(mine));
+	if (ud) { /* the SIDR REQ names no QP: the server learns ours here */
+		mine.has_ud = true;
+		mine.ud_qpn = c->qps[0]->qpn;
+		mine.ud_qkey = c->local_qkey[0];
+		memcpy(mine.ud_gid, c->local[0].gid, 16);
+		mine.ud_lid = c->local[0].lid;
+	}
 	mine.caps = c->local[0].caps;
 	mine.has_mr = o->has_mr;
 	mine.mr_addr = o->mr_addr;
@@ -413,7 +500,29 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 		if (rdma_connect(c->cm->id, &param) < 0)
 			rc = rv_err(errno, func, "rdma_connect %s: %s", c->peer_addr, strerror(errno));
 	}
-	if (rc == 0 && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_CONNECT_RESPONSE, &ev, func)) == 0) {
+	if (rc == 0 && ud && (rc = next_event(c->cm, deadline, &ev, func)) == 0) {
+		/* SIDR REP: ESTABLISHED with the server's QPN, Q_Key and the address
+		 * handle attributes to reach it; a refusal is UNREACHABLE with the
+		 * SIDR status (1: no listener, 2: rejected). */
+		if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+			rc = rv_cm_pdata_decode(ev->param.ud.private_data, ev->param.ud.private_data_len, &peer, func);
+			peer_qpn = ev->param.ud.qp_num;
+			c->peer_qkey[0] = ev->param.ud.qkey;
+			rv_cm_av_from_ibv(&ev->param.ud.ah_attr, &c->peer_av);
+			c->have_peer_av = true;
+		} else if (ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status > 0) {
+			rc = rv_err(ECONNREFUSED, func, "rdma_cm: %s refused the UD request (SIDR status %d%s)",
+				    c->peer_addr, ev->status, ev->status == 2 ? ": rejected; the server's error says why"
+				    : ev->status == 1 ? ": nothing listens there for UD clients" : "");
+		} else {
+			rc = rv_err(ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == -ETIMEDOUT ? ETIMEDOUT
+				    : ev->event == RDMA_CM_EVENT_UNREACHABLE ? EHOSTUNREACH : EPROTO, func,
+				    "rdma_cm: expected %s, got %s (status %d)", rdma_event_str(RDMA_CM_EVENT_ESTABLISHED),
+				    rdma_event_str(ev->event), ev->status);
+		}
+		rdma_ack_cm_event(ev);
+	}
+	if (rc == 0 && !ud && (rc = expect_event(c->cm, deadline, RDMA_CM_EVENT_CONNECT_RESPONSE, &ev, func)) == 0) {
 		rc = rv_cm_pdata_decode(ev->param.conn.private_data, ev->param.conn.private_data_len, &peer, func);
 		peer_qpn = ev->param.conn.qp_num; /* the REP's local QPN: the listener's QP */
 		rdma_ack_cm_event(ev);
@@ -424,16 +533,16 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	/* INIT again, as librdmacm does on the CM reply: before it, rdma_cm knows
 	 * nothing of the responder and gives qp_access_flags 0, so a peer's
 	 * WRITE or READ would fail with remote invalid request. */
-	if (rc == 0)
+	if (rc == 0 && !ud)
 		rc = cm_modify(c->cm, c, IBV_QPS_INIT, func);
-	if (rc == 0)
+	if (rc == 0 && !ud)
 		rc = cm_modify(c->cm, c, IBV_QPS_RTR, func);
-	if (rc == 0)
+	if (rc == 0 && !ud)
 		rc = cm_modify(c->cm, c, IBV_QPS_RTS, func);
-	if (rc == 0 && rdma_establish(c->cm->id) < 0)
+	if (rc == 0 && !ud && rdma_establish(c->cm->id) < 0)
 		rc = rv_err(errno, func, "rdma_establish: %s", strerror(errno));
 	if (rc < 0) {
-		if (c->cm && c->cm->id)
+		if (c->cm && c->cm->id && !ud)
 			rdma_reject(c->cm->id, NULL, 0);
 		rv_conn_discard(c);
 		return rc;
@@ -445,6 +554,10 @@ int rv_cm_connect(struct rv_context *ctx, const char *addr, const struct rv_conn
 	c->peer[0].mr_length = peer.mr_length;
 	c->peer[0].mr_rkey = peer.mr_rkey;
 	c->peer[0].qpn = peer_qpn;
+	if (ud) {
+		memcpy(c->peer[0].gid, c->peer_av.dgid, 16);
+		c->peer[0].lid = c->peer_av.dlid;
+	}
 	if (peer.data_len) {
 		c->peer_data = malloc(peer.data_len);
 		if (c->peer_data) {
@@ -491,6 +604,11 @@ int rv_cm_conn_disconnect(struct rv_conn *c, int timeout_ms, const char *func)
 
 	if (c->state != RV_CONN_ESTABLISHED)
 		return 0;
+	if (c->cm->id->ps == RDMA_PS_UDP) { /* SIDR has no disconnect: the peer is not told */
+		rv_conn_qps_to_err(c);
+		c->state = RV_CONN_DISCONNECTED;
+		return 0;
+	}
 	rdma_disconnect(c->cm->id);
 	rv_conn_qps_to_err(c);
 	c->state = RV_CONN_DISCONNECTED;
@@ -534,6 +652,32 @@ int rv_cm_listen(struct rv_context *ctx, const char *addr, uint32_t backlog, str
 			    ibv_get_device_name(cml->id->verbs->device), ctx->dev->name);
 	else if (rdma_listen(cml->id, (int)backlog) < 0)
 		rc = rv_err(errno, func, "rdma_listen: %s", strerror(errno));
+	/* UD clients come in rdma_cm's UDP port space, on the same port. Not on
+	 * iWARP (no UD; its CM listens on the TCP port itself). Best effort: a
+	 * listener that cannot listen there still serves RC and UC clients, and
+	 * a UD client's SIDR REQ is refused by the kernel's CM (no listener). */
+	if (rc == 0 && !(cml->id->verbs && cm_is_iwarp(cml->id))) {
+		struct sockaddr_storage ss;
+		const char *fail = NULL;
+		memcpy(&ss, rdma_get_local_addr(cml->id), sizeof(ss));
+		if (ss.ss_family == AF_INET)
+			((struct sockaddr_in *)&ss)->sin_port = rdma_get_src_port(cml->id);
+		else
+			((struct sockaddr_in6 *)&ss)->sin6_port = rdma_get_src_port(cml->id);
+		if (rdma_create_id(cml->ch, &cml->ud_id, NULL, RDMA_PS_UDP) < 0)
+			fail = "rdma_create_id(RDMA_PS_UDP)";
+		else if (rdma_bind_addr(cml->ud_id, (struct sockaddr *)&ss) < 0)
+			fail = "rdma_bind_addr(RDMA_PS_UDP)";
+		else if (rdma_listen(cml->ud_id, (int)backlog) < 0)
+			fail = "rdma_listen(RDMA_PS_UDP)";
+		if (fail) {
+			rv_log(RV_LOG_INFO, "listener \"%s\": %s: %s; UD clients are not served over rdma_cm", addr, fail,
+			       strerror(errno));
+			if (cml->ud_id)
+				rdma_destroy_id(cml->ud_id);
+			cml->ud_id = NULL;
+		}
+	}
 	freeaddrinfo(ai);
 	if (rc < 0) {
 		rv_cm_listener_destroy(cml);
@@ -550,6 +694,8 @@ void rv_cm_listener_destroy(struct rv_cm_listener *cml)
 	for (uint32_t i = 0; i < cml->n_pending; i++)
 		rv_conn_discard(cml->pending[i].conn);
 	free(cml->pending);
+	if (cml->ud_id)
+		rdma_destroy_id(cml->ud_id);
 	if (cml->id)
 		rdma_destroy_id(cml->id);
 	if (cml->ch)
@@ -567,9 +713,14 @@ static void drop_pending(struct rv_cm_listener *cml, uint32_t i)
  * allows it from REQ_RCVD on, while after ESTABLISHED a client that has
  * already disconnected (DREQ received) makes rdma_init_qp_attr() fail. */
 static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *ev, const struct rv_conn_opts *o,
-			      uint32_t hs_timeout_ms, struct rdma_cm_id **ret_dead, const char *func)
+			      uint32_t hs_timeout_ms, struct rdma_cm_id **ret_dead, struct rv_conn **ret_ud,
+			      const char *func)
 {
 	struct rdma_cm_id *id = ev->id;
+	bool ud = id->ps == RDMA_PS_UDP;
+	bool want_ud = (o->caller_qps ? o->qps[0]->qp_type : o->qp_type) == RV_QPT_UD;
+	const void *req_pdata = ud ? ev->param.ud.private_data : ev->param.conn.private_data;
+	uint8_t req_pdata_len = ud ? ev->param.ud.private_data_len : ev->param.conn.private_data_len;
 	struct rv_conn_opts oo = *o;
 	struct rdma_conn_param param;
 	struct rv_cm_pdata peer, mine;
@@ -580,15 +731,20 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 
 	rv_sockaddr_str(rdma_get_peer_addr(id), peer_addr);
 	oo.cm = true;
-	rc = rv_cm_pdata_decode(ev->param.conn.private_data, ev->param.conn.private_data_len, &peer, func);
+	rc = rv_cm_pdata_decode(req_pdata, req_pdata_len, &peer, func);
+	if (rc == 0 && ud != want_ud)
+		rc = rv_err(EPROTO, func, "the client asks for %s QPs (%s); this server's are %s", ud ? "UD" : "connected",
+			    ud ? "RDMA_PS_UDP" : "RDMA_PS_TCP", want_ud ? "UD" : "connected");
+	if (rc == 0 && ud && !peer.has_ud)
+		rc = rv_err(EBADMSG, func, "a UD request without the client's QP in its private data");
+	if (rc == 0 && ud && (o->mask & RV_CONN_ATTR_QKEY) && o->qkey != RDMA_UDP_QKEY)
+		rc = rv_err(EINVAL, func, "RV_CONN_ATTR_QKEY 0x%x: rdma_cm's UD QPs use its Q_Key 0x%x (RDMA_UDP_QKEY)",
+			    o->qkey, RDMA_UDP_QKEY);
 	if (rc == 0 && strcmp(ibv_get_device_name(id->verbs->device), cml->ctx->dev->name) != 0)
 		rc = rv_err(EADDRNOTAVAIL, func, "arrived on device %s, not %s", ibv_get_device_name(id->verbs->device),
 			    cml->ctx->dev->name);
 	if (rc == 0 && o->num_qps > 1)
 		rc = rv_err(EPROTO, func, "rdma_cm connects one QP; this server wants %u", o->num_qps);
-	if (rc == 0 && o->qp_type == RV_QPT_UD)
-		rc = rv_err(EOPNOTSUPP, func, "UD QPs through rdma_cm (RDMA_PS_UDP, SIDR) are not done; listen with "
-			    "RV_CONN_TRANSPORT_TCP for UD connections");
 	if (rc == 0 && o->has_gid_index)
 		rc = rv_err(EINVAL, func, "RV_CONN_ATTR_GID_INDEX: rdma_cm chooses the GID from the client's "
 			    "route; listen with RV_CONN_TRANSPORT_TCP to choose it yourself");
@@ -612,11 +768,13 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 		/* The client's type of service chose the path; ours only marks our packets. */
 		rc = cm_set_options(id, &o->route, func);
 	}
-	if (rc == 0)
+	if (rc == 0 && ud)
+		rc = cm_ud_ready(c->cm, c, func);
+	if (rc == 0 && !ud)
 		rc = cm_modify(c->cm, c, IBV_QPS_INIT, func);
-	if (rc == 0)
+	if (rc == 0 && !ud)
 		rc = cm_modify(c->cm, c, IBV_QPS_RTR, func);
-	if (rc == 0)
+	if (rc == 0 && !ud)
 		rc = cm_modify(c->cm, c, IBV_QPS_RTS, func);
 	if (rc == 0) {
 		memset(&mine, 0, sizeof(mine));
@@ -625,10 +783,14 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 		mine.mr_addr = o->mr_addr;
 		mine.mr_length = o->mr_length;
 		mine.mr_rkey = o->mr_rkey;
-		mine.data_len = o->data_len <= cm_pdata_limit(id, true) ? o->data_len : 0;
+		uint32_t lim = ud ? RV_CONN_CM_UD_REPLY_PRIVATE_DATA_MAX : cm_pdata_limit(id, true);
+		mine.data_len = o->data_len <= lim ? o->data_len : 0;
 		if (mine.data_len)
 			memcpy(mine.data, o->data, mine.data_len);
-		if (o->data_len > cm_pdata_limit(id, true))
+		if (ud && o->data_len > lim)
+			rc = rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm reply to a UD client (SIDR REP) "
+				    "carries at most %u (RV_CONN_CM_UD_REPLY_PRIVATE_DATA_MAX)", o->data_len, lim);
+		else if (o->data_len > cm_pdata_limit(id, true))
 			rc = rv_err(EMSGSIZE, func, "%u bytes of private data; an rdma_cm reply on %s carries at most %u "
 				    "(%s)", o->data_len, ibv_get_device_name(id->verbs->device), cm_pdata_limit(id, true),
 				    cm_is_iwarp(id) ? "iWARP, RV_CONN_CM_IWARP_PRIVATE_DATA_MAX"
@@ -639,14 +801,16 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 		memset(&param, 0, sizeof(param));
 		param.private_data = pdata;
 		param.private_data_len = (uint8_t)n;
-		param.responder_resources = ev->param.conn.initiator_depth;
-		param.initiator_depth = ev->param.conn.responder_resources;
-		param.rnr_retry_count = 7;
-		param.qp_num = c->qps[0]->qpn;
+		if (!ud) {
+			param.responder_resources = ev->param.conn.initiator_depth;
+			param.initiator_depth = ev->param.conn.responder_resources;
+			param.rnr_retry_count = 7;
+		}
+		param.qp_num = c->qps[0]->qpn; /* UD: the SIDR REP's QPN; its Q_Key is rdma_cm's (RDMA_UDP_QKEY) */
 		if (rdma_accept(id, &param) < 0)
 			rc = rv_err(errno, func, "rdma_accept: %s", strerror(errno));
 	}
-	if (rc == 0 && cml->n_pending == cml->cap_pending) {
+	if (rc == 0 && !ud && cml->n_pending == cml->cap_pending) {
 		uint32_t cap = cml->cap_pending ? cml->cap_pending * 2 : 16;
 		struct cm_pending *np = realloc(cml->pending, cap * sizeof(*np));
 		if (!np)
@@ -675,11 +839,21 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 	c->peer[0].mr_length = peer.mr_length;
 	c->peer[0].mr_rkey = peer.mr_rkey;
 	c->peer[0].qpn = ev->param.conn.qp_num; /* the REQ's local QPN: the client's QP */
+	if (ud) { /* the SIDR REQ names no QP: the client's came in rverbs' private data */
+		c->peer[0].qpn = peer.ud_qpn;
+		memcpy(c->peer[0].gid, peer.ud_gid, 16);
+		c->peer[0].lid = peer.ud_lid;
+		c->peer_qkey[0] = peer.ud_qkey;
+	}
 	if (peer.data_len && (c->peer_data = malloc(peer.data_len))) {
 		memcpy(c->peer_data, peer.data, peer.data_len);
 		c->peer_data_len = peer.data_len;
 	}
 	c->path_mtu = c->local[0].mtu;
+	if (ud) { /* established with the SIDR REP: no ESTABLISHED event follows */
+		*ret_ud = c;
+		return 0;
+	}
 	cml->pending[cml->n_pending].conn = c;
 	cml->pending[cml->n_pending].deadline = rv_now_ms() + hs_timeout_ms;
 	cml->n_pending++;
@@ -698,11 +872,21 @@ int rv_cm_listener_event(struct rv_cm_listener *cml, const struct rv_conn_opts *
 		return errno == EAGAIN ? 0 : rv_err(errno, func, "rdma_get_cm_event: %s", strerror(errno));
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		struct rdma_cm_id *dead = NULL;
-		rc = on_connect_request(cml, ev, o, hs_timeout_ms, &dead, func);
+		rc = on_connect_request(cml, ev, o, hs_timeout_ms, &dead, &c, func);
 		rdma_ack_cm_event(ev);
 		if (dead)
 			rdma_destroy_id(dead);
-		return rc;
+		if (rc < 0 || !c)
+			return rc;
+		rc = cm_own_channel(c, func); /* after the ack: rdma_migrate_id waits for it */
+		if (rc < 0) {
+			rv_conn_discard(c);
+			return rc;
+		}
+		c->state = RV_CONN_ESTABLISHED;
+		c->phase = RV_PH_ESTABLISHED;
+		*ret = c;
+		return 1;
 	}
 	for (i = 0; i < cml->n_pending; i++)
 		if (cml->pending[i].conn->cm->id == ev->id)
@@ -722,16 +906,11 @@ int rv_cm_listener_event(struct rv_cm_listener *cml, const struct rv_conn_opts *
 	}
 	rdma_ack_cm_event(ev);
 	/* Give the connection its own channel, so that its events (disconnect) are its own. */
-	rc = 0;
-	if (!(c->cm->ch = rdma_create_event_channel()))
-		rc = rv_err(errno, func, "rdma_create_event_channel: %s", strerror(errno));
-	else if (rdma_migrate_id(c->cm->id, c->cm->ch) < 0)
-		rc = rv_err(errno, func, "rdma_migrate_id: %s", strerror(errno));
+	rc = cm_own_channel(c, func);
 	if (rc < 0) {
 		rv_conn_discard(c);
 		return rc;
 	}
-	c->fd = c->cm->ch->fd;
 	c->state = RV_CONN_ESTABLISHED;
 	c->phase = RV_PH_ESTABLISHED;
 	*ret = c;

@@ -76,6 +76,8 @@ struct rv_conn {
 	rv_endpoint local[RV_CONN_MAX_QPS];
 	uint32_t local_qkey[RV_CONN_MAX_QPS]; /* UD: our QPs' Q_Keys, told to the peer */
 	uint32_t peer_qkey[RV_CONN_MAX_QPS];  /* UD: the peer's */
+	bool have_peer_av;                    /* rdma_cm UD client: the SIDR REP's address handle */
+	rv_ah_attr peer_av;
 
 	bool have_peer;
 	rv_endpoint peer[RV_CONN_MAX_QPS];

@@ -1082,12 +1082,18 @@ RV_EXPORT int rv_conn_peer_ah(const rv_conn *conn, uint32_t index, rv_ah **ret_a
 	if (rc < 0)
 		return rc;
 	memset(&a, 0, sizeof(a));
-	memcpy(a.dgid, conn->peer[index].gid, 16);
-	a.is_global = 1;
-	a.dlid = conn->peer[index].lid;
-	a.sgid_index = (uint8_t)qp->sgid.gid_index;
-	a.port_num = qp->port_num;
-	a.hop_limit = (conn->route.mask & RV_ROUTE_HOP_LIMIT) ? conn->route.hop_limit : 64;
+	if (conn->have_peer_av) { /* rdma_cm: the SIDR REP's address handle, as the CM resolved it */
+		a = conn->peer_av;
+		if (conn->route.mask & RV_ROUTE_HOP_LIMIT)
+			a.hop_limit = conn->route.hop_limit;
+	} else {
+		memcpy(a.dgid, conn->peer[index].gid, 16);
+		a.is_global = 1;
+		a.dlid = conn->peer[index].lid;
+		a.sgid_index = (uint8_t)qp->sgid.gid_index;
+		a.port_num = qp->port_num;
+		a.hop_limit = (conn->route.mask & RV_ROUTE_HOP_LIMIT) ? conn->route.hop_limit : 64;
+	}
 	if (conn->route.mask & RV_ROUTE_TRAFFIC_CLASS)
 		a.traffic_class = conn->route.traffic_class;
 	if (conn->route.mask & RV_ROUTE_FLOW_LABEL)

@@ -546,6 +546,76 @@ TEST_CASE(ud_multicast_attach_send_detach)
 	CHECK(threw);
 }
 
+TEST_CASE(ud_join_mcast)
+{
+	context c = soft_context();
+	pd p = pd::create(c);
+	cq q = cq::create(c);
+	rv_qp_init_attr ia{};
+	ia.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE;
+	ia.send_cq = q.get();
+	ia.qp_type = RV_QPT_UD;
+	qp a = qp::create(p, ia), b = qp::create(p, ia);
+	for (qp *x : {&a, &b}) {
+		x->to_init();
+		x->to_rtr(nullptr);
+		x->to_rts();
+	}
+	char group[32];
+	std::snprintf(group, sizeof(group), "239.151.%u.%u", static_cast<unsigned>(getpid() >> 8) & 0xffu,
+		      static_cast<unsigned>(getpid() | 1) & 0xffu);
+	ah to_group;
+	uint32_t qkey = 0;
+	std::error_code jec;
+	mcast m = b.join_mcast(group, to_group, &qkey, 5000, jec);
+	if (jec.value() == EADDRINUSE) /* a kernel RoCE device holds UDP 4791 (docs/ud.md) */
+		SKIP("soft0 cannot bind its multicast socket to UDP 4791 on this host");
+	CHECK(!jec && m.joined() && to_group.get() != nullptr);
+	CHECK(qkey == 0x11111111); /* soft0: the QP's own */
+	mr buf = mr::alloc(p, 65536, RV_ACCESS_LOCAL_WRITE);
+	rv_sge rs = buf.sge(4096, 1024);
+	rv_recv_wr rwr{};
+	rwr.wr_id = 8;
+	set_sg_list(rwr, span<const rv_sge>(&rs, 1));
+	CHECK(b.post_recv(span<const rv_recv_wr>(&rwr, 1)) == 1);
+	std::memcpy(buf.addr(), "jm", 2);
+	rv_sge ss = buf.sge(0, 2);
+	rv_send_wr wr{};
+	wr.wr_id = 2;
+	wr.opcode = RV_WR_SEND;
+	wr.ah = to_group.get();
+	wr.remote_qpn = RV_MCAST_QPN;
+	wr.remote_qkey = qkey;
+	set_sg_list(wr, span<const rv_sge>(&ss, 1));
+	CHECK(a.post_send(span<const rv_send_wr>(&wr, 1)) == 1);
+	rv_wc wc;
+	do
+		wc = wait_one(q);
+	while (!(wc.opcode & RV_WC_RECV));
+	CHECK(wc.status == RV_WC_SUCCESS && wc.wr_id == 8 && wc.qp_num == b.num() && wc.src_qp == a.num());
+	CHECK(std::memcmp(static_cast<uint8_t *>(buf.addr()) + 4096 + RV_UD_GRH_LEN, "jm", 2) == 0);
+	mcast moved = std::move(m);
+	CHECK(!m.joined() && moved.joined());
+	moved.leave();
+	CHECK(!moved.joined());
+	uint8_t gid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0};
+	unsigned g1 = 0, g2 = 0, g3 = 0, g4 = 0;
+	std::sscanf(group, "%u.%u.%u.%u", &g1, &g2, &g3, &g4);
+	gid[12] = static_cast<uint8_t>(g1), gid[13] = static_cast<uint8_t>(g2);
+	gid[14] = static_cast<uint8_t>(g3), gid[15] = static_cast<uint8_t>(g4);
+	std::error_code ec;
+	b.detach_mcast(gid, 0, ec); /* left: not attached any more */
+	CHECK(ec.value() == EINVAL);
+	bool threw = false;
+	try {
+		ah other;
+		a.join_mcast("10.1.2.3", other);
+	} catch (const error &e) {
+		threw = e.code().value() == EINVAL;
+	}
+	CHECK(threw);
+}
+
 TEST_CASE(srq_limit_event_and_cq_resize)
 {
 	context rctx = soft_context(), sctx = soft_context();

@@ -27,7 +27,7 @@ __path__ = _pkgutil.extend_path(__path__, __name__)
 
 from ._lowlevel import ffi, lib, RVerbsError, RVerbsClosedError, ECLOSED  # noqa: E402
 from ._objects import (  # noqa: E402
-    Device, Context, PD, MR, CQ, QP, AH, Listener, Conn, Endpoint, WC, SendWR, RecvWR, sge,
+    Device, Context, PD, MR, CQ, QP, AH, McastMembership, Listener, Conn, Endpoint, WC, SendWR, RecvWR, sge,
     set_log_handler, set_log_level, wc_status_str, wc_status_hint,
 )
 from . import _cdef  # noqa: E402
@@ -75,7 +75,7 @@ for _mod in (_memory, _channel, _srq, _mw, _extended):
 
 __all__ = [
     "ffi", "lib", "RVerbsError", "RVerbsClosedError", "ECLOSED", "Device", "Context",
-    "PD", "MR", "CQ", "QP", "AH", "Listener", "Conn", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
+    "PD", "MR", "CQ", "QP", "AH", "McastMembership", "Listener", "Conn", "Endpoint", "WC", "SendWR", "RecvWR", "sge",
     "set_log_handler", "set_log_level", "wc_status_str", "wc_status_hint",
     "library_version", "library_version_number",
 ] + list(_memory.__all__) + list(_channel.__all__) + list(_srq.__all__) + list(_mw.__all__) \

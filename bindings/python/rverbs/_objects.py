@@ -1029,6 +1029,23 @@ class QP(_Handle):
             raise ValueError("a GID is 16 bytes, not %d" % len(gid))
         check(lib.rv_qp_attach_mcast(self._ptr("rv_qp_attach_mcast"), gid, lid), "rv_qp_attach_mcast")
 
+    def join_mcast(self, group, timeout_ms=5000):
+        """Join this UD QP to the IP multicast group `group` ("239.1.2.3",
+        "ff0e::1") and attach it (rv_mcast_join: rdma_join_multicast on a
+        kernel device, the IP group's GID on soft0). Returns (membership, ah,
+        qkey): send with SendWR(ah=ah, remote_qpn=RV_MCAST_QPN,
+        remote_qkey=qkey); membership.leave() (or a with block) leaves."""
+        out = ffi.new("rv_mcast **")
+        ahp = ffi.new("rv_ah **")
+        qkey = ffi.new("uint32_t *")
+        check(lib.rv_mcast_join(self._ptr("rv_mcast_join"), group.encode(), timeout_ms, out, ahp, qkey),
+              "rv_mcast_join")
+        ah = AH.__new__(AH)
+        _Handle.__init__(ah)
+        ah.pd = self.pd
+        ah._adopt(ahp[0], ah.pd)
+        return McastMembership(out[0], self), ah, qkey[0]
+
     def detach_mcast(self, gid, lid=0):
         """Detach this UD QP from the multicast group `gid` (rv_qp_detach_mcast)."""
         gid = bytes(gid)
@@ -1290,6 +1307,37 @@ class Listener(_Handle):
         return Conn._adopt_new(out[0], self.context)
 
 
+class McastMembership:
+    """A UD QP's membership of a multicast group (QP.join_mcast). leave()
+    detaches the QP and leaves the group (rv_mcast_leave); a with block leaves
+    at its end. It keeps its QP object alive until then."""
+
+    def __init__(self, ptr, qp):
+        self._p = ptr
+        self.qp = qp
+
+    def leave(self):
+        if self._p is not None:
+            p, self._p = self._p, None
+            check(lib.rv_mcast_leave(p), "rv_mcast_leave")
+
+    @property
+    def joined(self):
+        return self._p is not None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.leave()
+
+    def __del__(self):
+        try:
+            self.leave()
+        except Exception:
+            pass
+
+
 class Conn(_Handle):
     """A connection from the connection helper (rv_conn): connected QPs in RTS.
 
@@ -1463,6 +1511,6 @@ def set_log_level(level):
     check(lib.rv_set_log_level(level), "rv_set_log_level")
 
 
-__all__ = ["Device", "Context", "PD", "MR", "CQ", "QP", "Listener", "Conn", "Endpoint", "WC", "SendWR",
+__all__ = ["Device", "Context", "PD", "MR", "CQ", "QP", "McastMembership", "Listener", "Conn", "Endpoint", "WC", "SendWR",
            "RecvWR", "sge", "set_log_handler", "set_log_level", "wc_status_str",
            "wc_status_hint"]

@@ -124,3 +124,34 @@ def test_ud_multicast_attach_send_detach(ud):
     assert "not a multicast GID" in str(e.value)
     with pytest.raises(ValueError):
         a.attach_mcast(b"short")
+
+
+def test_ud_join_mcast(ud):
+    """QP.join_mcast (rv_mcast_join): the join attaches the QP and returns the
+    group's AH and Q_Key, which reach it; leave() detaches; bad groups refused."""
+    import os
+    ctx, pd, cq, (a, b), mr = ud
+    group = "239.161.%d.%d" % ((os.getpid() >> 8) & 0xff, os.getpid() & 0xff | 1)
+    try:
+        m, ah, qkey = b.join_mcast(group)
+    except rverbs.RVerbsError as e:
+        if e.errno == 98:  # EADDRINUSE: a kernel RoCE device holds UDP 4791 (docs/ud.md)
+            pytest.skip("soft0 cannot bind its multicast socket to UDP 4791 here: %s" % e)
+        raise
+    assert qkey == QKEY and m.joined and m.qp is b
+    b.post_recv([RecvWR(wr_id=22, sg_list=[mr.sge(4096, 1024)])])
+    mr.buf[0:6] = b"joined"
+    a.post_send([SendWR(wr_id=4, sg_list=[mr.sge(0, 6)], ah=ah, remote_qpn=rverbs.RV_MCAST_QPN,
+                        remote_qkey=qkey, send_flags=rverbs.RV_SEND_SIGNALED)])
+    wc = recv_one(cq, "the group's datagram")
+    assert wc.ok and wc.wr_id == 22 and wc.qp_num == b.qp_num and wc.src_qp == a.qp_num
+    assert bytes(mr.buf[4096 + rverbs.RV_UD_GRH_LEN:4096 + rverbs.RV_UD_GRH_LEN + 6]) == b"joined"
+    m.leave()
+    assert not m.joined
+    m.leave()  # a second leave does nothing
+    with pytest.raises(rverbs.RVerbsError) as e:
+        b.detach_mcast(bytes(10) + b"\xff\xff" + bytes(int(x) for x in group.split(".")))
+    assert e.value.errno == 22  # left: not attached any more
+    with pytest.raises(rverbs.RVerbsError) as e:
+        a.join_mcast("10.1.2.3")
+    assert e.value.errno == 22 and "not an IPv4 multicast" in str(e.value)
