@@ -452,11 +452,10 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	 * rdma_destroy_id waits for that. */
 	if (c->real_listener)
 		cm_real.rdma_destroy_id(c->real_listener);
-	if (c->real) {
-		if (c->real->qp)
-			cm_real.rdma_destroy_qp(c->real);
+	/* Not its QP: the program may have destroyed it with ibv_destroy_qp
+	 * (rping does), and librdmacm's rdma_destroy_id leaves it alone too. */
+	if (c->real)
 		cm_real.rdma_destroy_id(c->real);
-	}
 	if (c->sync)
 		cm_channel_free(cm_container_of(id->channel, struct cm_channel, ch));
 	if (!c->real)
