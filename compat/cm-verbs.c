@@ -785,8 +785,13 @@ CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_
 {
 	const uint32_t known = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
 
-	if (id && cm_id_of(id)->real)
-		return fail(EOPNOTSUPP); /* docs/compat.md: not passed through */
+	if (id && mc_join_attr && cm_id_of(id)->real) {
+		struct cm_id *c = cm_id_of(id);
+
+		if (cm_real.rdma_join_multicast_ex(c->real, mc_join_attr, context) != 0)
+			return cm_real_fail();
+		return c->sync ? cm_wait(c, RDMA_CM_EVENT_MULTICAST_JOIN, NULL) : 0;
+	}
 	if (!mc_join_attr || (mc_join_attr->comp_mask & ~known) ||
 	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) ||
 	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS))

@@ -208,6 +208,7 @@ int cm_enqueue(struct cm_channel *ch, struct cm_event *e);
 	X(rdma_init_qp_attr)                                                   \
 	X(rdma_notify)                                                         \
 	X(rdma_join_multicast)                                                 \
+	X(rdma_join_multicast_ex)                                              \
 	X(rdma_leave_multicast)
 
 struct cm_real {
