@@ -496,9 +496,16 @@ static void test_cm__real_device_ids_pass_through(void **state)
 	assert_int_equal(rdma_accept(child, &cp), 0);
 	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ESTABLISHED));
 	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+	/* IB CM: the passive side hears the DREQ; the active side hears
+	 * DISCONNECTED once the passive side answers with its own disconnect. */
 	assert_int_equal(rdma_disconnect(client), 0);
-	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_DISCONNECTED));
-	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+	ev = next_event(ch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(ev->id, child);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_disconnect(child), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(ev->id, client);
+	rdma_ack_cm_event(ev);
 	rdma_destroy_qp(child);
 	rdma_destroy_qp(client);
 	assert_int_equal(rdma_destroy_id(child), 0);
