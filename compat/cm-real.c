@@ -226,16 +226,13 @@ int cm_real_try_resolve(struct cm_id *c, struct sockaddr *dst, int timeout_ms)
 	else
 		((struct sockaddr_in6 *)&src)->sin6_port =
 			c->bound ? c->id.route.addr.src_sin6.sin6_port : 0;
-	if (c->bound) {
-		/* The soft0 socket goes: the port is the real id's now. */
-		pthread_mutex_lock(&cm_lock);
-		cm_close_fd(c);
-		c->bound = false;
-		pthread_mutex_unlock(&cm_lock);
-	}
 	rc = cm_real_try_bind(c, (struct sockaddr *)&src);
 	if (rc != 0)
-		return rc;
+		return rc; /* soft0's: a wildcard-bound id keeps its socket */
+	/* A wildcard-bound id's soft0 socket goes: the port is the real id's. */
+	pthread_mutex_lock(&cm_lock);
+	cm_close_fd(c);
+	pthread_mutex_unlock(&cm_lock);
 	if (cm_real.rdma_resolve_addr(c->real, NULL, dst, timeout_ms) != 0)
 		return cm_real_fail();
 	return 0;
