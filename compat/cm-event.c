@@ -19,6 +19,8 @@
 
 #include "cm.h"
 
+static void event_free(struct cm_event *e);
+
 struct cm_channel *cm_channel_new(void)
 {
 	struct cm_channel *ch = calloc(1, sizeof(*ch));
@@ -44,8 +46,9 @@ void cm_channel_free(struct cm_channel *ch)
 		return;
 	for (e = ch->head; e; e = n) {
 		n = e->next;
-		free(e);
+		event_free(e);
 	}
+	cm_real_channel_free(ch); /* after the acks of its events */
 	close(ch->ch.fd);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
@@ -64,12 +67,35 @@ CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		cm_channel_free(cm_container_of(channel, struct cm_channel, ch));
 }
 
+int cm_enqueue(struct cm_channel *ch, struct cm_event *e)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&ch->lock);
+	if (ch->tail)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	pthread_mutex_unlock(&ch->lock);
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+		return -errno;
+	return 0;
+}
+
+/* Free an event; a real id's goes back to the system's librdmacm. */
+static void event_free(struct cm_event *e)
+{
+	if (e->real && cm_real.rdma_ack_cm_event)
+		cm_real.rdma_ack_cm_event(e->real);
+	free(e);
+}
+
 int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 		  struct rdma_cm_id *listen_id, const struct cm_msg *from_peer)
 {
 	struct cm_channel *ch = cm_container_of(c->id.channel, struct cm_channel, ch);
 	struct cm_event *e = calloc(1, sizeof(*e));
-	uint64_t one = 1;
 
 	if (!e)
 		return -ENOMEM;
@@ -101,16 +127,7 @@ int cm_post_event(struct cm_id *c, enum rdma_cm_event_type type, int status,
 			e->ev.param.conn.qp_num = from_peer->qpn;
 		}
 	}
-	pthread_mutex_lock(&ch->lock);
-	if (ch->tail)
-		ch->tail->next = e;
-	else
-		ch->head = e;
-	ch->tail = e;
-	pthread_mutex_unlock(&ch->lock);
-	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
-		return -errno;
-	return 0;
+	return cm_enqueue(ch, e);
 }
 
 int cm_post_mc_event(struct cm_id *c, enum rdma_cm_event_type type, int status, const struct cm_mc *mc)
@@ -118,7 +135,6 @@ int cm_post_mc_event(struct cm_id *c, enum rdma_cm_event_type type, int status, 
 	struct cm_channel *ch = cm_container_of(c->id.channel, struct cm_channel, ch);
 	struct cm_event *e = calloc(1, sizeof(*e));
 	struct rdma_ud_param *ud;
-	uint64_t one = 1;
 
 	if (!e)
 		return -ENOMEM;
@@ -134,16 +150,7 @@ int cm_post_mc_event(struct cm_id *c, enum rdma_cm_event_type type, int status, 
 	ud->ah_attr.grh.hop_limit = 64;
 	ud->ah_attr.port_num = 1;
 	/* dlid 0: soft0's port is Ethernet-like, a group has no MLID (as RoCE). */
-	pthread_mutex_lock(&ch->lock);
-	if (ch->tail)
-		ch->tail->next = e;
-	else
-		ch->head = e;
-	ch->tail = e;
-	pthread_mutex_unlock(&ch->lock);
-	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
-		return -errno;
-	return 0;
+	return cm_enqueue(ch, e);
 }
 
 void cm_purge_events(struct rdma_event_channel *channel, const struct rdma_cm_id *id,
@@ -176,9 +183,14 @@ void cm_purge_events(struct rdma_event_channel *channel, const struct rdma_cm_id
 		if (poll(&p, 1, 0) == 1 && read(ch->ch.fd, &one, sizeof(one)) < 0) {
 			/* nothing to take back */
 		}
+		/* A real event is acked first: dropped() may destroy its id,
+		 * which the system's librdmacm allows only once it is acked. */
+		if (e->real && cm_real.rdma_ack_cm_event)
+			cm_real.rdma_ack_cm_event(e->real);
+		e->real = NULL;
 		if (dropped)
 			dropped(&e->ev);
-		free(e);
+		event_free(e);
 	}
 }
 
@@ -222,7 +234,7 @@ CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 		errno = EINVAL;
 		return -1;
 	}
-	free(cm_container_of(event, struct cm_event, ev));
+	event_free(cm_container_of(event, struct cm_event, ev));
 	return 0;
 }
 

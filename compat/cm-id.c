@@ -29,6 +29,7 @@ pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cm_id *ids;
 static int epfd = -1;
 static pthread_once_t progress_once = PTHREAD_ONCE_INIT;
+static void start_progress(void);
 
 /* How long rdma_connect waits for the TCP connection of the exchange. */
 #define CM_CONNECT_TIMEOUT_MS 5000
@@ -66,6 +67,39 @@ void cm_close_fd(struct cm_id *c)
 	close(c->fd);
 	c->fd = -1;
 	c->rlen = 0;
+}
+
+bool cm_alive(const struct cm_id *c)
+{
+	return alive(c);
+}
+
+void cm_link_id(struct cm_id *c)
+{
+	c->next = ids;
+	ids = c;
+}
+
+void cm_unlink_id(struct cm_id *c)
+{
+	unlink_id(c);
+}
+
+/* A real channel's fd: tagged with the low bit (ids are aligned). */
+int cm_watch_channel(struct cm_channel *ch)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uintptr_t)ch | 1};
+
+	pthread_once(&progress_once, start_progress);
+	if (epfd < 0)
+		return -ENOMEM;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, ch->real->fd, &ev) < 0 ? -errno : 0;
+}
+
+void cm_unwatch_channel(struct cm_channel *ch)
+{
+	if (epfd >= 0 && ch->real)
+		epoll_ctl(epfd, EPOLL_CTL_DEL, ch->real->fd, NULL);
 }
 
 static int watch(struct cm_id *c)
@@ -284,7 +318,9 @@ static void *progress(void *arg)
 		if (n != 1)
 			continue;
 		pthread_mutex_lock(&cm_lock);
-		if (alive(ev.data.ptr) && ((struct cm_id *)ev.data.ptr)->fd >= 0)
+		if (ev.data.u64 & 1)
+			cm_real_pump((struct cm_channel *)(uintptr_t)(ev.data.u64 & ~(uint64_t)1));
+		else if (alive(ev.data.ptr) && ((struct cm_id *)ev.data.ptr)->fd >= 0)
 			on_readable(ev.data.ptr);
 		pthread_mutex_unlock(&cm_lock);
 	}
@@ -360,6 +396,13 @@ static void drop_request(struct rdma_cm_event *ev)
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
 		return;
 	child = cm_id_of(ev->id);
+	if (alive(child) && child->real) {
+		cm_real.rdma_reject(child->real, NULL, 0);
+		cm_real.rdma_destroy_id(child->real); /* its event is acked */
+		unlink_id(child);
+		free(child);
+		return;
+	}
 	if (alive(child)) {
 		struct cm_msg rej = {.type = CM_MSG_REJ, .qp_type = child->id.qp_type};
 
@@ -405,9 +448,18 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	 * the connections whose request nobody took. */
 	cm_purge_events(id->channel, id, drop_request);
 	pthread_mutex_unlock(&cm_lock);
+	/* The system's ids go after their events are acked (above): its
+	 * rdma_destroy_id waits for that. */
+	if (c->real_listener)
+		cm_real.rdma_destroy_id(c->real_listener);
+	/* Not its QP: the program may have destroyed it with ibv_destroy_qp
+	 * (rping does), and librdmacm's rdma_destroy_id leaves it alone too. */
+	if (c->real)
+		cm_real.rdma_destroy_id(c->real);
 	if (c->sync)
 		cm_channel_free(cm_container_of(id->channel, struct cm_channel, ch));
-	free(id->route.path_rec);
+	if (!c->real)
+		free(id->route.path_rec);
 	free(c);
 	return 0;
 }
@@ -428,6 +480,12 @@ CM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
 		return fail(EAFNOSUPPORT); /* AF_IB needs an InfiniBand subnet */
 	c = cm_id_of(id);
+	if (c->bound || c->real || c->state != CM_IDLE)
+		return fail(EINVAL);
+	rc = cm_real_try_bind(c, addr);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
 	if (!cm_verbs())
 		return fail(ENODEV);
 	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -465,6 +523,12 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (!id)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real) {
+		if (cm_real.rdma_listen(c->real, backlog) != 0)
+			return cm_real_fail();
+		c->state = CM_LISTENING;
+		return 0;
+	}
 	pthread_mutex_lock(&cm_lock);
 	if (!c->bound || c->state != CM_IDLE || c->fd < 0) {
 		pthread_mutex_unlock(&cm_lock);
@@ -478,7 +542,14 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	c->state = CM_LISTENING;
 	rc = watch(c);
 	pthread_mutex_unlock(&cm_lock);
-	return rc < 0 ? fail(-rc) : 0;
+	if (rc < 0)
+		return fail(-rc);
+	/* Bound to the wildcard address: the real devices' requests too. */
+	if (id->route.addr.src_addr.sa_family == AF_INET
+		    ? id->route.addr.src_sin.sin_addr.s_addr == htonl(INADDR_ANY)
+		    : IN6_IS_ADDR_UNSPECIFIED(&id->route.addr.src_sin6.sin6_addr))
+		cm_real_listen_too(c, backlog > 0 ? backlog : 128);
+	return 0;
 }
 
 /* The local address the kernel would use toward @p dst (a UDP socket's
@@ -514,6 +585,24 @@ CM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	c = cm_id_of(id);
 	if (src_addr && !c->bound && rdma_bind_addr(id, src_addr) < 0)
 		return -1;
+	if (!c->real && c->state == CM_IDLE &&
+	    (!c->bound || (id->route.addr.src_addr.sa_family == AF_INET
+				   ? id->route.addr.src_sin.sin_addr.s_addr == htonl(INADDR_ANY)
+				   : IN6_IS_ADDR_UNSPECIFIED(&id->route.addr.src_sin6.sin6_addr)))) {
+		int r = cm_real_try_resolve(c, dst_addr, timeout_ms);
+
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			c->state = CM_ADDR_RESOLVED;
+			return c->sync ? cm_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) : 0;
+		}
+	} else if (c->real) {
+		if (cm_real.rdma_resolve_addr(c->real, NULL, dst_addr, timeout_ms) != 0)
+			return cm_real_fail();
+		c->state = CM_ADDR_RESOLVED;
+		return c->sync ? cm_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) : 0;
+	}
 	if (!cm_verbs()) {
 		pthread_mutex_lock(&cm_lock);
 		cm_post_event(c, RDMA_CM_EVENT_ADDR_ERROR, -ENODEV, NULL, NULL);
@@ -569,10 +658,14 @@ CM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
 	struct cm_id *c;
 
-	(void)timeout_ms;
 	if (!id)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real) {
+		if (cm_real.rdma_resolve_route(c->real, timeout_ms) != 0)
+			return cm_real_fail();
+		return c->sync ? cm_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL) : 0;
+	}
 	pthread_mutex_lock(&cm_lock);
 	if (c->state != CM_ADDR_RESOLVED) {
 		pthread_mutex_unlock(&cm_lock);
@@ -673,6 +766,12 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	if (!id)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real) {
+		if (cm_real.rdma_connect(c->real, conn_param) != 0)
+			return cm_real_fail();
+		cm_real_sync(c);
+		return c->sync ? cm_wait(c, RDMA_CM_EVENT_ESTABLISHED, NULL) : 0;
+	}
 	/* IB CM carries 56 bytes in an RC request, 216 in a SIDR request. */
 	if (conn_param && conn_param->private_data_len >
 				  (id->qp_type == IBV_QPT_UD ? CM_PRIVATE_DATA_MAX : 56))
@@ -718,6 +817,14 @@ CM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 	if (!id)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real) {
+		if (cm_real.rdma_accept(c->real, conn_param) != 0)
+			return cm_real_fail();
+		cm_real_sync(c);
+		if (c->sync && id->qp_type != IBV_QPT_UD)
+			return cm_wait(c, RDMA_CM_EVENT_ESTABLISHED, NULL);
+		return 0;
+	}
 	if (conn_param && conn_param->private_data_len > CM_PRIVATE_DATA_MAX)
 		return fail(EINVAL);
 	pthread_mutex_lock(&cm_lock);
@@ -767,6 +874,8 @@ static int reject(struct rdma_cm_id *id, const void *private_data, uint8_t len)
 	if (!id || (len && !private_data) || len > 148) /* IB CM's REJ room */
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real)
+		return cm_real.rdma_reject(c->real, private_data, len) != 0 ? cm_real_fail() : 0;
 	rej.qp_type = id->qp_type;
 	rej.private_data_len = len;
 	if (len)
@@ -803,6 +912,8 @@ CM_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	if (!id)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real)
+		return cm_real.rdma_establish(c->real) != 0 ? cm_real_fail() : 0;
 	rtu.qp_type = id->qp_type;
 	pthread_mutex_lock(&cm_lock);
 	if (c->state != CM_RESPONDED) {
@@ -824,6 +935,8 @@ CM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	if (!id)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real)
+		return cm_real.rdma_disconnect(c->real) != 0 ? cm_real_fail() : 0;
 	dreq.qp_type = id->qp_type;
 	pthread_mutex_lock(&cm_lock);
 	if (c->state != CM_ESTABLISHED && c->state != CM_ACCEPTED && c->state != CM_RESPONDED &&
@@ -860,6 +973,28 @@ CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *
 			return -1;
 		channel = &own->ch;
 		now_sync = true;
+	}
+	if (c->real) {
+		/* The real id moves to the new channel's real part (its
+		 * rdma_migrate_id waits for the acks of its events: unlocked). */
+		struct cm_channel *nc = cm_container_of(channel, struct cm_channel, ch);
+		struct rdma_event_channel *rch;
+		int err = 0;
+
+		pthread_mutex_lock(&cm_lock);
+		rch = cm_real_channel(nc);
+		if (!rch)
+			err = errno;
+		pthread_mutex_unlock(&cm_lock);
+		if (rch && cm_real.rdma_migrate_id(c->real, rch) != 0) {
+			cm_real_fail();
+			err = errno;
+		}
+		if (err) {
+			if (now_sync)
+				cm_channel_free(nc);
+			return fail(err);
+		}
 	}
 	pthread_mutex_lock(&cm_lock);
 	old = id->channel;

@@ -202,6 +202,8 @@ CM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 	if (!id || !qp_attr || !qp_attr_mask || !id->verbs)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real)
+		return cm_real.rdma_init_qp_attr(c->real, qp_attr, qp_attr_mask) != 0 ? cm_real_fail() : 0;
 	switch (qp_attr->qp_state) {
 	case IBV_QPS_INIT:
 		memset(qp_attr, 0, sizeof(*qp_attr));
@@ -294,6 +296,13 @@ CM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ib
 	if (!id || !attr || !id->verbs)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real) {
+		/* On the real device: the real PD, CQs and QP (the system's). */
+		if (cm_real.rdma_create_qp(c->real, pd, attr) != 0)
+			return cm_real_fail();
+		cm_real_sync(c);
+		return 0;
+	}
 	if (!pd)
 		pd = id->pd;
 	if (!pd || pd->context != id->verbs)
@@ -351,6 +360,12 @@ CM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 
 	if (!id || !attr)
 		return fail(EINVAL);
+	if (cm_id_of(id)->real) {
+		if (cm_real.rdma_create_qp_ex(cm_id_of(id)->real, attr) != 0)
+			return cm_real_fail();
+		cm_real_sync(cm_id_of(id));
+		return 0;
+	}
 	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
 		return fail(EOPNOTSUPP); /* extended QPs are not offered on soft0 */
 	memset(&a, 0, sizeof(a));
@@ -374,6 +389,11 @@ CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	if (!id || !id->qp)
 		return;
 	c = cm_id_of(id);
+	if (c->real) {
+		cm_real.rdma_destroy_qp(c->real);
+		cm_real_sync(c);
+		return;
+	}
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
 	if (c->cm_made_cqs)
@@ -383,6 +403,8 @@ CM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 
 CM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
+	if (id && cm_id_of(id)->real)
+		return fail(EOPNOTSUPP); /* docs/compat.md: not passed through */
 	if (!id || !attr || !id->verbs)
 		return fail(EINVAL);
 	if (!pd)
@@ -399,6 +421,8 @@ CM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr
 {
 	struct ibv_srq_init_attr a;
 
+	if (id && cm_id_of(id)->real)
+		return fail(EOPNOTSUPP); /* docs/compat.md: not passed through */
 	if (!id || !attr)
 		return fail(EINVAL);
 	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
@@ -690,6 +714,10 @@ CM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, voi
 {
 	if (!id || (optlen && !optval))
 		return fail(EINVAL);
+	if (cm_id_of(id)->real)
+		return cm_real.rdma_set_option(cm_id_of(id)->real, level, optname, optval, optlen) != 0
+			       ? cm_real_fail()
+			       : 0;
 	/* ACK timeout: the QP's timeout attribute when the id moves it to RTS
 	 * (as librdmacm), a uint8_t below 32. */
 	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
@@ -710,6 +738,8 @@ CM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, voi
 
 CM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
+	if (id && cm_id_of(id)->real)
+		return cm_real.rdma_notify(cm_id_of(id)->real, event) != 0 ? cm_real_fail() : 0;
 	(void)event;
 	return id ? 0 : fail(EINVAL); /* soft0 reports COMM_EST itself */
 }
@@ -793,6 +823,13 @@ static int join(struct rdma_cm_id *id, struct sockaddr *addr, bool full_member, 
 
 CM_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
+	if (id && addr && cm_id_of(id)->real) {
+		struct cm_id *c = cm_id_of(id);
+
+		if (cm_real.rdma_join_multicast(c->real, addr, context) != 0)
+			return cm_real_fail();
+		return c->sync ? cm_wait(c, RDMA_CM_EVENT_MULTICAST_JOIN, NULL) : 0;
+	}
 	return join(id, addr, true, context);
 }
 
@@ -801,6 +838,13 @@ CM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_
 {
 	const uint32_t known = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
 
+	if (id && mc_join_attr && cm_id_of(id)->real) {
+		struct cm_id *c = cm_id_of(id);
+
+		if (cm_real.rdma_join_multicast_ex(c->real, mc_join_attr, context) != 0)
+			return cm_real_fail();
+		return c->sync ? cm_wait(c, RDMA_CM_EVENT_MULTICAST_JOIN, NULL) : 0;
+	}
 	if (!mc_join_attr || (mc_join_attr->comp_mask & ~known) ||
 	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) ||
 	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS))
@@ -821,6 +865,8 @@ CM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (!id || !addr)
 		return fail(EINVAL);
 	c = cm_id_of(id);
+	if (c->real)
+		return cm_real.rdma_leave_multicast(c->real, addr) != 0 ? cm_real_fail() : 0;
 	pthread_mutex_lock(&cm_lock);
 	for (pp = &c->mcs; (mc = *pp) && !same_addr(&mc->addr, addr); pp = &mc->next)
 		;

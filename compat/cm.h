@@ -65,11 +65,17 @@ struct cm_channel {
 	struct rdma_event_channel ch; /* ch.fd: an eventfd counting the queued events */
 	pthread_mutex_t lock;
 	struct cm_event *head, *tail;
+	/* cm-real.c: the system's channel for the channel's real ids (NULL
+	 * until the first), watched by the progress thread, which moves its
+	 * events into this queue; real_next: the channels that have one. */
+	struct rdma_event_channel *real;
+	struct cm_channel *real_next;
 };
 
 struct cm_event {
 	struct rdma_cm_event ev;
 	struct cm_event *next;
+	struct rdma_cm_event *real; /* a real id's: the system's event, acked with this one */
 	uint8_t private_data[CM_PRIVATE_DATA_MAX];
 };
 
@@ -106,6 +112,12 @@ struct cm_id {
 	struct rdma_cm_id *peer_listener; /* a passive child's listener (NULL once destroyed) */
 	struct cm_mc *mcs;      /* multicast groups joined (rdma_join_multicast) */
 	struct cm_id *next;     /* every live id, for the progress thread */
+	/* cm-real.c: a real device's id (the system's librdmacm's, its context
+	 * this cm_id), or NULL for soft0's; the fields of id mirror it. */
+	struct rdma_cm_id *real;
+	/* A soft0 listener bound to the wildcard address also listens on the
+	 * real devices, with this id of the system's (NULL if none). */
+	struct rdma_cm_id *real_listener;
 };
 
 /* A multicast group an id joined: its address, GID and the program's context. */
@@ -160,5 +172,74 @@ void cm_mc_free_all(struct cm_id *c);
 int cm_send(struct cm_id *c, const struct cm_msg *m);
 void cm_close_fd(struct cm_id *c);
 uint32_t cm_random_psn(void);
+/* cm-id.c: is @p c a live id (cm_lock held); watch a real channel's fd
+ * (the progress thread calls cm_real_pump when it is readable). */
+bool cm_alive(const struct cm_id *c);
+void cm_link_id(struct cm_id *c);
+void cm_unlink_id(struct cm_id *c);
+int cm_watch_channel(struct cm_channel *ch);
+void cm_unwatch_channel(struct cm_channel *ch);
+/* cm-event.c: queue an event on a channel (any lock but ch->lock). */
+int cm_enqueue(struct cm_channel *ch, struct cm_event *e);
+
+/* ---- pass-through to the system's librdmacm (cm-real.c) ------------------- */
+
+#define CM_REAL_FUNCS(X)                                                       \
+	X(rdma_create_event_channel)                                           \
+	X(rdma_destroy_event_channel)                                          \
+	X(rdma_get_cm_event)                                                   \
+	X(rdma_ack_cm_event)                                                   \
+	X(rdma_create_id)                                                      \
+	X(rdma_destroy_id)                                                     \
+	X(rdma_bind_addr)                                                      \
+	X(rdma_resolve_addr)                                                   \
+	X(rdma_resolve_route)                                                  \
+	X(rdma_listen)                                                         \
+	X(rdma_connect)                                                        \
+	X(rdma_accept)                                                         \
+	X(rdma_reject)                                                         \
+	X(rdma_disconnect)                                                     \
+	X(rdma_establish)                                                      \
+	X(rdma_migrate_id)                                                     \
+	X(rdma_create_qp)                                                      \
+	X(rdma_create_qp_ex)                                                   \
+	X(rdma_destroy_qp)                                                     \
+	X(rdma_set_option)                                                     \
+	X(rdma_init_qp_attr)                                                   \
+	X(rdma_notify)                                                         \
+	X(rdma_join_multicast)                                                 \
+	X(rdma_join_multicast_ex)                                              \
+	X(rdma_leave_multicast)
+
+struct cm_real {
+#define CM_REAL_MEMBER(name) __typeof__(&name) name;
+	CM_REAL_FUNCS(CM_REAL_MEMBER)
+#undef CM_REAL_MEMBER
+	int *(*errno_location)(void);
+};
+
+extern struct cm_real cm_real;
+
+/* The system's librdmacm, loaded into the real libibverbs' namespace; false
+ * when there is none (no kernel RDMA, RVERBS_COMPAT_REAL=none ...). */
+bool cm_real_available(void);
+/* After a failed real call: the real library's errno into ours; -1. */
+int cm_real_fail(void);
+/* Copy the real id's fields the program reads into c->id. */
+void cm_real_sync(struct cm_id *c);
+/* Decide at rdma_bind_addr: 0 the id became real and is bound, 1 the
+ * address is soft0's (no real device serves it), -1 error (errno). */
+int cm_real_try_bind(struct cm_id *c, const struct sockaddr *addr);
+/* Decide at rdma_resolve_addr (unbound or wildcard-bound id), as above;
+ * on 0 the real resolution is under way. */
+int cm_real_try_resolve(struct cm_id *c, struct sockaddr *dst, int timeout_ms);
+/* A wildcard soft0 listener: listen on the real devices too (best effort). */
+void cm_real_listen_too(struct cm_id *c, int backlog);
+/* The channel's real part, made on first use (cm_lock held); NULL + errno. */
+struct rdma_event_channel *cm_real_channel(struct cm_channel *ch);
+/* Progress thread, cm_lock held: move one real event into the channel. */
+void cm_real_pump(struct cm_channel *ch);
+/* cm_channel_free: drop the channel's real part. */
+void cm_real_channel_free(struct cm_channel *ch);
 
 #endif

@@ -16,6 +16,8 @@ struct compat_real compat_real;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool loaded;
+static Lmid_t real_lmid; /* the real library's namespace, once loaded */
+static bool have_lmid;
 
 /* Where the real library is: RVERBS_COMPAT_REAL (a path, or "none"), else the
  * path meson found at build time. */
@@ -60,6 +62,8 @@ static void load(void)
 		return;
 	}
 	if (dlinfo(h, RTLD_DI_LMID, &lmid) == 0) {
+		real_lmid = lmid;
+		have_lmid = true;
 		libc = dlmopen(lmid, "libc.so.6", RTLD_NOW | RTLD_NOLOAD);
 		if (libc) {
 			void *sym = dlsym(libc, "__errno_location");
@@ -84,4 +88,29 @@ void compat_real_errno(void)
 {
 	if (compat_real.errno_location)
 		errno = *compat_real.errno_location();
+}
+
+/* The system's librdmacm, for the layer's librdmacm (cm-real.c): loaded by
+ * absolute path into the real libibverbs' namespace, so that its verbs calls
+ * reach the real libibverbs and its providers, never this layer. */
+static pthread_once_t rdmacm_once = PTHREAD_ONCE_INIT;
+static void *rdmacm_handle;
+
+static void load_rdmacm(void)
+{
+	const char *path = getenv("RVERBS_COMPAT_REAL_RDMACM");
+
+	if (!path || !*path)
+		path = COMPAT_REAL_LIBRDMACM;
+	if (strcmp(path, "none") == 0 || !compat_real_load() || !have_lmid)
+		return;
+	rdmacm_handle = dlmopen(real_lmid, path, RTLD_NOW | RTLD_LOCAL);
+	if (!rdmacm_handle && getenv("RVERBS_COMPAT_DEBUG"))
+		fprintf(stderr, "rverbs compat: cannot load %s: %s\n", path, dlerror());
+}
+
+__attribute__((visibility("default"))) void *rverbs_compat_real_rdmacm(void)
+{
+	pthread_once(&rdmacm_once, load_rdmacm);
+	return rdmacm_handle;
 }

@@ -125,6 +125,10 @@ bool compat_real_load(void);
 /* private.c: point the forwarded provider interface at the real library. */
 void compat_private_resolve(void *real_handle);
 
+/* The system's librdmacm in the real library's namespace (a dlmopen
+ * handle), or NULL; exported for the layer's librdmacm (libibverbs.map). */
+void *rverbs_compat_real_rdmacm(void);
+
 /* Copy the real library's errno into the program's, after a failed call. */
 void compat_real_errno(void);
 

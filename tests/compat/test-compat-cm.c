@@ -7,6 +7,7 @@
  * over the connected QPs, disconnect with DISCONNECTED on both sides.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -14,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -422,6 +424,120 @@ static void test_cm__device_pd_and_ack_timeout(void **state)
 	rdma_destroy_event_channel(p.ch);
 }
 
+/* ---- real devices: the system's librdmacm, passed through (cm-real.c) ------- */
+
+/* An IPv4 address a kernel RDMA device serves (its IPv4-mapped GID); false
+ * where there is none. */
+static bool real_device_address(struct sockaddr_in *out)
+{
+	char path[512], buf[64];
+	const char *base = "/sys/class/infiniband";
+	struct dirent *d;
+	DIR *dir = opendir(base);
+	bool found = false;
+
+	if (!dir)
+		return false;
+	while (!found && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		for (int i = 0; i < 16 && !found; i++) {
+			unsigned int a, b, c, e;
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s/ports/1/gids/%d", base, d->d_name, i);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			if (fgets(buf, sizeof(buf), f) &&
+			    sscanf(buf, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x", &a, &b, &c, &e) == 4) {
+				memset(out, 0, sizeof(*out));
+				out->sin_family = AF_INET;
+				out->sin_addr.s_addr = htonl(a << 24 | b << 16 | c << 8 | e);
+				found = true;
+			}
+			fclose(f);
+		}
+	}
+	closedir(dir);
+	return found;
+}
+
+/* On a machine with a kernel RDMA device (the VM's rxe0): an id bound to its
+ * address is the device's (the system's rdma_cm), one bound to loopback is
+ * soft0's, and both deliver their events on one channel; a connection over
+ * the real device, with QPs on its context, from request to disconnect. */
+static void test_cm__real_device_ids_pass_through(void **state)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listener, *client, *child, *soft;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in addr, lo = {.sin_family = AF_INET};
+	struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1,
+				     .retry_count = 7, .rnr_retry_count = 7};
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_RC, .cap = {4, 4, 1, 1, 0}};
+	socklen_t len;
+
+	(void)state;
+	if (access("/sys/class/infiniband_verbs", F_OK) != 0 || !real_device_address(&addr))
+		skip();
+	assert_non_null(ch = rdma_create_event_channel());
+	assert_int_equal(rdma_create_id(ch, &soft, NULL, RDMA_PS_TCP), 0);
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(rdma_bind_addr(soft, (struct sockaddr *)&lo), 0);
+	assert_string_equal(ibv_get_device_name(soft->verbs->device), "soft0");
+
+	assert_int_equal(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(listener, (struct sockaddr *)&addr), 0);
+	assert_non_null(listener->verbs);
+	assert_string_not_equal(ibv_get_device_name(listener->verbs->device), "soft0");
+	assert_int_equal(rdma_listen(listener, 4), 0);
+	len = sizeof(addr);
+	addr.sin_port = rdma_get_src_port(listener);
+	assert_int_not_equal(addr.sin_port, 0);
+	(void)len;
+
+	assert_int_equal(rdma_create_id(ch, &client, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(client, NULL, (struct sockaddr *)&addr, 2000), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_ptr_equal(ev->id, client);
+	rdma_ack_cm_event(ev);
+	assert_ptr_equal(client->verbs, listener->verbs); /* librdmacm's one context per device */
+	assert_int_equal(rdma_resolve_route(client, 2000), 0);
+	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	assert_int_equal(rdma_create_qp(client, NULL, &qa), 0);
+	assert_non_null(client->qp);
+	assert_ptr_equal(client->qp->context, client->verbs);
+	assert_int_equal(rdma_connect(client, &cp), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_ptr_equal(ev->listen_id, listener);
+	child = ev->id;
+	assert_ptr_equal(child->channel, ch);
+	rdma_ack_cm_event(ev);
+	assert_ptr_equal(child->verbs, listener->verbs);
+	assert_int_equal(rdma_create_qp(child, NULL, &qa), 0);
+	assert_int_equal(rdma_accept(child, &cp), 0);
+	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+	/* IB CM: the passive side hears the DREQ; the active side hears
+	 * DISCONNECTED once the passive side answers with its own disconnect. */
+	assert_int_equal(rdma_disconnect(client), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(ev->id, child);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_disconnect(child), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(ev->id, client);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(child);
+	rdma_destroy_qp(client);
+	assert_int_equal(rdma_destroy_id(child), 0);
+	assert_int_equal(rdma_destroy_id(client), 0);
+	assert_int_equal(rdma_destroy_id(listener), 0);
+	assert_int_equal(rdma_destroy_id(soft), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_cm__destroyed_listener_rejects_its_pending_requests),
 		cmocka_unit_test(test_cm__connect_send_disconnect),
 		cmocka_unit_test(test_cm__device_pd_and_ack_timeout),
+		cmocka_unit_test(test_cm__real_device_ids_pass_through),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
