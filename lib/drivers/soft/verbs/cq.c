@@ -254,16 +254,6 @@ static _Thread_local uint32_t empty_polls __attribute__((tls_model("initial-exec
 /* µs: when this thread last read the clock for poll_progress (see there). */
 static _Thread_local int64_t poll_stamp __attribute__((tls_model("initial-exec")));
 
-/* Whether XRC target q's receives may complete into cq: an XRC SRQ of its
- * domain completes there (sc->lock held). */
-static bool xrc_tgt_completes_into(const struct soft_ctx *sc, const struct soft_qp *q, const struct rv_cq *cq)
-{
-	for (const struct soft_srq *s = sc->xrc_srqs; s; s = s->xrc_next)
-		if (s->srq->xrcd == q->xrcd && s->srq->cq == cq)
-			return true;
-	return false;
-}
-
 /* The QPs that complete into c: those a poller of c must keep moving. */
 static void collect_qps(struct soft_cq *c)
 {
@@ -273,8 +263,13 @@ static void collect_qps(struct soft_cq *c)
 	c->has_ud = false;
 	for (uint32_t i = 0; i < sc->n_qps; i++) {
 		struct soft_qp *q = sc->qps[i];
-		if (q->qp->send_cq != c->cq && q->qp->recv_cq != c->cq &&
-		    !(q->xrc_tgt && xrc_tgt_completes_into(sc, q, c->cq)))
+		/* Not an XRC target whose SRQ completes here: its stream stays
+		 * the progress thread's. A poller that took it would keep it
+		 * from epoll for SOFT_POLL_HANDBACK_US after moving on to
+		 * another CQ (pyverbs' XRC traffic alternates between the
+		 * client's and the server's CQ in one thread: about 25 ms a
+		 * message instead of 0.3). */
+		if (q->qp->send_cq != c->cq && q->qp->recv_cq != c->cq)
 			continue;
 		if (q->ud) {
 			c->has_ud = true;
