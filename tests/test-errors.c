@@ -290,11 +290,13 @@ static void test_errors__conn_attributes(void **state)
 	assert_int_equal(rv_pd_new(other, NULL, &other_pd), 0);
 
 	expect_conn_einval(&(rv_conn_attr){.reserved = 1}, "reserved");
-	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QP_TYPE, .qp_type = RV_QPT_UD}, "qp_type");
+	/* RC, UC and UD are carried (UD since the helper connects UD QPs); XRC is not. */
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QP_TYPE, .qp_type = RV_QPT_XRC_SEND}, "qp_type");
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_NUM_QPS, .num_qps = 0}, "num_qps");
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 1}, "qps is NULL");
-	qps[0] = ud;
-	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 1, .qps = qps}, "UD QP");
+	qps[0] = qp;
+	qps[1] = ud;
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 2, .qps = qps}, "differs from qps[0]");
 	qps[0] = qp;
 	qps[1] = qp;
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_QPS, .num_qps = 2, .qps = qps}, "the same QP");
@@ -303,7 +305,7 @@ static void test_errors__conn_attributes(void **state)
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PD, .pd = other_pd}, "another context");
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_CQ, .send_cq = cq, .recv_cq = (rv_cq *)(void *)pd},
 			   "CQ handle");
-	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PRIVATE_DATA, .private_data_len = 2000},
+	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PRIVATE_DATA, .private_data_len = RV_CONN_PRIVATE_DATA_MAX + 1},
 			   "RV_CONN_PRIVATE_DATA_MAX");
 	expect_conn_einval(&(rv_conn_attr){.mask = RV_CONN_ATTR_PRIVATE_DATA, .private_data_len = 4},
 			   "private_data is NULL");
