@@ -10,7 +10,8 @@
  *
  * Linked against the layer's libibverbs.so.1 (compat/, found first through
  * the executable's RUNPATH), as tests/compat does; librverbs binds to the
- * same library. Each side has two RC QPs of soft0 connected to each other.
+ * same library. Each side has two soft0 contexts with one RC QP each,
+ * connected to each other (as the layer's two ibv_open_device contexts).
  *
  *   compat-overhead [--only CASE] [-n OPS]     (default: every case, 6400)
  *
@@ -43,9 +44,9 @@ static struct ibv_send_wr l_wr;
 static struct ibv_recv_wr l_rwr;
 
 static rv_device *f_dev;
-static rv_context *f_ctx;
-static rv_pd *f_pd;
-static rv_mr *f_mr;
+static rv_context *f_ctx[2];
+static rv_pd *f_pd[2];
+static rv_mr *f_mr[2];
 static rv_cq *f_cq[2];
 static rv_qp *f_qp[2];
 static rv_sge f_sge;
@@ -283,25 +284,37 @@ static void facade_open(void)
 	rv_cq_attr ca = {.mask = RV_CQ_ATTR_CQE, .cqe = 2 * RQ_DEPTH};
 	rv_endpoint ep[2];
 
-	if (rv_device_find("soft0", &f_dev) < 0 || rv_context_new(f_dev, NULL, &f_ctx) < 0 ||
-	    rv_pd_new(f_ctx, NULL, &f_pd) < 0 ||
-	    rv_mr_alloc(f_pd, BUF, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &f_mr) < 0)
-		die("soft0 facade setup");
+	rv_device **list;
+
+	/* Not rv_device_find: with the layer in the process, librverbs' libibverbs
+	 * driver lists the layer's soft0 too (first), and a context opened on
+	 * that one would reach soft0 through the layer. The built-in one is
+	 * RV_DEVICE_SOFT. */
+	if (rv_device_list(&list, NULL) < 0)
+		die("rv_device_list");
+	for (size_t i = 0; list[i]; i++)
+		if (rv_device_kind_of(list[i]) == RV_DEVICE_SOFT && strcmp(rv_device_name(list[i]), "soft0") == 0)
+			f_dev = rv_device_ref(list[i]);
+	rv_device_list_free(list);
+	if (!f_dev)
+		die("finding the built-in soft0");
 	qa.cap = (rv_qp_cap){.max_send_wr = 2 * BATCH, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1,
 			     .max_recv_sge = 1};
 	for (int s = 0; s < 2; s++) {
-		if (rv_cq_new(f_ctx, &ca, &f_cq[s]) < 0)
-			die("rv_cq_new");
+		if (rv_context_new(f_dev, NULL, &f_ctx[s]) < 0 || rv_pd_new(f_ctx[s], NULL, &f_pd[s]) < 0 ||
+		    rv_mr_alloc(f_pd[s], BUF, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &f_mr[s]) < 0 ||
+		    rv_cq_new(f_ctx[s], &ca, &f_cq[s]) < 0)
+			die("soft0 facade setup");
 		qa.send_cq = f_cq[s];
-		if (rv_qp_new(f_pd, &qa, &f_qp[s]) < 0 || rv_qp_endpoint(f_qp[s], &ep[s]) < 0)
+		if (rv_qp_new(f_pd[s], &qa, &f_qp[s]) < 0 || rv_qp_endpoint(f_qp[s], &ep[s]) < 0)
 			die("rv_qp_new");
 	}
 	if (rv_qp_connect(f_qp[0], &ep[1]) < 0 || rv_qp_connect(f_qp[1], &ep[0]) < 0)
 		die("rv_qp_connect");
-	f_sge = (rv_sge){.addr = (uintptr_t)rv_mr_addr(f_mr), .length = 64, .lkey = rv_mr_lkey(f_mr)};
+	f_sge = (rv_sge){.addr = (uintptr_t)rv_mr_addr(f_mr[0]), .length = 64, .lkey = rv_mr_lkey(f_mr[0])};
 	f_wr = (rv_send_wr){.sg_list = &f_sge, .num_sge = 1, .opcode = RV_WR_RDMA_WRITE};
-	f_wr.remote_addr = (uintptr_t)rv_mr_addr(f_mr) + 2048;
-	f_wr.rkey = rv_mr_rkey(f_mr);
+	f_wr.remote_addr = (uintptr_t)rv_mr_addr(f_mr[1]) + 2048;
+	f_wr.rkey = rv_mr_rkey(f_mr[1]);
 	f_rwr = (rv_recv_wr){.sg_list = &f_sge, .num_sge = 1};
 }
 
@@ -313,14 +326,14 @@ static void close_all(void)
 			die("closing the layer's objects");
 		free(l_buf[s]);
 	}
-	rv_context_close(f_ctx);
 	for (int s = 0; s < 2; s++) {
+		rv_context_close(f_ctx[s]);
 		rv_qp_unref(f_qp[s]);
 		rv_cq_unref(f_cq[s]);
+		rv_mr_unref(f_mr[s]);
+		rv_pd_unref(f_pd[s]);
+		rv_context_unref(f_ctx[s]);
 	}
-	rv_mr_unref(f_mr);
-	rv_pd_unref(f_pd);
-	rv_context_unref(f_ctx);
 	rv_device_unref(f_dev);
 }
 
