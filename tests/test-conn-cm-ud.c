@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -307,6 +308,83 @@ static void test_conn_cm_ud__rc_listener_refuses(void **state)
 	rv_context_unref(s.ctx);
 }
 
+/* The next event of ch within WAIT_MS, acknowledged; its type, or -1. */
+static int next_cm_event(struct rdma_event_channel *ch)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev = NULL;
+	int type;
+
+	if (poll(&pfd, 1, WAIT_MS) != 1 || rdma_get_cm_event(ch, &ev) != 0)
+		return -1;
+	type = (int)ev->event;
+	rdma_ack_cm_event(ev);
+	return type;
+}
+
+/* A UD client that names another host's GID as its own in rverbs' private
+ * data (so that the server's datagrams would go there) is refused on RoCE:
+ * a raw librdmacm SIDR request with hand-made private data. */
+static void test_conn_cm_ud__client_naming_another_hosts_gid_is_refused(void **state)
+{
+	rv_listener_attr la = {.mask = RV_LISTENER_ATTR_TRANSPORT, .transport = RV_CONN_TRANSPORT_RDMA_CM};
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id = NULL;
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_UDP}, *ai = NULL;
+	struct rdma_conn_param cp;
+	uint8_t pd[29 + 26];
+	struct server s;
+	char port[16], addr[96];
+	pthread_t t;
+	int type;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.qp_type = RV_QPT_UD;
+	s.ctx = cm_ctx();
+	snprintf(addr, sizeof(addr), "%s:0", ip);
+	assert_int_equal(rv_listener_new(s.ctx, addr, &la, &s.l), 0);
+	snprintf(port, sizeof(port), "%d", rv_listener_port(s.l));
+	assert_int_equal(pthread_create(&t, NULL, serve, &s), 0);
+
+	/* rverbs' private data, version 1, flag 2 (a UD QP follows), no MR, no
+	 * data; then QPN, Q_Key, the GID ::ffff:192.0.2.1 (TEST-NET-1), LID 0. */
+	memset(pd, 0, sizeof(pd));
+	pd[0] = 'R';
+	pd[1] = 'V';
+	pd[2] = 1;
+	pd[3] = 2;
+	pd[29 + 3] = 5;                          /* QPN 5 */
+	memcpy(pd + 29 + 4, "\x01\x23\x45\x67", 4); /* RDMA_UDP_QKEY */
+	pd[29 + 8 + 10] = 0xff;
+	pd[29 + 8 + 11] = 0xff;
+	pd[29 + 8 + 12] = 192;
+	pd[29 + 8 + 14] = 2;
+	pd[29 + 8 + 15] = 1;
+	ch = rdma_create_event_channel();
+	assert_non_null(ch);
+	assert_int_equal(rdma_getaddrinfo(ip, port, &hints, &ai), 0);
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_resolve_addr(id, NULL, ai->ai_dst_addr, WAIT_MS), 0);
+	assert_int_equal(next_cm_event(ch), RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(id, WAIT_MS), 0);
+	assert_int_equal(next_cm_event(ch), RDMA_CM_EVENT_ROUTE_RESOLVED);
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = pd;
+	cp.private_data_len = sizeof(pd);
+	assert_int_equal(rdma_connect(id, &cp), 0);
+	type = next_cm_event(ch);
+	pthread_join(t, NULL);
+	assert_int_not_equal(type, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(s.rc, -EPROTO);
+	assert_non_null(strstr(s.msg, "not its own address"));
+	rdma_destroy_id(id);
+	rdma_freeaddrinfo(ai);
+	rdma_destroy_event_channel(ch);
+	rv_listener_unref(s.l);
+	rv_context_unref(s.ctx);
+}
+
 static rv_qp *ud_qp(rv_pd *pd, rv_cq *cq)
 {
 	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE, .qp_type = RV_QPT_UD,
@@ -382,6 +460,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_conn_cm_ud__datagrams_both_ways),
 		cmocka_unit_test(test_conn_cm_ud__rc_listener_refuses),
+		cmocka_unit_test(test_conn_cm_ud__client_naming_another_hosts_gid_is_refused),
 		cmocka_unit_test(test_conn_cm_ud__mcast_join),
 	};
 

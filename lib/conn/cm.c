@@ -712,6 +712,32 @@ static void drop_pending(struct rv_cm_listener *cml, uint32_t i)
  * accept. RTS comes before the REP, as in librdmacm's rdma_accept(): the CM
  * allows it from REQ_RCVD on, while after ESTABLISHED a client that has
  * already disconnected (DREQ received) makes rdma_init_qp_attr() fail. */
+/*
+ * A UD client names its QP's GID in rverbs' private data (the SIDR REQ
+ * names no QP), and the server's datagrams go there (rv_conn_peer_ah). On
+ * an Ethernet port (RoCE) that GID is the request's source address, so it
+ * must be: otherwise a client could aim the server's datagrams at another
+ * host. On InfiniBand a GID is not an address and is taken as named.
+ */
+static int ud_peer_gid_check(struct rdma_cm_id *id, const uint8_t gid[16], const char *peer_addr,
+			     const char *func)
+{
+	struct ibv_port_attr pa;
+	uint8_t want[16];
+	char named[RV_ADDR_STR_MAX];
+
+	if (ibv_query_port(id->verbs, id->port_num, &pa) != 0)
+		return rv_err(EIO, func, "cannot query port %u of %s to check the UD client's GID", id->port_num,
+			      ibv_get_device_name(id->verbs->device));
+	if (pa.link_layer != IBV_LINK_LAYER_ETHERNET)
+		return 0;
+	if (rv_gid_from_sockaddr(rdma_get_peer_addr(id), want) && memcmp(want, gid, 16) == 0)
+		return 0;
+	rv_gid_text(gid, named, sizeof(named));
+	return rv_err(EPROTO, func, "the UD client's private data names GID %s, not its own address %s: "
+		      "refused (this server's datagrams would go to another host)", named, peer_addr);
+}
+
 static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *ev, const struct rv_conn_opts *o,
 			      uint32_t hs_timeout_ms, struct rdma_cm_id **ret_dead, struct rv_conn **ret_ud,
 			      const char *func)
@@ -737,6 +763,8 @@ static int on_connect_request(struct rv_cm_listener *cml, struct rdma_cm_event *
 			    ud ? "RDMA_PS_UDP" : "RDMA_PS_TCP", want_ud ? "UD" : "connected");
 	if (rc == 0 && ud && !peer.has_ud)
 		rc = rv_err(EBADMSG, func, "a UD request without the client's QP in its private data");
+	if (rc == 0 && ud)
+		rc = ud_peer_gid_check(id, peer.ud_gid, peer_addr, func);
 	if (rc == 0 && ud && (o->mask & RV_CONN_ATTR_QKEY) && o->qkey != RDMA_UDP_QKEY)
 		rc = rv_err(EINVAL, func, "RV_CONN_ATTR_QKEY 0x%x: rdma_cm's UD QPs use its Q_Key 0x%x (RDMA_UDP_QKEY)",
 			    o->qkey, RDMA_UDP_QKEY);
