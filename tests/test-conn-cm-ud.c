@@ -37,54 +37,9 @@
 
 #include <rverbs/rverbs.h>
 
+#include "cm-device.h"
+
 #define WAIT_MS 10000
-
-static char dev_name[64], ip[64];
-
-/* The first rdma_cm device and an IPv4 address rdma_cm maps to it. */
-static bool find_cm_device(void)
-{
-	struct rdma_event_channel *ch;
-	struct ifaddrs *ifs, *i;
-	const char *env = getenv("RVERBS_TEST_CM_ADDR");
-	bool found = false;
-
-	ch = rdma_create_event_channel();
-	if (!ch || getifaddrs(&ifs) < 0)
-		return false;
-	for (i = ifs; i && !found; i = i->ifa_next) {
-		struct rdma_cm_id *id = NULL;
-		char a[64];
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, a, sizeof(a));
-		if (env && strcmp(env, a) != 0)
-			continue;
-		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0) {
-			if (rdma_bind_addr(id, i->ifa_addr) == 0 && id->verbs) {
-				snprintf(dev_name, sizeof(dev_name), "%s", ibv_get_device_name(id->verbs->device));
-				snprintf(ip, sizeof(ip), "%s", a);
-				found = true;
-			}
-			rdma_destroy_id(id);
-		}
-	}
-	freeifaddrs(ifs);
-	rdma_destroy_event_channel(ch);
-	return found;
-}
-
-static rv_context *cm_ctx(void)
-{
-	rv_device *dev = NULL;
-	rv_context *ctx = NULL;
-
-	assert_int_equal(rv_device_find(dev_name, &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
-	rv_device_unref(dev);
-	return ctx;
-}
-
 
 static int64_t now_ms(void)
 {
@@ -224,9 +179,9 @@ static void test_conn_cm_ud__datagrams_both_ways(void **state)
 	s.qp_type = RV_QPT_UD;
 	s.ctx = cm_ctx();
 	ctx = cm_ctx();
-	snprintf(addr, sizeof(addr), "%s:0", ip);
+	snprintf(addr, sizeof(addr), "%s:0", cm_ip);
 	assert_int_equal(rv_listener_new(s.ctx, addr, &la, &s.l), 0);
-	snprintf(addr, sizeof(addr), "%s:%d", ip, rv_listener_port(s.l));
+	snprintf(addr, sizeof(addr), "%s:%d", cm_ip, rv_listener_port(s.l));
 	assert_int_equal(pthread_create(&t, NULL, serve, &s), 0);
 	if (rv_connect(ctx, addr, &ca, WAIT_MS, &c) < 0)
 		fail_msg("rv_connect (UD over rdma_cm): %s", rv_error_last());
@@ -288,9 +243,9 @@ static void test_conn_cm_ud__rc_listener_refuses(void **state)
 	s.qp_type = RV_QPT_RC;
 	s.ctx = cm_ctx();
 	ctx = cm_ctx();
-	snprintf(addr, sizeof(addr), "%s:0", ip);
+	snprintf(addr, sizeof(addr), "%s:0", cm_ip);
 	assert_int_equal(rv_listener_new(s.ctx, addr, &la, &s.l), 0);
-	snprintf(addr, sizeof(addr), "%s:%d", ip, rv_listener_port(s.l));
+	snprintf(addr, sizeof(addr), "%s:%d", cm_ip, rv_listener_port(s.l));
 	assert_int_equal(pthread_create(&t, NULL, serve, &s), 0);
 	rc = rv_connect(ctx, addr, &ca, WAIT_MS, &c);
 	pthread_join(t, NULL);
@@ -342,7 +297,7 @@ static void test_conn_cm_ud__client_naming_another_hosts_gid_is_refused(void **s
 	memset(&s, 0, sizeof(s));
 	s.qp_type = RV_QPT_UD;
 	s.ctx = cm_ctx();
-	snprintf(addr, sizeof(addr), "%s:0", ip);
+	snprintf(addr, sizeof(addr), "%s:0", cm_ip);
 	assert_int_equal(rv_listener_new(s.ctx, addr, &la, &s.l), 0);
 	snprintf(port, sizeof(port), "%d", rv_listener_port(s.l));
 	assert_int_equal(pthread_create(&t, NULL, serve, &s), 0);
@@ -363,7 +318,7 @@ static void test_conn_cm_ud__client_naming_another_hosts_gid_is_refused(void **s
 	pd[29 + 8 + 15] = 1;
 	ch = rdma_create_event_channel();
 	assert_non_null(ch);
-	assert_int_equal(rdma_getaddrinfo(ip, port, &hints, &ai), 0);
+	assert_int_equal(rdma_getaddrinfo(cm_ip, port, &hints, &ai), 0);
 	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
 	assert_int_equal(rdma_resolve_addr(id, NULL, ai->ai_dst_addr, WAIT_MS), 0);
 	assert_int_equal(next_cm_event(ch), RDMA_CM_EVENT_ADDR_RESOLVED);
@@ -464,7 +419,7 @@ int main(void)
 		cmocka_unit_test(test_conn_cm_ud__mcast_join),
 	};
 
-	if (!find_cm_device()) {
+	if (!cm_device_find()) {
 		fprintf(stderr, "skip: no rdma_cm device with an IPv4 address here\n");
 		return 77;
 	}

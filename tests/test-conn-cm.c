@@ -30,51 +30,7 @@
 
 #include <rverbs/rverbs.h>
 
-static char dev_name[64], ip[64];
-
-/* The first rdma_cm device and an IPv4 address rdma_cm maps to it. */
-static bool find_cm_device(void)
-{
-	struct rdma_event_channel *ch;
-	struct ifaddrs *ifs, *i;
-	const char *env = getenv("RVERBS_TEST_CM_ADDR");
-	bool found = false;
-
-	ch = rdma_create_event_channel();
-	if (!ch || getifaddrs(&ifs) < 0)
-		return false;
-	for (i = ifs; i && !found; i = i->ifa_next) {
-		struct rdma_cm_id *id = NULL;
-		char a[64];
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, a, sizeof(a));
-		if (env && strcmp(env, a) != 0)
-			continue;
-		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0) {
-			if (rdma_bind_addr(id, i->ifa_addr) == 0 && id->verbs) {
-				snprintf(dev_name, sizeof(dev_name), "%s", ibv_get_device_name(id->verbs->device));
-				snprintf(ip, sizeof(ip), "%s", a);
-				found = true;
-			}
-			rdma_destroy_id(id);
-		}
-	}
-	freeifaddrs(ifs);
-	rdma_destroy_event_channel(ch);
-	return found;
-}
-
-static rv_context *cm_ctx(void)
-{
-	rv_device *dev = NULL;
-	rv_context *ctx = NULL;
-
-	assert_int_equal(rv_device_find(dev_name, &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
-	rv_device_unref(dev);
-	return ctx;
-}
+#include "cm-device.h"
 
 struct server {
 	rv_context *ctx;
@@ -158,9 +114,9 @@ static void test_conn_cm__write_and_disconnect(void **state)
 	ctx = cm_ctx();
 	assert_int_equal(rv_pd_new(s.ctx, NULL, &s.pd), 0);
 	assert_int_equal(rv_mr_alloc(s.pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &s.mr), 0);
-	snprintf(addr, sizeof(addr), "%s:0", ip);
+	snprintf(addr, sizeof(addr), "%s:0", cm_ip);
 	assert_int_equal(rv_listener_new(s.ctx, addr, &la, &s.l), 0);
-	snprintf(addr, sizeof(addr), "%s:%d", ip, rv_listener_port(s.l));
+	snprintf(addr, sizeof(addr), "%s:%d", cm_ip, rv_listener_port(s.l));
 	assert_int_equal(rv_pd_new(ctx, NULL, &ca.pd), 0);
 	assert_int_equal(rv_mr_alloc(ca.pd, 4096, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE, NULL, &client_mr), 0);
 	ca.mr = client_mr;
@@ -212,7 +168,7 @@ int main(void)
 		cmocka_unit_test(test_conn_cm__write_and_disconnect),
 	};
 
-	if (!find_cm_device()) {
+	if (!cm_device_find()) {
 		fprintf(stderr, "skip: no rdma_cm device with an IPv4 address here\n");
 		return 77;
 	}
