@@ -104,24 +104,54 @@ static void emit_confirm(struct soft_qp *q, struct soft_conn *c)
 }
 
 /*
+ * A signalled WR (not a READ) may lie among the uncovered [sq_covered, sq_tx):
+ * the newest one posted is at or after sq_covered. Exact when the queue is
+ * drained (sq_tx == sq_tail: the newest is the last candidate, and an older
+ * one lies in the range only if it does); while WRs wait unframed it may say
+ * yes for one that is not framed yet (one comparison instead of a walk with a
+ * division per WR).
+ */
+static bool sig_uncovered(const struct soft_qp *q)
+{
+	return q->any_sig && q->last_sig - q->sq_covered < q->sq_tail - q->sq_covered;
+}
+
+/* So many WRs framed and not yet covered by a confirmation that one is due
+ * whether or not the application waits for any of them: half the send queue
+ * (an application that signals rarely still gets its slots back), at least
+ * SOFT_CONFIRM_EVERY. */
+static bool many_uncovered(const struct soft_qp *q)
+{
+	uint32_t lim = q->sq_size / 2 > SOFT_CONFIRM_EVERY ? q->sq_size / 2 : SOFT_CONFIRM_EVERY;
+
+	return q->sq_tx - q->sq_covered >= lim;
+}
+
+/*
  * The send queue drained with WRs the peer has not confirmed: ask now if the
- * application waits for one of them (a signalled WR), if they are many or
- * fill half the queue, or if the timer says they waited long enough
- * (confirm_late). A tail of unsignalled WRs alone can wait for the next WR or
- * the timer: no one polls for them, a remote error still arrives as a
- * TERMINATE and fails the WR it names, and a ping-pong that signals one send
- * in N saves a confirmation round trip, two thread wake-ups, per message.
+ * application waits for one of them (a signalled WR), if they fill half the
+ * queue, or if the timer says they waited long enough (confirm_late). A tail
+ * of unsignalled WRs alone can wait for the next WR or the timer: no one polls
+ * for them, a remote error still arrives as a TERMINATE and fails the WR it
+ * names, and a ping-pong that signals one send in N saves a confirmation round
+ * trip, two thread wake-ups, per message. A stream of small unsignalled WRs
+ * (issue #22: one WRITE in 100 signalled) asks once per half queue, not once
+ * per SOFT_CONFIRM_EVERY WRs: each confirmation is a READ response the peer
+ * sends on its own and a wake-up of our progress thread, which then contends
+ * with the posting thread for q->lock.
  */
 static bool confirm_now(const struct soft_qp *q)
 {
-	if (q->confirm_late || q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY ||
-	    q->sq_tail - q->sq_head >= q->sq_size / 2)
-		return true;
-	/* A signalled WR (not a READ) among the unconfirmed [sq_covered, sq_tx):
-	 * the queue is drained (sq_tx == sq_tail), so the newest one posted is
-	 * the last candidate, and an older one lies in the range only if it does
-	 * (one comparison instead of a walk with a division per WR). */
-	return q->any_sig && q->last_sig - q->sq_covered < q->sq_tx - q->sq_covered;
+	return q->confirm_late || many_uncovered(q) || sig_uncovered(q);
+}
+
+/* Mid-stream, at a WR boundary: a confirmation goes between WRs once
+ * SOFT_CONFIRM_EVERY of them are uncovered and the application waits for one
+ * of them (a signalled WR: its completion should not wait for the queue to
+ * drain), or once half the queue is uncovered. */
+static bool confirm_between(const struct soft_qp *q)
+{
+	return (q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && sig_uncovered(q)) || many_uncovered(q);
 }
 
 /* Local error while framing sq[sq_tx]: the WR fails, the QP goes to ERR and
@@ -596,7 +626,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 		}
 		w = &q->sq[q->sq_tx % q->sq_size];
 		if (q->tx_off == 0) {
-			if (!q->uc && !c->ring_tx_on && q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && ord_room(q)) {
+			if (!q->uc && !c->ring_tx_on && confirm_between(q) && ord_room(q)) {
 				emit_confirm(q, c);
 				any = true;
 				continue;
