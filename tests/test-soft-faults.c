@@ -133,6 +133,11 @@ static int leftovers_close(void **state)
 	return 0;
 }
 
+/* Send queue depth of the QPs side_open makes and whether every send WR
+ * completes (gathered_small_writes: deeper, only signalled ones). */
+static uint32_t side_send_wr = 64;
+static bool side_sig_all = true;
+
 static void side_open(struct side *s, rv_context *ctx)
 {
 	rv_qp_init_attr qa;
@@ -145,7 +150,11 @@ static void side_open(struct side *s, rv_context *ctx)
 	memset(&qa, 0, sizeof(qa));
 	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
 	qa.send_cq = s->cq;
-	qa.cap.max_send_wr = 64;
+	qa.cap.max_send_wr = side_send_wr;
+	if (!side_sig_all) {
+		qa.mask |= RV_QP_INIT_ATTR_SQ_SIG_ALL;
+		qa.sq_sig_all = 0;
+	}
 	qa.cap.max_recv_wr = 64;
 	qa.cap.max_send_sge = 4; /* gathered_sends_from_segments gathers from four */
 	qa.cap.max_recv_sge = 3; /* placed_sends_land_exactly scatters over three */
@@ -537,6 +546,176 @@ static void test_faults__gathered_sends_from_segments(void **state)
 		assert_memory_equal(w.b1.buf + 8 * ((N - 1) % 3), want, LEN);
 	}
 	free(want);
+	world_close(&w);
+}
+
+/* Byte i of source k of 16 (gathered_small_writes): message id carries the
+ * first small_len(id) bytes of source id % 16. */
+static uint8_t small_byte(uint64_t k, uint32_t i)
+{
+	return (uint8_t)(k * 31 + i * 7 + (i >> 9) + 1);
+}
+
+/* Length of small message k: 1 byte to 8 KiB - 1, below the size sent from
+ * the registered memory directly (SOFT_TX_DIRECT_MIN), never inline. */
+static uint32_t small_len(uint64_t k)
+{
+	return (uint32_t)(1 + (k * 2654435761u) % 8191);
+}
+
+/* Post n small unsignalled WRITEs (every fourth a SEND when sends), then one
+ * signalled, each from its own source bytes in a1.buf into b1 slot k % 24
+ * (8 KiB each); returns the first id. A busy stream of small unsignalled WRs
+ * is framed into the connection's buffer and sent many per send() (tx.c,
+ * soft_tx_post). */
+static uint64_t small_burst(struct world *w, uint64_t id0, uint64_t n, bool sends, bool last_signalled)
+{
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t id = id0 + k;
+		uint32_t len = small_len(id), src = (uint32_t)(id % 16) * 8192u;
+		bool send = sends && k % 4 == 3;
+		rv_sge g = sge(&w->a1, 131072 + src, len);
+		rv_send_wr s;
+
+		memset(&s, 0, sizeof(s));
+		s.wr_id = id;
+		s.opcode = send ? RV_WR_SEND : RV_WR_RDMA_WRITE;
+		s.sg_list = &g;
+		s.num_sge = 1;
+		s.send_flags = RV_SEND_NO_INLINE | (last_signalled && k == n - 1 ? RV_SEND_SIGNALED : 0);
+		s.remote_addr = (uint64_t)(uintptr_t)(w->b1.buf + (id % 24) * 8192u);
+		s.rkey = rv_mr_rkey(w->b1.mr);
+		if (send)
+			post_recv(&w->b1, 196608 + (size_t)(id / 4 % 6) * 8192u, 8192, id);
+		assert_int_equal(rv_qp_post_send(w->a1.qp, &s, 1, NULL), 0);
+		if (s.send_flags & RV_SEND_SIGNALED)
+			w->a1.posted++;
+	}
+	return id0;
+}
+
+/* b1's slot of the newest WRITE among [id0, id0 + n) that went there holds
+ * exactly its bytes (last writer wins: a message out of order would leave
+ * another's). */
+static void small_slots_ok(const struct world *w, uint64_t id0, uint64_t n, bool sends)
+{
+	for (uint64_t slot = 0; slot < 24; slot++) {
+		for (uint64_t k = n; k-- > 0;) {
+			uint64_t id = id0 + k;
+			uint32_t len = small_len(id);
+
+			if (id % 24 != slot || (sends && k % 4 == 3))
+				continue;
+			for (uint32_t i = 0; i < len; i++)
+				if (w->b1.buf[slot * 8192u + i] != small_byte(id % 16, i))
+					fail_msg("slot %llu byte %u: not WRITE %llu's", (unsigned long long)slot, i,
+						 (unsigned long long)id);
+			break;
+		}
+	}
+}
+
+/*
+ * Many small unsignalled WRITEs and SENDs posted one by one into a busy TCP
+ * stream: the sender frames them into the connection's buffer and sends many
+ * with one send() (tx.c, soft_tx_post). Every message arrives whole and in
+ * order, SENDs complete their receive WRs in order with the right bytes, the
+ * signalled WR completes; a sender that never polls again still gets its
+ * WRITEs to the peer (the hold timer); and a receiver that stops reading (a
+ * SEND without a receive WR) fills the socket, so sends stop part way while
+ * WRs are being gathered, and nothing is lost or reordered when it resumes.
+ */
+static void test_faults__gathered_small_writes(void **state)
+{
+	struct world w;
+	uint64_t id;
+	int64_t end;
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	side_send_wr = 2048;
+	side_sig_all = false;
+	world_open(&w);
+	side_send_wr = 64;
+	side_sig_all = true;
+	unsetenv("RVERBS_SOFT_SHM");
+	for (uint32_t src = 0; src < 16; src++)
+		for (uint32_t i = 0; i < 8192; i++)
+			w.a1.buf[131072 + src * 8192u + i] = small_byte(src, i);
+
+	/* 1: WRITEs and SENDs mixed, 16 at a time, the last signalled. */
+	for (uint64_t round = 0; round < 8; round++) {
+		int base = w.b1.n_wc;
+
+		id = small_burst(&w, 10000 + round * 16, 16, true, true);
+		drain(&w.a1);
+		drain(&w.b1);
+		assert_int_equal(wc_of(&w.a1, id + 15)->status, RV_WC_SUCCESS);
+		for (int i = base; i < w.b1.n_wc; i++) {
+			uint64_t rid = w.b1.wc[i].wr_id;
+
+			assert_int_equal(w.b1.wc[i].status, RV_WC_SUCCESS);
+			assert_int_equal(w.b1.wc[i].byte_len, small_len(rid));
+			if (i > base)
+				assert_true(rid > w.b1.wc[i - 1].wr_id); /* in order */
+			for (uint32_t k = 0; k < small_len(rid); k++)
+				if (w.b1.buf[196608 + (rid / 4 % 6) * 8192u + k] != small_byte(rid % 16, k))
+					fail_msg("SEND %llu byte %u: %u, want %u (len %u)", (unsigned long long)rid, k,
+						 w.b1.buf[196608 + (rid / 4 % 6) * 8192u + k], small_byte(rid % 16, k), small_len(rid));
+		}
+		small_slots_ok(&w, id, 16, true);
+	}
+
+	/* 2: a long stream of small WRITEs, one signalled at the end. */
+	id = small_burst(&w, 20000, 16, false, false);
+	for (uint64_t k = 16; k < 1600; k += 16)
+		small_burst(&w, 20000 + k, 16, false, k + 16 == 1600);
+	drain(&w.a1);
+	assert_int_equal(wc_of(&w.a1, 20000 + 1599)->status, RV_WC_SUCCESS);
+	small_slots_ok(&w, id, 1600, false);
+
+	/* 3: unsignalled WRITEs and no poll on the sender afterwards: the last
+	 * one's bytes reach the peer anyway. */
+	memset(w.b1.buf, 0, 196608);
+	id = small_burst(&w, 30000, 40, false, false);
+	end = now_ms() + HANG_GUARD_MS;
+	for (;;) {
+		bool all = true;
+		uint64_t last = id + 39;
+
+		for (uint32_t i = 0; i < small_len(last) && all; i++)
+			all = w.b1.buf[(last % 24) * 8192u + i] == small_byte(last % 16, i);
+		if (all)
+			break;
+		if (now_ms() > end)
+			fail_msg("the last unsignalled WRITE did not reach the peer while the sender did not poll");
+		sleep_ms(1);
+	}
+	small_slots_ok(&w, id, 40, false);
+
+	/* 4: the receiver stops reading (a SEND with no receive WR), the sender
+	 * posts 1 500 small WRITEs (about 6 MB: more than the sockets hold), so
+	 * its sends stop part way; then the receive WR comes. */
+	{
+		rv_sge g = sge(&w.a1, 0, 100);
+		rv_send_wr s;
+
+		memset(&s, 0, sizeof(s));
+		s.wr_id = 39999;
+		s.opcode = RV_WR_SEND;
+		s.sg_list = &g;
+		s.num_sge = 1;
+		s.send_flags = RV_SEND_NO_INLINE;
+		assert_int_equal(rv_qp_post_send(w.a1.qp, &s, 1, NULL), 0);
+	}
+	small_burst(&w, 40000, 1500, false, true);
+	sleep_ms(20);
+	post_recv(&w.b1, 196608, 8192, 39999);
+	drain(&w.a1);
+	drain(&w.b1);
+	assert_int_equal(wc_of(&w.a1, 40000 + 1499)->status, RV_WC_SUCCESS);
+	assert_int_equal(wc_of(&w.b1, 39999)->byte_len, 100);
+	small_slots_ok(&w, 40000, 1500, false);
 	world_close(&w);
 }
 
@@ -1204,6 +1383,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_faults__placed_send_bad_lkey, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__many_large_writes_in_flight, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__gathered_sends_from_segments, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__gathered_small_writes, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__delay, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__drop_is_retry_exceeded, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__peer_killed_mid_transfer, leftovers_close),

@@ -350,6 +350,7 @@ struct soft_conn {
 	bool rx_drained;         /* place.c: the last read took less than it asked for: the socket is empty */
 	bool out_waited;         /* a blocked waiter watches POLLOUT (soft_conn_wait_fd): no EPOLLOUT for the progress thread */
 	bool tx_held;            /* tx holds READ responses to confirmations for the application's answer (soft_tx_hold) */
+	bool tx_gather;          /* ... or, when set, small WRs gathered for one send() (tx.c, soft_tx_post) */
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
 	/* fault.c: set under the QP's lock by the sending thread, read by the
 	 * progress thread's timers without it: atomic. */
@@ -970,6 +971,10 @@ void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod);
 /* ---- tx.c ---- */
 /* Frame and send as much as the socket takes (q->lock held). */
 void soft_tx_push(struct soft_qp *q);
+/* rv_qp_post_send's soft_tx_push (q->lock held): small unsignalled WRs
+ * posted into a busy TCP stream are framed into c->tx and sent with the next
+ * ones (c->tx_held), one send() for up to 64 KiB; otherwise soft_tx_push. */
+void soft_tx_post(struct soft_qp *q);
 /* Nothing for soft_tx_push to frame or flush (q->lock): after receiving, a
  * poller then only completes (soft_sq_complete) instead of pushing. */
 bool soft_tx_idle(const struct soft_qp *q);

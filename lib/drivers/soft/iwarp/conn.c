@@ -997,9 +997,11 @@ void soft_conn_flush_held(struct soft_ctx *sc)
 	for (struct soft_conn *c = sc->conns; c && atomic_load(&sc->n_held); c = c->next) {
 		struct soft_qp *q = c->qp;
 
-		if (!q)
+		/* Whoever holds q->lock (a posting, polling or waiting
+		 * application thread) sends what is held, or leaves it held:
+		 * then this thread looks again within a millisecond (n_held). */
+		if (!q || pthread_mutex_trylock(&q->lock) != 0)
 			continue;
-		pthread_mutex_lock(&q->lock);
 		if (q->conn == c && c->tx_held)
 			soft_tx_push(q);
 		pthread_mutex_unlock(&q->lock);

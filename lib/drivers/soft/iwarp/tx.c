@@ -258,6 +258,9 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 #define SOFT_TX_BATCH_FRAMES 8u
 #define SOFT_TX_BATCH_BYTES (SOFT_TXBUF / 2) /* what a partial send may leave in c->tx */
 #define SOFT_TX_SMALL_FIRST 4096u /* frames before a direct one sent first rather than copied behind */
+/* Small unsignalled WRs posted into a busy stream wait in c->tx until this
+ * much is framed (soft_tx_post): one send() for many. */
+#define SOFT_TX_GATHER_BYTES (64u * 1024)
 
 struct direct {
 	struct soft_conn *c;
@@ -663,6 +666,19 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 	return any;
 }
 
+/* c->tx now holds frames that wait (q->lock held): the next soft_tx_push
+ * sends them, or the progress thread within SOFT_HOLD_US (hold_fd). */
+static void hold_begin(struct soft_ctx *sc, struct soft_conn *c)
+{
+	c->tx_held = true;
+	atomic_fetch_add(&sc->n_held, 1);
+	if (!atomic_exchange(&sc->hold_armed, true)) {
+		struct itimerspec t = {.it_value = {0, SOFT_HOLD_US * 1000}};
+
+		timerfd_settime(sc->hold_fd, 0, &t, NULL);
+	}
+}
+
 bool soft_tx_hold(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
@@ -683,13 +699,8 @@ bool soft_tx_hold(struct soft_qp *q)
 	fill(q, c, &room);
 	if (!c->tx_len)
 		return false;
-	c->tx_held = true;
-	atomic_fetch_add(&sc->n_held, 1);
-	if (!atomic_exchange(&sc->hold_armed, true)) {
-		struct itimerspec t = {.it_value = {0, SOFT_HOLD_US * 1000}};
-
-		timerfd_settime(sc->hold_fd, 0, &t, NULL);
-	}
+	c->tx_gather = false;
+	hold_begin(sc, c);
 	return true;
 }
 
@@ -733,6 +744,63 @@ void soft_tx_push(struct soft_qp *q)
 		soft_conn_hold_release(q->sc);
 	soft_sq_complete(q);
 	soft_qp_check_overflow(q);
+}
+
+/*
+ * May the WRs just posted wait in c->tx for more (soft_tx_post)? Only a busy
+ * TCP stream of small unsignalled SENDs and WRITEs: at least
+ * SOFT_CONFIRM_EVERY WRs in the stream that the peer has not confirmed (it
+ * has work: a few microseconds more for these cost it nothing), every WR not
+ * framed yet small (it would be copied into c->tx anyway: below
+ * SOFT_TX_DIRECT_MIN), unsignalled (nobody waits for it), no READ, atomic,
+ * immediate or fence; nothing else due (TERMINATE, READ responses, RTR,
+ * same-host control, READ responses held for the application's answer:
+ * soft_tx_hold); no fault injection (it rewrites frames in c->tx as they
+ * are framed) and no socket that refused bytes.
+ */
+static bool gatherable(const struct soft_qp *q, const struct soft_conn *c)
+{
+	if (!c || c->state != CONN_UP || !c->may_send || c->ring || (c->tx_held && !c->tx_gather) || c->tx_blocked || c->tx_full || q->uc ||
+	    q->sc->hold_fd < 0 || sig_uncovered(q) || q->term_pending || q->need_rtr || c->shm_send_ctl || q->ird_head != q->ird_tail ||
+	    q->tx_off != 0 || q->sq_tx == q->sq_tail || q->sq_tail - q->sq_tx > SOFT_CONFIRM_EVERY ||
+	    q->sq_tx - q->sq_confirmed < SOFT_CONFIRM_EVERY || c->tx_len - c->tx_off >= SOFT_TX_GATHER_BYTES ||
+	    soft_fault_held(c) || atomic_load_explicit(&q->fault.armed, memory_order_relaxed) ||
+	    atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed) ||
+	    atomic_load_explicit(&q->state, memory_order_relaxed) != RV_QPS_RTS)
+		return false;
+	for (uint32_t i = q->sq_tx; i != q->sq_tail; i++) {
+		const struct soft_swqe *w = &q->sq[i % q->sq_size];
+
+		if ((w->opcode != RV_WR_RDMA_WRITE && w->opcode != RV_WR_SEND) || w->signaled ||
+		    (w->flags & RV_SEND_FENCE) || w->length >= SOFT_TX_DIRECT_MIN ||
+		    (c->shm_push && w->length >= SOFT_SHM_MIN))
+			return false;
+	}
+	return true;
+}
+
+void soft_tx_post(struct soft_qp *q)
+{
+	struct soft_conn *c = q->conn;
+	bool room = false;
+
+	if (!gatherable(q, c)) {
+		soft_tx_push(q);
+		return;
+	}
+	/* Frame now (the payload is read at this point, as always), send
+	 * later: with the WRs posted next, once SOFT_TX_GATHER_BYTES wait, a
+	 * signalled or large WR comes, the application polls or waits on a CQ
+	 * (soft_conn_poll, soft_conn_wait_fd), or the hold timer fires. */
+	fill(q, c, &room);
+	if (room || c->tx_len - c->tx_off >= SOFT_TX_GATHER_BYTES || q->sq_tx != q->sq_tail) {
+		soft_tx_push(q);
+		return;
+	}
+	if (!c->tx_held && c->tx_len > c->tx_off) {
+		c->tx_gather = true;
+		hold_begin(q->sc, c);
+	}
 }
 
 bool soft_tx_idle(const struct soft_qp *q)

@@ -534,7 +534,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		if (atomic_load(&q->state) == RV_QPS_ERR)
 			soft_qp_flush_posted(q);
 		else if (q->conn)
-			soft_tx_push(q);
+			soft_tx_post(q); /* tx.c: small unsignalled WRs of a busy stream may wait for more */
 		soft_qp_check_overflow(q);
 	}
 out:
