@@ -762,6 +762,10 @@ int soft_rx_fpdu(struct soft_qp *q, const struct rv_fpdu *f)
 {
 	rx_handler h = f->opcode < 16 ? rx_handlers[f->opcode] : NULL;
 
+	/* The peer talks, not only answers our confirmations: a post that
+	 * follows is an answer to it, not part of a stream (tx.c, gatherable). */
+	if (f->opcode != RV_RDMAP_READ_RESP)
+		q->rx_peer++;
 	if (RV_LIKELY(h))
 		return h(q, f);
 	/* SOFT_OP_AUTH after the setup, unassigned opcodes: not ours to take. */
@@ -810,6 +814,7 @@ static int rx_placed(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, s
 	if (avail < need)
 		return 0;
 	pl->placed = false;
+	q->rx_peer++; /* as soft_rx_fpdu: a WRITE or SEND */
 	if (c->crc) {
 		const uint8_t *t = p + pl->hdr_len + pl->trail - 4;
 		uint32_t sum = rv_crc32c(pl->crc, p + pl->hdr_len, (size_t)pl->trail - 4); /* the pad */

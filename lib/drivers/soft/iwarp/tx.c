@@ -748,7 +748,10 @@ void soft_tx_push(struct soft_qp *q)
 
 /*
  * May the WRs just posted wait in c->tx for more (soft_tx_post)? Only a busy
- * TCP stream of small unsignalled SENDs and WRITEs: at least
+ * TCP stream of small unsignalled SENDs and WRITEs, posted back to back: the
+ * previous post less than SOFT_HOLD_US ago and nothing from the peer handled
+ * since but READ responses (a ping-pong's next SEND answers the peer, who
+ * waits for it: it goes at once, whatever the signalling); at least
  * SOFT_CONFIRM_EVERY WRs in the stream that the peer has not confirmed (it
  * has work: a few microseconds more for these cost it nothing), every WR not
  * framed yet small (it would be copied into c->tx anyway: below
@@ -758,10 +761,12 @@ void soft_tx_push(struct soft_qp *q)
  * soft_tx_hold); no fault injection (it rewrites frames in c->tx as they
  * are framed) and no socket that refused bytes.
  */
-static bool gatherable(const struct soft_qp *q, const struct soft_conn *c)
+static bool gatherable(const struct soft_qp *q, const struct soft_conn *c, int64_t now_us)
 {
-	if (!c || c->state != CONN_UP || !c->may_send || c->ring || (c->tx_held && !c->tx_gather) || c->tx_blocked || c->tx_full || q->uc ||
-	    q->sc->hold_fd < 0 || sig_uncovered(q) || q->term_pending || q->need_rtr || c->shm_send_ctl || q->ird_head != q->ird_tail ||
+	if (!c || q->rx_peer != q->rx_peer_post || now_us - q->post_us >= SOFT_HOLD_US || c->state != CONN_UP ||
+	    !c->may_send || c->ring || (c->tx_held && !c->tx_gather) || c->tx_blocked || c->tx_full || q->uc ||
+	    q->sc->hold_fd < 0 || sig_uncovered(q) || q->term_pending || q->need_rtr || c->shm_send_ctl ||
+	    q->ird_head != q->ird_tail ||
 	    q->tx_off != 0 || q->sq_tx == q->sq_tail || q->sq_tail - q->sq_tx > SOFT_CONFIRM_EVERY ||
 	    q->sq_tx - q->sq_confirmed < SOFT_CONFIRM_EVERY || c->tx_len - c->tx_off >= SOFT_TX_GATHER_BYTES ||
 	    soft_fault_held(c) || atomic_load_explicit(&q->fault.armed, memory_order_relaxed) ||
@@ -782,9 +787,12 @@ static bool gatherable(const struct soft_qp *q, const struct soft_conn *c)
 void soft_tx_post(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
-	bool room = false;
+	int64_t now_us = soft_now_us();
+	bool room = false, gather = gatherable(q, c, now_us);
 
-	if (!gatherable(q, c)) {
+	q->rx_peer_post = q->rx_peer;
+	q->post_us = now_us;
+	if (!gather) {
 		soft_tx_push(q);
 		return;
 	}
