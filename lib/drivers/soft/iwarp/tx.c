@@ -3,8 +3,10 @@
  * into the QP's TCP stream.
  *
  * Who transmits: the posting thread, directly (rv_qp_post_send ends in
- * soft_tx_push); when the socket is full the rest waits in the connection's
- * tx buffer and the progress thread continues on EPOLLOUT. The payload of a
+ * soft_tx_post, which is soft_tx_push unless small unsignalled WRs of a busy
+ * stream are gathered for one send()); when the socket is full the rest
+ * waits in the connection's tx buffer and the progress thread continues on
+ * EPOLLOUT. The payload of a
  * non-inline WR is read from its SGEs when its FPDU is framed, so the buffer
  * must stay valid until the WR completes (as with any verbs device); inline
  * payloads were copied at post time.
