@@ -540,6 +540,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 	for (;;) {
 		uint32_t st;
 		struct soft_swqe *w;
+		int g;
 
 		if (SOFT_TXBUF - c->tx_len < need) {
 			*room_out = true;
@@ -584,6 +585,11 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 			any = true;
 			continue;
 		}
+		/* Grants (grant.c), in the ring once it is on. */
+		if (c->grant_due && c->ring_tx_on && soft_grant_tx(q, c)) {
+			any = true;
+			continue;
+		}
 		if (st != RV_QPS_RTS)
 			break;
 		if (q->sq_tx == q->sq_tail) {
@@ -620,6 +626,14 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 		} else if (w->opcode == RV_WR_ATOMIC_CMP_AND_SWP || w->opcode == RV_WR_ATOMIC_FETCH_AND_ADD) {
 			if (!ord_user_room(q) || !soft_ext_emit_atomic(q, c, w))
 				break;
+		} else if (c->grants && q->tx_off == 0 && w->opcode == RV_WR_RDMA_WRITE &&
+			   (g = soft_grant_tx_wr(q, w)) >= 0) {
+			/* One copy into memory the peer granted (grant.c). */
+			if (g == 0)
+				break; /* after the frames before it were consumed */
+			q->sq_tx++;
+			q->sq_confirmed = q->sq_tx;
+			soft_sq_complete(q);
 		} else if (c->tx_full) {
 			/* The socket is full: the next FPDUs wait in the send queue and
 			 * go out directly from the registered memory on EPOLLOUT, rather
