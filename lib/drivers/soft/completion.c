@@ -103,8 +103,6 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 	if (atomic_load(&q->state) == RV_QPS_ERR)
 		return;
 	atomic_store(&q->state, RV_QPS_ERR);
-	if (q->conn && q->conn->grants)
-		soft_grant_revoke_conn(q->conn); /* out of RTS: no more one-copy WRITEs into us */
 	soft_event_qp_error(q);
 	for (uint32_t i = q->sq_head; i != q->sq_tail; i++) {
 		struct soft_swqe *w = &q->sq[i % q->sq_size];

@@ -383,6 +383,9 @@ struct soft_conn {
 	bool grant_give;         /* the peer takes grants in our ring's header (its ANSWER said so) */
 	bool grant_take;         /* we take grants in the peer's ring's header (our ANSWER said so) */
 	bool grant_due;          /* a GRANT control message is due (q->lock) */
+	uint8_t *grant_ours;     /* the grant area of our ring's header page (shmring.c sets it) */
+	uint8_t *grant_peer;     /* ... of the peer's ring, mapped by us */
+	size_t grant_area_len;
 	/* Authentication (auth.c). */
 	uint8_t auth_ni[16];     /* the initiator's nonce */
 	uint8_t auth_nr[16];     /* the responder's nonce */
@@ -983,21 +986,18 @@ void soft_shmring_drop(struct soft_conn *c);
 /* Unmap and close (soft_conn_free). */
 void soft_shmring_free(struct soft_conn *c);
 int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS]);
-/* The grant area of a ring's header page (grant.c): ours (the ring we
- * produce into, which the peer maps) or the peer's; NULL when not mapped. */
-void *soft_shmring_grant_area(struct soft_conn *c, bool ours, size_t *len);
-/* A ring control message (kind, flag, two numbers) into c->tx. */
+/* A ring control message (kind, flag, two numbers) into c->tx (tx.c: GRANT). */
 void soft_shmring_put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b);
-/* Count a ring event (grant.c). */
-void soft_shmring_count(struct soft_conn *c, enum soft_ring_stat which);
 
 /* ---- grant.c: one-copy WRITEs into memory the target granted ---- */
 #define SOFT_CTL_GRANT 7 /* SOFT_OP_SHM_CTL kind: target -> initiator, a = memfd number, b = slot */
 /* Target: a WRITE was placed into key on c: grant its MR if it qualifies
  * (sc->lock and q->lock held, as rx.c). */
 void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key);
-/* Target, tx.c: frame the due GRANT messages (q->lock held). */
-bool soft_grant_tx(struct soft_qp *q, struct soft_conn *c);
+/* Target, tx.c: the next GRANT due (the descriptor, the slot), if any (q->lock held). */
+bool soft_grant_next(struct soft_conn *c, uint32_t *fd, uint32_t *slot);
+/* shmring.c's soft_shmring_stats: the grant counters (SOFT_RING_DIRECT...). */
+void soft_grant_stats(const struct soft_conn *c, uint64_t out[SOFT_RING_NSTATS]);
 /* Initiator: the peer's GRANT (a: its descriptor, b: slot), in order from
  * its ring. false: not allowed here (a TERMINATE); a bad grant is refused
  * quietly (the WRITEs take the ring). */
@@ -1007,8 +1007,8 @@ bool soft_grant_got(struct soft_qp *q, struct soft_conn *c, uint32_t fd, uint32_
 bool soft_grant_write(struct soft_qp *q, const rv_send_wr *wr, uint64_t len);
 /* tx.c, w at sq_tx and not framed yet (q->lock held): 1 done by one copy
  * (the caller confirms and completes it), 0 a grant covers it but earlier
- * frames are still in the ring (hold it: the consumer's index is watched),
- * -1 frame it as usual. */
+ * frames are still in the ring (hold it, and have the consumer's index
+ * watched: soft_shmring_want_cons), -1 frame it as usual. */
 int soft_grant_tx_wr(struct soft_qp *q, const struct soft_swqe *w);
 /* shmring.c: a busy poller must read the consumer index until what was
  * produced so far is consumed (q->lock held). */

@@ -586,9 +586,13 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 			continue;
 		}
 		/* Grants (grant.c), in the ring once it is on. */
-		if (c->grant_due && c->ring_tx_on && soft_grant_tx(q, c)) {
-			any = true;
-			continue;
+		if (c->grant_due && c->ring_tx_on) {
+			uint32_t gfd, gslot;
+			if (soft_grant_next(c, &gfd, &gslot)) {
+				soft_shmring_put_ctl(c, SOFT_CTL_GRANT, 0, gfd, gslot);
+				any = true;
+				continue;
+			}
 		}
 		if (st != RV_QPS_RTS)
 			break;
@@ -629,8 +633,12 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 		} else if (c->grants && q->tx_off == 0 && w->opcode == RV_WR_RDMA_WRITE &&
 			   (g = soft_grant_tx_wr(q, w)) >= 0) {
 			/* One copy into memory the peer granted (grant.c). */
-			if (g == 0)
-				break; /* after the frames before it were consumed */
+			if (g == 0) {
+				/* After the frames before it were consumed: a busy
+				 * poller now reads the consumer's index. */
+				soft_shmring_want_cons(q, c);
+				break;
+			}
 			q->sq_tx++;
 			q->sq_confirmed = q->sq_tx;
 			soft_sq_complete(q);

@@ -346,9 +346,6 @@ int soft_mr_dereg(struct rv_mr *mr)
 		}
 	}
 	pthread_rwlock_unlock(&sc->mr_lock);
-	/* A peer that holds a grant of it copies no more once this returns. */
-	if (m->memfd >= 0)
-		soft_grant_revoke_key(sc, m->key);
 	/* After the unhook: no copy runs on the mapping any more. */
 	if (m->dmabuf_map)
 		munmap(m->dmabuf_map, m->length);
@@ -386,12 +383,7 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	m->trusted = sc->trust_memory || (m->trusted && a == (uint64_t)(uintptr_t)mr->addr);
 	if (a != (uint64_t)(uintptr_t)mr->addr || length != mr->length)
 		m->memfd = -1; /* no longer the memfd's mapping */
-	bool granted = m->memfd >= 0 || a != (uint64_t)(uintptr_t)mr->addr;
 	pthread_rwlock_unlock(&sc->mr_lock);
-	/* Rights, PD or memory may have changed: a grant checked them when it
-	 * was given, so every grant of the key goes (a new WRITE may earn one). */
-	if (granted)
-		soft_grant_revoke_key(sc, m->key);
 	return 0;
 }
 

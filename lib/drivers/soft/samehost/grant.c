@@ -18,10 +18,11 @@
  *    ANSWER said it takes grants, it fills a slot of the grant area in the
  *    header page of its own ring (which the peer maps: RING_GRANT_OFF) with
  *    the MR's address, length and key, publishes a nonzero generation in it,
- *    and sends GRANT (SOFT_OP_SHM_CTL kind 7: the memfd's descriptor number,
- *    the slot) through the ring;
- *  - it revokes (generation 0) on rv_mr_dereg, on rv_mr_rereg, when the QP
- *    leaves RTS or changes its access flags, and when the connection closes;
+ *    and has tx.c send GRANT (SOFT_OP_SHM_CTL kind 7: the memfd's descriptor
+ *    number, the slot) through the ring (soft_grant_next);
+ *  - it revokes (generation 0) on rv_mr_dereg and rv_mr_rereg (verbs/driver.c),
+ *    when rv_qp_modify takes the QP out of RTS or changes its access flags
+ *    (verbs/qp.c), and when the connection closes (shmring.c);
  *    then it waits, bounded (GRANT_WAIT_US, and only while the peer lives),
  *    until the slot's "busy" word is clear: an honest initiator is not
  *    copying any more, so after rv_mr_dereg returns no write of it lands.
@@ -95,7 +96,10 @@ struct grant_take {
 	uint8_t *map; /* our mapping of the target's memfd, len bytes */
 };
 
+enum { G_DIRECT, G_GIVEN, G_TAKEN, G_REFUSED, G_REVOKED, G_NSTATS };
+
 struct soft_grants {
+	uint64_t stat[G_NSTATS];
 	/* Target side. */
 	struct grant_give give[GRANT_SLOTS];
 	uint64_t gen_next;
@@ -114,12 +118,37 @@ static struct soft_grants *grants_of(struct soft_conn *c)
 	return c->grants;
 }
 
+/* The grant area of our ring's header page (which the peer maps) or of the
+ * peer's (which we map); shmring.c sets both while the rings are mapped. */
 static struct grant_slot *slots(struct soft_conn *c, bool ours)
 {
-	size_t len;
-	void *a = soft_shmring_grant_area(c, ours, &len);
+	size_t len = c->grant_area_len;
+	void *a = ours ? c->grant_ours : c->grant_peer;
 
 	return a && len >= GRANT_SLOTS * sizeof(struct grant_slot) ? a : NULL;
+}
+
+static void count(struct soft_conn *c, int which)
+{
+	struct soft_grants *g = c->grants;
+
+	if (!g)
+		g = c->grants = calloc(1, sizeof(*g));
+	if (g)
+		g->stat[which]++;
+}
+
+void soft_grant_stats(const struct soft_conn *c, uint64_t out[SOFT_RING_NSTATS])
+{
+	const struct soft_grants *g = c->grants;
+
+	if (!g)
+		return;
+	out[SOFT_RING_DIRECT] = g->stat[G_DIRECT];
+	out[SOFT_RING_GRANTS_GIVEN] = g->stat[G_GIVEN];
+	out[SOFT_RING_GRANTS_TAKEN] = g->stat[G_TAKEN];
+	out[SOFT_RING_GRANTS_REFUSED] = g->stat[G_REFUSED];
+	out[SOFT_RING_REVOKED] = g->stat[G_REVOKED];
 }
 
 static int64_t now_us(void)
@@ -170,18 +199,18 @@ void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key)
 	atomic_store_explicit(&s->gen, g->gen_next, memory_order_release);
 	g->give[free_i] = (struct grant_give){.gen = g->gen_next, .key = key, .fd = fd, .used = true, .announce = true};
 	c->grant_due = true;
-	soft_shmring_count(c, SOFT_RING_GRANTS_GIVEN);
+	count(c, G_GIVEN);
 }
 
-bool soft_grant_tx(struct soft_qp *q, struct soft_conn *c)
+bool soft_grant_next(struct soft_conn *c, uint32_t *fd, uint32_t *slot)
 {
 	struct soft_grants *g = c->grants;
 
-	(void)q;
 	for (uint32_t i = 0; g && i < GRANT_SLOTS; i++) {
 		if (g->give[i].used && g->give[i].announce) {
 			g->give[i].announce = false;
-			soft_shmring_put_ctl(c, SOFT_CTL_GRANT, 0, (uint32_t)g->give[i].fd, i);
+			*fd = (uint32_t)g->give[i].fd;
+			*slot = i;
 			return true;
 		}
 	}
@@ -209,7 +238,7 @@ static void revoke_slot(struct soft_conn *c, struct grant_slot *s, struct grant_
 			break; /* a stopped or hostile peer: trusted no further */
 		sched_yield();
 	}
-	soft_shmring_count(c, SOFT_RING_REVOKED);
+	count(c, G_REVOKED);
 }
 
 static void revoke_conn_key(struct soft_conn *c, bool all, uint32_t key)
@@ -278,7 +307,7 @@ static bool refuse(struct soft_conn *c, int fd, const char *why)
 {
 	if (fd >= 0)
 		close(fd);
-	soft_shmring_count(c, SOFT_RING_GRANTS_REFUSED);
+	count(c, G_REFUSED);
 	rv_log(RV_LOG_DEBUG, "soft0: a grant of the same-host peer is refused (%s); its WRITEs take the ring", why);
 	return true; /* quietly: the protocol is intact */
 }
@@ -331,7 +360,7 @@ bool soft_grant_got(struct soft_qp *q, struct soft_conn *c, uint32_t num, uint32
 	take_drop(g, slot);
 	g->take[slot] = (struct grant_take){.gen = gen, .addr = addr, .len = len, .key = key, .map = m};
 	g->n_take++;
-	soft_shmring_count(c, SOFT_RING_GRANTS_TAKEN);
+	count(c, G_TAKEN);
 	rv_log(RV_LOG_DEBUG, "soft0: QP 0x%x: WRITEs to key 0x%x [0x%llx, +%llu) now go by one copy", q->qpn, key,
 	       (unsigned long long)addr, (unsigned long long)len);
 	return true;
@@ -421,7 +450,7 @@ static bool grant_copy(struct soft_qp *q, struct soft_grants *g, uint32_t i, uin
 		take_drop(g, i);
 		return false;
 	}
-	soft_shmring_count(q->conn, SOFT_RING_DIRECT);
+	count(q->conn, G_DIRECT);
 	return true;
 }
 
@@ -473,12 +502,8 @@ int soft_grant_tx_wr(struct soft_qp *q, const struct soft_swqe *w)
 	i = grant_find(g, w->rkey, w->remote_addr, w->length);
 	if (i == GRANT_SLOTS)
 		return -1;
-	if (q->sq_tx != q->sq_confirmed) {
-		/* Frames before it are still in the ring: it must not land before
-		 * them. Wait for the consumer (a busy poller now reads its index). */
-		soft_shmring_want_cons(q, q->conn);
-		return 0;
-	}
+	if (q->sq_tx != q->sq_confirmed)
+		return 0; /* frames before it are still in the ring: it must not land before them */
 	iov.iov_base = w->inline_data;
 	iov.iov_len = w->length;
 	return grant_copy(q, g, i, w->remote_addr, w->sge, w->num_sge, w->inl ? &iov : NULL, 1, w->length) ? 1 : -1;

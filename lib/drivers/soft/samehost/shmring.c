@@ -218,6 +218,8 @@ void soft_shmring_free(struct soft_conn *c)
 		return;
 	soft_grant_revoke_conn(c); /* the slots live in tx_map's header */
 	soft_grant_free(c);
+	c->grant_ours = c->grant_peer = NULL;
+	c->grant_give = c->grant_take = false;
 	if (r->tx_map)
 		munmap(r->tx_map, RING_BYTES);
 	if (r->rx_map)
@@ -359,6 +361,10 @@ static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *
 		r->answer_ok = r->enabled && map_peer_ring(c, a) && take_peer_evfd(c, b);
 		r->rx_nocrc = r->answer_ok && (p[1] & RING_NOCRC);
 		c->grant_take = r->answer_ok && c->sc->shm_direct;
+		if (c->grant_take) {
+			c->grant_peer = r->rx_map + RING_GRANT_OFF;
+			c->grant_area_len = RING_HDR - RING_GRANT_OFF;
+		}
 		if (!r->answer_ok && r->rx_map) {
 			munmap(r->rx_map, RING_BYTES);
 			r->rx_map = NULL;
@@ -376,6 +382,10 @@ static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *
 			r->switch_due = true;
 			r->tx_nocrc = (p[1] & RING_NOCRC) != 0;
 			c->grant_give = (p[1] & RING_GRANTS) && c->sc->shm_direct;
+			if (c->grant_give) {
+				c->grant_ours = r->tx_map + RING_GRANT_OFF;
+				c->grant_area_len = RING_HDR - RING_GRANT_OFF;
+			}
 		} else {
 			munmap(r->tx_map, RING_BYTES);
 			r->tx_map = NULL;
@@ -430,21 +440,6 @@ void soft_shmring_put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint3
 static void put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b)
 {
 	soft_shmring_put_ctl(c, kind, flag, a, b);
-}
-
-void *soft_shmring_grant_area(struct soft_conn *c, bool ours, size_t *len)
-{
-	struct soft_shmring *r = c->ring;
-	uint8_t *m = !r ? NULL : ours ? r->tx_map : r->rx_map;
-
-	*len = RING_HDR - RING_GRANT_OFF;
-	return m ? m + RING_GRANT_OFF : NULL;
-}
-
-void soft_shmring_count(struct soft_conn *c, enum soft_ring_stat which)
-{
-	if (c->ring && which < SOFT_RING_NSTATS)
-		c->ring->stat[which]++;
 }
 
 bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)
@@ -1064,6 +1059,7 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 	memset(out, 0, SOFT_RING_NSTATS * sizeof(out[0]));
 	if (q->conn && q->conn->ring) {
 		memcpy(out, q->conn->ring->stat, sizeof(q->conn->ring->stat));
+		soft_grant_stats(q->conn, out);
 		out[SOFT_RING_STATE] = (q->conn->ring_tx_on ? 1u : 0u) | (q->conn->ring_rx_on ? 2u : 0u);
 		out[SOFT_RING_CRC_OFF] = q->conn->ring_crc_off;
 	}
