@@ -44,8 +44,8 @@
 /* grant.c's slot layout (128 bytes): what a hostile target would write. */
 struct slot {
 	_Atomic uint64_t gen, addr, len;
-	_Atomic uint32_t key;
-	uint8_t pad0[36];
+	_Atomic uint32_t key, access;
+	uint8_t pad0[32];
 	_Atomic uint32_t busy;
 	uint8_t pad1[60];
 };
@@ -113,12 +113,12 @@ static uint64_t raddr(struct side *b, size_t off)
 
 /* a and b connected on rings; a's WRITE into b's MR went through the ring
  * and earned a grant, which a mapped. */
-static void open_granted(struct side *a, struct side *b)
+static void open_granted_access(struct side *a, struct side *b, uint32_t b_access)
 {
 	int64_t end;
 
 	side_open(a, 0, RV_ACCESS_LOCAL_WRITE);
-	side_open(b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	side_open(b, 0, b_access);
 	connect_pair(a, &DEFAULTS, b, &DEFAULTS);
 	wait_rings(a, b);
 	post(a, RV_WR_RDMA_WRITE, 0, 8, raddr(b, 0), rv_mr_rkey(b->mr), 1);
@@ -132,6 +132,11 @@ static void open_granted(struct side *a, struct side *b)
 		drive(a, b);
 	}
 	assert_int_equal(stat_of(b, SOFT_RING_GRANTS_GIVEN), 1);
+}
+
+static void open_granted(struct side *a, struct side *b)
+{
+	open_granted_access(a, b, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ);
 }
 
 /* Sizes and offsets, each WRITE by one copy, exact, nothing around it moved. */
@@ -162,6 +167,57 @@ static void test_onecopy__sizes_land_exactly(void **state)
 	side_close(&a);
 	side_close(&b);
 	free(shadow);
+}
+
+/* READs from the granted MR (it has REMOTE_READ too): by one copy, exact,
+ * the local bytes around the range untouched; a READ after a WRITE sees it. */
+static void test_onecopy__reads(void **state)
+{
+	static const uint32_t len[] = {1, 100, 4096, 30000};
+	struct side a, b;
+	uint64_t d0;
+
+	(void)state;
+	open_granted(&a, &b);
+	fill(b.buf, BUF, 3);
+	memset(a.buf, 0xee, BUF);
+	d0 = stat_of(&a, SOFT_RING_DIRECT);
+	for (unsigned i = 0; i < sizeof(len) / sizeof(len[0]); i++) {
+		size_t off = 1000 + i * 7;
+		post(&a, RV_WR_RDMA_READ, 10000, len[i], raddr(&b, off), rv_mr_rkey(b.mr), 20 + i);
+		expect(a.cq, 20 + i, RV_WC_SUCCESS);
+		assert_memory_equal(a.buf + 10000, b.buf + off, len[i]);
+		assert_int_equal(a.buf[9999], 0xee);
+		assert_int_equal(a.buf[10000 + len[i]], 0xee);
+	}
+	/* WRITE then READ of the same bytes, posted together. */
+	fill(a.buf, 512, 9);
+	post(&a, RV_WR_RDMA_WRITE, 0, 512, raddr(&b, 50000), rv_mr_rkey(b.mr), 30);
+	post(&a, RV_WR_RDMA_READ, 2048, 512, raddr(&b, 50000), rv_mr_rkey(b.mr), 31);
+	expect(a.cq, 30, RV_WC_SUCCESS);
+	expect(a.cq, 31, RV_WC_SUCCESS);
+	assert_memory_equal(a.buf + 2048, a.buf, 512);
+	assert_true(stat_of(&a, SOFT_RING_DIRECT) - d0 >= sizeof(len) / sizeof(len[0]));
+	side_close(&a);
+	side_close(&b);
+}
+
+/* A grant of an MR without REMOTE_READ carries no READ: the READ fails
+ * with RV_WC_REM_ACCESS_ERR as before, and the local buffer is untouched. */
+static void test_onecopy__no_read_without_remote_read(void **state)
+{
+	struct side a, b;
+
+	(void)state;
+	open_granted_access(&a, &b, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	fill(b.buf, BUF, 4);
+	memset(a.buf, 0xee, BUF);
+	post(&a, RV_WR_RDMA_READ, 10000, 100, raddr(&b, 0), rv_mr_rkey(b.mr), 40);
+	expect(a.cq, 40, RV_WC_REM_ACCESS_ERR);
+	for (unsigned i = 0; i < 100; i++)
+		assert_int_equal(a.buf[10000 + i], 0xee);
+	side_close(&a);
+	side_close(&b);
 }
 
 /* Rounds posted without waiting: WRITE to X (direct when the queue is
@@ -356,6 +412,7 @@ static void hostile_grant(struct side *a, struct side *b, int fd, uint32_t slot,
 	atomic_store(&s->addr, raddr(b, 0));
 	atomic_store(&s->len, len);
 	atomic_store(&s->key, rv_mr_rkey(b->mr) ^ 0x4000);
+	atomic_store(&s->access, RV_ACCESS_REMOTE_WRITE);
 	atomic_store(&s->gen, 12345);
 	pthread_mutex_lock(&q->sc->lock);
 	pthread_mutex_lock(&q->lock);
@@ -489,6 +546,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_onecopy__sizes_land_exactly),
+		cmocka_unit_test(test_onecopy__reads),
+		cmocka_unit_test(test_onecopy__no_read_without_remote_read),
 		cmocka_unit_test(test_onecopy__mixed_in_order),
 		cmocka_unit_test(test_onecopy__bad_writes_fail_as_before),
 		cmocka_unit_test(test_onecopy__rereg_revokes),

@@ -781,7 +781,7 @@ enum soft_mem_err soft_sgl_direct(struct soft_ctx *sc, struct rv_pd *pd, const r
 				  uint64_t len, void (*fn)(const struct iovec *iov, uint32_t niov, void *arg),
 				  void *arg);
 bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd, uint64_t *addr, uint64_t *len,
-		       int *fd);
+		       int *fd, uint32_t *access);
 enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				 uint64_t off, uint64_t len, uint32_t access,
 				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg);
@@ -991,8 +991,8 @@ void soft_shmring_put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint3
 
 /* ---- grant.c: one-copy WRITEs into memory the target granted ---- */
 #define SOFT_CTL_GRANT 7 /* SOFT_OP_SHM_CTL kind: target -> initiator, a = memfd number, b = slot */
-/* Target: a WRITE was placed into key on c: grant its MR if it qualifies
- * (sc->lock and q->lock held, as rx.c). */
+/* Target: a WRITE was placed into key on c, or a READ from it accepted:
+ * grant its MR if it qualifies (sc->lock and q->lock held, as rx.c). */
 void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key);
 /* Target, tx.c: the next GRANT due (the descriptor, the slot), if any (q->lock held). */
 bool soft_grant_next(struct soft_conn *c, uint32_t *fd, uint32_t *slot);
@@ -1002,8 +1002,9 @@ void soft_grant_stats(const struct soft_conn *c, uint64_t out[SOFT_RING_NSTATS])
  * its ring. false: not allowed here (a TERMINATE); a bad grant is refused
  * quietly (the WRITEs take the ring). */
 bool soft_grant_got(struct soft_qp *q, struct soft_conn *c, uint32_t fd, uint32_t slot);
-/* Initiator, post_send (q->lock held): do wr by one copy if a live grant
- * covers it and nothing earlier is outstanding. true: done (completed). */
+/* Initiator, post_send (q->lock held): do wr (a WRITE, or a READ from a
+ * grant with REMOTE_READ) by one copy if a live grant covers it and nothing
+ * earlier is outstanding. true: done (completed). */
 bool soft_grant_write(struct soft_qp *q, const rv_send_wr *wr, uint64_t len);
 /* tx.c, w at sq_tx and not framed yet (q->lock held): 1 done by one copy
  * (the caller confirms and completes it), 0 a grant covers it but earlier

@@ -359,6 +359,8 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 	q->ird[q->ird_tail % SOFT_IRD_CAP].atomic = false;
 	q->ird_user += r->size != 0;
 	q->ird_tail++;
+	if (r->size && q->conn && q->conn->grant_give)
+		soft_grant_offer(q, q->conn, r->src_stag); /* the next READs by one copy (grant.c) */
 	return 0;
 }
 

@@ -615,7 +615,20 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 			if ((w->flags & RV_SEND_FENCE) && q->ord_tail != q->ord_head)
 				break;
 		}
-		if (w->opcode == RV_WR_BIND_MW || w->opcode == RV_WR_LOCAL_INV) {
+		if (c->grants && q->tx_off == 0 && (w->opcode == RV_WR_RDMA_WRITE || w->opcode == RV_WR_RDMA_READ) &&
+		    (g = soft_grant_tx_wr(q, w)) >= 0) {
+			/* One copy into or from memory the peer granted (grant.c). */
+			if (g == 0) {
+				/* After the frames and READs before it are done: a
+				 * busy poller now reads the consumer's index. */
+				soft_shmring_want_cons(q, c);
+				break;
+			}
+			w->done = true; /* a READ: its data are here */
+			q->sq_tx++;
+			q->sq_confirmed = q->sq_tx;
+			soft_sq_complete(q);
+		} else if (w->opcode == RV_WR_BIND_MW || w->opcode == RV_WR_LOCAL_INV) {
 			/* Local work: runs here, in order, after every WR before it was sent. */
 			uint32_t status = soft_mw_exec(q, w);
 			if (status != RV_WC_SUCCESS) {
@@ -630,18 +643,6 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 		} else if (w->opcode == RV_WR_ATOMIC_CMP_AND_SWP || w->opcode == RV_WR_ATOMIC_FETCH_AND_ADD) {
 			if (!ord_user_room(q) || !soft_ext_emit_atomic(q, c, w))
 				break;
-		} else if (c->grants && q->tx_off == 0 && w->opcode == RV_WR_RDMA_WRITE &&
-			   (g = soft_grant_tx_wr(q, w)) >= 0) {
-			/* One copy into memory the peer granted (grant.c). */
-			if (g == 0) {
-				/* After the frames before it were consumed: a busy
-				 * poller now reads the consumer's index. */
-				soft_shmring_want_cons(q, c);
-				break;
-			}
-			q->sq_tx++;
-			q->sq_confirmed = q->sq_tx;
-			soft_sq_complete(q);
 		} else if (c->tx_full) {
 			/* The socket is full: the next FPDUs wait in the send queue and
 			 * go out directly from the registered memory on EPOLLOUT, rather

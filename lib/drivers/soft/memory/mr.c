@@ -613,10 +613,10 @@ enum soft_mem_err soft_sgl_direct(struct soft_ctx *sc, struct rv_pd *pd, const r
 	return e;
 }
 
-/* grant.c: key names an MR (not a window) of pd with REMOTE_WRITE backed by a
- * memfd: its range and descriptor. */
+/* grant.c: key names an MR (not a window) of pd with REMOTE_WRITE or
+ * REMOTE_READ backed by a memfd: its range, descriptor and those rights. */
 bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd, uint64_t *addr, uint64_t *len,
-		       int *fd)
+		       int *fd, uint32_t *access)
 {
 	const struct soft_mr *m;
 	bool ok;
@@ -624,8 +624,9 @@ bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd
 	pthread_rwlock_rdlock(&sc->mr_lock);
 	m = lookup(sc, key);
 	ok = m && !m->mw && !m->implicit && m->memfd >= 0 && m->trusted && m->pd == pd->drv_pd &&
-	     (m->access & RV_ACCESS_REMOTE_WRITE);
+	     (m->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ));
 	if (ok) {
+		*access = m->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ);
 		*addr = m->addr;
 		*len = m->length;
 		*fd = m->memfd;

@@ -75,7 +75,8 @@ struct grant_slot {
 	_Atomic uint64_t addr; /* target: the MR's address (its memfd's offset 0) */
 	_Atomic uint64_t len;  /* target: the MR's length */
 	_Atomic uint32_t key;  /* target: the rkey */
-	uint8_t pad0[36];
+	_Atomic uint32_t access; /* target: RV_ACCESS_REMOTE_WRITE and/or _READ (MR and QP both allow) */
+	uint8_t pad0[32];
 	_Atomic uint32_t busy; /* initiator: 1 while it checks gen and copies */
 	uint8_t pad1[60];
 };
@@ -93,6 +94,7 @@ struct grant_take {
 	uint64_t gen;
 	uint64_t addr, len;
 	uint32_t key;
+	uint32_t access;
 	uint8_t *map; /* our mapping of the target's memfd, len bytes */
 };
 
@@ -166,7 +168,7 @@ void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key)
 	struct soft_grants *g = c->grants;
 	struct grant_slot *s;
 	uint64_t addr, len;
-	uint32_t i, free_i = GRANT_SLOTS;
+	uint32_t i, free_i = GRANT_SLOTS, access;
 	int fd;
 
 	if (g) {
@@ -182,11 +184,11 @@ void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key)
 		free_i = 0;
 	}
 	if (!c->sc->shm_direct || !c->grant_give || !c->ring_tx_on || !c->ring_rx_on || c->state != CONN_UP ||
-	    q->uc || q->qp->qp_type != RV_QPT_RC || !(q->access & RV_ACCESS_REMOTE_WRITE) ||
+	    q->uc || q->qp->qp_type != RV_QPT_RC || !(q->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ)) ||
 	    atomic_load(&q->state) != RV_QPS_RTS || !(s = slots(c, true)) || !(g = grants_of(c)))
 		return;
-	if (free_i == GRANT_SLOTS || !soft_mr_grantable(c->sc, key, q->qp->pd, &addr, &len, &fd) ||
-	    len > GRANT_MAX_LEN) {
+	if (free_i == GRANT_SLOTS || !soft_mr_grantable(c->sc, key, q->qp->pd, &addr, &len, &fd, &access) ||
+	    !(access &= q->access) || len > GRANT_MAX_LEN) {
 		g->no_key = key;
 		g->no_key_set = true;
 		return;
@@ -195,6 +197,7 @@ void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key)
 	atomic_store_explicit(&s->addr, addr, memory_order_relaxed);
 	atomic_store_explicit(&s->len, len, memory_order_relaxed);
 	atomic_store_explicit(&s->key, key, memory_order_relaxed);
+	atomic_store_explicit(&s->access, access, memory_order_relaxed);
 	g->gen_next++;
 	atomic_store_explicit(&s->gen, g->gen_next, memory_order_release);
 	g->give[free_i] = (struct grant_give){.gen = g->gen_next, .key = key, .fd = fd, .used = true, .announce = true};
@@ -317,7 +320,7 @@ bool soft_grant_got(struct soft_qp *q, struct soft_conn *c, uint32_t num, uint32
 	struct grant_slot *s = slots(c, false);
 	struct soft_grants *g;
 	uint64_t gen, addr, len;
-	uint32_t key;
+	uint32_t key, access;
 	struct stat st;
 	int fd, seals;
 	void *m;
@@ -333,10 +336,14 @@ bool soft_grant_got(struct soft_qp *q, struct soft_conn *c, uint32_t num, uint32
 	addr = atomic_load_explicit(&s->addr, memory_order_relaxed);
 	len = atomic_load_explicit(&s->len, memory_order_relaxed);
 	key = atomic_load_explicit(&s->key, memory_order_relaxed);
+	access = atomic_load_explicit(&s->access, memory_order_relaxed) &
+		 (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ);
 	if (!gen)
 		return refuse(c, -1, "revoked already");
 	if (len == 0 || len > GRANT_MAX_LEN || addr > UINT64_MAX - len)
 		return refuse(c, -1, "bad range");
+	if (!access)
+		return refuse(c, -1, "no rights");
 	fd = soft_shm_dup_fd(c, num);
 	if (fd < 0)
 		return refuse(c, -1, "descriptor not taken");
@@ -358,7 +365,7 @@ bool soft_grant_got(struct soft_qp *q, struct soft_conn *c, uint32_t num, uint32
 		return refuse(c, -1, "revoked meanwhile");
 	}
 	take_drop(g, slot);
-	g->take[slot] = (struct grant_take){.gen = gen, .addr = addr, .len = len, .key = key, .map = m};
+	g->take[slot] = (struct grant_take){.gen = gen, .addr = addr, .len = len, .key = key, .access = access, .map = m};
 	g->n_take++;
 	count(c, G_TAKEN);
 	rv_log(RV_LOG_DEBUG, "soft0: QP 0x%x: WRITEs to key 0x%x [0x%llx, +%llu) now go by one copy", q->qpn, key,
@@ -392,7 +399,7 @@ static void direct_copy(const struct iovec *iov, uint32_t n, void *arg)
 }
 
 /* The taken grant that covers [raddr, raddr + len) of key, or GRANT_SLOTS. */
-static uint32_t grant_find(struct soft_grants *g, uint32_t key, uint64_t raddr, uint64_t len)
+static uint32_t grant_find(struct soft_grants *g, uint32_t key, uint64_t raddr, uint64_t len, uint32_t access)
 {
 	uint32_t i = g->last;
 	const struct grant_take *t;
@@ -406,6 +413,8 @@ static uint32_t grant_find(struct soft_grants *g, uint32_t key, uint64_t raddr, 
 		g->last = i;
 	}
 	t = &g->take[i];
+	if (!(t->access & access))
+		return GRANT_SLOTS; /* the ring path refuses it as the target would */
 	/* Differences only: raddr + len may overflow. */
 	if (raddr < t->addr || raddr - t->addr > t->len || len > t->len - (raddr - t->addr))
 		return GRANT_SLOTS; /* the ring path reports it as the target would */
@@ -454,15 +463,63 @@ static bool grant_copy(struct soft_qp *q, struct soft_grants *g, uint32_t i, uin
 	return true;
 }
 
+/* A READ from a grant with REMOTE_READ: with "busy" set and the generation
+ * still live, copy from the mapping into the local SGEs (checked as a READ
+ * response's placement checks them: lkey, PD, LOCAL_WRITE, bounds). false:
+ * the ring path takes it (nothing was read; an SGE that failed its check
+ * may have received part of it, as a READ response would have). wc: push a
+ * completion (post time; tx.c completes through the send queue). */
+static bool grant_read(struct soft_qp *q, struct soft_grants *g, uint32_t key, uint64_t raddr, const rv_sge *sge,
+		       uint32_t n, uint64_t len, uint64_t wr_id, bool wc_now)
+{
+	uint32_t i = grant_find(g, key, raddr, len, RV_ACCESS_REMOTE_READ);
+	struct grant_slot *s = slots(q->conn, false);
+	struct grant_take *t;
+	enum soft_mem_err e;
+
+	if (i == GRANT_SLOTS || !s)
+		return false;
+	s += i;
+	t = &g->take[i];
+	atomic_store_explicit(&s->busy, 1, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&s->gen, memory_order_seq_cst) != t->gen) {
+		atomic_store_explicit(&s->busy, 0, memory_order_release);
+		take_drop(g, i);
+		return false;
+	}
+	e = soft_sgl_write(q->sc, q->qp->pd, sge, n, 0, t->map + (raddr - t->addr), len);
+	atomic_store_explicit(&s->busy, 0, memory_order_release);
+	if (e != SOFT_MEM_OK)
+		return false;
+	count(q->conn, G_DIRECT);
+	if (wc_now) {
+		rv_wc wc;
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = wr_id;
+		wc.status = RV_WC_SUCCESS;
+		wc.opcode = RV_WC_RDMA_READ;
+		wc.byte_len = (uint32_t)len;
+		wc.qp_num = q->qpn;
+		if (!soft_cq_push(q->qp->send_cq, &wc))
+			q->cq_overflow = true;
+	}
+	return true;
+}
+
 bool soft_grant_write(struct soft_qp *q, const rv_send_wr *wr, uint64_t len)
 {
 	struct iovec iov[SOFT_MAX_SGE];
 	struct soft_grants *g;
 	uint32_t i;
 
-	if (wr->opcode != RV_WR_RDMA_WRITE || len == 0 || q->sq_head != q->sq_tail || !(g = grant_usable(q)))
+	if ((wr->opcode != RV_WR_RDMA_WRITE && wr->opcode != RV_WR_RDMA_READ) || len == 0 ||
+	    q->sq_head != q->sq_tail || !(g = grant_usable(q)))
 		return false;
-	i = grant_find(g, wr->rkey, wr->remote_addr, len);
+	if (wr->opcode == RV_WR_RDMA_READ)
+		return grant_read(q, g, wr->rkey, wr->remote_addr, wr->sg_list, wr->num_sge, len, wr->wr_id,
+				  q->qp->sq_sig_all || (wr->send_flags & RV_SEND_SIGNALED));
+	i = grant_find(g, wr->rkey, wr->remote_addr, len, RV_ACCESS_REMOTE_WRITE);
 	if (i == GRANT_SLOTS)
 		return false;
 	if (wr->send_flags & RV_SEND_INLINE) {
@@ -497,13 +554,17 @@ int soft_grant_tx_wr(struct soft_qp *q, const struct soft_swqe *w)
 	struct iovec iov;
 	uint32_t i;
 
-	if (w->opcode != RV_WR_RDMA_WRITE || w->length == 0 || !(g = grant_usable(q)))
+	if ((w->opcode != RV_WR_RDMA_WRITE && w->opcode != RV_WR_RDMA_READ) || w->length == 0 ||
+	    !(g = grant_usable(q)))
 		return -1;
-	i = grant_find(g, w->rkey, w->remote_addr, w->length);
+	i = grant_find(g, w->rkey, w->remote_addr, w->length,
+		       w->opcode == RV_WR_RDMA_READ ? RV_ACCESS_REMOTE_READ : RV_ACCESS_REMOTE_WRITE);
 	if (i == GRANT_SLOTS)
 		return -1;
-	if (q->sq_tx != q->sq_confirmed)
-		return 0; /* frames before it are still in the ring: it must not land before them */
+	if (q->sq_tx != q->sq_confirmed || q->ord_head != q->ord_tail)
+		return 0; /* frames (or READs) before it still pending: it must not pass them */
+	if (w->opcode == RV_WR_RDMA_READ)
+		return grant_read(q, g, w->rkey, w->remote_addr, w->sge, w->num_sge, w->length, 0, false) ? 1 : -1;
 	iov.iov_base = w->inline_data;
 	iov.iov_len = w->length;
 	return grant_copy(q, g, i, w->remote_addr, w->sge, w->num_sge, w->inl ? &iov : NULL, 1, w->length) ? 1 : -1;
