@@ -1,12 +1,13 @@
 #!/bin/bash
-# A/B of `rverbs perf write bw --loopback` between two builds, interleaved:
+# A/B of `rverbs perf "$op" bw --loopback` between two builds, interleaved:
 # each round runs every size with BASE, NEW and NEW with
 # RVERBS_SOFT_SHM_DIRECT=0 (soft0's one-copy WRITE off) in turn, then prints
 # the medians and min-max in Gb/s and the load average seen.
 #
-#   bench/write-bw-ab.sh BASE_RVERBS NEW_RVERBS [ROUNDS] [SIZES] [-- EXTRA perf args]
+#   [OP=read] bench/write-bw-ab.sh BASE_RVERBS NEW_RVERBS [ROUNDS] [SIZES] [-- EXTRA perf args]
 #   e.g. bench/write-bw-ab.sh /tmp/base/build/tools/rverbs build/tools/rverbs 5 "4096 65536 1048576" -- -n 50000
 set -eu
+op=${OP:-write}
 base=$1 new=$2 rounds=${3:-5} sizes=${4:-"4096 65536 1048576"}
 shift $(( $# < 4 ? $# : 4 ))
 [ "${1:-}" = "--" ] && shift
@@ -17,7 +18,7 @@ for r in $(seq 1 "$rounds"); do
 			bin=$new; env=
 			[ $v = base ] && bin=$base
 			[ $v = new0 ] && env=RVERBS_SOFT_SHM_DIRECT=0
-			mbs=$(env $env timeout 300 "$bin" perf write bw --loopback -s "$s" -t 128 "$@" 2>&1 |
+			mbs=$(env $env timeout 300 "$bin" perf "$op" bw --loopback -s "$s" -t 128 "$@" 2>&1 |
 				awk -v s="$s" '$1 == s { print $4 }')
 			echo "$r $s $v ${mbs:-x} $(cut -d' ' -f1 /proc/loadavg)" >> "$out"
 		done

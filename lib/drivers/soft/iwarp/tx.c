@@ -557,6 +557,18 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 		}
 		if (st != RV_QPS_RTR && st != RV_QPS_RTS)
 			break;
+		/* Grants (grant.c), in the ring once it is on; before READ
+		 * responses (at a response's boundary), which a peer that keeps
+		 * READing would otherwise keep in front of them for ever. */
+		if (c->grant_due && c->ring_tx_on &&
+		    (q->ird_head == q->ird_tail || q->ird[q->ird_head % SOFT_IRD_CAP].sent == 0)) {
+			uint32_t gfd, gslot;
+			if (soft_grant_next(c, &gfd, &gslot)) {
+				soft_shmring_put_ctl(c, SOFT_CTL_GRANT, 0, gfd, gslot);
+				any = true;
+				continue;
+			}
+		}
 		if (q->ird_head != q->ird_tail) {
 			if (!emit_read_resp(q, c))
 				break;
@@ -584,15 +596,6 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 		if (c->ring && !(c->ring_tx_on && c->ring_rx_on) && soft_shmring_tx_ctl(q, c)) {
 			any = true;
 			continue;
-		}
-		/* Grants (grant.c), in the ring once it is on. */
-		if (c->grant_due && c->ring_tx_on) {
-			uint32_t gfd, gslot;
-			if (soft_grant_next(c, &gfd, &gslot)) {
-				soft_shmring_put_ctl(c, SOFT_CTL_GRANT, 0, gfd, gslot);
-				any = true;
-				continue;
-			}
 		}
 		if (st != RV_QPS_RTS)
 			break;
