@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -29,6 +30,12 @@
 #define RV_MPOL_F_NODE (1u << 0)
 #define RV_MPOL_F_ADDR (1u << 1)
 #define RV_MAX_NODES 1024
+
+/* <linux/memfd.h>'s, which encode the size as MAP_HUGE_* do. */
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB MAP_HUGE_2MB
+#define MFD_HUGE_1GB MAP_HUGE_1GB
+#endif
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -232,6 +239,45 @@ static void *map_hugetlb(size_t len, size_t sz)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/*
+ * A sealed memfd of len bytes mapped MAP_SHARED (rv_mem_req.shareable): the
+ * same zeroed pages an anonymous mapping gives, which a driver may hand to a
+ * verified same-host peer. F_SEAL_SHRINK | F_SEAL_GROW: the size is fixed, so
+ * a peer that maps it never takes SIGBUS and we never see it grow. hugetlb:
+ * 0, or the MFD_HUGE_* size. NULL (and no message) when the kernel refuses:
+ * the caller maps anonymous memory as before.
+ */
+static void *map_memfd(size_t len, size_t hugetlb, int *fd_out)
+{
+	unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	void *p;
+	int fd;
+
+	if (hugetlb)
+		flags |= MFD_HUGETLB | (hugetlb == SZ_1G ? MFD_HUGE_1GB : MFD_HUGE_2MB);
+	fd = memfd_create("rverbs-mr", flags);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	*fd_out = fd;
+	return p;
+}
+
+static void *map_hugetlb_req(size_t len, size_t sz, bool shareable, int *fd)
+{
+	void *p = shareable ? map_memfd(len, sz, fd) : NULL;
+
+	return p ? p : map_hugetlb(len, sz);
+}
+
 /* Normal pages, aligned to 2 MiB when align is set (so THP can back them). */
 static void *map_normal(size_t len, bool align)
 {
@@ -274,7 +320,7 @@ static int map_pages(size_t length, const struct rv_mem_req *req, struct rv_mem 
 
 	if (req->page == RV_MEM_PAGE_HUGE_1G) {
 		size_t len = round_up(length, SZ_1G);
-		if ((m->addr = map_hugetlb(len, SZ_1G))) {
+		if ((m->addr = map_hugetlb_req(len, SZ_1G, req->shareable, &m->fd))) {
 			m->length = len;
 			m->page_size = SZ_1G;
 			m->hugetlb = true;
@@ -288,7 +334,7 @@ static int map_pages(size_t length, const struct rv_mem_req *req, struct rv_mem 
 	if (req->page == RV_MEM_PAGE_HUGE_1G || req->page == RV_MEM_PAGE_HUGE_2M ||
 	    (req->page == RV_MEM_PAGE_DEFAULT && length >= SZ_2M)) {
 		size_t len = round_up(length, SZ_2M);
-		if ((m->addr = map_hugetlb(len, SZ_2M))) {
+		if ((m->addr = map_hugetlb_req(len, SZ_2M, req->shareable, &m->fd))) {
 			m->length = len;
 			m->page_size = SZ_2M;
 			m->hugetlb = true;
@@ -308,6 +354,13 @@ static int map_pages(size_t length, const struct rv_mem_req *req, struct rv_mem 
 		want_thp = false;
 	}
 	m->length = round_up(length, want_thp ? SZ_2M : page);
+	/* shmem's transparent huge pages follow their own switch
+	 * (shmem_enabled), usually "never": memory that wants THP stays
+	 * anonymous rather than lose them to a memfd. */
+	if (req->shareable && !want_thp && (m->addr = map_memfd(m->length, 0, &m->fd))) {
+		m->page_size = page;
+		return 0;
+	}
 	m->addr = map_normal(m->length, want_thp);
 	if (!m->addr)
 		return rv_err(ENOMEM, func, "mapping %zu bytes failed: %s", m->length, strerror(errno));
@@ -366,6 +419,7 @@ int rv_mem_map(struct rv_context *ctx, size_t length, const struct rv_mem_req *r
 
 	memset(&m, 0, sizeof(m));
 	m.node = -1;
+	m.fd = -1;
 	if (length > SIZE_MAX - SZ_1G)
 		return rv_err(EINVAL, func, "length %zu is too large", length);
 	rc = map_pages(length, req, &m, func);
@@ -373,7 +427,7 @@ int rv_mem_map(struct rv_context *ctx, size_t length, const struct rv_mem_req *r
 		return rc;
 	rc = place(ctx, req, &m, func);
 	if (rc < 0) {
-		munmap(m.addr, m.length);
+		rv_mem_unmap(&m);
 		return rc;
 	}
 	/* Registered memory must not be shared copy-on-write with a child:
@@ -408,9 +462,14 @@ int rv_mem_map(struct rv_context *ctx, size_t length, const struct rv_mem_req *r
 
 void rv_mem_unmap(struct rv_mem *mem)
 {
-	if (mem->addr)
+	/* fd is only meaningful for memory rv_mem_map gave (a zeroed struct has 0). */
+	if (mem->addr) {
 		munmap(mem->addr, mem->length);
+		if (mem->fd >= 0)
+			close(mem->fd);
+	}
 	mem->addr = NULL;
+	mem->fd = -1;
 }
 
 void rv_mem_report_fallback(const struct rv_mem *mem, const char *func)

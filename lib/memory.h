@@ -26,6 +26,13 @@ struct rv_mem_req {
 	/* Log fallbacks of an explicit request at this level (RV_LOG_WARN), and
 	 * those of RV_MEM_PAGE_DEFAULT at RV_LOG_INFO. */
 	bool quiet;     /* a later chunk of a pool: log at RV_LOG_DEBUG */
+	/* Back the memory by a sealed memfd (F_SEAL_SHRINK | F_SEAL_GROW) mapped
+	 * MAP_SHARED, so that a driver can hand the descriptor to a verified
+	 * same-host peer (soft0's one-copy WRITE, lib/drivers/soft/README.md).
+	 * Only where it keeps every other property: normal pages and hugetlbfs
+	 * pages; memory that wants transparent huge pages stays anonymous
+	 * unless shmem THP is enabled. rv_mr_alloc sets it. */
+	bool shareable;
 };
 
 struct rv_mem {
@@ -34,6 +41,7 @@ struct rv_mem {
 	size_t page_size; /* as obtained */
 	int node;         /* as obtained, -1 unknown */
 	bool hugetlb;     /* hugetlbfs pages (else normal pages, maybe THP) */
+	int fd;           /* the memfd behind it (rv_mem_req.shareable), else -1; closed by rv_mem_unmap */
 	char fallback[256]; /* "" or what was not obtained, and why */
 };
 

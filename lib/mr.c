@@ -44,6 +44,9 @@ static void mr_release(struct rv_object *obj)
 	struct rv_mr *mr = (struct rv_mr *)obj;
 	if (mr->owned)
 		munmap(mr->owned, mr->owned_length);
+	if (mr->mem_fd >= 0)
+		close(mr->mem_fd);
+	mr->mem_fd = -1;
 }
 
 static const struct rv_object_class mr_class = {
@@ -97,6 +100,7 @@ static void mr_fields(struct rv_mr *mr, rv_pd *pd, void *addr, size_t length, ui
 	mr->access = access;
 	mr->page_size = rv_mem_page_size();
 	mr->numa_node = -1;
+	mr->mem_fd = -1;
 	mr->implicit = !addr && length == RV_MR_IMPLICIT_LENGTH;
 }
 
@@ -125,13 +129,16 @@ static int mr_new(rv_pd *pd, void *addr, size_t length, uint32_t access, const s
 		mr->owned_length = owned->length;
 		mr->page_size = owned->page_size;
 		mr->numa_node = owned->node;
+		mr->mem_fd = owned->fd;
 	}
 	rv_graph_lock(&pd->obj);
 	rc = rv_obj_depend(&mr->obj, &pd->obj, func);
 	if (rc == 0)
 		rc = mr_driver_reg(mr, func);
-	if (rc < 0)
+	if (rc < 0) {
 		mr->owned = NULL; /* the caller frees it on failure */
+		mr->mem_fd = -1;
+	}
 	return RV_OBJ_NEW_END(mr, &pd->obj, rc, ret_mr);
 }
 
@@ -313,7 +320,7 @@ int rv_mem_req_check(uint32_t page, int32_t node, uint32_t flags, const char *fu
 RV_EXPORT int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr_alloc_attr *attr,
 			  rv_mr **ret_mr)
 {
-	struct rv_mem_req req = {.page = RV_MEM_PAGE_DEFAULT, .node = RV_MEM_NODE_DEVICE};
+	struct rv_mem_req req = {.page = RV_MEM_PAGE_DEFAULT, .node = RV_MEM_NODE_DEVICE, .shareable = true};
 	struct rv_mem mem;
 	int rc = rv_obj_check(RV_COBJ(pd), RV_OBJ_PD, __func__);
 

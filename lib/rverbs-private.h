@@ -81,6 +81,10 @@ struct rv_mr {
 	size_t owned_length;
 	size_t page_size;     /* as obtained (lib/memory.c) */
 	int numa_node;        /* as obtained, -1 unknown */
+	/* The sealed memfd behind owned memory (lib/memory.c, rv_mem_req.shareable),
+	 * or -1: a driver may hand it to a verified same-host peer (soft0's
+	 * one-copy WRITE). Closed at release, after the driver deregistered. */
+	int mem_fd;
 	bool locked_counted;  /* counted against the memlock limit (lib/memory.c) */
 	/* rverbs mapped this memory itself (rv_mr_alloc, a pool's chunk) and
 	 * unmaps it only after deregistration: a driver may rely on it being

@@ -20,7 +20,7 @@ wire/crc32c wire/sha256 wire/wire wire/roce
 event completion
 memory/maps memory/mr memory/dmabuf memory/atomic
 iwarp/fault
-samehost/shm samehost/shmring
+samehost/shm samehost/grant samehost/shmring
 iwarp/stream iwarp/auth iwarp/ext iwarp/tx iwarp/retry iwarp/rx iwarp/place iwarp/conn
 ud/ud
 verbs/device verbs/context verbs/cq verbs/qp verbs/srq verbs/driver

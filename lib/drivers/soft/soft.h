@@ -213,6 +213,10 @@ struct soft_mr {
 	 * address space; never trusted, every access through the fault-safe
 	 * copies, the sends from it too (mr.c sgl_copy). */
 	bool implicit;
+	/* The sealed memfd behind memory rverbs owns (rv_mr::mem_fd, the
+	 * facade's descriptor, valid while this entry exists), else -1: such an
+	 * MR with REMOTE_WRITE may be granted to a same-host peer (grant.c). */
+	int memfd;
 };
 
 #define SOFT_REMOTE_ACCESS (RV_ACCESS_REMOTE_READ | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_ATOMIC)
@@ -268,6 +272,7 @@ struct soft_ctx {
 	_Atomic bool long_sleep;   /* the progress thread sleeps longer than SOFT_POLL_HANDBACK_US */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	bool shm_ring;             /* RVERBS_SOFT_SHM_RING: shared-memory rings on it (shmring.c) */
+	bool shm_direct;           /* RVERBS_SOFT_SHM_DIRECT: one-copy WRITEs on rings (grant.c) */
 	bool roce_port;            /* RV_SOFT_ROCE_PORT: UD also on UDP 4791 (ud.c) */
 	struct soft_conn **rings;  /* connections with a ring (sc->lock) */
 	uint32_t n_rings, cap_rings;
@@ -374,6 +379,14 @@ struct soft_conn {
 	_Atomic bool ring_rx_on; /* the peer's frames come from its ring (its switch arrived) */
 	bool ring_crc_off;       /* both rings on, the peer takes frames without CRC: c->crc cleared (shmring.c) */
 	size_t ring_tcp_end;     /* bytes of tx up to the switch message: still for TCP */
+	/* One-copy WRITEs (grant.c): grants in the header of the rings. */
+	struct soft_grants *grants;
+	bool grant_give;         /* the peer takes grants in our ring's header (its ANSWER said so) */
+	bool grant_take;         /* we take grants in the peer's ring's header (our ANSWER said so) */
+	bool grant_due;          /* a GRANT control message is due (q->lock) */
+	uint8_t *grant_ours;     /* the grant area of our ring's header page (shmring.c sets it) */
+	uint8_t *grant_peer;     /* ... of the peer's ring, mapped by us */
+	size_t grant_area_len;
 	/* Authentication (auth.c). */
 	uint8_t auth_ni[16];     /* the initiator's nonce */
 	uint8_t auth_nr[16];     /* the responder's nonce */
@@ -768,6 +781,11 @@ enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_
  * soft_sgl_read, RV_ACCESS_LOCAL_WRITE to write them as soft_sgl_write),
  * under the MR lock: no segment can be deregistered while fn uses it (tx.c
  * sends them with sendmsg, place.c receives into them with recvmsg). */
+enum soft_mem_err soft_sgl_direct(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				  uint64_t len, void (*fn)(const struct iovec *iov, uint32_t niov, void *arg),
+				  void *arg);
+bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd, uint64_t *addr, uint64_t *len,
+		       int *fd, uint32_t *access);
 enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				 uint64_t off, uint64_t len, uint32_t access,
 				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg);
@@ -920,6 +938,11 @@ enum soft_ring_stat {
 	SOFT_RING_BAD,       /* corrupt rings or frames found (each fails the QP) */
 	SOFT_RING_STATE,     /* bit 0: we send through the ring, bit 1: we receive from it */
 	SOFT_RING_CRC_OFF,   /* 1: our ring frames carry no CRC (both rings on, the peer agreed) */
+	SOFT_RING_DIRECT,    /* WRITEs we did by one copy into a granted region (grant.c) */
+	SOFT_RING_GRANTS_GIVEN, /* grants we gave the peer */
+	SOFT_RING_GRANTS_TAKEN, /* the peer's grants we mapped */
+	SOFT_RING_GRANTS_REFUSED, /* the peer's grants we refused (bad slot, fd, seals, size) */
+	SOFT_RING_REVOKED,   /* grants we revoked (dereg, rereg, QP state, close) */
 	SOFT_RING_NSTATS
 };
 /* Both directions of c's same-host path hold: prepare and offer our ring. */
@@ -967,6 +990,43 @@ void soft_shmring_drop(struct soft_conn *c);
 /* Unmap and close (soft_conn_free). */
 void soft_shmring_free(struct soft_conn *c);
 int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS]);
+/* A ring control message (kind, flag, two numbers) into c->tx (tx.c: GRANT). */
+void soft_shmring_put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b);
+
+/* ---- grant.c: one-copy WRITEs into memory the target granted ---- */
+#define SOFT_CTL_GRANT 7 /* SOFT_OP_SHM_CTL kind: target -> initiator, a = memfd number, b = slot */
+/* Target: a WRITE was placed into key on c, or a READ from it accepted:
+ * grant its MR if it qualifies (sc->lock and q->lock held, as rx.c). */
+void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key);
+/* Target, tx.c: the next GRANT due (the descriptor, the slot), if any (q->lock held). */
+bool soft_grant_next(struct soft_conn *c, uint32_t *fd, uint32_t *slot);
+/* shmring.c's soft_shmring_stats: the grant counters (SOFT_RING_DIRECT...). */
+void soft_grant_stats(const struct soft_conn *c, uint64_t out[SOFT_RING_NSTATS]);
+/* Initiator: the peer's GRANT (a: its descriptor, b: slot), in order from
+ * its ring. false: not allowed here (a TERMINATE); a bad grant is refused
+ * quietly (the WRITEs take the ring). */
+bool soft_grant_got(struct soft_qp *q, struct soft_conn *c, uint32_t fd, uint32_t slot);
+/* Initiator, post_send (q->lock held): do wr (a WRITE, or a READ from a
+ * grant with REMOTE_READ) by one copy if a live grant covers it and nothing
+ * earlier is outstanding. true: done (completed). */
+bool soft_grant_write(struct soft_qp *q, const rv_send_wr *wr, uint64_t len);
+/* tx.c, w at sq_tx and not framed yet (q->lock held): 1 done by one copy
+ * (the caller confirms and completes it), 0 a grant covers it but earlier
+ * frames are still in the ring (hold it, and have the consumer's index
+ * watched: soft_shmring_want_cons), -1 frame it as usual. */
+int soft_grant_tx_wr(struct soft_qp *q, const struct soft_swqe *w);
+/* shmring.c: a busy poller must read the consumer index until what was
+ * produced so far is consumed (q->lock held). */
+void soft_shmring_want_cons(struct soft_qp *q, struct soft_conn *c);
+/* Target: revoke every grant of key (key 0: all) on every connection of
+ * the context and wait (bounded) until no copy into it runs (not holding
+ * sc->lock: it takes it). */
+void soft_grant_revoke_key(struct soft_ctx *sc, uint32_t key);
+/* Target: revoke every grant of c (sc->lock held): QP out of RTS, close. */
+void soft_grant_revoke_conn(struct soft_conn *c);
+/* Unmap what we took and free (soft_conn_free). */
+void soft_grant_free(struct soft_conn *c);
+
 /* Tests: the mapping of the ring qp sends into (header page, then data) and
  * the producer index; NULL when it has none. */
 void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod);

@@ -220,6 +220,8 @@ static int rx_write(struct soft_qp *q, const struct rv_fpdu *f)
 		return q->uc ? uc_write_refused(q, f, e) : tagged_error(q, f, e);
 	if (f->last)
 		q->uc_write_dropped = false;
+	if (q->conn && q->conn->grant_give)
+		soft_grant_offer(q, q->conn, f->stag); /* the next ones by one copy (grant.c) */
 	return 0;
 }
 
@@ -265,6 +267,8 @@ static int rx_write_ref(struct soft_qp *q, const struct rv_fpdu *f)
 	if (e == SOFT_MEM_PEER)
 		return responder_error(q, f, RV_TERM_RDMAP, RV_TERM_RDMAP_REMOTE_OP, RV_TERM_RDMAP_UNSPEC,
 				       RV_WC_WR_FLUSH_ERR);
+	if (e == SOFT_MEM_OK && q->conn->grant_give)
+		soft_grant_offer(q, q->conn, f->stag);
 	return e == SOFT_MEM_OK ? 0 : tagged_error(q, f, e);
 }
 
@@ -355,6 +359,8 @@ static int rx_read_req(struct soft_qp *q, const struct rv_fpdu *f)
 	q->ird[q->ird_tail % SOFT_IRD_CAP].atomic = false;
 	q->ird_user += r->size != 0;
 	q->ird_tail++;
+	if (r->size && q->conn && q->conn->grant_give)
+		soft_grant_offer(q, q->conn, r->src_stag); /* the next READs by one copy (grant.c) */
 	return 0;
 }
 

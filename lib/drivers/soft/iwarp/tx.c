@@ -575,6 +575,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 	for (;;) {
 		uint32_t st;
 		struct soft_swqe *w;
+		int g;
 
 		if (SOFT_TXBUF - c->tx_len < need) {
 			*room_out = true;
@@ -591,6 +592,18 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 		}
 		if (st != RV_QPS_RTR && st != RV_QPS_RTS)
 			break;
+		/* Grants (grant.c), in the ring once it is on; before READ
+		 * responses (at a response's boundary), which a peer that keeps
+		 * READing would otherwise keep in front of them for ever. */
+		if (c->grant_due && c->ring_tx_on &&
+		    (q->ird_head == q->ird_tail || q->ird[q->ird_head % SOFT_IRD_CAP].sent == 0)) {
+			uint32_t gfd, gslot;
+			if (soft_grant_next(c, &gfd, &gslot)) {
+				soft_shmring_put_ctl(c, SOFT_CTL_GRANT, 0, gfd, gslot);
+				any = true;
+				continue;
+			}
+		}
 		if (q->ird_head != q->ird_tail) {
 			if (!emit_read_resp(q, c))
 				break;
@@ -640,7 +653,20 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 			if ((w->flags & RV_SEND_FENCE) && q->ord_tail != q->ord_head)
 				break;
 		}
-		if (w->opcode == RV_WR_BIND_MW || w->opcode == RV_WR_LOCAL_INV) {
+		if (c->grants && q->tx_off == 0 && (w->opcode == RV_WR_RDMA_WRITE || w->opcode == RV_WR_RDMA_READ) &&
+		    (g = soft_grant_tx_wr(q, w)) >= 0) {
+			/* One copy into or from memory the peer granted (grant.c). */
+			if (g == 0) {
+				/* After the frames and READs before it are done: a
+				 * busy poller now reads the consumer's index. */
+				soft_shmring_want_cons(q, c);
+				break;
+			}
+			w->done = true; /* a READ: its data are here */
+			q->sq_tx++;
+			q->sq_confirmed = q->sq_tx;
+			soft_sq_complete(q);
+		} else if (w->opcode == RV_WR_BIND_MW || w->opcode == RV_WR_LOCAL_INV) {
 			/* Local work: runs here, in order, after every WR before it was sent. */
 			uint32_t status = soft_mw_exec(q, w);
 			if (status != RV_WC_SUCCESS) {

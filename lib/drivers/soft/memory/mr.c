@@ -309,6 +309,9 @@ int soft_mr_reg_mapped(struct rv_mr *mr, bool ours, void *dmabuf_map)
 	m->implicit = mr->implicit;
 	m->trusted = !m->implicit && (ours || sc->trust_memory);
 	m->dmabuf_map = dmabuf_map;
+	/* Grantable only when the MR is exactly what the facade mapped from
+	 * the memfd (rv_mr_alloc: the MR starts at the mapping, offset 0). */
+	m->memfd = ours && !dmabuf_map && mr->mem_fd >= 0 && mr->owned == mr->addr ? mr->mem_fd : -1;
 	if (m->implicit && (m->access & SOFT_REMOTE_ACCESS))
 		rv_log(RV_LOG_INFO, "soft0: implicit ODP MR with remote access 0x%x: its rkey opens every page "
 		       "of this process to a peer that holds it", m->access & SOFT_REMOTE_ACCESS);
@@ -378,6 +381,8 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	/* New memory is the caller's (the facade refuses RV_REREG_TRANS on
 	 * memory rverbs owns); the same memory keeps what it was. */
 	m->trusted = sc->trust_memory || (m->trusted && a == (uint64_t)(uintptr_t)mr->addr);
+	if (a != (uint64_t)(uintptr_t)mr->addr || length != mr->length)
+		m->memfd = -1; /* no longer the memfd's mapping */
 	pthread_rwlock_unlock(&sc->mr_lock);
 	return 0;
 }
@@ -568,6 +573,68 @@ enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv
 	return e;
 }
 
+/* The source of a one-copy WRITE (grant.c): every SGE checked as the framing
+ * checks it (lkey, PD, bounds; access 0), then fn(iov) under the read lock,
+ * so that no MR goes away during the copy. Implicit MRs are refused
+ * (SOFT_MEM_FAULT: their pages may be holes; the ring path copies them
+ * fault-safe). */
+enum soft_mem_err soft_sgl_direct(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				  uint64_t len, void (*fn)(const struct iovec *iov, uint32_t niov, void *arg),
+				  void *arg)
+{
+	struct iovec iov[SOFT_MAX_SGE];
+	enum soft_mem_err e = SOFT_MEM_OK;
+	uint32_t k = 0;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	for (uint32_t i = 0; i < n && len && k < SOFT_MAX_SGE; i++) {
+		uint64_t l = sge[i].length < len ? sge[i].length : len;
+		const struct soft_mr *m;
+		if (l == 0)
+			continue;
+		m = lookup(sc, sge[i].lkey);
+		e = check(m, pd, NULL, 0, sge[i].addr, sge[i].length);
+		if (e != SOFT_MEM_OK)
+			break;
+		if (m->implicit) {
+			e = SOFT_MEM_FAULT;
+			break;
+		}
+		iov[k].iov_base = (void *)(uintptr_t)sge[i].addr;
+		iov[k].iov_len = (size_t)l;
+		k++;
+		len -= l;
+	}
+	if (e == SOFT_MEM_OK && len)
+		e = SOFT_MEM_BOUNDS;
+	if (e == SOFT_MEM_OK)
+		fn(iov, k, arg);
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return e;
+}
+
+/* grant.c: key names an MR (not a window) of pd with REMOTE_WRITE or
+ * REMOTE_READ backed by a memfd: its range, descriptor and those rights. */
+bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd, uint64_t *addr, uint64_t *len,
+		       int *fd, uint32_t *access)
+{
+	const struct soft_mr *m;
+	bool ok;
+
+	pthread_rwlock_rdlock(&sc->mr_lock);
+	m = lookup(sc, key);
+	ok = m && !m->mw && !m->implicit && m->memfd >= 0 && m->trusted && m->pd == pd->drv_pd &&
+	     (m->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ));
+	if (ok) {
+		*access = m->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ);
+		*addr = m->addr;
+		*len = m->length;
+		*fd = m->memfd;
+	}
+	pthread_rwlock_unlock(&sc->mr_lock);
+	return ok;
+}
+
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len)
 {
@@ -719,6 +786,7 @@ int soft_mw_alloc(struct rv_mw *mw)
 
 	if (!m)
 		return rv_err(ENOMEM, "rv_mw_alloc", "out of memory for the software MW");
+	m->memfd = -1;
 	m->pd = mw->pd->drv_pd;
 	m->mw = true;
 	m->mw_type = (uint8_t)mw->type;

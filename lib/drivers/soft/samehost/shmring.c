@@ -72,6 +72,11 @@ enum { CTL_OFFER = 3, CTL_ANSWER = 4, CTL_SWITCH = 5 };
  * and ANSWER (bit 0: mapped; RING_NOCRC: the consumer takes such frames). A
  * side that does not know the flag ignores it and keeps the CRC. */
 #define RING_NOCRC 2u
+/* ANSWER: the consumer takes grants in this ring's header (grant.c), so the
+ * producer may grant it memory for one-copy WRITEs. */
+#define RING_GRANTS 4u
+/* The header page past struct ring_hdr: the producer's grant slots (grant.c). */
+#define RING_GRANT_OFF 1024u
 
 /* Frames are short and of any length: the compiler inlines a memcpy it
  * cannot size as `rep movs`, which costs more than the frame; libc's does not. */
@@ -109,6 +114,8 @@ struct ring_hdr {
 	_Atomic uint32_t prod_sleeping; /* producer: write my eventfd after consuming */
 	uint8_t pad3[60];
 };
+
+_Static_assert(sizeof(struct ring_hdr) <= RING_GRANT_OFF, "grant slots overlap the ring header");
 
 struct ring_mark {
 	uint32_t prod; /* once the consumer index reaches this ... */
@@ -192,6 +199,8 @@ void soft_shmring_drop(struct soft_conn *c)
 {
 	struct soft_ctx *sc = c->sc;
 
+	soft_grant_revoke_conn(c); /* the connection closes: no copy into our memory from now on */
+
 	for (uint32_t i = 0; i < sc->n_rings; i++) {
 		if (sc->rings[i] == c) {
 			sc->rings[i] = sc->rings[--sc->n_rings];
@@ -207,6 +216,10 @@ void soft_shmring_free(struct soft_conn *c)
 
 	if (!r)
 		return;
+	soft_grant_revoke_conn(c); /* the slots live in tx_map's header */
+	soft_grant_free(c);
+	c->grant_ours = c->grant_peer = NULL;
+	c->grant_give = c->grant_take = false;
 	if (r->tx_map)
 		munmap(r->tx_map, RING_BYTES);
 	if (r->rx_map)
@@ -347,6 +360,11 @@ static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *
 			return false;
 		r->answer_ok = r->enabled && map_peer_ring(c, a) && take_peer_evfd(c, b);
 		r->rx_nocrc = r->answer_ok && (p[1] & RING_NOCRC);
+		c->grant_take = r->answer_ok && c->sc->shm_direct;
+		if (c->grant_take) {
+			c->grant_peer = r->rx_map + RING_GRANT_OFF;
+			c->grant_area_len = RING_HDR - RING_GRANT_OFF;
+		}
 		if (!r->answer_ok && r->rx_map) {
 			munmap(r->rx_map, RING_BYTES);
 			r->rx_map = NULL;
@@ -363,6 +381,11 @@ static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *
 		if ((p[1] & 1u) && take_peer_evfd(c, a)) {
 			r->switch_due = true;
 			r->tx_nocrc = (p[1] & RING_NOCRC) != 0;
+			c->grant_give = (p[1] & RING_GRANTS) && c->sc->shm_direct;
+			if (c->grant_give) {
+				c->grant_ours = r->tx_map + RING_GRANT_OFF;
+				c->grant_area_len = RING_HDR - RING_GRANT_OFF;
+			}
 		} else {
 			munmap(r->tx_map, RING_BYTES);
 			r->tx_map = NULL;
@@ -388,13 +411,21 @@ bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t 
 
 	if (len == SOFT_SHM_CTL_LEN && p[0] >= CTL_OFFER && p[0] <= CTL_SWITCH)
 		return c->shm_peer && !p[2] && !p[3] && c->shm_step == 3 && ring_ctl_got(q, c, p);
+	if (len == SOFT_SHM_CTL_LEN && p[0] == SOFT_CTL_GRANT) {
+		uint32_t a, b;
+		memcpy(&a, p + 4, 4);
+		memcpy(&b, p + 8, 4);
+		/* Only to a side that said it takes grants, from the ring of a live agreement. */
+		return c->shm_peer && !p[1] && !p[2] && !p[3] && c->shm_step == 3 && c->ring && c->ring_rx_on &&
+		       c->grant_take && soft_grant_got(q, c, a, b);
+	}
 	rc = soft_shm_ctl_got(q, c, p, len);
 	if (rc == SOFT_SHM_AGREED)
 		soft_shmring_start(q, c); /* both directions hold: rings for every frame */
 	return rc != SOFT_SHM_REFUSED;
 }
 
-static void put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b)
+void soft_shmring_put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b)
 {
 	uint8_t pay[SOFT_SHM_CTL_LEN];
 
@@ -406,13 +437,20 @@ static void put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a,
 	soft_tx_emit_shm_ctl(c, pay);
 }
 
+static void put_ctl(struct soft_conn *c, uint8_t kind, uint8_t flag, uint32_t a, uint32_t b)
+{
+	soft_shmring_put_ctl(c, kind, flag, a, b);
+}
+
 bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)
 {
 	struct soft_shmring *r = c->ring;
 
 	if (r->answer_due) {
 		r->answer_due = false;
-		put_ctl(c, CTL_ANSWER, (uint8_t)((r->answer_ok ? 1u : 0u) | (r->rx_nocrc ? RING_NOCRC : 0u)),
+		put_ctl(c, CTL_ANSWER,
+			(uint8_t)((r->answer_ok ? 1u : 0u) | (r->rx_nocrc ? RING_NOCRC : 0u) |
+				  (c->grant_take ? RING_GRANTS : 0u)),
 			(uint32_t)c->sc->bell_fd, 0);
 		return true;
 	}
@@ -514,6 +552,16 @@ static void update_want(struct soft_qp *q, struct soft_conn *c, uint32_t cons)
 			/* EAGAIN: the counter is saturated, the waiter is woken anyway. */
 		}
 	}
+}
+
+void soft_shmring_want_cons(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+
+	if (!r || !c->ring_tx_on)
+		return;
+	r->want_upto = r->tx_prod;
+	update_want(q, c, atomic_load_explicit(&r->tx_cons, memory_order_relaxed));
 }
 
 /* WRs whose last frame the peer consumed are confirmed (q->lock held). */
@@ -865,7 +913,7 @@ static bool ring_ready(const struct soft_conn *c, bool cons)
 static bool tx_work(const struct soft_qp *q, const struct soft_conn *c)
 {
 	return c->tx_len || q->term_pending || q->ird_head != q->ird_tail || q->sq_tx != q->sq_tail ||
-	       q->need_rtr || c->shm_send_ctl || c->rx_stalled || !c->ring_tx_on || !c->ring_rx_on;
+	       q->need_rtr || c->shm_send_ctl || c->rx_stalled || !c->ring_tx_on || !c->ring_rx_on || c->grant_due;
 }
 
 void soft_shmring_poll(struct soft_ctx *sc, bool awake)
@@ -1011,6 +1059,7 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 	memset(out, 0, SOFT_RING_NSTATS * sizeof(out[0]));
 	if (q->conn && q->conn->ring) {
 		memcpy(out, q->conn->ring->stat, sizeof(q->conn->ring->stat));
+		soft_grant_stats(q->conn, out);
 		out[SOFT_RING_STATE] = (q->conn->ring_tx_on ? 1u : 0u) | (q->conn->ring_rx_on ? 2u : 0u);
 		out[SOFT_RING_CRC_OFF] = q->conn->ring_crc_off;
 	}

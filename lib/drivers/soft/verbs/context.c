@@ -524,6 +524,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	sc->poll_progress = env_long("RVERBS_SOFT_POLL_PROGRESS", 1, 0, 1) != 0;
 	sc->shm_enabled = env_long("RVERBS_SOFT_SHM", 1, 0, 1) != 0;
 	sc->shm_ring = env_long("RVERBS_SOFT_SHM_RING", 1, 0, 1) != 0;
+	sc->shm_direct = env_long("RVERBS_SOFT_SHM_DIRECT", 1, 0, 1) != 0;
 	if (getenv("RVERBS_SOFT_TIMEOUT_MS")) {
 		long v = strtol(getenv("RVERBS_SOFT_TIMEOUT_MS"), NULL, 10);
 		if (v > 0 && v <= 3600000)

@@ -1,8 +1,34 @@
 /*
- * The operations table of the software device. Owns nothing else.
+ * The operations table of the software device, and the two MR calls that
+ * also revoke same-host grants (grant.c) on the way out.
  */
 #include "drivers/soft/iwarp/fault.h"
 #include "drivers/soft/soft.h"
+
+/* Memory a peer may hold a grant of (grant.c, rv_mr_alloc's memfd): once
+ * deregistered, or re-registered (rights, PD or memory may have changed, and
+ * a grant checked them when it was given), every grant of its key is
+ * revoked, and the peer copies no more once this returns. */
+static int mr_dereg(struct rv_mr *mr)
+{
+	struct soft_ctx *sc = mr->pd->ctx->drv_ctx;
+	uint32_t key = mr->rkey;
+	bool shared = mr->mem_fd >= 0 && mr->drv_mr;
+	int rc = soft_mr_dereg(mr);
+
+	if (rc == 0 && shared)
+		soft_grant_revoke_key(sc, key);
+	return rc;
+}
+
+static int mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr, size_t length, uint32_t access)
+{
+	int rc = soft_mr_rereg(mr, flags, pd, addr, length, access);
+
+	if (rc == 0 && mr->mem_fd >= 0)
+		soft_grant_revoke_key(mr->pd->ctx->drv_ctx, mr->rkey);
+	return rc;
+}
 
 const struct rv_driver rv_driver_soft = {
 	.name = "soft",
@@ -23,11 +49,11 @@ const struct rv_driver rv_driver_soft = {
 	.pd_dealloc = soft_pd_dealloc,
 	.mr_reg = soft_mr_reg,
 	.mr_reg_dmabuf = soft_mr_reg_dmabuf,
-	.mr_dereg = soft_mr_dereg,
+	.mr_dereg = mr_dereg,
 	.mw_alloc = soft_mw_alloc,
 	.mw_dealloc = soft_mw_dealloc,
 	.mw_bind = soft_mw_bind,
-	.mr_rereg = soft_mr_rereg,
+	.mr_rereg = mr_rereg,
 	.mr_advise = soft_mr_advise,
 	.cq_create = soft_cq_create,
 	.cq_destroy = soft_cq_destroy,

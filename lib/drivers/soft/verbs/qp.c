@@ -304,6 +304,9 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 		q->access = attr->qp_access_flags;
 	if (m & RV_QP_MAX_QP_RD_ATOMIC)
 		q->ord_max = attr->max_rd_atomic ? attr->max_rd_atomic : 1;
+	/* Grants were checked against the QP's rights and RTS (grant.c). */
+	if (q->conn && q->conn->grants && ((m & RV_QP_ACCESS_FLAGS) || next != RV_QPS_RTS))
+		soft_grant_revoke_conn(q->conn);
 	switch (next) {
 	case RV_QPS_RESET:
 		soft_conn_detach(q, false);
@@ -474,6 +477,9 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		rc = check_send_wr(q, wr, i, len);
 		if (RV_UNLIKELY(rc < 0))
 			break;
+		/* One copy into memory the peer granted (grant.c): done and completed here. */
+		if (q->conn && q->conn->grants && soft_grant_write(q, wr, len))
+			continue;
 		w = &q->sq[q->sq_tail % q->sq_size];
 		w->inl = rv_send_wr_inline(qp, wr);
 		if (w->inl && len > q->max_inline) {
