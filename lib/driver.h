@@ -22,6 +22,10 @@ typedef int (*rv_driver_add_fn)(void *cookie, const char *name, void *drv_dev);
 struct rv_driver {
 	const char *name; /* "ibv", "soft" */
 	rv_device_kind kind;
+	/* rv_mr_alloc's default pages: a memfd the driver can share with a
+	 * same-host peer rather than transparent huge pages (lib/memory.h,
+	 * share_over_thp). */
+	bool prefers_shared_memory;
 
 	/* Discovery: call add() once per device. A driver with no devices returns 0. */
 	int (*probe)(rv_driver_add_fn add, void *cookie);

@@ -346,6 +346,14 @@ static int map_pages(size_t length, const struct rv_mem_req *req, struct rv_mem 
 		add_fallback(m, "2 MiB huge pages unavailable (%s)", why);
 	}
 	want_thp = req->page != RV_MEM_PAGE_NORMAL && (req->page != RV_MEM_PAGE_DEFAULT || length >= SZ_2M);
+	if (want_thp && req->page == RV_MEM_PAGE_DEFAULT && req->shareable && req->share_over_thp) {
+		size_t len = round_up(length, page);
+		if ((m->addr = map_memfd(len, 0, &m->fd))) {
+			m->length = len;
+			m->page_size = page;
+			return 0;
+		}
+	}
 	if (want_thp && !thp_enabled()) {
 		if (strict)
 			return rv_err(ENOMEM, func, "no huge pages for %zu bytes: transparent huge pages are disabled "

@@ -31,8 +31,13 @@ struct rv_mem_req {
 	 * same-host peer (soft0's one-copy WRITE, lib/drivers/soft/README.md).
 	 * Only where it keeps every other property: normal pages and hugetlbfs
 	 * pages; memory that wants transparent huge pages stays anonymous
-	 * unless shmem THP is enabled. rv_mr_alloc sets it. */
+	 * (unless share_over_thp, below). rv_mr_alloc sets it. */
 	bool shareable;
+	/* With shareable and RV_MEM_PAGE_DEFAULT: prefer the memfd over the
+	 * transparent huge pages the default would ask for at 2 MiB and more
+	 * (rv_driver.prefers_shared_memory: soft0, whose one-copy WRITE and
+	 * READ need the memfd and gain more from it than from THP). */
+	bool share_over_thp;
 };
 
 struct rv_mem {

@@ -335,6 +335,7 @@ RV_EXPORT int rv_mr_alloc(rv_pd *pd, size_t length, uint32_t access, const rv_mr
 		rc = check_odp(pd, false, __func__);
 	if (rc < 0)
 		return rc;
+	req.share_over_thp = pd->ctx->drv->prefers_shared_memory;
 	if (attr) {
 		if (attr->mask & ~(uint64_t)MR_ALLOC_ATTR_KNOWN)
 			return rv_err(EINVAL, __func__, "unknown bit 0x%" PRIx64 " in rv_mr_alloc_attr.mask",

@@ -6,6 +6,7 @@
  * directly as scatter/gather elements. Exits 77 without soft0.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,6 +194,51 @@ static void test_memory_soft__pool_buffers_post_directly(void **state)
 	side_close(&b);
 }
 
+/* Does /proc/self/maps name rverbs' memfd for the mapping holding addr? */
+static bool backed_by_memfd(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	uintptr_t a = (uintptr_t)addr, lo, hi;
+	char line[512];
+	bool found = false;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) == 2 && a >= lo && a < hi) {
+			found = strstr(line, "memfd:rverbs-mr") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The default page choice on soft0 takes shared memory it can grant a
+ * same-host peer (one-copy WRITE), at 2 MiB and more too, where other
+ * devices get transparent huge pages; asking for THP keeps them. */
+static void test_memory_soft__default_pages_are_shareable_thp_on_request(void **state)
+{
+	rv_mr_alloc_attr thp = {.mask = RV_MR_ALLOC_ATTR_PAGE, .page = RV_MEM_PAGE_THP};
+	struct side a;
+	rv_mr *small, *big, *anon;
+
+	(void)state;
+	side_open(&a, RV_MEM_PAGE_DEFAULT);
+	assert_true(backed_by_memfd(rv_mr_addr(a.mr)));
+	assert_int_equal(rv_mr_alloc(a.pd, 4096, RV_ACCESS_ALL_REMOTE, NULL, &small), 0);
+	assert_int_equal(rv_mr_alloc(a.pd, 4 * MiB + 1, RV_ACCESS_ALL_REMOTE, NULL, &big), 0);
+	assert_int_equal(rv_mr_alloc(a.pd, 2 * MiB, RV_ACCESS_ALL_REMOTE, &thp, &anon), 0);
+	assert_true(backed_by_memfd(rv_mr_addr(small)));
+	assert_true(backed_by_memfd(rv_mr_addr(big)));
+	assert_true(rv_mr_length(big) >= 4 * MiB + 1);
+	((volatile uint8_t *)rv_mr_addr(big))[4 * MiB] = 1; /* the last byte asked for is mapped */
+	assert_false(backed_by_memfd(rv_mr_addr(anon)));
+	rv_mr_unref(small);
+	rv_mr_unref(big);
+	rv_mr_unref(anon);
+	side_close(&a);
+}
+
 static int group_setup(void **state)
 {
 	long nr = read_long(NR_HUGEPAGES);
@@ -220,6 +266,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memory_soft__rdma_write_between_two_huge_page_mrs),
 		cmocka_unit_test(test_memory_soft__pool_buffers_post_directly),
+		cmocka_unit_test(test_memory_soft__default_pages_are_shareable_thp_on_request),
 	};
 	rv_device *dev = NULL;
 

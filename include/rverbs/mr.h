@@ -113,7 +113,9 @@ RV_API int rv_mr_reg_dmabuf(rv_pd *pd, uint64_t offset, size_t length, uint64_t 
 typedef enum rv_mem_page {
 	/** The best that costs nothing to ask for: hugetlbfs 2 MiB pages when the
 	 *  length is at least 2 MiB and the system has free ones, else transparent
-	 *  huge pages for lengths of at least 2 MiB, else normal pages. A fallback
+	 *  huge pages for lengths of at least 2 MiB (on the software device: normal
+	 *  pages of shared memory it can hand to a same-host peer for one-copy
+	 *  WRITEs and READs; docs/memory.md), else normal pages. A fallback
 	 *  is logged at RV_LOG_INFO only, since nothing in particular was asked. */
 	RV_MEM_PAGE_DEFAULT = 0,
 	/** Normal pages (the system page size), no transparent huge pages. */

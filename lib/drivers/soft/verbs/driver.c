@@ -33,6 +33,7 @@ static int mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *ad
 const struct rv_driver rv_driver_soft = {
 	.name = "soft",
 	.kind = RV_DEVICE_SOFT,
+	.prefers_shared_memory = true, /* one-copy WRITE/READ (samehost/grant.c) */
 	.probe = soft_probe,
 	.device_release = soft_device_release,
 	.device_active = soft_device_active,
