@@ -125,6 +125,12 @@
  * application and the peer need: 0); RVERBS_SOFT_SPIN_US overrides both. */
 #define SOFT_SPIN_US 50
 #define SOFT_SPIN_MIN_CPUS 4
+/* A thread blocking in rv_cq_wait (soft_cq_block) first polls for up to this
+ * long, adaptively (cq.c wait_spin: the budget grows when its sleeps were
+ * short, shrinks when they were long, starting at SOFT_WAIT_SPIN_START_US);
+ * RVERBS_SOFT_WAIT_SPIN_US sets the bound, 0 turns the spin off. */
+#define SOFT_WAIT_SPIN_US 50
+#define SOFT_WAIT_SPIN_START_US 10
 /* An empty rv_cq_poll runs the progress engine itself (without waiting for
  * its lock) once the thread polled empty this many times in a row (rv_cq_wait
  * in event mode polls twice per wait and never gets there);
@@ -259,6 +265,7 @@ struct soft_ctx {
 	_Atomic bool kicked; /* some QP wants the progress thread (post_recv on a stalled rx) */
 	_Atomic int64_t active_at; /* µs, CLOCK_MONOTONIC: the last batch with events */
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
+	uint32_t wait_spin_ns;     /* RVERBS_SOFT_WAIT_SPIN_US: soft_cq_block's spin bound (0: none) */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
 	uint32_t qp_gen;           /* bumped when the QP table changes (sc->lock): CQs rebuild their QP lists */
 	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */

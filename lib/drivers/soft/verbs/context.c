@@ -522,6 +522,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	sc->spin_us = env_long("RVERBS_SOFT_SPIN_US",
 			       sysconf(_SC_NPROCESSORS_ONLN) >= SOFT_SPIN_MIN_CPUS ? SOFT_SPIN_US : 0, 0, 1000000);
 	sc->poll_progress = env_long("RVERBS_SOFT_POLL_PROGRESS", 1, 0, 1) != 0;
+	sc->wait_spin_ns = (uint32_t)env_long("RVERBS_SOFT_WAIT_SPIN_US", SOFT_WAIT_SPIN_US, 0, 1000000) * 1000u;
 	sc->shm_enabled = env_long("RVERBS_SOFT_SHM", 1, 0, 1) != 0;
 	sc->shm_ring = env_long("RVERBS_SOFT_SHM_RING", 1, 0, 1) != 0;
 	if (getenv("RVERBS_SOFT_TIMEOUT_MS")) {

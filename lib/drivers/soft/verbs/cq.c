@@ -382,6 +382,100 @@ static int ms_until(int64_t deadline_ns)
 	return left / 1000000 >= INT32_MAX ? INT32_MAX : (int)((left + 999999) / 1000000);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Spin-then-block, adaptive: before soft_cq_block arms the CQ and sleeps,
+ * the thread polls as a busy poller would (the rings, its QPs' sockets) for
+ * up to sc->wait_spin_ns. A wake-up costs the sleeper about as much as the
+ * message itself on a virtual machine (a blocking eventfd ping-pong between
+ * two processes is 7-8 µs one way on the development VM, the rings' busy
+ * poll 1 µs), so a reply that comes within the spin saves a sleep and a
+ * wake-up. wait_spin_adapt decides per CQ: a spin that found nothing turns
+ * spinning off; it comes back (full bound) only after 2, 4, ... 256 waits in
+ * a row whose sleep ended within the bound (the spin would have caught them:
+ * a ping-pong), never for waits that sleep longer (an idle application pays
+ * no spin). A spin that loses its CPU (a gap of more than SOFT_WAIT_SPIN_GAP_NS
+ * between two looks at the clock: the machine is overcommitted, the peer
+ * may need this CPU) stops at once and counts as found nothing. The CPU it
+ * costs is the spin: a ping-pong whose peer answers within it spins both
+ * sides all the time, as busy polling does; RVERBS_SOFT_WAIT_SPIN_US=0 turns
+ * it off. true: a completion is in the CQ.
+ */
+#define SOFT_WAIT_SPIN_GAP_NS 20000
+
+static bool wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t deadline_ns)
+{
+	struct soft_ctx *sc = c->sc;
+	int64_t end = start + budget, last = start, now;
+
+	if (deadline_ns >= 0 && end > deadline_ns)
+		end = deadline_ns;
+	empty_polls = SOFT_POLL_PROGRESS_AFTER - 1;
+	for (uint32_t i = 1;; i++) {
+		if (atomic_load_explicit(&sc->rings_live, memory_order_relaxed))
+			soft_shmring_poller(sc, true);
+		if (atomic_load_explicit(&c->avail, memory_order_acquire))
+			break;
+		if (++empty_polls >= SOFT_POLL_PROGRESS_AFTER)
+			poll_progress(c);
+		if (atomic_load_explicit(&c->avail, memory_order_acquire))
+			break;
+		if ((i & 7) == 0) {
+			now = mono_ns();
+			if (now >= end || now - last > SOFT_WAIT_SPIN_GAP_NS) {
+				empty_polls = 0;
+				return false;
+			}
+			last = now;
+		}
+		cpu_relax();
+	}
+	empty_polls = 0;
+	return true;
+}
+
+/* After a wait: spun is whether it spun (and found nothing: it slept), got
+ * whether the sleep ended with something to do rather than the deadline. */
+static void wait_spin_adapt(struct soft_cq *c, bool spun, int64_t start, bool got)
+{
+	uint32_t fails = atomic_load_explicit(&c->spin_fails, memory_order_relaxed);
+
+	if (spun) {
+		/* Found nothing: off, and back only after 2^fails short waits. */
+		if (fails < 8)
+			fails++;
+		atomic_store_explicit(&c->spin_fails, fails, memory_order_relaxed);
+		atomic_store_explicit(&c->spin_skip, 1u << fails, memory_order_relaxed);
+		atomic_store_explicit(&c->spin_ns, 0, memory_order_relaxed);
+		return;
+	}
+	if (!got || mono_ns() - start > (int64_t)c->sc->wait_spin_ns)
+		return; /* a long wait: a spin would have been wasted */
+	uint32_t skip = atomic_load_explicit(&c->spin_skip, memory_order_relaxed);
+	if (skip > 1) {
+		atomic_store_explicit(&c->spin_skip, skip - 1, memory_order_relaxed);
+		return;
+	}
+	atomic_store_explicit(&c->spin_skip, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->spin_ns, c->sc->wait_spin_ns, memory_order_relaxed);
+}
+
 /*
  * rv_cq_wait's blocking step, like a blocking TCP recv: the thread sleeps in
  * poll() on the sockets of the CQ's QPs (taken out of the progress thread's
@@ -408,13 +502,25 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
 	uint32_t n = 0, gen;
 	int64_t now = 0;
-	bool readable = false, fired, rings, ring_work = false;
+	bool readable = false, fired, rings, ring_work = false, got;
 	int r, err;
+
+	uint32_t budget = 0;
+	int64_t start = 0;
 
 	/* rv_cq_wait's polls around the block are not a busy poller's. */
 	empty_polls = 0;
 	if (!c->ch || !sc->poll_progress)
 		return -EOPNOTSUPP;
+	/* Spin first (not after rv_cq_wait's own spin, RV_CQ_WAIT_SPIN_THEN_BLOCK). */
+	if (sc->wait_spin_ns && cq->wait_mode != RV_CQ_WAIT_SPIN_THEN_BLOCK) {
+		budget = atomic_load_explicit(&c->spin_ns, memory_order_relaxed);
+		start = mono_ns();
+		if (budget && wait_spin(c, budget, start, deadline_ns)) {
+			atomic_store_explicit(&c->spin_fails, 0, memory_order_relaxed);
+			return 0;
+		}
+	}
 	pthread_mutex_lock(&sc->lock);
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
@@ -466,9 +572,11 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	if (!r) {
 		r = poll(pfd, n + 1 + rings, ms_until(deadline_ns));
 		err = r < 0 ? errno : 0;
+		got = r > 0;
 	} else {
 		r = 0;
 		err = 0;
+		got = true;
 	}
 
 	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
@@ -486,6 +594,8 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	}
 	pthread_mutex_unlock(&c->lock);
 
+	if (start)
+		wait_spin_adapt(c, budget != 0, start, got);
 	for (uint32_t i = 0; i < n; i++)
 		readable |= pfd[i].revents != 0;
 	if (rings && pfd[n + 1].revents) {
