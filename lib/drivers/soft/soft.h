@@ -271,6 +271,9 @@ struct soft_ctx {
 	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */
 	_Atomic uint32_t n_watched; /* sockets threads blocked in rv_cq_wait watch (soft_cq_block) */
 	_Atomic bool handback;     /* a CQ was armed: give every polled stream back to epoll now */
+	_Atomic uint64_t handback_timeouts; /* streams handed back by the SOFT_POLL_HANDBACK_US timeout with bytes waiting */
+	uint64_t serial;           /* this process's contexts are numbered (soft_ctx_handback_from) */
+	struct soft_ctx *reg_next; /* the process's live contexts (context.c, its registry lock) */
 	_Atomic int64_t wait_left_at; /* µs: a blocked waiter that watched streams last left (soft_cq_block) */
 	_Atomic bool long_sleep;   /* the progress thread sleeps longer than SOFT_POLL_HANDBACK_US */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
@@ -851,6 +854,15 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter);
 /* Give polled streams back to epoll: those no poller served since
  * SOFT_POLL_HANDBACK_US, or all of them (progress thread, sc->lock). */
 void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all);
+/* How many streams of ctx went back to epoll because their poller left them
+ * for SOFT_POLL_HANDBACK_US while bytes waited in them: stalls
+ * (soft_conn_handback; tests). */
+uint64_t soft_ctx_handback_timeouts(const rv_context *ctx);
+/* A busy poller turned from a CQ of context `sc` (number `serial`, which may
+ * be closed by now) to another CQ: the streams it took there go back to that
+ * context's progress thread now, not after SOFT_POLL_HANDBACK_US. Safe
+ * against a context closing meanwhile (looked up in the registry). */
+void soft_ctx_handback_from(struct soft_ctx *sc, uint64_t serial);
 /* soft_cq_block (sc->lock held): the socket a blocking waiter may read for q,
  * out of epoll's EPOLLIN interest like a polled stream; -1 when the waiter
  * cannot serve it (no connection up, a stalled receive, a ring): the stream
