@@ -954,6 +954,11 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c);
 void soft_shmring_poll(struct soft_ctx *sc, bool awake);
 /* rv_cq_poll found its CQ empty: poll the rings if no one else is at it;
  * busy: the caller keeps polling (its CQ is not armed for blocking). */
+/* soft_shmring_poller in two halves, for a caller that takes sc->lock once
+ * for the rings and its sockets (cq.c poll_empty): the stamp that says a
+ * poller is busy (without the lock), and the pass (sc->lock held). */
+void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy);
+void soft_shmring_poller_locked(struct soft_ctx *sc, bool busy);
 void soft_shmring_poller(struct soft_ctx *sc, bool busy);
 /* The application is about to block (a CQ armed): stop counting it as a
  * poller, so that the progress thread sleeps with "sleeping" set. */

@@ -282,13 +282,6 @@ static void collect_qps(struct soft_cq *c)
 	c->qp_gen = sc->qp_gen + 1;
 }
 
-/*
- * The poller moves its own data (a busy-polling application should not wait
- * for a thread wake-up): with few QPs on the CQ, one recv(MSG_DONTWAIT) per
- * QP, as a busy-polling TCP application does, and their streams leave epoll
- * so the progress thread sleeps; otherwise epoll_wait(0) every few polls. It
- * never waits for sc->lock: whoever holds it is doing the same work.
- */
 /* The CQ this thread last moved data for as a busy poller, and its context. */
 static _Thread_local const struct soft_cq *poll_last_cq __attribute__((tls_model("initial-exec")));
 static _Thread_local struct soft_ctx *poll_last_sc __attribute__((tls_model("initial-exec")));
@@ -300,10 +293,10 @@ static _Thread_local uint64_t poll_last_serial __attribute__((tls_model("initial
  * their progress thread now. Before, they stayed out of epoll until
  * SOFT_POLL_HANDBACK_US (1 ms) after the last poll, and a SEND whose
  * completion needed the other side to read such a stream (its confirmation
- * READ) waited that long: about 1 ms per message (test-soft-handback; pyverbs'
- * test_qp_ex_rc_send over TCP 10.7 s against 1.0 s on the rings). Costs a
- * kick of that context's progress thread per turn, and an epoll_ctl per
- * stream when the thread comes back.
+ * READ) waited that long: about 1 ms per message (test-soft-handback;
+ * pyverbs' test_qpex over TCP 55.8 s, now 5.9 s). Costs a kick of that
+ * context's progress thread per turn, and an epoll_ctl per stream when the
+ * thread comes back.
  */
 static void poll_switch(struct soft_cq *c)
 {
@@ -314,31 +307,64 @@ static void poll_switch(struct soft_cq *c)
 	poll_last_serial = c->sc->serial;
 }
 
-static void poll_progress(struct soft_cq *c)
+/*
+ * The poller moves its own data (a busy-polling application should not wait
+ * for a thread wake-up): with few QPs on the CQ, one recv(MSG_DONTWAIT) per
+ * QP, as a busy-polling TCP application does, and their streams leave epoll
+ * so the progress thread sleeps; otherwise epoll_wait(0) every few polls
+ * (sc->lock held: poll_empty took it, never waiting for it: whoever holds it
+ * is doing the same work).
+ */
+static void poll_progress_locked(struct soft_cq *c)
 {
 	struct soft_ctx *sc = c->sc;
 
-	if (RV_UNLIKELY(poll_last_cq != c))
-		poll_switch(c);
-
-	/* The stamp only keeps streams from being handed back
-	 * (SOFT_POLL_HANDBACK_US, 1 ms): the clock is read on the first
-	 * progress poll after a completion and every 16th after that, not on
-	 * each (a vDSO clock read was 5 % of a busy poller's samples, a third
-	 * of what its recv took in user space). */
-	if (empty_polls == SOFT_POLL_PROGRESS_AFTER || (empty_polls & 15) == 0)
-		poll_stamp = soft_now_us();
-	if (pthread_mutex_trylock(&sc->lock) != 0)
-		return;
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
-	if (c->n_qps <= SOFT_POLL_DIRECT_MAX && !sc->stop) {
+	if (c->n_qps <= SOFT_POLL_DIRECT_MAX) {
 		for (uint32_t i = 0; i < c->n_qps; i++)
 			soft_conn_poll(c->qps[i], poll_stamp, false);
 	}
 	if ((c->n_qps > SOFT_POLL_DIRECT_MAX || c->has_ud) && (empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0)
 		soft_ctx_poll_progress(sc);
-	pthread_mutex_unlock(&sc->lock);
+}
+
+/*
+ * An empty poll (c->avail was 0, progress on): the shared-memory rings
+ * (shmring.c) on every one — memory loads, no system call — and, from the
+ * SOFT_POLL_PROGRESS_AFTER-th empty poll in a row, the CQ's sockets
+ * (poll_progress_locked), under one sc->lock trylock for both (before, one
+ * trylock each: two lock round trips per empty poll). ring_busy: the ring
+ * pass counts as a busy poller's (see poll_cq). The stamp only keeps
+ * streams from being handed back (SOFT_POLL_HANDBACK_US, 1 ms): the clock is
+ * read on the first progress poll after a completion and every 16th after
+ * that, not on each (a vDSO clock read was 5 % of a busy poller's samples,
+ * a third of what its recv took in user space).
+ */
+static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
+{
+	struct soft_ctx *sc = c->sc;
+	uint32_t n = empty_polls + 1;
+	bool progress = n >= SOFT_POLL_PROGRESS_AFTER;
+
+	if (rings)
+		soft_shmring_poller_stamp(sc, ring_busy);
+	if (progress) {
+		empty_polls = n;
+		if (RV_UNLIKELY(poll_last_cq != c))
+			poll_switch(c);
+		if (n == SOFT_POLL_PROGRESS_AFTER || (n & 15) == 0)
+			poll_stamp = soft_now_us();
+	}
+	if ((rings || progress) && pthread_mutex_trylock(&sc->lock) == 0) {
+		if (rings)
+			soft_shmring_poller_locked(sc, ring_busy);
+		if (progress && !sc->stop && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
+			poll_progress_locked(c);
+		pthread_mutex_unlock(&sc->lock);
+	}
+	if (!progress && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
+		empty_polls = n;
 }
 
 /* rv_cq_poll (wcx NULL) and rv_cq_poll_ex (wc NULL): inlined into each with
@@ -348,19 +374,16 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 	struct soft_cq *c = cq->drv_cq;
 	uint32_t n = 0;
 
-	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
-	    atomic_load_explicit(&c->sc->rings_live, memory_order_relaxed))
-		/* Shared-memory rings (shmring.c) first, on every empty poll: memory
-		 * loads, no system call; an armed CQ polls once before blocking and
-		 * is no busy poller, nor is rv_cq_wait's poll around its block
-		 * (below SOFT_POLL_PROGRESS_AFTER: soft_cq_block resets the count),
-		 * which would otherwise clear "sleeping" and wake the progress
-		 * thread once per message. */
-		soft_shmring_poller(c->sc, atomic_load_explicit(&c->armed, memory_order_relaxed) == ARM_NONE &&
-						   empty_polls + 1 >= SOFT_POLL_PROGRESS_AFTER);
-	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
-	    ++empty_polls >= SOFT_POLL_PROGRESS_AFTER)
-		poll_progress(c); /* busy polling: receive in this thread */
+	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress)
+		/* The rings on every empty poll, the sockets when busy polling
+		 * (receive in this thread). An armed CQ polls once before blocking
+		 * and is no busy poller for the rings, nor is rv_cq_wait's poll
+		 * around its block (below SOFT_POLL_PROGRESS_AFTER: soft_cq_block
+		 * resets the count), which would otherwise clear "sleeping" and wake
+		 * the progress thread once per message. */
+		poll_empty(c, atomic_load_explicit(&c->armed, memory_order_relaxed) == ARM_NONE &&
+				      empty_polls + 1 >= SOFT_POLL_PROGRESS_AFTER,
+			   atomic_load_explicit(&c->sc->rings_live, memory_order_relaxed) != 0);
 	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0) {
 		if (RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
 			return 0;
@@ -456,12 +479,7 @@ static bool wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t
 		end = deadline_ns;
 	empty_polls = SOFT_POLL_PROGRESS_AFTER - 1;
 	for (uint32_t i = 1;; i++) {
-		if (atomic_load_explicit(&sc->rings_live, memory_order_relaxed))
-			soft_shmring_poller(sc, true);
-		if (atomic_load_explicit(&c->avail, memory_order_acquire))
-			break;
-		if (++empty_polls >= SOFT_POLL_PROGRESS_AFTER)
-			poll_progress(c);
+		poll_empty(c, true, atomic_load_explicit(&sc->rings_live, memory_order_relaxed) != 0);
 		if (atomic_load_explicit(&c->avail, memory_order_acquire))
 			break;
 		if ((i & 7) == 0) {
