@@ -56,6 +56,11 @@ struct soft_cq {
 	uint32_t qp_gen;         /* sc->qp_gen the list was built at, + 1 (0: never) */
 	_Atomic uint32_t waiters; /* threads in soft_cq_block (changed under lock) */
 	bool wait_armed;         /* a waiter armed the CQ, not the application (lock) */
+	/* ns soft_cq_block spins before it sleeps (adaptive, at most
+	 * sc->wait_spin_ns; see wait_spin in cq.c). */
+	_Atomic uint32_t spin_ns;
+	_Atomic uint32_t spin_fails; /* spins in a row that found nothing (capped) */
+	_Atomic uint32_t spin_skip;  /* short waits to sleep through before spinning again */
 };
 
 /* ---- CQs ---- */

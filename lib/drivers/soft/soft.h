@@ -125,6 +125,12 @@
  * application and the peer need: 0); RVERBS_SOFT_SPIN_US overrides both. */
 #define SOFT_SPIN_US 50
 #define SOFT_SPIN_MIN_CPUS 4
+/* A thread blocking in rv_cq_wait (soft_cq_block) first polls for up to this
+ * long, adaptively (cq.c wait_spin: the budget grows when its sleeps were
+ * short, shrinks when they were long, starting at SOFT_WAIT_SPIN_START_US);
+ * RVERBS_SOFT_WAIT_SPIN_US sets the bound, 0 turns the spin off. */
+#define SOFT_WAIT_SPIN_US 50
+#define SOFT_WAIT_SPIN_START_US 10
 /* An empty rv_cq_poll runs the progress engine itself (without waiting for
  * its lock) once the thread polled empty this many times in a row (rv_cq_wait
  * in event mode polls twice per wait and never gets there);
@@ -263,11 +269,15 @@ struct soft_ctx {
 	_Atomic bool kicked; /* some QP wants the progress thread (post_recv on a stalled rx) */
 	_Atomic int64_t active_at; /* µs, CLOCK_MONOTONIC: the last batch with events */
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
+	uint32_t wait_spin_ns;     /* RVERBS_SOFT_WAIT_SPIN_US: soft_cq_block's spin bound (0: none) */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
 	uint32_t qp_gen;           /* bumped when the QP table changes (sc->lock): CQs rebuild their QP lists */
 	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */
 	_Atomic uint32_t n_watched; /* sockets threads blocked in rv_cq_wait watch (soft_cq_block) */
 	_Atomic bool handback;     /* a CQ was armed: give every polled stream back to epoll now */
+	_Atomic uint64_t handback_timeouts; /* streams handed back by the SOFT_POLL_HANDBACK_US timeout with bytes waiting */
+	uint64_t serial;           /* this process's contexts are numbered (soft_ctx_handback_from) */
+	struct soft_ctx *reg_next; /* the process's live contexts (context.c, its registry lock) */
 	_Atomic int64_t wait_left_at; /* µs: a blocked waiter that watched streams last left (soft_cq_block) */
 	_Atomic bool long_sleep;   /* the progress thread sleeps longer than SOFT_POLL_HANDBACK_US */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
@@ -866,6 +876,15 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter);
 /* Give polled streams back to epoll: those no poller served since
  * SOFT_POLL_HANDBACK_US, or all of them (progress thread, sc->lock). */
 void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all);
+/* How many streams of ctx went back to epoll because their poller left them
+ * for SOFT_POLL_HANDBACK_US while bytes waited in them: stalls
+ * (soft_conn_handback; tests). */
+uint64_t soft_ctx_handback_timeouts(const rv_context *ctx);
+/* A busy poller turned from a CQ of context `sc` (number `serial`, which may
+ * be closed by now) to another CQ: the streams it took there go back to that
+ * context's progress thread now, not after SOFT_POLL_HANDBACK_US. Safe
+ * against a context closing meanwhile (looked up in the registry). */
+void soft_ctx_handback_from(struct soft_ctx *sc, uint64_t serial);
 /* soft_cq_block (sc->lock held): the socket a blocking waiter may read for q,
  * out of epoll's EPOLLIN interest like a polled stream; -1 when the waiter
  * cannot serve it (no connection up, a stalled receive, a ring): the stream
@@ -962,6 +981,11 @@ void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c);
 void soft_shmring_poll(struct soft_ctx *sc, bool awake);
 /* rv_cq_poll found its CQ empty: poll the rings if no one else is at it;
  * busy: the caller keeps polling (its CQ is not armed for blocking). */
+/* soft_shmring_poller in two halves, for a caller that takes sc->lock once
+ * for the rings and its sockets (cq.c poll_empty): the stamp that says a
+ * poller is busy (without the lock), and the pass (sc->lock held). */
+void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy);
+void soft_shmring_poller_locked(struct soft_ctx *sc, bool busy);
 void soft_shmring_poller(struct soft_ctx *sc, bool busy);
 /* The application is about to block (a CQ armed): stop counting it as a
  * poller, so that the progress thread sleeps with "sleeping" set. */

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "drivers/soft/completion.h"
@@ -1008,6 +1009,13 @@ void soft_conn_flush_held(struct soft_ctx *sc)
 	}
 }
 
+uint64_t soft_ctx_handback_timeouts(const rv_context *ctx)
+{
+	const struct soft_ctx *sc = ctx->drv_ctx;
+
+	return atomic_load_explicit(&sc->handback_timeouts, memory_order_relaxed);
+}
+
 void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 {
 	for (struct soft_conn *c = sc->conns; c; c = c->next) {
@@ -1019,6 +1027,13 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 		if (c->qp && !c->rx_stalled &&
 		    (soft_cq_waited(c->qp->qp->send_cq) || soft_cq_waited(c->qp->qp->recv_cq)))
 			continue;
+		if (!all) {
+			int waiting = 0;
+
+			/* Bytes sat in a stream nobody served for a millisecond. */
+			if (c->fd >= 0 && ioctl(c->fd, FIONREAD, &waiting) == 0 && waiting > 0)
+				atomic_fetch_add_explicit(&sc->handback_timeouts, 1, memory_order_relaxed);
+		}
 		/* c->events is the QP's (posting threads update it under q->lock). */
 		if (c->qp)
 			pthread_mutex_lock(&c->qp->lock);

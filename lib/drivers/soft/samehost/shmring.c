@@ -971,14 +971,25 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
  * every 16th, which is often enough to say "a poller is busy" (RING_IDLE_US). */
 static _Thread_local uint8_t ring_polls[16] __attribute__((tls_model("initial-exec")));
 
-void soft_shmring_poller(struct soft_ctx *sc, bool busy)
+void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy)
 {
 	uint8_t *n = &ring_polls[((uintptr_t)sc >> 6) % sizeof(ring_polls)];
 
 	if (busy && (++*n & 15u) == 1)
 		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
+}
+
+void soft_shmring_poller(struct soft_ctx *sc, bool busy)
+{
+	soft_shmring_poller_stamp(sc, busy);
 	if (pthread_mutex_trylock(&sc->lock) != 0)
 		return;
+	soft_shmring_poller_locked(sc, busy);
+	pthread_mutex_unlock(&sc->lock);
+}
+
+void soft_shmring_poller_locked(struct soft_ctx *sc, bool busy)
+{
 	if (busy && sc->ring_sleeping && !sc->stop && !atomic_load(&sc->ring_waiters)) {
 		/* A busy poller is back while the progress thread sleeps with
 		 * "sleeping" set: until that thread gets a CPU (on a small machine
@@ -995,7 +1006,6 @@ void soft_shmring_poller(struct soft_ctx *sc, bool busy)
 	}
 	if (!sc->stop)
 		soft_shmring_poll(sc, false);
-	pthread_mutex_unlock(&sc->lock);
 }
 
 void soft_shmring_wake(struct soft_ctx *sc)

@@ -503,6 +503,49 @@ static int relisten(struct soft_ctx *sc, struct sockaddr_storage *ss, socklen_t 
 	return 0;
 }
 
+/* The process's live contexts, for soft_ctx_handback_from: a poller's
+ * thread remembers the last context it polled, which may close meanwhile. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct soft_ctx *reg_head;
+static uint64_t reg_serial;
+
+static void reg_add(struct soft_ctx *sc)
+{
+	pthread_mutex_lock(&reg_lock);
+	sc->serial = ++reg_serial;
+	sc->reg_next = reg_head;
+	reg_head = sc;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_del(struct soft_ctx *sc)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct soft_ctx **pp = &reg_head; *pp; pp = &(*pp)->reg_next) {
+		if (*pp == sc) {
+			*pp = sc->reg_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void soft_ctx_handback_from(struct soft_ctx *sc, uint64_t serial)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct soft_ctx *x = reg_head; x; x = x->reg_next) {
+		if (x != sc || x->serial != serial)
+			continue;
+		/* Under the registry lock: the context (its evfd) stays open. */
+		if (atomic_load_explicit(&x->n_polled, memory_order_relaxed)) {
+			atomic_store(&x->handback, true);
+			soft_kick(x);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
 int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 {
 	static const char *const fn = "rv_context_new";
@@ -522,6 +565,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	sc->spin_us = env_long("RVERBS_SOFT_SPIN_US",
 			       sysconf(_SC_NPROCESSORS_ONLN) >= SOFT_SPIN_MIN_CPUS ? SOFT_SPIN_US : 0, 0, 1000000);
 	sc->poll_progress = env_long("RVERBS_SOFT_POLL_PROGRESS", 1, 0, 1) != 0;
+	sc->wait_spin_ns = (uint32_t)env_long("RVERBS_SOFT_WAIT_SPIN_US", SOFT_WAIT_SPIN_US, 0, 1000000) * 1000u;
 	sc->shm_enabled = env_long("RVERBS_SOFT_SHM", 1, 0, 1) != 0;
 	sc->shm_ring = env_long("RVERBS_SOFT_SHM_RING", 1, 0, 1) != 0;
 	sc->shm_direct = env_long("RVERBS_SOFT_SHM_DIRECT", 1, 0, 1) != 0;
@@ -613,6 +657,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		return rv_err(err, fn, "cannot start the soft0 progress thread: %s", strerror(err));
 	}
 	sc->thread_started = true;
+	reg_add(sc);
 	return 0;
 }
 
@@ -622,6 +667,7 @@ int soft_context_close(struct rv_context *ctx)
 
 	if (!sc)
 		return 0;
+	reg_del(sc);
 	pthread_mutex_lock(&sc->lock);
 	sc->stop = true;
 	pthread_mutex_unlock(&sc->lock);

@@ -282,35 +282,89 @@ static void collect_qps(struct soft_cq *c)
 	c->qp_gen = sc->qp_gen + 1;
 }
 
+/* The CQ this thread last moved data for as a busy poller, and its context. */
+static _Thread_local const struct soft_cq *poll_last_cq __attribute__((tls_model("initial-exec")));
+static _Thread_local struct soft_ctx *poll_last_sc __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t poll_last_serial __attribute__((tls_model("initial-exec")));
+
+/*
+ * The thread turns to another CQ (pyverbs polls the client's CQ, then the
+ * server's, in one thread): the streams it took for the last one go back to
+ * their progress thread now. Before, they stayed out of epoll until
+ * SOFT_POLL_HANDBACK_US (1 ms) after the last poll, and a SEND whose
+ * completion needed the other side to read such a stream (its confirmation
+ * READ) waited that long: about 1 ms per message (test-soft-handback;
+ * pyverbs' test_qpex over TCP 55.8 s, now 5.9 s). Costs a kick of that
+ * context's progress thread per turn, and an epoll_ctl per stream when the
+ * thread comes back.
+ */
+static void poll_switch(struct soft_cq *c)
+{
+	if (poll_last_sc)
+		soft_ctx_handback_from(poll_last_sc, poll_last_serial);
+	poll_last_cq = c;
+	poll_last_sc = c->sc;
+	poll_last_serial = c->sc->serial;
+}
+
 /*
  * The poller moves its own data (a busy-polling application should not wait
  * for a thread wake-up): with few QPs on the CQ, one recv(MSG_DONTWAIT) per
  * QP, as a busy-polling TCP application does, and their streams leave epoll
- * so the progress thread sleeps; otherwise epoll_wait(0) every few polls. It
- * never waits for sc->lock: whoever holds it is doing the same work.
+ * so the progress thread sleeps; otherwise epoll_wait(0) every few polls
+ * (sc->lock held: poll_empty took it, never waiting for it: whoever holds it
+ * is doing the same work).
  */
-static void poll_progress(struct soft_cq *c)
+static void poll_progress_locked(struct soft_cq *c)
 {
 	struct soft_ctx *sc = c->sc;
 
-	/* The stamp only keeps streams from being handed back
-	 * (SOFT_POLL_HANDBACK_US, 1 ms): the clock is read on the first
-	 * progress poll after a completion and every 16th after that, not on
-	 * each (a vDSO clock read was 5 % of a busy poller's samples, a third
-	 * of what its recv took in user space). */
-	if (empty_polls == SOFT_POLL_PROGRESS_AFTER || (empty_polls & 15) == 0)
-		poll_stamp = soft_now_us();
-	if (pthread_mutex_trylock(&sc->lock) != 0)
-		return;
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
-	if (c->n_qps <= SOFT_POLL_DIRECT_MAX && !sc->stop) {
+	if (c->n_qps <= SOFT_POLL_DIRECT_MAX) {
 		for (uint32_t i = 0; i < c->n_qps; i++)
 			soft_conn_poll(c->qps[i], poll_stamp, false);
 	}
 	if ((c->n_qps > SOFT_POLL_DIRECT_MAX || c->has_ud) && (empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0)
 		soft_ctx_poll_progress(sc);
-	pthread_mutex_unlock(&sc->lock);
+}
+
+/*
+ * An empty poll (c->avail was 0, progress on): the shared-memory rings
+ * (shmring.c) on every one — memory loads, no system call — and, from the
+ * SOFT_POLL_PROGRESS_AFTER-th empty poll in a row, the CQ's sockets
+ * (poll_progress_locked), under one sc->lock trylock for both (before, one
+ * trylock each: two lock round trips per empty poll). ring_busy: the ring
+ * pass counts as a busy poller's (see poll_cq). The stamp only keeps
+ * streams from being handed back (SOFT_POLL_HANDBACK_US, 1 ms): the clock is
+ * read on the first progress poll after a completion and every 16th after
+ * that, not on each (a vDSO clock read was 5 % of a busy poller's samples,
+ * a third of what its recv took in user space).
+ */
+static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
+{
+	struct soft_ctx *sc = c->sc;
+	uint32_t n = empty_polls + 1;
+	bool progress = n >= SOFT_POLL_PROGRESS_AFTER;
+
+	if (rings)
+		soft_shmring_poller_stamp(sc, ring_busy);
+	if (progress) {
+		empty_polls = n;
+		if (RV_UNLIKELY(poll_last_cq != c))
+			poll_switch(c);
+		if (n == SOFT_POLL_PROGRESS_AFTER || (n & 15) == 0)
+			poll_stamp = soft_now_us();
+	}
+	if ((rings || progress) && pthread_mutex_trylock(&sc->lock) == 0) {
+		if (rings)
+			soft_shmring_poller_locked(sc, ring_busy);
+		if (progress && !sc->stop && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
+			poll_progress_locked(c);
+		pthread_mutex_unlock(&sc->lock);
+	}
+	if (!progress && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
+		empty_polls = n;
 }
 
 /* rv_cq_poll (wcx NULL) and rv_cq_poll_ex (wc NULL): inlined into each with
@@ -320,19 +374,16 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 	struct soft_cq *c = cq->drv_cq;
 	uint32_t n = 0;
 
-	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
-	    atomic_load_explicit(&c->sc->rings_live, memory_order_relaxed))
-		/* Shared-memory rings (shmring.c) first, on every empty poll: memory
-		 * loads, no system call; an armed CQ polls once before blocking and
-		 * is no busy poller, nor is rv_cq_wait's poll around its block
-		 * (below SOFT_POLL_PROGRESS_AFTER: soft_cq_block resets the count),
-		 * which would otherwise clear "sleeping" and wake the progress
-		 * thread once per message. */
-		soft_shmring_poller(c->sc, atomic_load_explicit(&c->armed, memory_order_relaxed) == ARM_NONE &&
-						   empty_polls + 1 >= SOFT_POLL_PROGRESS_AFTER);
-	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress &&
-	    ++empty_polls >= SOFT_POLL_PROGRESS_AFTER)
-		poll_progress(c); /* busy polling: receive in this thread */
+	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0 && c->sc->poll_progress)
+		/* The rings on every empty poll, the sockets when busy polling
+		 * (receive in this thread). An armed CQ polls once before blocking
+		 * and is no busy poller for the rings, nor is rv_cq_wait's poll
+		 * around its block (below SOFT_POLL_PROGRESS_AFTER: soft_cq_block
+		 * resets the count), which would otherwise clear "sleeping" and wake
+		 * the progress thread once per message. */
+		poll_empty(c, atomic_load_explicit(&c->armed, memory_order_relaxed) == ARM_NONE &&
+				      empty_polls + 1 >= SOFT_POLL_PROGRESS_AFTER,
+			   atomic_load_explicit(&c->sc->rings_live, memory_order_relaxed) != 0);
 	if (atomic_load_explicit(&c->avail, memory_order_acquire) == 0) {
 		if (RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
 			return 0;
@@ -382,6 +433,95 @@ static int ms_until(int64_t deadline_ns)
 	return left / 1000000 >= INT32_MAX ? INT32_MAX : (int)((left + 999999) / 1000000);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Spin-then-block, adaptive: before soft_cq_block arms the CQ and sleeps,
+ * the thread polls as a busy poller would (the rings, its QPs' sockets) for
+ * up to sc->wait_spin_ns. A wake-up costs the sleeper about as much as the
+ * message itself on a virtual machine (a blocking eventfd ping-pong between
+ * two processes is 7-8 µs one way on the development VM, the rings' busy
+ * poll 1 µs), so a reply that comes within the spin saves a sleep and a
+ * wake-up. wait_spin_adapt decides per CQ: a spin that found nothing turns
+ * spinning off; it comes back (full bound) only after 2, 4, ... 256 waits in
+ * a row whose sleep ended within the bound (the spin would have caught them:
+ * a ping-pong), never for waits that sleep longer (an idle application pays
+ * no spin). A spin that loses its CPU (a gap of more than SOFT_WAIT_SPIN_GAP_NS
+ * between two looks at the clock: the machine is overcommitted, the peer
+ * may need this CPU) stops at once and counts as found nothing. The CPU it
+ * costs is the spin: a ping-pong whose peer answers within it spins both
+ * sides all the time, as busy polling does; RVERBS_SOFT_WAIT_SPIN_US=0 turns
+ * it off. true: a completion is in the CQ.
+ */
+#define SOFT_WAIT_SPIN_GAP_NS 20000
+
+static bool wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t deadline_ns)
+{
+	struct soft_ctx *sc = c->sc;
+	int64_t end = start + budget, last = start, now;
+
+	if (deadline_ns >= 0 && end > deadline_ns)
+		end = deadline_ns;
+	empty_polls = SOFT_POLL_PROGRESS_AFTER - 1;
+	for (uint32_t i = 1;; i++) {
+		poll_empty(c, true, atomic_load_explicit(&sc->rings_live, memory_order_relaxed) != 0);
+		if (atomic_load_explicit(&c->avail, memory_order_acquire))
+			break;
+		if ((i & 7) == 0) {
+			now = mono_ns();
+			if (now >= end || now - last > SOFT_WAIT_SPIN_GAP_NS) {
+				empty_polls = 0;
+				return false;
+			}
+			last = now;
+		}
+		cpu_relax();
+	}
+	empty_polls = 0;
+	return true;
+}
+
+/* After a wait: spun is whether it spun (and found nothing: it slept), got
+ * whether the sleep ended with something to do rather than the deadline. */
+static void wait_spin_adapt(struct soft_cq *c, bool spun, int64_t start, bool got)
+{
+	uint32_t fails = atomic_load_explicit(&c->spin_fails, memory_order_relaxed);
+
+	if (spun) {
+		/* Found nothing: off, and back only after 2^fails short waits. */
+		if (fails < 8)
+			fails++;
+		atomic_store_explicit(&c->spin_fails, fails, memory_order_relaxed);
+		atomic_store_explicit(&c->spin_skip, 1u << fails, memory_order_relaxed);
+		atomic_store_explicit(&c->spin_ns, 0, memory_order_relaxed);
+		return;
+	}
+	if (!got || mono_ns() - start > (int64_t)c->sc->wait_spin_ns)
+		return; /* a long wait: a spin would have been wasted */
+	uint32_t skip = atomic_load_explicit(&c->spin_skip, memory_order_relaxed);
+	if (skip > 1) {
+		atomic_store_explicit(&c->spin_skip, skip - 1, memory_order_relaxed);
+		return;
+	}
+	atomic_store_explicit(&c->spin_skip, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->spin_ns, c->sc->wait_spin_ns, memory_order_relaxed);
+}
+
 /*
  * rv_cq_wait's blocking step, like a blocking TCP recv: the thread sleeps in
  * poll() on the sockets of the CQ's QPs (taken out of the progress thread's
@@ -408,13 +548,25 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
 	uint32_t n = 0, gen;
 	int64_t now = 0;
-	bool readable = false, fired, rings, ring_work = false;
+	bool readable = false, fired, rings, ring_work = false, got;
 	int r, err;
+
+	uint32_t budget = 0;
+	int64_t start = 0;
 
 	/* rv_cq_wait's polls around the block are not a busy poller's. */
 	empty_polls = 0;
 	if (!c->ch || !sc->poll_progress)
 		return -EOPNOTSUPP;
+	/* Spin first (not after rv_cq_wait's own spin, RV_CQ_WAIT_SPIN_THEN_BLOCK). */
+	if (sc->wait_spin_ns && cq->wait_mode != RV_CQ_WAIT_SPIN_THEN_BLOCK) {
+		budget = atomic_load_explicit(&c->spin_ns, memory_order_relaxed);
+		start = mono_ns();
+		if (budget && wait_spin(c, budget, start, deadline_ns)) {
+			atomic_store_explicit(&c->spin_fails, 0, memory_order_relaxed);
+			return 0;
+		}
+	}
 	pthread_mutex_lock(&sc->lock);
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
@@ -466,9 +618,11 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	if (!r) {
 		r = poll(pfd, n + 1 + rings, ms_until(deadline_ns));
 		err = r < 0 ? errno : 0;
+		got = r > 0;
 	} else {
 		r = 0;
 		err = 0;
+		got = true;
 	}
 
 	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
@@ -486,6 +640,8 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	}
 	pthread_mutex_unlock(&c->lock);
 
+	if (start)
+		wait_spin_adapt(c, budget != 0, start, got);
 	for (uint32_t i = 0; i < n; i++)
 		readable |= pfd[i].revents != 0;
 	if (rings && pfd[n + 1].revents) {
