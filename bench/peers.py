@@ -19,6 +19,7 @@ as it would a build), --pin CPU pins it to one CPU.
 
 Usage: bench/peers.py [--rverbs build/tools/rverbs] [--rounds 5] [--quick]
                       [--rows lat,bw] [--json FILE] [--contended [--pin CPU]]
+                      [--peers all|none|UCX,libfabric,qperf,sockperf]
 Install the peers: scripts/install-deps ucx-utils libfabric-bin qperf sockperf
 """
 import argparse
@@ -215,6 +216,19 @@ def spread(v):
     return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
 
 
+def tree_commit(tool):
+    """The commit of the source tree the tool was built from (`git describe
+    --always --dirty` where the tool's build directory sits), so a table
+    names what it measured; "unknown" outside a git tree."""
+    here = os.path.dirname(os.path.abspath(tool))
+    try:
+        out = subprocess.run(["git", "-C", here, "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rverbs", default=os.path.join(os.path.dirname(__file__), "..", "build", "tools", "rverbs"))
@@ -224,12 +238,17 @@ def main():
     ap.add_argument("--json", help="write the medians, min-max, CPU and ratios here")
     ap.add_argument("--contended", action="store_true", help="one busy process beside the run")
     ap.add_argument("--pin", type=int, help="--contended: pin the busy process to this CPU (default: unpinned)")
+    ap.add_argument("--peers", default="all",
+                    help="comma-separated peers to run (UCX, libfabric, qperf, sockperf), 'all' or 'none'")
     a = ap.parse_args()
     rounds = 2 if a.quick else a.rounds
     kinds = set(a.rows.split(","))
     rows = [r for r in ROWS if r[1] in kinds]
-    peers = {n: f for n, (f, exe) in PEERS.items() if shutil.which(exe)}
-    missing = [n for n, (_, exe) in PEERS.items() if not shutil.which(exe)]
+    wanted = set(PEERS) if a.peers == "all" else set() if a.peers == "none" else set(a.peers.split(","))
+    if wanted - set(PEERS):
+        sys.exit(f"peers.py: unknown peer(s) {', '.join(sorted(wanted - set(PEERS)))} (--peers)")
+    peers = {n: f for n, (f, exe) in PEERS.items() if n in wanted and shutil.which(exe)}
+    missing = [n for n, (_, exe) in PEERS.items() if n in wanted and not shutil.which(exe)]
     if not os.access(a.rverbs, os.X_OK):
         sys.exit(f"peers.py: no rverbs tool at {a.rverbs} (--rverbs)")
     cells = {(r[0], p): [] for r in rows for p in ["rverbs"] + list(peers)}
@@ -257,6 +276,7 @@ def main():
             busy.kill()
             busy.wait()
     load1 = os.getloadavg()[0]
+    commit = tree_commit(a.rverbs)
 
     unit = {LAT: "µs", BW: "Gb/s"}
     cols = ["rverbs"] + list(peers)
@@ -298,10 +318,12 @@ def main():
     print(f"\n{rounds} interleaved rounds, median (min–max); latency is one-way (half the round trip; "
           f"rverbs: perf's typical), bandwidth one direction. "
           f"{'One busy process beside the run (' + ('pinned to CPU %d' % a.pin if a.pin is not None else 'unpinned') + '). ' if a.contended else ''}"
-          f"Load average {load0:.2f} before, {load1:.2f} after. Not installed: {', '.join(missing) or 'none'}.")
+          f"Load average {load0:.2f} before, {load1:.2f} after, {os.cpu_count()} CPUs. "
+          f"rverbs at {commit}. Not installed: {', '.join(missing) or 'none'}.")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rounds": rounds, "contended": a.contended, "pin": a.pin, "loadavg": [load0, load1],
+                       "commit": commit, "cpus": os.cpu_count(),
                        "missing": missing, "rows": report}, f, indent=1)
 
 
