@@ -118,6 +118,31 @@ static bool sig_uncovered(const struct soft_qp *q)
 	return q->any_sig && q->last_sig - q->sq_covered < q->sq_tail - q->sq_covered;
 }
 
+/*
+ * A confirmation (internal zero-length READ) is in flight. Its response
+ * confirms every WR framed before it; for a signalled WR framed after it a
+ * new request waits until it returns (sig_due): then fill() runs on the
+ * receiving thread (soft_tx_push after soft_rx_process, or soft_conn_poll,
+ * which pushes when soft_tx_idle says a confirmation is due) and asks for
+ * all the WRs framed meanwhile at once. A stream of signalled 64 KiB WRITEs
+ * sent one request and got one response per WRITE (issue #22); now one per
+ * round trip. At most SOFT_ORD_CAP entries to look at.
+ */
+static bool confirm_in_flight(const struct soft_qp *q)
+{
+	for (uint32_t i = q->ord_head; i != q->ord_tail; i++)
+		if (!q->ord[i % SOFT_ORD_CAP].user)
+			return true;
+	return false;
+}
+
+/* A signalled WR waits for a confirmation and none is on its way that could
+ * be followed by one covering it. */
+static bool sig_due(const struct soft_qp *q)
+{
+	return sig_uncovered(q) && !confirm_in_flight(q);
+}
+
 /* So many WRs framed and not yet covered by a confirmation that one is due
  * whether or not the application waits for any of them: half the send queue
  * (an application that signals rarely still gets its slots back), at least
@@ -144,7 +169,7 @@ static bool many_uncovered(const struct soft_qp *q)
  */
 static bool confirm_now(const struct soft_qp *q)
 {
-	return q->confirm_late || many_uncovered(q) || sig_uncovered(q);
+	return q->confirm_late || many_uncovered(q) || sig_due(q);
 }
 
 /* Mid-stream, at a WR boundary: a confirmation goes between WRs once
@@ -153,7 +178,7 @@ static bool confirm_now(const struct soft_qp *q)
  * drain), or once half the queue is uncovered. */
 static bool confirm_between(const struct soft_qp *q)
 {
-	return (q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && sig_uncovered(q)) || many_uncovered(q);
+	return (q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && sig_due(q)) || many_uncovered(q);
 }
 
 /* Local error while framing sq[sq_tx]: the WR fails, the QP goes to ERR and
