@@ -136,11 +136,15 @@ static bool confirm_in_flight(const struct soft_qp *q)
 	return false;
 }
 
-/* A signalled WR waits for a confirmation and none is on its way that could
- * be followed by one covering it. */
+/* A signalled WR waits for a confirmation, and either none is on its way that
+ * could be followed by one covering it, or the send queue holds few WRs (under
+ * SOFT_CONFIRM_EVERY posted and not completed): a ping-pong, whose signalled
+ * SEND would otherwise wait a round trip more, and the peer's hold of the
+ * answer (soft_tx_hold, up to SOFT_HOLD_US or the next post) on top.
+ * Only a stream, whose queue holds work enough to cover the wait, defers. */
 static bool sig_due(const struct soft_qp *q)
 {
-	return sig_uncovered(q) && !confirm_in_flight(q);
+	return sig_uncovered(q) && (q->sq_tail - q->sq_head < SOFT_CONFIRM_EVERY || !confirm_in_flight(q));
 }
 
 /* So many WRs framed and not yet covered by a confirmation that one is due
