@@ -18,7 +18,9 @@
  * the responder handles its stream in order, so the READ's response proves
  * every earlier message was placed. One is sent when the send queue drains
  * (not at once for a tail of unsignalled WRs: confirm_now) or after
- * SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well. A UC QP
+ * SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well. In a
+ * stream of signalled WRs one is kept in flight, the next asked for when it
+ * returns (sig_due). A UC QP
  * asks for none: its SEND/WRITE completes once its last FPDU is in the stream.
  *
  * Order on the wire at message boundaries: a pending TERMINATE first, then READ
