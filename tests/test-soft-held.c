@@ -11,7 +11,9 @@
  *     thread's bound sends the response);
  *   - the same with a receiver that blocked in rv_cq_wait;
  *   - a busy-poll ping-pong: every SEND and every receive completes once,
- *     in order, with the right bytes (the response travels with the answer).
+ *     in order, with the right bytes (the response travels with the answer);
+ *   - a stream of signalled WRITEs, 48 in flight, one confirmation in
+ *     flight at a time: every WRITE completes once, in order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -192,12 +194,61 @@ static void test_held__ping_pong_every_send_signalled(void **state)
 	side_close(&b);
 }
 
+/* A stream of signalled 8 KiB WRITEs from rv_mr_alloc memory (sent in place,
+ * without a page probe), 48 in flight: the sender keeps one confirmation in
+ * flight and asks for the WRs framed meanwhile when it returns (tx.c,
+ * sig_due). Every WRITE completes once, in order, successfully, including
+ * the last ones, posted with nothing after them; the target holds the
+ * bytes. */
+#define WSIZE 8192u
+#define WSLOTS 4u
+#define WCOUNT 3000u
+#define WDEPTH 48u
+
+static void test_held__stream_of_signalled_writes_all_complete(void **state)
+{
+	struct side a, b;
+	struct conn_opts ob = DEFAULTS;
+	uint64_t posted = 0, done = 0;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	ob.access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
+	connect_pair(&a, &DEFAULTS, &b, &ob);
+	fill(a.buf, WSIZE * WSLOTS, 41);
+	memset(b.buf, 0, BUF);
+	while (done < WCOUNT) {
+		while (posted < WCOUNT && posted - done < WDEPTH) {
+			uint32_t k = (uint32_t)(posted % WSLOTS);
+			rv_sge g = sge(&a, (size_t)k * WSIZE, WSIZE);
+			rv_send_wr wr = {.wr_id = posted, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_RDMA_WRITE,
+					 .send_flags = RV_SEND_SIGNALED,
+					 .remote_addr = (uint64_t)(uintptr_t)(b.buf + BUF / 2 + (size_t)k * WSIZE),
+					 .rkey = rv_mr_rkey(b.mr)};
+			size_t n;
+
+			assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, &n), 0);
+			posted++;
+		}
+		rv_wc wc = poll_one_within(a.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.opcode, RV_WC_RDMA_WRITE);
+		assert_int_equal(wc.wr_id, done);
+		done++;
+	}
+	assert_memory_equal(b.buf + BUF / 2, a.buf, WSIZE * WSLOTS);
+	side_close(&a);
+	side_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_held__flushed_when_the_application_never_posts_again),
 		cmocka_unit_test(test_held__flushed_when_a_waiter_never_comes_back),
 		cmocka_unit_test(test_held__ping_pong_every_send_signalled),
+		cmocka_unit_test(test_held__stream_of_signalled_writes_all_complete),
 	};
 
 	setenv("RVERBS_SOFT_SHM", "0", 1); /* TCP: the rings confirm without READs */

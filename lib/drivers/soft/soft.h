@@ -783,6 +783,11 @@ enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_
  * the checks of soft_mem_check (for operations that are not copies: atomics). */
 enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t key, uint32_t access,
 				 uint64_t addr, uint64_t len, void (*fn)(void *p, void *arg), void *arg);
+/* Called with sc->mr_lock held (in a soft_sgl_apply callback): every segment
+ * of the list with bytes lies in an MR whose memory rverbs mapped itself
+ * (soft_mr.trusted: mapped while the MR exists), so it may be read in place
+ * without soft_mem_probe (tx.c, the CRC of a zero-copy send). */
+bool soft_sgl_trusted(struct soft_ctx *sc, const rv_sge *sge, uint32_t n);
 /* Gather len bytes from offset off of an SGE list (lkeys, LOCAL access). */
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len);

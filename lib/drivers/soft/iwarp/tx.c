@@ -18,7 +18,9 @@
  * the responder handles its stream in order, so the READ's response proves
  * every earlier message was placed. One is sent when the send queue drains
  * (not at once for a tail of unsignalled WRs: confirm_now) or after
- * SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well. A UC QP
+ * SOFT_CONFIRM_EVERY unconfirmed WRs; a user READ serves as well. In a
+ * stream of signalled WRs one is kept in flight, the next asked for when it
+ * returns (sig_due). A UC QP
  * asks for none: its SEND/WRITE completes once its last FPDU is in the stream.
  *
  * Order on the wire at message boundaries: a pending TERMINATE first, then READ
@@ -118,6 +120,35 @@ static bool sig_uncovered(const struct soft_qp *q)
 	return q->any_sig && q->last_sig - q->sq_covered < q->sq_tail - q->sq_covered;
 }
 
+/*
+ * A confirmation (internal zero-length READ) is in flight. Its response
+ * confirms every WR framed before it; for a signalled WR framed after it a
+ * new request waits until it returns (sig_due): then fill() runs on the
+ * receiving thread (soft_tx_push after soft_rx_process, or soft_conn_poll,
+ * which pushes when soft_tx_idle says a confirmation is due) and asks for
+ * all the WRs framed meanwhile at once. A stream of signalled 64 KiB WRITEs
+ * sent one request and got one response per WRITE (issue #22); now one per
+ * round trip. At most SOFT_ORD_CAP entries to look at.
+ */
+static bool confirm_in_flight(const struct soft_qp *q)
+{
+	for (uint32_t i = q->ord_head; i != q->ord_tail; i++)
+		if (!q->ord[i % SOFT_ORD_CAP].user)
+			return true;
+	return false;
+}
+
+/* A signalled WR waits for a confirmation, and either none is on its way that
+ * could be followed by one covering it, or the send queue holds few WRs (under
+ * SOFT_CONFIRM_EVERY posted and not completed): a ping-pong, whose signalled
+ * SEND would otherwise wait a round trip more, and the peer's hold of the
+ * answer (soft_tx_hold, up to SOFT_HOLD_US or the next post) on top.
+ * Only a stream, whose queue holds work enough to cover the wait, defers. */
+static bool sig_due(const struct soft_qp *q)
+{
+	return sig_uncovered(q) && (q->sq_tail - q->sq_head < SOFT_CONFIRM_EVERY || !confirm_in_flight(q));
+}
+
 /* So many WRs framed and not yet covered by a confirmation that one is due
  * whether or not the application waits for any of them: half the send queue
  * (an application that signals rarely still gets its slots back), at least
@@ -144,7 +175,7 @@ static bool many_uncovered(const struct soft_qp *q)
  */
 static bool confirm_now(const struct soft_qp *q)
 {
-	return q->confirm_late || many_uncovered(q) || sig_uncovered(q);
+	return q->confirm_late || many_uncovered(q) || sig_due(q);
 }
 
 /* Mid-stream, at a WR boundary: a confirmation goes between WRs once
@@ -153,7 +184,7 @@ static bool confirm_now(const struct soft_qp *q)
  * drain), or once half the queue is uncovered. */
 static bool confirm_between(const struct soft_qp *q)
 {
-	return (q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && sig_uncovered(q)) || many_uncovered(q);
+	return (q->sq_tx - q->sq_covered >= SOFT_CONFIRM_EVERY && sig_due(q)) || many_uncovered(q);
 }
 
 /* Local error while framing sq[sq_tx]: the WR fails, the QP goes to ERR and
@@ -266,6 +297,9 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 
 struct direct {
 	struct soft_conn *c;
+	struct soft_ctx *sc;
+	const rv_sge *sge;                             /* the WR's segments (soft_sgl_trusted) */
+	uint32_t nsge;
 	uint32_t nf;                                   /* frames */
 	uint32_t chunk[SOFT_TX_BATCH_FRAMES];          /* each one's payload bytes */
 	uint8_t hdr[SOFT_TX_BATCH_FRAMES][2 + RV_DDP_UNTAGGED_HDR]; /* MPA length + DDP/RDMAP header */
@@ -293,8 +327,11 @@ static void send_direct(const struct iovec *pay, uint32_t npay, void *arg)
 
 	/* The CRC reads the payload in place: registered memory unmapped since
 	 * registration must fail the WR, not the process (mr.c). One byte per
-	 * page, one system call per batch of up to 128 KiB. */
-	if (!soft_mem_probe(pay, npay)) {
+	 * page, one system call per batch of up to 128 KiB; none for memory
+	 * rverbs mapped itself (rv_mr_alloc: mapped while its MR exists, and
+	 * the MR lock is held here), where the probe was 15 % of all CPU
+	 * samples of a 64 KiB WRITE stream over TCP (issue #22). */
+	if (!soft_sgl_trusted(d->sc, d->sge, d->nsge) && !soft_mem_probe(pay, npay)) {
 		d->fault = true;
 		return;
 	}
@@ -442,6 +479,9 @@ static bool emit_direct(struct soft_qp *q, struct soft_conn *c, struct soft_swqe
 	uint32_t off = q->tx_off;
 
 	d.c = c;
+	d.sc = q->sc;
+	d.sge = w->sge;
+	d.nsge = w->num_sge;
 	d.nf = 0;
 	d.total = 0;
 	d.broken = false;

@@ -635,6 +635,20 @@ bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd
 	return ok;
 }
 
+bool soft_sgl_trusted(struct soft_ctx *sc, const rv_sge *sge, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct soft_mr *m;
+
+		if (!sge[i].length)
+			continue;
+		m = lookup(sc, sge[i].lkey);
+		if (!m || !m->trusted)
+			return false;
+	}
+	return true;
+}
+
 enum soft_mem_err soft_sgl_read(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				uint64_t off, void *dst, uint64_t len)
 {
