@@ -113,13 +113,13 @@ static uint64_t raddr(struct side *b, size_t off)
 
 /* a and b connected on rings; a's WRITE into b's MR went through the ring
  * and earned a grant, which a mapped. */
-static void open_granted_access(struct side *a, struct side *b, uint32_t b_access)
+static void open_granted_opts(struct side *a, struct side *b, uint32_t b_access, const struct conn_opts *bo)
 {
 	int64_t end;
 
 	side_open(a, 0, RV_ACCESS_LOCAL_WRITE);
 	side_open(b, 0, b_access);
-	connect_pair(a, &DEFAULTS, b, &DEFAULTS);
+	connect_pair(a, &DEFAULTS, b, bo);
 	wait_rings(a, b);
 	post(a, RV_WR_RDMA_WRITE, 0, 8, raddr(b, 0), rv_mr_rkey(b->mr), 1);
 	expect(a->cq, 1, RV_WC_SUCCESS);
@@ -132,6 +132,11 @@ static void open_granted_access(struct side *a, struct side *b, uint32_t b_acces
 		drive(a, b);
 	}
 	assert_int_equal(stat_of(b, SOFT_RING_GRANTS_GIVEN), 1);
+}
+
+static void open_granted_access(struct side *a, struct side *b, uint32_t b_access)
+{
+	open_granted_opts(a, b, b_access, &DEFAULTS);
 }
 
 static void open_granted(struct side *a, struct side *b)
@@ -214,6 +219,30 @@ static void test_onecopy__no_read_without_remote_read(void **state)
 	memset(a.buf, 0xee, BUF);
 	post(&a, RV_WR_RDMA_READ, 10000, 100, raddr(&b, 0), rv_mr_rkey(b.mr), 40);
 	expect(a.cq, 40, RV_WC_REM_ACCESS_ERR);
+	for (unsigned i = 0; i < 100; i++)
+		assert_int_equal(a.buf[10000 + i], 0xee);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* A target QP that answers no READs (max_dest_rd_atomic 0, IRD 0) grants
+ * its MR for WRITEs only, however the MR and the QP's access flags allow
+ * READs: a READ is a remote invalid request as over the ring, and reads
+ * nothing. (The grant once carried REMOTE_READ here, and a READ posted after
+ * the grant arrived succeeded: test-soft-ext's read_to_ird_zero saw it now
+ * and then.) */
+static void test_onecopy__no_read_from_ird_zero(void **state)
+{
+	struct conn_opts bo = DEFAULTS;
+	struct side a, b;
+
+	(void)state;
+	bo.max_dest_rd_atomic = 0;
+	open_granted_opts(&a, &b, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ, &bo);
+	fill(b.buf, BUF, 5);
+	memset(a.buf, 0xee, BUF);
+	post(&a, RV_WR_RDMA_READ, 10000, 100, raddr(&b, 0), rv_mr_rkey(b.mr), 50);
+	expect(a.cq, 50, RV_WC_REM_INV_REQ_ERR);
 	for (unsigned i = 0; i < 100; i++)
 		assert_int_equal(a.buf[10000 + i], 0xee);
 	side_close(&a);
@@ -548,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_onecopy__sizes_land_exactly),
 		cmocka_unit_test(test_onecopy__reads),
 		cmocka_unit_test(test_onecopy__no_read_without_remote_read),
+		cmocka_unit_test(test_onecopy__no_read_from_ird_zero),
 		cmocka_unit_test(test_onecopy__mixed_in_order),
 		cmocka_unit_test(test_onecopy__bad_writes_fail_as_before),
 		cmocka_unit_test(test_onecopy__rereg_revokes),

@@ -187,8 +187,12 @@ void soft_grant_offer(struct soft_qp *q, struct soft_conn *c, uint32_t key)
 	    q->uc || q->qp->qp_type != RV_QPT_RC || !(q->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ)) ||
 	    atomic_load(&q->state) != RV_QPS_RTS || !(s = slots(c, true)) || !(g = grants_of(c)))
 		return;
+	/* READ rights only where this QP answers READs at all: with
+	 * max_dest_rd_atomic 0 a READ is a remote invalid request (IRD 0),
+	 * and a one-copy READ must fail as the ring path does. */
 	if (free_i == GRANT_SLOTS || !soft_mr_grantable(c->sc, key, q->qp->pd, &addr, &len, &fd, &access) ||
-	    !(access &= q->access) || len > GRANT_MAX_LEN) {
+	    !(access &= q->access & (soft_qp_ird(q) ? ~0u : ~(uint32_t)RV_ACCESS_REMOTE_READ)) ||
+	    len > GRANT_MAX_LEN) {
 		g->no_key = key;
 		g->no_key_set = true;
 		return;
