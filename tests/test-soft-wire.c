@@ -76,7 +76,8 @@ static void test_soft_wire__crc32c_long_buffers(void **state)
  * steps, every alignment, chained starting values, the RFC 3720 vectors. */
 static void test_soft_wire__crc32c_every_implementation(void **state)
 {
-	static const enum rv_crc32c_impl impls[] = {RV_CRC32C_TABLE, RV_CRC32C_SSE42, RV_CRC32C_FOLD};
+	static const enum rv_crc32c_impl impls[] = {RV_CRC32C_TABLE, RV_CRC32C_SSE42, RV_CRC32C_FOLD,
+						    RV_CRC32C_FOLD256, RV_CRC32C_FOLD128};
 	static uint8_t buf[70000];
 	uint8_t zeros[32] = {0}, ones[32], inc[32];
 	uint32_t x = 777;
@@ -121,7 +122,7 @@ static void test_soft_wire__crc32c_every_implementation(void **state)
 			c = 0;
 			assert_true(rv_crc32c_with(impls[k], &c, big, sizeof(big)));
 			assert_int_equal(c, rv_crc32c_portable(0, big, sizeof(big)));
-			if (impls[k] != RV_CRC32C_FOLD) { /* the vectors themselves are 32 bytes */
+			if (impls[k] == RV_CRC32C_TABLE || impls[k] == RV_CRC32C_SSE42) { /* the vectors are 32 bytes */
 				c = 0;
 				assert_true(rv_crc32c_with(impls[k], &c, src, 32));
 				assert_int_equal(c, pat == 0 ? 0x8A9136AAu : pat == 1 ? 0x62A8AB43u : 0x46DD794Eu);
@@ -129,6 +130,74 @@ static void test_soft_wire__crc32c_every_implementation(void **state)
 		}
 	}
 	assert_true(ran >= 1); /* the table at least */
+}
+
+static uint64_t crc_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Each folding path (those this CPU has) against the table on seeded random
+ * data: every length up to 4096 at a random alignment and starting value,
+ * then large buffers (up to 1 MiB + odd tails). rv_crc32c itself (whatever it
+ * dispatches to) must agree at every length too, including below the
+ * folding's minimum. */
+static void test_soft_wire__crc32c_folding_random(void **state)
+{
+	static const enum rv_crc32c_impl impls[] = {RV_CRC32C_FOLD128, RV_CRC32C_FOLD256, RV_CRC32C_FOLD};
+	static const size_t big[] = {65536, 65536 + 15, 262144 + 129, 1048576, 1048576 + 4096 + 77};
+	const size_t size = (1u << 20) + 8192;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	uint8_t *buf = malloc(size);
+	int ran = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	for (size_t i = 0; i < size; i++)
+		buf[i] = (uint8_t)(crc_rand(&seed) >> 29);
+	for (size_t len = 0; len <= 4096; len++) {
+		size_t off = (size_t)(crc_rand(&seed) % 64);
+		uint32_t start = (uint32_t)crc_rand(&seed);
+		uint32_t want = rv_crc32c_portable(start, buf + off, len);
+		assert_int_equal(rv_crc32c(start, buf + off, len), want);
+		for (size_t k = 0; k < sizeof(impls) / sizeof(impls[0]); k++) {
+			uint32_t c = start;
+			if (rv_crc32c_with(impls[k], &c, buf + off, len)) {
+				assert_int_equal(c, want);
+				ran++;
+			} else {
+				assert_int_equal(c, start); /* untouched when refused */
+			}
+		}
+	}
+	for (size_t b = 0; b < sizeof(big) / sizeof(big[0]); b++) {
+		size_t off = (size_t)(crc_rand(&seed) % 4096);
+		uint32_t start = (uint32_t)crc_rand(&seed);
+		uint32_t want = rv_crc32c_portable(start, buf + off, big[b]);
+		assert_int_equal(rv_crc32c(start, buf + off, big[b]), want);
+		for (size_t k = 0; k < sizeof(impls) / sizeof(impls[0]); k++) {
+			uint32_t c = start;
+			if (rv_crc32c_with(impls[k], &c, buf + off, big[b]))
+				assert_int_equal(c, want);
+		}
+	}
+	/* A corrupted byte anywhere changes every path's result. */
+	for (size_t k = 0; k < sizeof(impls) / sizeof(impls[0]); k++) {
+		uint32_t c0 = 0, c1 = 0;
+		size_t at = (size_t)(crc_rand(&seed) % 4096);
+		if (!rv_crc32c_with(impls[k], &c0, buf, 4096))
+			continue;
+		buf[at] ^= 0x10;
+		assert_true(rv_crc32c_with(impls[k], &c1, buf, 4096));
+		buf[at] ^= 0x10;
+		assert_int_not_equal(c0, c1);
+	}
+	free(buf);
+	if (ran == 0)
+		print_message("no folding path on this CPU: checked rv_crc32c against the table only\n");
 }
 
 static void test_soft_wire__mpa_round_trip(void **state)
@@ -622,6 +691,7 @@ int main(void)
 		cmocka_unit_test(test_soft_wire__crc32c_is_incremental),
 		cmocka_unit_test(test_soft_wire__crc32c_long_buffers),
 		cmocka_unit_test(test_soft_wire__crc32c_every_implementation),
+		cmocka_unit_test(test_soft_wire__crc32c_folding_random),
 		cmocka_unit_test(test_soft_wire__mpa_round_trip),
 		cmocka_unit_test(test_soft_wire__fpdu_head_before_the_payload),
 		cmocka_unit_test(test_soft_wire__mpa_rejects_garbage),

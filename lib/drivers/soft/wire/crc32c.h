@@ -26,7 +26,9 @@ uint32_t rv_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 enum rv_crc32c_impl {
 	RV_CRC32C_TABLE, /* portable slicing-by-8 */
 	RV_CRC32C_SSE42, /* the crc32 instruction, three streams */
-	RV_CRC32C_FOLD,  /* VPCLMULQDQ folding; needs len >= 256 */
+	RV_CRC32C_FOLD,  /* VPCLMULQDQ folding on 512-bit registers (AVX-512); needs len >= 256 */
+	RV_CRC32C_FOLD256, /* VPCLMULQDQ folding on 256-bit registers (AVX2); needs len >= 128 */
+	RV_CRC32C_FOLD128, /* PCLMULQDQ folding on 128-bit registers (SSE4.2); needs len >= 128 */
 };
 
 /*
