@@ -11,7 +11,6 @@
  *
  * See lib/drivers/soft/README.md, "Where a ring message's time goes".
  */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
