@@ -245,6 +245,7 @@ int perf_rdma_connect(struct rdma *r, int fd, bool client, const char *host)
 		r->remote[i].mr_addr += (uint64_t)i * 2 * r->slot;
 		r->remote[i].mr_length = r->slot;
 	}
+	perf_path_settle(r);
 	return net_barrier(fd);
 }
 

@@ -91,6 +91,8 @@ void perf_path_init(bool tcp_only);
  * furthest along of them); PERF_PATH_NOT_SOFT on another device or
  * without RDMA (r NULL), PERF_PATH_UNKNOWN when no QP is connected. */
 enum perf_path perf_path_now(const struct rdma *r);
+/* Wait (at most 1 s) for soft0's same-host path to settle; ms waited. */
+unsigned perf_path_settle(const struct rdma *r);
 const char *perf_path_name(enum perf_path p);
 
 /* ---- perf-rdma.c ---- */
