@@ -300,7 +300,11 @@ static _Thread_local uint64_t poll_last_serial __attribute__((tls_model("initial
  */
 static void poll_switch(struct soft_cq *c)
 {
-	if (poll_last_sc)
+	/* Only across contexts: one thread polling a QP's send CQ and its
+	 * receive CQ in turn (one context) would otherwise hand the same
+	 * streams back and take them again on every turn, a kick and two
+	 * epoll_ctl each; within a context the 1 ms hand-back stays. */
+	if (poll_last_sc && poll_last_sc != c->sc)
 		soft_ctx_handback_from(poll_last_sc, poll_last_serial);
 	poll_last_cq = c;
 	poll_last_sc = c->sc;
