@@ -538,9 +538,13 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 	return e;
 }
 
-enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
-				 uint64_t off, uint64_t len, uint32_t access,
-				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg)
+/* The SGE list from off, len bytes, each SGE checked (lkey, PD, access,
+ * bounds), as an iovec handed to fn under the MR table's read lock, so that
+ * no MR goes away meanwhile. resident: refuse implicit (ODP) MRs with
+ * SOFT_MEM_FAULT, since their pages may be holes that fn must not touch. */
+static enum soft_mem_err sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				   uint64_t off, uint64_t len, uint32_t access, bool resident,
+				   void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg)
 {
 	struct iovec iov[SOFT_MAX_SGE];
 	enum soft_mem_err e = SOFT_MEM_OK;
@@ -553,13 +557,19 @@ enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv
 	pthread_rwlock_rdlock(&sc->mr_lock);
 	for (; i < n && len && k < SOFT_MAX_SGE; i++, off = 0) {
 		uint64_t m = sge[i].length - off;
+		const struct soft_mr *mr;
 		if (m > len)
 			m = len;
 		if (m == 0)
 			continue;
-		e = check(lookup(sc, sge[i].lkey), pd, NULL, access, sge[i].addr, sge[i].length);
+		mr = lookup(sc, sge[i].lkey);
+		e = check(mr, pd, NULL, access, sge[i].addr, sge[i].length);
 		if (e != SOFT_MEM_OK)
 			break;
+		if (resident && mr->implicit) {
+			e = SOFT_MEM_FAULT;
+			break;
+		}
 		iov[k].iov_base = (void *)(uintptr_t)(sge[i].addr + off);
 		iov[k].iov_len = (size_t)m;
 		k++;
@@ -573,44 +583,22 @@ enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv
 	return e;
 }
 
+enum soft_mem_err soft_sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+				 uint64_t off, uint64_t len, uint32_t access,
+				 void (*fn)(const struct iovec *iov, uint32_t niov, void *arg), void *arg)
+{
+	return sgl_apply(sc, pd, sge, n, off, len, access, false, fn, arg);
+}
+
 /* The source of a one-copy WRITE (grant.c): every SGE checked as the framing
- * checks it (lkey, PD, bounds; access 0), then fn(iov) under the read lock,
- * so that no MR goes away during the copy. Implicit MRs are refused
- * (SOFT_MEM_FAULT: their pages may be holes; the ring path copies them
+ * checks it (lkey, PD, bounds; access 0), then fn(iov) under the read lock.
+ * Implicit MRs are refused (SOFT_MEM_FAULT: the ring path copies them
  * fault-safe). */
 enum soft_mem_err soft_sgl_direct(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				  uint64_t len, void (*fn)(const struct iovec *iov, uint32_t niov, void *arg),
 				  void *arg)
 {
-	struct iovec iov[SOFT_MAX_SGE];
-	enum soft_mem_err e = SOFT_MEM_OK;
-	uint32_t k = 0;
-
-	pthread_rwlock_rdlock(&sc->mr_lock);
-	for (uint32_t i = 0; i < n && len && k < SOFT_MAX_SGE; i++) {
-		uint64_t l = sge[i].length < len ? sge[i].length : len;
-		const struct soft_mr *m;
-		if (l == 0)
-			continue;
-		m = lookup(sc, sge[i].lkey);
-		e = check(m, pd, NULL, 0, sge[i].addr, sge[i].length);
-		if (e != SOFT_MEM_OK)
-			break;
-		if (m->implicit) {
-			e = SOFT_MEM_FAULT;
-			break;
-		}
-		iov[k].iov_base = (void *)(uintptr_t)sge[i].addr;
-		iov[k].iov_len = (size_t)l;
-		k++;
-		len -= l;
-	}
-	if (e == SOFT_MEM_OK && len)
-		e = SOFT_MEM_BOUNDS;
-	if (e == SOFT_MEM_OK)
-		fn(iov, k, arg);
-	pthread_rwlock_unlock(&sc->mr_lock);
-	return e;
+	return sgl_apply(sc, pd, sge, n, 0, len, 0, true, fn, arg);
 }
 
 /* grant.c: key names an MR (not a window) of pd with REMOTE_WRITE or
