@@ -145,3 +145,40 @@ void fill(uint8_t *p, size_t n, unsigned seed)
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)(seed + i * 31 + (i >> 9));
 }
+
+/* Small numbered messages (MSG_SMALL bytes): message id's receive buffer is
+ * slot id % 16 of s's first half, its send buffer the same slot of the second
+ * half, its bytes a function of id. */
+void post_recv_small(struct side *s, rv_qp *qp, uint64_t id)
+{
+	rv_sge g = sge(s, (id % 16) * MSG_SMALL, MSG_SMALL);
+	rv_recv_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1};
+	size_t n;
+
+	assert_int_equal(rv_qp_post_recv(qp, &wr, 1, &n), 0);
+}
+
+void post_send_small(struct side *s, rv_qp *qp, uint64_t id)
+{
+	uint8_t *p = s->buf + BUF / 2 + (id % 16) * MSG_SMALL;
+	rv_sge g = sge(s, BUF / 2 + (id % 16) * MSG_SMALL, MSG_SMALL);
+	rv_send_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
+			 .send_flags = RV_SEND_SIGNALED};
+	size_t n;
+
+	for (uint32_t i = 0; i < MSG_SMALL; i++)
+		p[i] = (uint8_t)(id * 7 + i);
+	assert_int_equal(rv_qp_post_send(qp, &wr, 1, &n), 0);
+}
+
+void check_recv_small(struct side *s, rv_wc wc, uint64_t id)
+{
+	const uint8_t *p = s->buf + (id % 16) * MSG_SMALL;
+
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, RV_WC_RECV);
+	assert_int_equal(wc.wr_id, id);
+	assert_int_equal(wc.byte_len, MSG_SMALL);
+	for (uint32_t i = 0; i < MSG_SMALL; i++)
+		assert_int_equal(p[i], (uint8_t)(id * 7 + i));
+}

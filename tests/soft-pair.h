@@ -45,4 +45,10 @@ rv_wc poll_one(rv_cq *cq);
 rv_sge sge(struct side *s, size_t off, uint32_t len);
 void fill(uint8_t *p, size_t n, unsigned seed);
 
+/* Signalled 64-byte SENDs numbered by wr_id, with bytes checked on receipt. */
+#define MSG_SMALL 64u
+void post_recv_small(struct side *s, rv_qp *qp, uint64_t id);
+void post_send_small(struct side *s, rv_qp *qp, uint64_t id);
+void check_recv_small(struct side *s, rv_wc wc, uint64_t id);
+
 #endif

@@ -35,7 +35,6 @@
 #include "drivers/soft/soft.h"
 #include "soft-pair.h"
 
-#define MSG 64u
 #define ROUNDS 200
 #define GUARD_MS 20000 /* a hang guard only */
 
@@ -44,27 +43,7 @@ struct qpx {
 	rv_qp *qp;
 };
 
-static void post_recv(struct side *s, rv_qp *qp, uint64_t id)
-{
-	rv_sge g = sge(s, (id % 16) * MSG, MSG);
-	rv_recv_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1};
-	size_t n;
 
-	assert_int_equal(rv_qp_post_recv(qp, &wr, 1, &n), 0);
-}
-
-static void post_send(struct side *s, rv_qp *qp, uint64_t id)
-{
-	uint8_t *p = s->buf + BUF / 2 + (id % 16) * MSG;
-	rv_sge g = sge(s, BUF / 2 + (id % 16) * MSG, MSG);
-	rv_send_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
-			 .send_flags = RV_SEND_SIGNALED};
-	size_t n;
-
-	for (uint32_t i = 0; i < MSG; i++)
-		p[i] = (uint8_t)(id * 7 + i);
-	assert_int_equal(rv_qp_post_send(qp, &wr, 1, &n), 0);
-}
 
 /* Busy-polls (no sleep: a sleeping poller is no busy poller). */
 static rv_wc poll_busy(rv_cq *cq)
@@ -89,17 +68,6 @@ static void check_send(rv_wc wc, uint64_t id)
 	assert_int_equal(wc.wr_id, id);
 }
 
-static void check_recv(struct side *s, rv_wc wc, uint64_t id)
-{
-	const uint8_t *p = s->buf + (id % 16) * MSG;
-
-	assert_int_equal(wc.status, RV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, RV_WC_RECV);
-	assert_int_equal(wc.wr_id, id);
-	assert_int_equal(wc.byte_len, MSG);
-	for (uint32_t i = 0; i < MSG; i++)
-		assert_int_equal(p[i], (uint8_t)(id * 7 + i));
-}
 
 /* A second QP on s's context with a CQ of its own. */
 static struct qpx extra_qp(struct side *s)
@@ -120,14 +88,14 @@ static struct qpx extra_qp(struct side *s)
  * receiver's CQ. */
 static void exchange(struct side *sa, struct qpx a, struct side *sb, struct qpx b, uint64_t id)
 {
-	post_recv(sb, b.qp, id);
-	post_send(sa, a.qp, id);
+	post_recv_small(sb, b.qp, id);
+	post_send_small(sa, a.qp, id);
 	check_send(poll_busy(a.cq), id);
-	check_recv(sb, poll_busy(b.cq), id);
-	post_recv(sa, a.qp, id + 1);
-	post_send(sb, b.qp, id + 1);
+	check_recv_small(sb, poll_busy(b.cq), id);
+	post_recv_small(sa, a.qp, id + 1);
+	post_send_small(sb, b.qp, id + 1);
 	check_send(poll_busy(b.cq), id + 1);
-	check_recv(sa, poll_busy(a.cq), id + 1);
+	check_recv_small(sa, poll_busy(a.cq), id + 1);
 }
 
 static void test_handback__two_cqs_polled_in_turn_over_tcp(void **state)

@@ -31,44 +31,12 @@
 
 #include "soft-pair.h"
 
-#define MSG 64u
 #define ROUNDS 50
 #define PINGS 500
 #define GUARD_MS 10000 /* a hang guard only */
 
-static void post_recv(struct side *s, uint64_t id)
-{
-	rv_sge g = sge(s, (id % 16) * MSG, MSG);
-	rv_recv_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1};
-	size_t n;
 
-	assert_int_equal(rv_qp_post_recv(s->qp, &wr, 1, &n), 0);
-}
 
-static void post_send(struct side *s, uint64_t id)
-{
-	uint8_t *p = s->buf + BUF / 2 + (id % 16) * MSG;
-	rv_sge g = sge(s, BUF / 2 + (id % 16) * MSG, MSG);
-	rv_send_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
-			 .send_flags = RV_SEND_SIGNALED};
-	size_t n;
-
-	for (uint32_t i = 0; i < MSG; i++)
-		p[i] = (uint8_t)(id * 7 + i);
-	assert_int_equal(rv_qp_post_send(s->qp, &wr, 1, &n), 0);
-}
-
-static void check_recv(struct side *s, rv_wc wc, uint64_t id)
-{
-	const uint8_t *p = s->buf + (id % 16) * MSG;
-
-	assert_int_equal(wc.status, RV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, RV_WC_RECV);
-	assert_int_equal(wc.wr_id, id);
-	assert_int_equal(wc.byte_len, MSG);
-	for (uint32_t i = 0; i < MSG; i++)
-		assert_int_equal(p[i], (uint8_t)(id * 7 + i));
-}
 
 static void pair(struct side *a, struct side *b)
 {
@@ -87,9 +55,9 @@ static void test_held__flushed_when_the_application_never_posts_again(void **sta
 		rv_wc wc;
 
 		pair(&a, &b);
-		post_recv(&b, 1);
-		post_send(&a, 1);
-		check_recv(&b, poll_one_within(b.cq, GUARD_MS), 1); /* busy-polls: B's thread reads */
+		post_recv_small(&b, b.qp, 1);
+		post_send_small(&a, a.qp, 1);
+		check_recv_small(&b, poll_one_within(b.cq, GUARD_MS), 1); /* busy-polls: B's thread reads */
 		wc = poll_one_within(a.cq, GUARD_MS);                 /* B never polls again */
 		assert_int_equal(wc.status, RV_WC_SUCCESS);
 		assert_int_equal(wc.opcode, RV_WC_SEND);
@@ -125,10 +93,10 @@ static void test_held__flushed_when_a_waiter_never_comes_back(void **state)
 		b.buf = rv_mr_addr(b.mr);
 		connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
 
-		post_recv(&b, 2);
-		post_send(&a, 2);
+		post_recv_small(&b, b.qp, 2);
+		post_send_small(&a, a.qp, 2);
 		assert_int_equal(rv_cq_wait(b.cq, &wc, 1, GUARD_MS), 1); /* B's thread receives */
-		check_recv(&b, wc, 2);
+		check_recv_small(&b, wc, 2);
 		wc = poll_one_within(a.cq, GUARD_MS); /* B never calls again */
 		assert_int_equal(wc.status, RV_WC_SUCCESS);
 		assert_int_equal(wc.opcode, RV_WC_SEND);
@@ -148,13 +116,13 @@ static void test_held__ping_pong_every_send_signalled(void **state)
 
 	(void)state;
 	pair(&a, &b);
-	post_recv(&a, 0);
-	post_recv(&b, 0);
+	post_recv_small(&a, a.qp, 0);
+	post_recv_small(&b, b.qp, 0);
 	for (uint64_t i = 0; i < PINGS; i++) {
 		rv_wc wc;
 		bool got = false;
 
-		post_send(&a, i);
+		post_send_small(&a, a.qp, i);
 		while (!got) { /* B: its receive, and its own SEND completions in order */
 			wc = poll_one_within(b.cq, GUARD_MS);
 			if (wc.opcode == RV_WC_SEND) {
@@ -162,11 +130,11 @@ static void test_held__ping_pong_every_send_signalled(void **state)
 				assert_int_equal(wc.wr_id, b_sends++);
 				continue;
 			}
-			check_recv(&b, wc, i);
+			check_recv_small(&b, wc, i);
 			got = true;
 		}
-		post_recv(&b, i + 1);
-		post_send(&b, i);
+		post_recv_small(&b, b.qp, i + 1);
+		post_send_small(&b, b.qp, i);
 		got = false;
 		while (!got) {
 			wc = poll_one_within(a.cq, GUARD_MS);
@@ -175,10 +143,10 @@ static void test_held__ping_pong_every_send_signalled(void **state)
 				assert_int_equal(wc.wr_id, a_sends++);
 				continue;
 			}
-			check_recv(&a, wc, i);
+			check_recv_small(&a, wc, i);
 			got = true;
 		}
-		post_recv(&a, i + 1);
+		post_recv_small(&a, a.qp, i + 1);
 	}
 	while (a_sends < PINGS) {
 		rv_wc wc = poll_one_within(a.cq, GUARD_MS);
