@@ -482,7 +482,9 @@ static void direct_copy(const struct iovec *iov, uint32_t n, void *arg)
 	for (uint32_t i = 0; i < n; i++)
 		total += iov[i].iov_len;
 #if defined(__x86_64__)
-	stream = total >= nt_min(); /* outside the busy window: the first call reads sysfs */
+	/* nt_min() is never below 1 MiB: smaller copies skip its call. Outside
+	 * the busy window: the first call reads sysfs. */
+	stream = total >= ((size_t)1 << 20) && total >= nt_min();
 #endif
 	(void)stream;
 	atomic_store_explicit(&d->s->busy, 1, memory_order_seq_cst);
