@@ -402,7 +402,7 @@ struct direct_copy {
  * 8 MiB 4.9 against 9.5; 16 MiB 5.1 against 7.6; 1 MiB 23.1 against 16.6.
  * RVERBS_SOFT_NT_COPY=BYTES sets the threshold (0: never stream).
  */
-static size_t nt_threshold;
+static _Atomic size_t nt_threshold; /* 0 until nt_init ran */
 static pthread_once_t nt_once = PTHREAD_ONCE_INIT;
 
 static void nt_init(void)
@@ -415,7 +415,7 @@ static void nt_init(void)
 	if (e && *e) {
 		unsigned long long v = strtoull(e, &end, 10);
 		if (*end == 0) {
-			nt_threshold = v == 0 ? SIZE_MAX : (size_t)v;
+			atomic_store(&nt_threshold, v == 0 || v > SIZE_MAX ? SIZE_MAX : (size_t)v);
 			return;
 		}
 	}
@@ -433,16 +433,23 @@ static void nt_init(void)
 		l3 = v > 0 ? (unsigned long long)v : 0;
 	}
 #endif
-	/* No L3 known: 32 MiB, a common one. At least 1 MiB either way. */
-	nt_threshold = l3 ? (size_t)(l3 / 4) : (size_t)8 << 20;
-	if (nt_threshold < ((size_t)1 << 20))
-		nt_threshold = (size_t)1 << 20;
+	/* No L3 known: that of a 32 MiB one. At least 1 MiB either way. */
+	l3 = l3 ? l3 / 4 : (unsigned long long)8 << 20;
+	if (l3 < ((unsigned long long)1 << 20))
+		l3 = (unsigned long long)1 << 20;
+	atomic_store(&nt_threshold, l3 > SIZE_MAX ? SIZE_MAX : (size_t)l3);
 }
 
+/* The threshold: one relaxed load once known (every direct WRITE asks). */
 static size_t nt_min(void)
 {
-	pthread_once(&nt_once, nt_init);
-	return nt_threshold;
+	size_t t = atomic_load_explicit(&nt_threshold, memory_order_relaxed);
+
+	if (t == 0) {
+		pthread_once(&nt_once, nt_init);
+		t = atomic_load(&nt_threshold);
+	}
+	return t;
 }
 
 #if defined(__x86_64__)
@@ -482,9 +489,7 @@ static void direct_copy(const struct iovec *iov, uint32_t n, void *arg)
 	for (uint32_t i = 0; i < n; i++)
 		total += iov[i].iov_len;
 #if defined(__x86_64__)
-	/* nt_min() is never below 1 MiB: smaller copies skip its call. Outside
-	 * the busy window: the first call reads sysfs. */
-	stream = total >= ((size_t)1 << 20) && total >= nt_min();
+	stream = total >= nt_min(); /* outside the busy window: the first call reads sysfs */
 #endif
 	(void)stream;
 	atomic_store_explicit(&d->s->busy, 1, memory_order_seq_cst);
