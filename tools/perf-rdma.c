@@ -541,10 +541,64 @@ out:
 	return rc < 0 ? rc : 0;
 }
 
-/* Before the start barrier: clean buffers (the latency tests watch bytes) and
- * a receive posted where a SEND will arrive. */
+/* WRITE and READ bandwidth, before the clock (the client only; the target
+ * is passive, so the server needs to know nothing): a warm-up of a few WRs
+ * per QP, as ucx_perftest's -w (which by default warms up a tenth of its
+ * iterations), then every completion drained. It touches the source and the
+ * target pages once (first-touch faults are not the steady state), and on
+ * soft0's same-host path it lets the target grant its memory (one-copy
+ * WRITE and READ, lib/drivers/soft/README.md): the target grants when it
+ * places the first WRITE, by which time the first queue depth of WRs is
+ * already in the ring, so without a warm-up a 1 MiB run of 1000 WRs moved
+ * its first 128 MiB by process_vm_readv and the rest by memcpy. */
+static unsigned yield_for(const struct rdma *r, int mode);
+
+static int warm_up(struct rdma *r, const struct perf_cmd *c)
+{
+	uint32_t nq = r->p.n_qps, size = (uint32_t)c->size;
+	uint64_t n = r->p.warmup;
+	struct qrun *st;
+	int rc = 0;
+
+	if (n == PERF_WARMUP_AUTO) {
+		n = c->iters / 10;
+		n = n < 1 ? 1 : n > r->p.tx_depth ? r->p.tx_depth : n;
+	}
+	if (n == 0)
+		return 0;
+	if (!(st = calloc(nq, sizeof(*st))))
+		return -ENOMEM;
+	r->yield_after = yield_for(r, PERF_BW);
+	r->empty_polls = 0;
+	for (uint32_t q = 0; q < nq; q++) {
+		for (uint64_t seq = 1; seq <= n; seq++) {
+			for (uint64_t t0 = now_ns(); st[q].posted - st[q].done >= r->p.tx_depth;) {
+				if ((rc = poll_once(r, st)) < 0)
+					goto out;
+				if (now_ns() - t0 > STALL_NS) {
+					fprintf(stderr, "rverbs perf: warm-up completions stalled\n");
+					rc = -ETIMEDOUT;
+					goto out;
+				}
+			}
+			if ((rc = post_op(r, q, c->test, size, seq, seq % c->cq_mod == 0 || seq == n)) < 0)
+				goto out;
+			st[q].posted = seq;
+		}
+	}
+	rc = drain(r, st);
+out:
+	free(st);
+	return rc;
+}
+
+/* Before the start barrier: clean buffers (the latency tests watch bytes),
+ * a receive posted where a SEND will arrive, the warm-up of WRITE and READ
+ * bandwidth. */
 static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
 {
+	if (c->mode == PERF_BW && client && (c->test == PERF_WRITE || c->test == PERF_READ))
+		return warm_up(r, c);
 	if (c->mode == PERF_LAT) {
 		memset(target(r, 0), 0, 2 * r->slot);
 		if (c->test == PERF_SEND)

@@ -55,7 +55,7 @@ static int recv_params(int fd, struct perf_params *p)
 		return -EBADMSG;
 	*p = (struct perf_params){(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3], (uint32_t)v[4],
 				  (uint32_t)v[5], (uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], (uint32_t)v[9],
-				  (uint32_t)v[10], (uint32_t)v[11], 0};
+				  (uint32_t)v[10], (uint32_t)v[11], 0, 0};
 	return 0;
 }
 
@@ -572,6 +572,8 @@ static void usage(FILE *f)
 		"  -a, --all               every size from 2 B to 8 MiB\n"
 		"  -n, --iters N           iterations per size (default 5000 bw, 1000 lat)\n"
 		"  -D, --duration SECONDS  run each size for about this long instead of -n\n"
+		"      --warmup N          write/read bw: N WRs per QP before the clock starts, as\n"
+		"                          ucx_perftest's -w (default: a tenth of -n, 1 to -t; 0: none)\n"
 		"  -I, --inline_size BYTES max inline data (sends up to it go inline)\n"
 		"  -Q, --cq-mod N          signal one send in N and the last (default as perftest: 100,\n"
 		"                          at most -t; 1 above 8 KiB unless -a or -e; -Q 1 or -t 1 for\n"
@@ -611,7 +613,7 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		{"json", no_argument, NULL, 'J'}, {"svg", required_argument, NULL, 'S'},
 		{"loopback", no_argument, NULL, 'L'}, {"compare", no_argument, NULL, 'C'},
 		{"reps", required_argument, NULL, 'N'}, {"spin", no_argument, NULL, 'P'},
-		{"yield", no_argument, NULL, 'Y'},
+		{"yield", no_argument, NULL, 'Y'}, {"warmup", required_argument, NULL, 'W'},
 		{"rdma_cm", no_argument, NULL, 'R'}, {"tcp-only", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -660,6 +662,11 @@ static int parse(int argc, char **argv, struct perf_opts *o)
 		case 'P': o->p.spin = PERF_POLL_SPIN; break;
 		case 'Y': o->p.spin = PERF_POLL_YIELD; break;
 		case 'T': o->p.tcp_only = 1; break;
+		case 'W':
+			if ((v = atoll(optarg)) < 0 || v >= PERF_WARMUP_AUTO)
+				return fprintf(stderr, "rverbs perf: --warmup needs a count (0: none)\n"), -1;
+			o->p.warmup = (uint32_t)v;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -696,7 +703,7 @@ int cmd_perf(int argc, char **argv)
 {
 	struct perf_opts o = {
 		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 3,
-		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512},
+		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .warmup = PERF_WARMUP_AUTO},
 	};
 	int status, rc, pid;
 
@@ -737,7 +744,7 @@ int cmd_bench(int argc, char **argv)
 {
 	struct perf_opts o = {
 		.test = PERF_WRITE, .mode = PERF_BW, .port = DEFAULT_PORT, .reps = 3,
-		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512},
+		.p = {.n_qps = 1, .tx_depth = 128, .rx_depth = 512, .warmup = PERF_WARMUP_AUTO},
 	};
 
 	if (parse(argc, argv, &o) < 0)

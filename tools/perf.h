@@ -40,7 +40,12 @@ struct perf_params {
 	uint32_t rdma_cm;    /* -R: connect the QPs through rdma_cm (the server follows the client) */
 	uint32_t tcp_only;   /* --tcp-only: soft0 without its same-host path (both sides) */
 	uint32_t events;     /* -e: wait on a completion channel (this side only; not sent) */
+	uint32_t warmup;     /* --warmup: WRITE/READ bw WRs per QP before the clock, or
+			      * PERF_WARMUP_AUTO (the client only; not sent) */
 };
+
+/* The default warm-up: a tenth of -n, at least 1, at most -t (perf-rdma.c). */
+#define PERF_WARMUP_AUTO UINT32_MAX
 
 /* The path soft0's QPs took, as rv_soft_qp_path() says (perf-path.c). */
 enum perf_path { PERF_PATH_UNKNOWN = 0, PERF_PATH_TCP = 1, PERF_PATH_SAMEHOST = 2, PERF_PATH_RINGS = 3,

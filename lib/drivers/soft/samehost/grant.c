@@ -54,6 +54,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "drivers/soft/completion.h"
 #include "drivers/soft/soft.h"
@@ -384,18 +388,128 @@ struct direct_copy {
 	bool done;
 };
 
+/*
+ * The copy of a direct WRITE. glibc's memcpy keeps its stores cached up to
+ * its non-temporal threshold, which it derives from the L3 size CPUID
+ * reports: in a VM that can be far beyond the real cache (here 256 MiB from
+ * CPUID against 32 MiB in sysfs, so a threshold of 192 MiB), and a copy
+ * whose source and destination do not fit the cache then pays a read for
+ * ownership of each destination line and evicts everything else. From a
+ * quarter of the L3 (as the kernel's sysfs reports it) a direct WRITE streams
+ * its stores (x86-64: SSE2 non-temporal stores, an sfence before the copy is
+ * announced). Measured by copy alone, median of 9 (1 GiB each, CPU time,
+ * memfd mappings, load 6.5): 4 MiB memcpy 17.8 GB/s, streaming 16.7;
+ * 8 MiB 4.9 against 9.5; 16 MiB 5.1 against 7.6; 1 MiB 23.1 against 16.6.
+ * RVERBS_SOFT_NT_COPY=BYTES sets the threshold (0: never stream).
+ */
+static _Atomic size_t nt_threshold; /* 0 until nt_init ran */
+static pthread_once_t nt_once = PTHREAD_ONCE_INIT;
+
+static void nt_init(void)
+{
+	const char *e = getenv("RVERBS_SOFT_NT_COPY");
+	unsigned long long l3 = 0;
+	char buf[32], *end;
+	FILE *f;
+
+	if (e && *e) {
+		unsigned long long v = strtoull(e, &end, 10);
+		if (*end == 0) {
+			atomic_store(&nt_threshold, v == 0 || v > SIZE_MAX ? SIZE_MAX : (size_t)v);
+			return;
+		}
+	}
+	f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f)) {
+			l3 = strtoull(buf, &end, 10);
+			l3 <<= *end == 'K' ? 10 : *end == 'M' ? 20 : 0;
+		}
+		fclose(f);
+	}
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+	if (!l3) {
+		long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+		l3 = v > 0 ? (unsigned long long)v : 0;
+	}
+#endif
+	/* No L3 known: that of a 32 MiB one. At least 1 MiB either way. */
+	l3 = l3 ? l3 / 4 : (unsigned long long)8 << 20;
+	if (l3 < ((unsigned long long)1 << 20))
+		l3 = (unsigned long long)1 << 20;
+	atomic_store(&nt_threshold, l3 > SIZE_MAX ? SIZE_MAX : (size_t)l3);
+}
+
+/* The threshold: one relaxed load once known (every direct WRITE asks). */
+static size_t nt_min(void)
+{
+	size_t t = atomic_load_explicit(&nt_threshold, memory_order_relaxed);
+
+	if (t == 0) {
+		pthread_once(&nt_once, nt_init);
+		t = atomic_load(&nt_threshold);
+	}
+	return t;
+}
+
+#if defined(__x86_64__)
+/* Cached stores up to the first 64-byte boundary of dst, then full lines by
+ * non-temporal stores, then the tail cached. The caller fences. */
+static void copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t head = (size_t)(-(uintptr_t)dst & 63);
+
+	if (head > n)
+		head = n;
+	memcpy(dst, src, head);
+	dst += head;
+	src += head;
+	n -= head;
+	for (; n >= 64; n -= 64, dst += 64, src += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)src);
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(src + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(src + 32));
+		__m128i d = _mm_loadu_si128((const __m128i *)(const void *)(src + 48));
+		_mm_stream_si128((__m128i *)(void *)dst, a);
+		_mm_stream_si128((__m128i *)(void *)(dst + 16), b);
+		_mm_stream_si128((__m128i *)(void *)(dst + 32), c);
+		_mm_stream_si128((__m128i *)(void *)(dst + 48), d);
+	}
+	memcpy(dst, src, n);
+}
+#endif
+
 static void direct_copy(const struct iovec *iov, uint32_t n, void *arg)
 {
 	struct direct_copy *d = arg;
 	uint8_t *p = d->dst;
+	size_t total = 0;
+	bool stream = false;
 
+	for (uint32_t i = 0; i < n; i++)
+		total += iov[i].iov_len;
+#if defined(__x86_64__)
+	stream = total >= nt_min(); /* outside the busy window: the first call reads sysfs */
+#endif
+	(void)stream;
 	atomic_store_explicit(&d->s->busy, 1, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&d->s->gen, memory_order_seq_cst) == d->gen) {
 		for (uint32_t i = 0; i < n; i++) {
-			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+#if defined(__x86_64__)
+			if (stream)
+				copy_stream(p, iov[i].iov_base, iov[i].iov_len);
+			else
+#endif
+				memcpy(p, iov[i].iov_base, iov[i].iov_len);
 			p += iov[i].iov_len;
 		}
+#if defined(__x86_64__)
+		/* Streaming stores are weakly ordered: none may pass the release
+		 * below (the target, or a SEND behind it, would see stale lines). */
+		if (stream)
+			_mm_sfence();
+#endif
 		d->done = true;
 	}
 	/* Release: the copy before "not busy", and before any later frame. */
