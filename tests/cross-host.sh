@@ -49,7 +49,11 @@ passed=0 failed=0
 ok() { echo "ok: $1"; passed=$((passed + 1)); }
 bad() { echo "FAILED: $1"; failed=$((failed + 1)); }
 
-# Waits for "listening on port" in the server's output (10 s).
+# Waits for "listening on port" in the server's output (10 s). Each server's
+# output file is emptied by the script itself before the server starts: the
+# redirection of a background job truncates in the child, maybe after
+# wait_listening already found the previous server's line (a client that then
+# connected before the new server listened was refused).
 wait_listening() {
 	for _ in $(seq 100); do
 		grep -q "listening on port" "$1" 2>/dev/null && return 0
@@ -61,6 +65,7 @@ wait_listening() {
 # 1 and 2: a server context on $1, the client on its own address.
 write_across() {
 	local server_addr=$1 what=$2 p=$3
+	: >"$tmp/server.out"
 	RVERBS_SOFT_LISTEN_ADDR=$server_addr timeout 30 ip netns exec "$na" "$rdma_write" server "$p" \
 		>"$tmp/server.out" 2>&1 &
 	local spid=$!
@@ -89,6 +94,7 @@ write_across "$ipa" "both on their addresses" "$port"
 write_across 0.0.0.0 "server on 0.0.0.0" "$((port + 1))"
 
 # 3: the server's soft0 context on loopback: refused at connect time, said why.
+: >"$tmp/server.out"
 timeout 30 ip netns exec "$na" env -u RVERBS_SOFT_LISTEN_ADDR "$rdma_write" server "$((port + 2))" \
 	>"$tmp/server.out" 2>&1 &
 spid=$!
@@ -109,6 +115,7 @@ kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 
 # 4: two-sided round trips across, checked byte for byte by the client.
+: >"$tmp/server.out"
 RVERBS_SOFT_LISTEN_ADDR=0.0.0.0 timeout 30 ip netns exec "$na" "$pingpong" -n 200 -s 4096 server "$((port + 3))" \
 	>"$tmp/server.out" 2>&1 &
 spid=$!
