@@ -149,6 +149,9 @@
  * says EAGAIN was most of a streaming sender's busy poll. */
 #define SOFT_POLL_IDLE_AFTER 4u
 #define SOFT_POLL_IDLE_EVERY 8u
+/* ... and at least every SOFT_POLL_IDLE_US µs, for a thread that polls
+ * seldom (its 8th poll could be milliseconds away). */
+#define SOFT_POLL_IDLE_US 5
 /* A stream a poller reads directly leaves the progress thread's epoll
  * interest (so that thread is not woken for each frame); it gets it back
  * when no poller served it for this long, or at once when a CQ is armed. */
@@ -373,6 +376,7 @@ struct soft_conn {
 	bool rx_drained;         /* place.c: the last read took less than it asked for: the socket is empty */
 	uint8_t poll_idle;       /* soft_conn_poll: reads in a row that found nothing (saturates) */
 	uint8_t poll_skip;       /* ... and polls since the last read, once idle */
+	int64_t poll_read_us;    /* ... and when that read was (µs) */
 	bool out_waited;         /* a blocked waiter watches POLLOUT (soft_conn_wait_fd): no EPOLLOUT for the progress thread */
 	bool tx_held;            /* tx holds READ responses to confirmations for the application's answer (soft_tx_hold) */
 	bool tx_gather;          /* ... or, when set, small WRs gathered for one send() (tx.c, soft_tx_post) */

@@ -934,18 +934,25 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
  * flight. What can still come is the READ response to our confirmation
  * (completes our SENDs and WRITEs: at most SOFT_POLL_IDLE_EVERY polls later,
  * each one without a system call), a peer's WRITEs (no completion here), a
- * READ request (answered as late) or a TERMINATE. A streaming sender made
- * one recv per empty poll that said EAGAIN: at 4 KiB, 5.6 per WRITE. A
- * waiter (rv_cq_wait) always reads. q->lock held.
+ * READ request (answered as late) or a TERMINATE; at most SOFT_POLL_IDLE_US
+ * later for a thread that polls seldom. A streaming sender made one recv per
+ * empty poll that said EAGAIN: at 4 KiB, 5.6 per WRITE. A waiter
+ * (rv_cq_wait) always reads. q->lock held.
  */
 static bool poll_may_skip(struct soft_qp *q, struct soft_conn *c)
 {
+	int64_t now;
+
 	if (c->poll_idle < SOFT_POLL_IDLE_AFTER || q->rq_head != q->rq_tail || q->srq || q->ord_user ||
 	    q->rx_in_msg || c->place.active)
 		return false;
-	if (++c->poll_skip < SOFT_POLL_IDLE_EVERY)
+	/* A vDSO clock read (tens of ns) bounds the wait of a thread that
+	 * polls seldom; the recv it saves costs a microsecond or more. */
+	now = soft_now_us();
+	if (++c->poll_skip < SOFT_POLL_IDLE_EVERY && now - c->poll_read_us < SOFT_POLL_IDLE_US)
 		return true;
 	c->poll_skip = 0;
+	c->poll_read_us = now;
 	return false;
 }
 
