@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -613,6 +614,105 @@ static void small_slots_ok(const struct world *w, uint64_t id0, uint64_t n, bool
 			break;
 		}
 	}
+}
+
+/* A thread that busy-polls one side's CQ (no sleep) until told to stop,
+ * collecting its completions (idle_poller_still_serves). */
+struct spinner {
+	struct side *s;
+	atomic_bool stop;
+	atomic_ulong polls;
+	atomic_int got; /* completions collected */
+	atomic_int err;
+};
+
+static void *spin_poll(void *arg)
+{
+	struct spinner *sp = arg;
+
+	while (!atomic_load(&sp->stop)) {
+		int n = rv_cq_poll(sp->s->cq, &sp->s->wc[sp->s->n_wc], MAX_WC - sp->s->n_wc);
+
+		if (n < 0) {
+			atomic_store(&sp->err, n);
+			break;
+		}
+		sp->s->n_wc += n;
+		atomic_fetch_add(&sp->got, n);
+		atomic_fetch_add(&sp->polls, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A busy poller whose stream can bring it nothing to complete (no receive
+ * WR, no READ of its own) reads that stream only every few polls
+ * (conn.c, poll_may_skip): what the peer sends still arrives. a1 polls its
+ * CQ in a thread of its own without pause while b1 READs a1's memory (a1
+ * answers from its poller) and a1 posts signalled WRITEs (their completions
+ * come with the answers to its confirmations): every READ returns a1's
+ * bytes, every WRITE lands and completes once.
+ */
+static void test_faults__idle_poller_still_serves(void **state)
+{
+	struct world w;
+	struct spinner sp;
+	pthread_t t;
+	int64_t end;
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	for (uint32_t i = 0; i < 65536; i++)
+		w.a1.buf[i] = (uint8_t)(i * 13 + 5);
+	memset(&sp, 0, sizeof(sp));
+	sp.s = &w.a1;
+	assert_int_equal(pthread_create(&t, NULL, spin_poll, &sp), 0);
+	/* Empty polls enough for the poller to take the stream and skip. */
+	end = now_ms() + HANG_GUARD_MS;
+	while (atomic_load(&sp.polls) < 20000 && now_ms() < end)
+		sched_yield();
+	for (uint32_t i = 0; i < 40; i++) {
+		uint32_t len = 512 + (i % 8) * 4096, off = (i % 4) * 1024;
+		int base = w.b1.n_wc;
+
+		memset(w.b1.buf + 131072, 0, len);
+		post(&w.b1, RV_WR_RDMA_READ, 131072, len, (uint64_t)(uintptr_t)(w.a1.buf + off), rv_mr_rkey(w.a1.mr),
+		     500 + i);
+		drain(&w.b1);
+		assert_int_equal(w.b1.wc[base].status, RV_WC_SUCCESS);
+		assert_memory_equal(w.b1.buf + 131072, w.a1.buf + off, len);
+		/* a1's WRITE, posted while its own thread polls. */
+		{
+			rv_sge g = sge(&w.a1, off, 3000 + i);
+			rv_send_wr s;
+
+			memset(&s, 0, sizeof(s));
+			s.wr_id = 700 + i;
+			s.opcode = RV_WR_RDMA_WRITE;
+			s.sg_list = &g;
+			s.num_sge = 1;
+			s.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+			s.remote_addr = (uint64_t)(uintptr_t)(w.b1.buf + 65536 + i * 4096);
+			s.rkey = rv_mr_rkey(w.b1.mr);
+			assert_int_equal(rv_qp_post_send(w.a1.qp, &s, 1, NULL), 0);
+		}
+	}
+	/* Every WRITE completes, in the polling thread. */
+	end = now_ms() + HANG_GUARD_MS;
+	while (atomic_load(&sp.got) < 40 && now_ms() < end)
+		sleep_ms(1);
+	atomic_store(&sp.stop, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&sp.err), 0);
+	w.a1.posted += 40;
+	drain(&w.a1);
+	for (uint32_t i = 0; i < 40; i++) {
+		assert_int_equal(wc_of(&w.a1, 700 + i)->status, RV_WC_SUCCESS);
+		assert_memory_equal(w.b1.buf + 65536 + i * 4096, w.a1.buf + (i % 4) * 1024, 3000 + i);
+	}
+	world_close(&w);
 }
 
 /*
@@ -1384,6 +1484,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_faults__many_large_writes_in_flight, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__gathered_sends_from_segments, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__gathered_small_writes, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__idle_poller_still_serves, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__delay, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__drop_is_retry_exceeded, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__peer_killed_mid_transfer, leftovers_close),

@@ -141,6 +141,17 @@
  * through epoll_wait(0) every SOFT_POLL_PROGRESS_EVERY-th empty poll. */
 #define SOFT_POLL_DIRECT_MAX 8u
 #define SOFT_POLL_PROGRESS_EVERY 4u
+/* A poller whose stream can bring it no completion and no message to take
+ * (no receive WR, no user READ or atomic in flight: only the READ responses
+ * to our confirmations, or a peer's WRITEs and READ requests), and whose
+ * last SOFT_POLL_IDLE_AFTER reads found nothing, reads it on every
+ * SOFT_POLL_IDLE_EVERY-th poll only (conn.c, soft_conn_poll): the recv that
+ * says EAGAIN was most of a streaming sender's busy poll. */
+#define SOFT_POLL_IDLE_AFTER 4u
+#define SOFT_POLL_IDLE_EVERY 8u
+/* ... and at least every SOFT_POLL_IDLE_US µs, for a thread that polls
+ * seldom (its 8th poll could be milliseconds away). */
+#define SOFT_POLL_IDLE_US 5
 /* A stream a poller reads directly leaves the progress thread's epoll
  * interest (so that thread is not woken for each frame); it gets it back
  * when no poller served it for this long, or at once when a CQ is armed. */
@@ -363,6 +374,9 @@ struct soft_conn {
 	bool tx_full;            /* tx.c: a direct send left part of its frame: frame no more data until tx drains */
 	bool tx_blocked;         /* the socket refused bytes (EAGAIN): no send until EPOLLOUT (on_up) */
 	bool rx_drained;         /* place.c: the last read took less than it asked for: the socket is empty */
+	uint8_t poll_idle;       /* soft_conn_poll: reads in a row that found nothing (saturates) */
+	uint8_t poll_skip;       /* ... and polls since the last read, once idle */
+	int64_t poll_read_us;    /* ... and when that read was (µs) */
 	bool out_waited;         /* a blocked waiter watches POLLOUT (soft_conn_wait_fd): no EPOLLOUT for the progress thread */
 	bool tx_held;            /* tx holds READ responses to confirmations for the application's answer (soft_tx_hold) */
 	bool tx_gather;          /* ... or, when set, small WRs gathered for one send() (tx.c, soft_tx_post) */

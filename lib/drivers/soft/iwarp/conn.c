@@ -927,6 +927,35 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 		soft_conn_update_events(c);
 }
 
+/*
+ * A busy poller's empty poll need not read a stream that can bring it
+ * nothing to complete or to take (SOFT_POLL_IDLE_AFTER): no receive WR (a
+ * SEND or an immediate could only stall), no SRQ, no user READ or atomic in
+ * flight. What can still come is the READ response to our confirmation
+ * (completes our SENDs and WRITEs: at most SOFT_POLL_IDLE_EVERY polls later,
+ * each one without a system call), a peer's WRITEs (no completion here), a
+ * READ request (answered as late) or a TERMINATE; at most SOFT_POLL_IDLE_US
+ * later for a thread that polls seldom. A streaming sender made one recv per
+ * empty poll that said EAGAIN: at 4 KiB, 5.6 per WRITE. A waiter
+ * (rv_cq_wait) always reads. q->lock held.
+ */
+static bool poll_may_skip(struct soft_qp *q, struct soft_conn *c)
+{
+	int64_t now;
+
+	if (c->poll_idle < SOFT_POLL_IDLE_AFTER || q->rq_head != q->rq_tail || q->srq || q->ord_user ||
+	    q->rx_in_msg || c->place.active)
+		return false;
+	/* A vDSO clock read (tens of ns) bounds the wait of a thread that
+	 * polls seldom; the recv it saves costs a microsecond or more. */
+	now = soft_now_us();
+	if (++c->poll_skip < SOFT_POLL_IDLE_EVERY && now - c->poll_read_us < SOFT_POLL_IDLE_US)
+		return true;
+	c->poll_skip = 0;
+	c->poll_read_us = now;
+	return false;
+}
+
 void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 {
 	struct soft_conn *c = q->conn; /* changes under sc->lock, which the caller holds */
@@ -953,12 +982,18 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 		c->out_waited = c->out_waited && waiter;
 		soft_conn_update_events(c);
 	}
+	if (!waiter && poll_may_skip(q, c)) {
+		pthread_mutex_unlock(&q->lock);
+		return;
+	}
 	/* One recv per poll, as a busy-polling TCP application does; more only
 	 * while there is more (bounded, like on_up). */
 	for (int round = 0; round < 16 && q->conn == c && !c->rx_stalled; round++) {
 		ssize_t n = soft_place_read(q, c);
 		bool more;
 
+		if (round == 0)
+			c->poll_idle = n != 0 ? 0 : c->poll_idle < UINT8_MAX ? c->poll_idle + 1 : UINT8_MAX;
 		if (n == 0)
 			break;
 		touched = true;

@@ -294,6 +294,9 @@ static bool emit_write_ref(struct soft_qp *q, struct soft_conn *c, struct soft_s
 /* Small unsignalled WRs posted into a busy stream wait in c->tx until this
  * much is framed (soft_tx_post): one send() for many. */
 #define SOFT_TX_GATHER_BYTES (64u * 1024)
+/* ... once the peer has this many WRs of the stream it has not confirmed
+ * (the first ones after a confirmation go at once: the peer has work). */
+#define SOFT_TX_GATHER_AFTER 4u
 
 struct direct {
 	struct soft_conn *c;
@@ -820,11 +823,16 @@ void soft_tx_push(struct soft_qp *q)
  * previous post less than SOFT_HOLD_US ago and nothing from the peer handled
  * since but READ responses (a ping-pong's next SEND answers the peer, who
  * waits for it: it goes at once, whatever the signalling); at least
- * SOFT_CONFIRM_EVERY WRs in the stream that the peer has not confirmed (it
+ * SOFT_TX_GATHER_AFTER WRs in the stream that the peer has not confirmed (it
  * has work: a few microseconds more for these cost it nothing), every WR not
  * framed yet small (it would be copied into c->tx anyway: below
  * SOFT_TX_DIRECT_MIN), unsignalled (nobody waits for it), no READ, atomic,
- * immediate or fence; nothing else due (TERMINATE, READ responses, RTR,
+ * immediate or fence. An earlier signalled WR whose confirmation is not sent
+ * yet (one is in flight: sig_due) does not stop it: that confirmation is
+ * framed by whoever handles the response in flight, and that push sends
+ * what waits here too (issue #22: at 4 KiB, one WRITE in 100 signalled, a
+ * fifth of the WRs went one send() each for that rule, and a sixth for
+ * SOFT_CONFIRM_EVERY here). Nothing else due (TERMINATE, READ responses, RTR,
  * same-host control, READ responses held for the application's answer:
  * soft_tx_hold); no fault injection (it rewrites frames in c->tx as they
  * are framed) and no socket that refused bytes.
@@ -833,10 +841,10 @@ static bool gatherable(const struct soft_qp *q, const struct soft_conn *c, int64
 {
 	if (!c || q->rx_peer != q->rx_peer_post || now_us - q->post_us >= SOFT_HOLD_US || c->state != CONN_UP ||
 	    !c->may_send || c->ring || (c->tx_held && !c->tx_gather) || c->tx_blocked || c->tx_full || q->uc ||
-	    q->sc->hold_fd < 0 || sig_uncovered(q) || q->term_pending || q->need_rtr || c->shm_send_ctl ||
+	    q->sc->hold_fd < 0 || q->term_pending || q->need_rtr || c->shm_send_ctl ||
 	    q->ird_head != q->ird_tail ||
 	    q->tx_off != 0 || q->sq_tx == q->sq_tail || q->sq_tail - q->sq_tx > SOFT_CONFIRM_EVERY ||
-	    q->sq_tx - q->sq_confirmed < SOFT_CONFIRM_EVERY || c->tx_len - c->tx_off >= SOFT_TX_GATHER_BYTES ||
+	    q->sq_tx - q->sq_confirmed < SOFT_TX_GATHER_AFTER || c->tx_len - c->tx_off >= SOFT_TX_GATHER_BYTES ||
 	    soft_fault_held(c) || atomic_load_explicit(&q->fault.armed, memory_order_relaxed) ||
 	    atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed) ||
 	    atomic_load_explicit(&q->state, memory_order_relaxed) != RV_QPS_RTS)
