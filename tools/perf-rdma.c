@@ -23,19 +23,6 @@
 #define STALL_NS (20ull * 1000000000ull)
 #define SEQ_MASK ((UINT64_C(1) << 48) - 1)
 
-/*
- * -e: how long one rv_cq_wait may sleep. Only the WRITE ping-pong watches
- * memory (the peer's WRITE completes nothing on this side), so only it wakes
- * every millisecond to look; every other run sleeps until a completion, as
- * perftest's -e (ibv_get_cq_event) and a blocking recv do. A 1 ms timeout is
- * not free: the sleep then arms an hrtimer that is the CPU's next event, and
- * on a VM programming it costs an exit (64 B TCP ping-pong over loopback,
- * poll() with a 1 ms timeout against none: about 2 µs one-way more on the
- * 2-CPU development VM, issue #22 "tcplat"). The stall clock is read after
- * every empty wait in -e mode, so a stall is still reported.
- */
-#define WAIT_MS 1000
-
 struct rdma {
 	struct perf_params p;
 	rv_device *dev;
@@ -55,8 +42,6 @@ struct rdma {
 	rv_port_attr pattr;
 	/* Yield the CPU after this many empty polls in a row (0: never), for the run. */
 	unsigned yield_after, empty_polls;
-	/* -e: rv_cq_wait's timeout for the run (see WAIT_MS). */
-	int wait_ms;
 };
 
 /* What one run does per QP. */
@@ -318,8 +303,8 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
 static int poll_once(struct rdma *r, struct qrun *st)
 {
 	rv_wc wc[16];
-	/* -e: sleep on the channel, at most r->wait_ms (WAIT_MS). */
-	int n = r->ch ? rv_cq_wait(r->cq, wc, 16, r->wait_ms) : rv_cq_poll(r->cq, wc, 16);
+	/* -e: sleep on the channel, at most 1 ms (the callers also watch memory). */
+	int n = r->ch ? rv_cq_wait(r->cq, wc, 16, 1) : rv_cq_poll(r->cq, wc, 16);
 
 	if (n == -ETIMEDOUT && r->ch)
 		n = 0;
@@ -399,7 +384,7 @@ static int run_bw(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 		 * not on each (a busy sender's empty polls read it 3 % of all
 		 * samples at 64 KiB over TCP, 6.7 % at 1 MiB: issue 22). */
 		if (rc == 0) {
-			if (((++empty & 255) == 0 || r->ch) && now_ns() - last_progress > STALL_NS) {
+			if ((++empty & 255) == 0 && now_ns() - last_progress > STALL_NS) {
 				fprintf(stderr, "rverbs perf: no completion for %llu s: the peer or the device stalled\n",
 					STALL_NS / 1000000000ull);
 				rc = -ETIMEDOUT;
@@ -527,7 +512,7 @@ static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct
 				break;
 			if ((rc = poll_once(r, st)) < 0)
 				goto out;
-			if (rc == 0 && ((++empty & 255) == 0 || r->ch) && (now_ns() - stall) > STALL_NS) {
+			if (rc == 0 && (++empty & 255) == 0 && (now_ns() - stall) > STALL_NS) {
 				fprintf(stderr, "rverbs perf: no answer for %llu s at iteration %" PRIu64 "\n",
 					STALL_NS / 1000000000ull, i);
 				rc = -ETIMEDOUT;
@@ -585,7 +570,6 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 {
 	r->yield_after = yield_for(r, (int)c->mode);
 	r->empty_polls = 0;
-	r->wait_ms = c->mode == PERF_LAT && c->test == PERF_WRITE ? 1 : WAIT_MS;
 	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
 	if (c->mode == PERF_LAT)
