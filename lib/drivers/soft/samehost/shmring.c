@@ -1026,14 +1026,16 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 }
 
 /* Empty polls by this thread, per context (hashed): the clock is read on
- * every 16th, which is often enough to say "a poller is busy" (RING_IDLE_US). */
+ * every 64th, which is often enough to say "a poller is busy" (RING_IDLE_US,
+ * 1 ms: 64 empty polls take a few microseconds; every 16th was 6 % of a
+ * busy-poll ping-pong's samples). */
 static _Thread_local uint8_t ring_polls[16] __attribute__((tls_model("initial-exec")));
 
 void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy)
 {
 	uint8_t *n = &ring_polls[((uintptr_t)sc >> 6) % sizeof(ring_polls)];
 
-	if (busy && (++*n & 15u) == 1)
+	if (busy && (++*n & 63u) == 1)
 		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
 }
 
