@@ -605,8 +605,8 @@ static void add_mark(struct soft_shmring *r, uint32_t sq)
 	r->mark_tail++;
 }
 
-/* The record of a flen-byte frame starts in the ring at offset off, after
- * skip bytes left to the end of the data area (a wrap marker). */
+/* The bytes a record of a flen-byte frame takes: its length word and the
+ * frame, 8-byte aligned. */
 static uint32_t rec_len(size_t flen)
 {
 	return (uint32_t)((4 + flen + 7) & ~(size_t)7);
