@@ -202,6 +202,188 @@ static void test_shmring__completion_by_consumer_index(void **state)
 	side_close(&b);
 }
 
+/* SENDs and WRITEs of 1 to 2048 bytes, 32 in each rv_qp_post_send (a list),
+ * once both rings are on: tx.c frames them in the ring's records themselves
+ * (SOFT_RING_IN_PLACE), and when the ring has no room (a list of 32 WRs of
+ * 2048 bytes is more than the ring holds) the rest goes through c->tx
+ * behind them. Every SEND arrives once, in order, with its bytes; every
+ * WRITE's bytes are there when the SEND after it arrives; the sender's
+ * completions come in posting order; the ring wraps several times. */
+static void test_shmring__small_frames_in_place_and_behind_a_full_ring(void **state)
+{
+	const uint32_t slot = 2048, half = BUF / 2;
+	struct side a, b;
+	uint64_t sa0[SOFT_RING_NSTATS], sa[SOFT_RING_NSTATS], sb0[SOFT_RING_NSTATS], sb[SOFT_RING_NSTATS];
+	unsigned k = 0;
+	rv_wc wc;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	wait_rings(&a, &b);
+	stats(&a, sa0);
+	stats(&b, sb0);
+	for (unsigned batch = 0; batch < 24; batch++) {
+		rv_send_wr wr[32];
+		rv_sge g[32];
+		uint32_t len[32];
+		size_t n;
+
+		memset(wr, 0, sizeof(wr));
+		memset(b.buf, 0, BUF);
+		for (unsigned i = 0; i < 32; i++, k++) {
+			/* Every fourth batch all of 2048 bytes: more than the ring holds. */
+			len[i] = batch % 4 == 3 ? slot : 1 + (k * 389u) % slot;
+			size_t off = (i & 1 ? half : 0) + (i / 2) * slot;
+			fill(a.buf + off, len[i], batch * 64 + i);
+			g[i] = sge(&a, off, len[i]);
+			wr[i].wr_id = batch * 100 + i;
+			wr[i].sg_list = &g[i];
+			wr[i].num_sge = 1;
+			wr[i].send_flags = RV_SEND_SIGNALED;
+			if (i & 1) {
+				wr[i].opcode = RV_WR_RDMA_WRITE;
+				wr[i].remote_addr = (uint64_t)(uintptr_t)b.buf + off;
+				wr[i].rkey = rv_mr_rkey(b.mr);
+			} else {
+				wr[i].opcode = RV_WR_SEND;
+				post_recv(&b, off, slot, batch * 100 + i);
+			}
+		}
+		assert_int_equal(rv_qp_post_send(a.qp, wr, 32, &n), 0);
+		assert_int_equal(n, 32);
+		for (unsigned i = 0; i < 32; i += 2) {
+			wc = poll_one_within(b.cq, GUARD_MS);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.opcode, RV_WC_RECV);
+			assert_int_equal(wc.wr_id, batch * 100 + i);
+			assert_int_equal(wc.byte_len, len[i]);
+			assert_memory_equal(b.buf + (i / 2) * slot, a.buf + (i / 2) * slot, len[i]);
+			if (i > 0) /* the WRITE before this SEND */
+				assert_memory_equal(b.buf + half + (i / 2 - 1) * slot, a.buf + half + (i / 2 - 1) * slot,
+						    len[i - 1]);
+		}
+		for (unsigned i = 0; i < 32; i++) {
+			wc = poll_one_within(a.cq, GUARD_MS);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, batch * 100 + i);
+		}
+		/* The last WRITE: complete at the sender, so placed at b. */
+		assert_memory_equal(b.buf + half + 15 * slot, a.buf + half + 15 * slot, len[31]);
+	}
+	assert_int_equal(rv_cq_poll(a.cq, &wc, 1), 0);
+	assert_int_equal(rv_cq_poll(b.cq, &wc, 1), 0);
+	stats(&a, sa);
+	stats(&b, sb);
+	/* 768 WRs, one frame each through the ring, or a WRITE done by one copy
+	 * into a region b granted (grant.c: once a grant came, most WRITEs);
+	 * the 384 SENDs (about 400 KiB: six times round the ring) all through
+	 * it, framed in place or behind a full ring. */
+	uint64_t tx = sa[SOFT_RING_TX_FRAMES] - sa0[SOFT_RING_TX_FRAMES];
+	uint64_t in_place = sa[SOFT_RING_IN_PLACE] - sa0[SOFT_RING_IN_PLACE];
+	assert_int_equal(tx + sa[SOFT_RING_DIRECT] - sa0[SOFT_RING_DIRECT], 768);
+	assert_int_equal(sb[SOFT_RING_RX_FRAMES] - sb0[SOFT_RING_RX_FRAMES], tx);
+	print_message("%llu of %llu ring frames framed in place\n", (unsigned long long)in_place,
+		      (unsigned long long)tx);
+	assert_true(tx >= 384);
+	assert_true(in_place > 0 && in_place <= tx);
+
+	/* 48 SENDs of 1360 bytes (records of 1392: 66816 bytes, more than the
+	 * ring's 65536) in one list before b posts any receive: the first
+	 * stalls at the head of the ring, so the ring fills and the last go
+	 * through c->tx behind what was framed in place; all arrive, in order,
+	 * once b's receives come. */
+	{
+		rv_send_wr wr[48];
+		rv_sge g[48];
+		size_t n;
+
+		stats(&a, sa0);
+		memset(wr, 0, sizeof(wr));
+		memset(b.buf, 0, BUF);
+		for (unsigned i = 0; i < 48; i++) {
+			fill(a.buf + i * 1360, 1360, 5000 + i);
+			g[i] = sge(&a, i * 1360, 1360);
+			wr[i].wr_id = 9000 + i;
+			wr[i].sg_list = &g[i];
+			wr[i].num_sge = 1;
+			wr[i].opcode = RV_WR_SEND;
+			wr[i].send_flags = RV_SEND_SIGNALED;
+		}
+		assert_int_equal(rv_qp_post_send(a.qp, wr, 48, &n), 0);
+		assert_int_equal(n, 48);
+		for (unsigned i = 0; i < 48; i++)
+			post_recv(&b, i * 1360, 1360, 9000 + i);
+		for (unsigned i = 0; i < 48; i++) {
+			wc = poll_one_within(b.cq, GUARD_MS);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, 9000 + i);
+			assert_int_equal(wc.byte_len, 1360);
+		}
+		assert_memory_equal(b.buf, a.buf, 48 * 1360);
+		for (unsigned i = 0; i < 48; i++) {
+			wc = poll_one_within(a.cq, GUARD_MS);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, 9000 + i);
+		}
+		stats(&a, sa);
+		assert_int_equal(sa[SOFT_RING_TX_FRAMES] - sa0[SOFT_RING_TX_FRAMES], 48);
+		in_place = sa[SOFT_RING_IN_PLACE] - sa0[SOFT_RING_IN_PLACE];
+		print_message("a full ring: %llu of 48 framed in place\n", (unsigned long long)in_place);
+		assert_true(in_place > 0 && in_place < 48);
+	}
+	assert_int_equal(sa[SOFT_RING_BAD] + sb[SOFT_RING_BAD], 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+/* A SEND whose lkey is wrong, on its way to be framed in place: it fails at
+ * the sender (RV_WC_LOC_PROT_ERR) and nothing of it reaches the peer (the
+ * record it would have used is not published: the receive WR does not
+ * complete with data, the receive buffer stays as it was). */
+static void test_shmring__bad_lkey_in_place_publishes_nothing(void **state)
+{
+	struct side a, b;
+	rv_sge g;
+	rv_send_wr wr;
+	rv_wc wc;
+	size_t n;
+	int64_t end;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+	wait_rings(&a, &b);
+	post_recv(&b, 0, 1024, 7);
+	fill(a.buf, 512, 9);
+	g = sge(&a, 0, 512);
+	g.lkey ^= 0x5a5a00;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_SEND;
+	wr.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+	assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, &n), 0);
+	wc = poll_one_within(a.cq, GUARD_MS);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
+	/* b: no data (the counters go with the connection, which the failure
+	 * closes); its receive may be flushed once the QPs fail. */
+	end = now_ms() + 200;
+	while (now_ms() < end) {
+		if (rv_cq_poll(b.cq, &wc, 1) == 1)
+			assert_int_not_equal(wc.status, RV_WC_SUCCESS);
+		rv_cq_poll(a.cq, &wc, 1);
+	}
+	for (size_t i = 0; i < 1024; i++)
+		assert_int_equal(b.buf[i], 0);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* Last 4 bytes of the frame in the record at producer index prod: its MPA CRC. */
 static uint32_t record_crc(const uint8_t *map, uint32_t prod)
 {
@@ -496,6 +678,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shmring__mixed_in_order_across_the_switch),
 		cmocka_unit_test(test_shmring__completion_by_consumer_index),
+		cmocka_unit_test(test_shmring__small_frames_in_place_and_behind_a_full_ring),
+		cmocka_unit_test(test_shmring__bad_lkey_in_place_publishes_nothing),
 		cmocka_unit_test(test_shmring__frames_without_crc_and_corrupt_still_caught),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_0),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_RING_0),

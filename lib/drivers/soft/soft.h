@@ -981,6 +981,7 @@ enum soft_ring_stat {
 	SOFT_RING_GRANTS_TAKEN, /* the peer's grants we mapped */
 	SOFT_RING_GRANTS_REFUSED, /* the peer's grants we refused (bad slot, fd, seals, size) */
 	SOFT_RING_REVOKED,   /* grants we revoked (dereg, rereg, QP state, close) */
+	SOFT_RING_IN_PLACE,  /* frames tx.c framed in the ring's record itself (no copy through c->tx) */
 	SOFT_RING_NSTATS
 };
 /* Both directions of c's same-host path hold: prepare and offer our ring. */
@@ -991,8 +992,19 @@ void soft_shmring_start(struct soft_qp *q, struct soft_conn *c);
 bool soft_shmring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *p, size_t len);
 /* tx.c: frame the ring control message due, if any (q->lock held). */
 bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c);
-/* stream.c: soft_conn_flush once our direction uses the ring. */
+/* stream.c: soft_conn_flush once our direction uses the ring; it also
+ * publishes the records tx.c framed in place. */
 bool soft_shmring_flush(struct soft_conn *c);
+/* tx.c, our direction on the ring (q->lock held): where a frame of flen
+ * bytes (whole, as rv_wire_fpdu_len counts it) may be framed in place, in
+ * the ring's next record, or NULL: something waits in c->tx (it goes
+ * first), no room as far as we know, the ring is broken. The caller only
+ * writes there (the peer maps it: nothing written is read back), then
+ * soft_shmring_framed; the next soft_shmring_flush publishes it, or at once
+ * with `now` (the last frame fill() has for now: the consumer sees it
+ * before the flush's bookkeeping, which does not change the frames). */
+uint8_t *soft_shmring_frame_at(struct soft_conn *c, size_t flen);
+void soft_shmring_framed(struct soft_conn *c, size_t flen, bool now);
 /* Consume the peer's ring (sc->lock and q->lock held, as rx.c). */
 void soft_shmring_rx(struct soft_qp *q, struct soft_conn *c);
 /* Every ring of the context: consume, confirm, transmit (sc->lock held);

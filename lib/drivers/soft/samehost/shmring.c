@@ -131,6 +131,8 @@ struct soft_shmring {
 	_Atomic uint32_t tx_cons;  /* the last consumer index seen (checked) */
 	struct ring_mark marks[RING_MARKS];
 	uint32_t mark_head, mark_tail;
+	uint32_t tx_unpub;   /* records tx.c framed in place (soft_shmring_framed) since the last flush */
+	uint32_t tx_pub;     /* the producer index last published */
 	uint32_t want_upto;  /* producer index: a signaled WR's last frame ends here */
 	uint32_t sq_scanned; /* send WRs looked at for want_upto */
 	/* A busy poller reads the peer's consumer index (a line the peer writes
@@ -603,25 +605,84 @@ static void add_mark(struct soft_shmring *r, uint32_t sq)
 	r->mark_tail++;
 }
 
+/* The bytes a record of a flen-byte frame takes: its length word and the
+ * frame, 8-byte aligned. */
+static uint32_t rec_len(size_t flen)
+{
+	return (uint32_t)((4 + flen + 7) & ~(size_t)7);
+}
+
+uint8_t *soft_shmring_frame_at(struct soft_conn *c, size_t flen)
+{
+	struct soft_shmring *r = c->ring;
+	uint32_t rec = rec_len(flen), off = r->tx_prod % RING_DATA;
+	uint32_t skip = RING_DATA - off < rec ? RING_DATA - off : 0;
+	uint32_t cons = atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
+
+	/* Only with nothing in c->tx (which would go first) and room as far
+	 * as the consumer index seen last tells: a full ring is
+	 * soft_shmring_flush's (it reaps, then fills with the room freed). */
+	if (r->broken || c->tx_len || c->ring_tcp_end || flen < 8 || flen > RING_FRAME_MAX ||
+	    RING_DATA - (r->tx_prod - cons) < skip + rec)
+		return NULL;
+	return r->tx_map + RING_HDR + (skip ? 0 : off) + 4;
+}
+
+/* The records produced so far are the consumer's; its doorbell if it sleeps. */
+static void publish(struct soft_shmring *r)
+{
+	TSAN_RELEASE(r->tx_key);
+	atomic_store_explicit(&r->tx->prod, r->tx_prod, memory_order_release);
+	r->tx_pub = r->tx_prod;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&r->tx->cons_sleeping, memory_order_relaxed))
+		doorbell(r);
+}
+
+void soft_shmring_framed(struct soft_conn *c, size_t flen, bool now)
+{
+	struct soft_shmring *r = c->ring;
+	uint32_t rec = rec_len(flen), off = r->tx_prod % RING_DATA;
+
+	if (RING_DATA - off < rec) {
+		atomic_store_explicit((_Atomic uint32_t *)(void *)(r->tx_map + RING_HDR + off), RING_WRAP,
+				      memory_order_relaxed);
+		r->tx_prod += RING_DATA - off;
+		off = 0;
+	}
+	atomic_store_explicit((_Atomic uint32_t *)(void *)(r->tx_map + RING_HDR + off), (uint32_t)flen,
+			      memory_order_relaxed);
+	r->tx_prod += rec;
+	r->tx_unpub++;
+	r->stat[SOFT_RING_IN_PLACE]++;
+	if (now)
+		publish(r); /* the marks and want_cons follow in soft_shmring_flush */
+}
+
 bool soft_shmring_flush(struct soft_conn *c)
 {
 	struct soft_shmring *r = c->ring;
-	uint32_t cons, moved = 0;
+	/* Records tx.c framed in place come first: c->tx was empty then. */
+	uint32_t cons, moved = r->tx_unpub;
 
+	r->tx_unpub = 0;
 	if (r->broken) {
 		c->tx_off = c->tx_len = c->ring_tcp_end = 0; /* nothing reaches a broken ring */
 		return true;
 	}
-	if (c->tx_len == 0)
+	if (c->tx_len == 0 && !moved)
 		return true; /* soft_tx_push flushes before it frames: nothing yet */
-	/* The frames up to the switch still go over TCP. */
+	/* The frames up to the switch still go over TCP (never behind records
+	 * framed in place: soft_shmring_frame_at refuses while they wait). */
 	while (c->ring_tcp_end > c->tx_off) {
 		ssize_t n = send(c->fd, c->tx + c->tx_off, c->ring_tcp_end - c->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				r->tx_unpub += moved;
 				return true;
+			}
 			c->tx_off = c->tx_len = c->ring_tcp_end = 0;
 			return false;
 		}
@@ -641,7 +702,7 @@ bool soft_shmring_flush(struct soft_conn *c)
 	while (c->tx_off < c->tx_len) {
 		const uint8_t *fr = c->tx + c->tx_off;
 		size_t flen = rv_wire_fpdu_peek(fr, c->tx_len - c->tx_off);
-		uint32_t rec = (uint32_t)((4 + flen + 7) & ~(size_t)7), off = r->tx_prod % RING_DATA;
+		uint32_t rec = rec_len(flen), off = r->tx_prod % RING_DATA;
 		uint32_t skip = RING_DATA - off < rec ? RING_DATA - off : 0;
 
 		if (flen == 0 || flen > RING_FRAME_MAX || flen > c->tx_len - c->tx_off) {
@@ -678,11 +739,8 @@ bool soft_shmring_flush(struct soft_conn *c)
 	}
 	if (moved) {
 		r->stat[SOFT_RING_TX_FRAMES] += moved;
-		TSAN_RELEASE(r->tx_key);
-		atomic_store_explicit(&r->tx->prod, r->tx_prod, memory_order_release);
-		atomic_thread_fence(memory_order_seq_cst);
-		if (atomic_load_explicit(&r->tx->cons_sleeping, memory_order_relaxed))
-			doorbell(r);
+		if (r->tx_pub != r->tx_prod)
+			publish(r);
 	}
 	if (c->tx_off == c->tx_len) {
 		c->tx_off = c->tx_len = 0;
@@ -968,14 +1026,16 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 }
 
 /* Empty polls by this thread, per context (hashed): the clock is read on
- * every 16th, which is often enough to say "a poller is busy" (RING_IDLE_US). */
+ * every 64th, which is often enough to say "a poller is busy" (RING_IDLE_US,
+ * 1 ms: 64 empty polls take a few microseconds; every 16th was 6 % of a
+ * busy-poll ping-pong's samples). */
 static _Thread_local uint8_t ring_polls[16] __attribute__((tls_model("initial-exec")));
 
 void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy)
 {
 	uint8_t *n = &ring_polls[((uintptr_t)sc >> 6) % sizeof(ring_polls)];
 
-	if (busy && (++*n & 15u) == 1)
+	if (busy && (++*n & 63u) == 1)
 		atomic_store_explicit(&sc->ring_poll_at, soft_now_us(), memory_order_relaxed);
 }
 

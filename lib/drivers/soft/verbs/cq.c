@@ -253,6 +253,8 @@ static void ex_entry(const struct soft_cq *c, uint32_t i, rv_wc_ex *x)
 static _Thread_local uint32_t empty_polls __attribute__((tls_model("initial-exec")));
 /* µs: when this thread last read the clock for poll_progress (see there). */
 static _Thread_local int64_t poll_stamp __attribute__((tls_model("initial-exec")));
+/* poll_stamp is to be read again before a stream poll uses it. */
+static _Thread_local bool poll_stamp_due __attribute__((tls_model("initial-exec")));
 
 /* The QPs that complete into c: those a poller of c must keep moving. */
 static void collect_qps(struct soft_cq *c)
@@ -326,8 +328,20 @@ static void poll_progress_locked(struct soft_cq *c)
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
 	if (c->n_qps <= SOFT_POLL_DIRECT_MAX) {
-		for (uint32_t i = 0; i < c->n_qps; i++)
+		for (uint32_t i = 0; i < c->n_qps; i++) {
+			const struct soft_conn *qc = c->qps[i]->conn; /* changes under sc->lock, held */
+
+			/* A stream whose peer switched to its ring: soft_conn_poll
+			 * returns at once and its stamp is not used; no clock read for
+			 * it (a same-host ping-pong read the clock once per message). */
+			if (qc && atomic_load_explicit(&qc->ring_rx_on, memory_order_relaxed))
+				continue;
+			if (poll_stamp_due) {
+				poll_stamp = soft_now_us();
+				poll_stamp_due = false;
+			}
 			soft_conn_poll(c->qps[i], poll_stamp, false);
+		}
 	}
 	if ((c->n_qps > SOFT_POLL_DIRECT_MAX || c->has_ud) && (empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0)
 		soft_ctx_poll_progress(sc);
@@ -341,9 +355,10 @@ static void poll_progress_locked(struct soft_cq *c)
  * trylock each: two lock round trips per empty poll). ring_busy: the ring
  * pass counts as a busy poller's (see poll_cq). The stamp only keeps
  * streams from being handed back (SOFT_POLL_HANDBACK_US, 1 ms): the clock is
- * read on the first progress poll after a completion and every 16th after
+ * due on the first progress poll after a completion and every 16th after
  * that, not on each (a vDSO clock read was 5 % of a busy poller's samples,
- * a third of what its recv took in user space).
+ * a third of what its recv took in user space), and read only when a TCP
+ * stream is polled with it (poll_progress_locked), never for QPs on rings.
  */
 static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
 {
@@ -358,7 +373,7 @@ static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
 		if (RV_UNLIKELY(poll_last_cq != c))
 			poll_switch(c);
 		if (n == SOFT_POLL_PROGRESS_AFTER || (n & 15) == 0)
-			poll_stamp = soft_now_us();
+			poll_stamp_due = true; /* read where a stream poll uses it */
 	}
 	if ((rings || progress) && pthread_mutex_trylock(&sc->lock) == 0) {
 		if (rings)
