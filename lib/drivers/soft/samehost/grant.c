@@ -492,9 +492,15 @@ static void direct_copy(const struct iovec *iov, uint32_t n, void *arg)
 	stream = total >= nt_min(); /* outside the busy window: the first call reads sysfs */
 #endif
 	(void)stream;
-	atomic_store_explicit(&d->s->busy, 1, memory_order_seq_cst);
+	/* Dekker with the target's revoke (gen = 0; seq_cst fence; read busy):
+	 * the seq_cst fence between our store and our load is what orders them
+	 * (C11 7.17.4: of two seq_cst fences one precedes the other, so either
+	 * we read gen 0 or the target reads busy 1). A seq_cst store before it
+	 * was a second full barrier (xchg, then lock or), and the load needs no
+	 * more than acquire: nothing of the copy may move above it. */
+	atomic_store_explicit(&d->s->busy, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&d->s->gen, memory_order_seq_cst) == d->gen) {
+	if (atomic_load_explicit(&d->s->gen, memory_order_acquire) == d->gen) {
 		for (uint32_t i = 0; i < n; i++) {
 #if defined(__x86_64__)
 			if (stream)
@@ -599,9 +605,10 @@ static bool grant_read(struct soft_qp *q, struct soft_grants *g, uint32_t key, u
 		return false;
 	s += i;
 	t = &g->take[i];
-	atomic_store_explicit(&s->busy, 1, memory_order_seq_cst);
+	/* As direct_copy: one seq_cst fence between "busy" and the generation. */
+	atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&s->gen, memory_order_seq_cst) != t->gen) {
+	if (atomic_load_explicit(&s->gen, memory_order_acquire) != t->gen) {
 		atomic_store_explicit(&s->busy, 0, memory_order_release);
 		take_drop(g, i);
 		return false;
