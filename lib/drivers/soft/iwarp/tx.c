@@ -121,7 +121,7 @@ static bool sig_uncovered(const struct soft_qp *q)
 }
 
 /*
- * A confirmation (internal zero-length READ) is in flight. Its response
+ * Confirmations (internal zero-length READs) in flight. Each response
  * confirms every WR framed before it; for a signalled WR framed after it a
  * new request waits until it returns (sig_due): then fill() runs on the
  * receiving thread (soft_tx_push after soft_rx_process, or soft_conn_poll,
