@@ -63,6 +63,15 @@ static void wait_rings(struct side *a, struct side *b)
 	}
 }
 
+/* Two sides with default attributes, connected, both directions on the rings. */
+static void ring_pair(struct side *a, struct side *b)
+{
+	side_open(a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(b, 0, RV_ACCESS_LOCAL_WRITE);
+	connect_pair(a, &DEFAULTS, b, &DEFAULTS);
+	wait_rings(a, b);
+}
+
 static void post_recv(struct side *s, size_t off, uint32_t len, uint64_t id)
 {
 	rv_sge g = sge(s, off, len);
@@ -169,10 +178,7 @@ static void test_shmring__completion_by_consumer_index(void **state)
 	rv_wc wc;
 
 	(void)state;
-	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
-	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
-	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
-	wait_rings(&a, &b);
+	ring_pair(&a, &b);
 	stats(&b, before);
 	for (unsigned i = 0; i < 48; i++)
 		post_recv(&b, (i % 16) * 1024, 1024, 1000 + i);
@@ -352,10 +358,7 @@ static void test_shmring__bad_lkey_in_place_publishes_nothing(void **state)
 	int64_t end;
 
 	(void)state;
-	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
-	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
-	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
-	wait_rings(&a, &b);
+	ring_pair(&a, &b);
 	post_recv(&b, 0, 1024, 7);
 	fill(a.buf, 512, 9);
 	g = sge(&a, 0, 512);
@@ -409,10 +412,7 @@ static void test_shmring__frames_without_crc_and_corrupt_still_caught(void **sta
 	rv_wc wc;
 
 	(void)state;
-	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
-	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
-	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
-	wait_rings(&a, &b);
+	ring_pair(&a, &b);
 	stats(&a, sa);
 	stats(&b, sb);
 	assert_int_equal(sa[SOFT_RING_CRC_OFF], 1);
@@ -496,10 +496,7 @@ static void test_shmring__receive_posted_after_the_send(void **state)
 	rv_wc wc;
 
 	(void)state;
-	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
-	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
-	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
-	wait_rings(&a, &b);
+	ring_pair(&a, &b);
 	for (unsigned i = 0; i < 20; i++) {
 		int64_t until = now_ms() + 2;
 
@@ -598,10 +595,7 @@ static void hostile(enum scribble how)
 	_Atomic uint32_t *hdr_prod;
 	rv_wc wc;
 
-	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
-	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
-	connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
-	wait_rings(&a, &b);
+	ring_pair(&a, &b);
 	/* One good message first: the ring works. */
 	post_recv(&b, 0, 1024, 1);
 	post_send(&a, RV_WR_SEND, 0, SMALL, 0, 0, 1);
