@@ -20,10 +20,10 @@
 
 #include "drivers/soft/wire/crc32c.h"
 
-#define NIMPL 6
-static const char *const names[NIMPL] = {"table", "sse42", "fold512", "fold256", "fold128", "rv_crc32c"};
+#define NIMPL 7
+static const char *const names[NIMPL] = {"table", "sse42", "fold512", "fold256", "fold128", "hybrid256", "rv_crc32c"};
 static const enum rv_crc32c_impl ids[NIMPL - 1] = {RV_CRC32C_TABLE, RV_CRC32C_SSE42, RV_CRC32C_FOLD,
-						   RV_CRC32C_FOLD256, RV_CRC32C_FOLD128};
+						   RV_CRC32C_FOLD256, RV_CRC32C_FOLD128, RV_CRC32C_HYBRID256};
 
 static double now(void)
 {
@@ -52,7 +52,7 @@ static bool run(int i, uint32_t *c, const uint8_t *p, size_t len)
 
 int main(int argc, char **argv)
 {
-	static const size_t sizes[] = {64, 256, 1024, 4096, 16384, 65536, 1048576};
+	static const size_t sizes[] = {64, 256, 1024, 4096, 16384, 32768, 65536, 1048576};
 	int rounds = argc > 1 ? atoi(argv[1]) : 7;
 	size_t max = 1048576;
 	uint8_t *buf = malloc(max);

@@ -422,7 +422,11 @@ static void test_faults__placed_writes_land_exactly(void **state)
 {
 	static const struct {
 		uint32_t off, len;
-	} wr[] = {{0, 65536}, {3, 100000}, {70001, 120017}, {5, 200000}, {12, 8193}, {1, 250000}};
+	} wr[] = {{0, 65536},     {3, 100000}, {70001, 120017}, {5, 200000}, {12, 8193},  {1, 250000},
+		  /* Around tx.c's large-first split on loopback (fpdu_max 65 456, a
+		   * small FPDU of at most SOFT_TX_TAIL_MAX 256 after it): one FPDU,
+		   * one large and one small, two of even size. */
+		  {9, 65455},     {0, 65456},  {4, 65457},      {2, 65712},  {6, 65713}};
 	struct world w;
 	uint64_t id = 500;
 
@@ -448,6 +452,39 @@ static void test_faults__placed_writes_land_exactly(void **state)
 			assert_int_equal(w.b1.buf[i], 0);
 		for (uint32_t i = wr[k].off + wr[k].len; i < BUF; i++)
 			assert_int_equal(w.b1.buf[i], 0);
+	}
+	/* 64 KiB, a small WRITE, 64 KiB again, then 64 KiB + 177, back to back:
+	 * the receiver's read that places a payload also takes the small FPDU
+	 * after it and part of the next payload (place.c, SOFT_PLACE_SLACK),
+	 * which is then placed from its buffer. */
+	{
+		static const struct {
+			uint32_t off, len;
+		} seq[] = {{0, 65536}, {65540, 40}, {65600, 65536}, {131200, 65713}, {196920, 3}};
+		uint32_t src = 0;
+
+		memset(w.b1.buf, 0, BUF);
+		for (uint32_t i = 0; i < BUF; i++)
+			w.a1.buf[i] = (uint8_t)(i * 7 + (i >> 8) + 1);
+		for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
+			post(&w.a1, RV_WR_RDMA_WRITE, src, seq[k].len, (uint64_t)(uintptr_t)(w.b1.buf + seq[k].off),
+			     rv_mr_rkey(w.b1.mr), id++);
+			src += seq[k].len;
+		}
+		drain(&w.a1);
+		src = 0;
+		for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
+			assert_int_equal(wc_of(&w.a1, id - sizeof(seq) / sizeof(seq[0]) + k)->status, RV_WC_SUCCESS);
+			assert_memory_equal(w.b1.buf + seq[k].off, w.a1.buf + src, seq[k].len);
+			src += seq[k].len;
+		}
+		for (uint32_t i = 0; i < BUF; i++) {
+			bool in = false;
+			for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++)
+				in = in || (i >= seq[k].off && i < seq[k].off + seq[k].len);
+			if (!in && w.b1.buf[i] != 0)
+				fail_msg("byte %u outside the WRITEs written", i);
+		}
 	}
 	/* Past the end of the MR: refused before a byte of that FPDU is written. */
 	post(&w.a1, RV_WR_RDMA_WRITE, 0, 200000, (uint64_t)(uintptr_t)(w.b1.buf + BUF - 100000),
@@ -826,7 +863,9 @@ static void test_faults__gathered_small_writes(void **state)
  * the receiver reading header by header). */
 static void test_faults__placed_sends_land_exactly(void **state)
 {
-	static const uint32_t lens[] = {65536, 100000, 8193, 200000, 140001};
+	/* 65 455-65 713: around tx.c's large-first split on loopback (see
+	 * placed_writes_land_exactly). */
+	static const uint32_t lens[] = {65536, 100000, 8193, 200000, 140001, 65455, 65456, 65457, 65712, 65713};
 	struct world w;
 	uint64_t id = 800;
 

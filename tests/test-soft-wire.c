@@ -77,7 +77,7 @@ static void test_soft_wire__crc32c_long_buffers(void **state)
 static void test_soft_wire__crc32c_every_implementation(void **state)
 {
 	static const enum rv_crc32c_impl impls[] = {RV_CRC32C_TABLE, RV_CRC32C_SSE42, RV_CRC32C_FOLD,
-						    RV_CRC32C_FOLD256, RV_CRC32C_FOLD128};
+						    RV_CRC32C_FOLD256, RV_CRC32C_FOLD128, RV_CRC32C_HYBRID256};
 	static uint8_t buf[70000];
 	uint8_t zeros[32] = {0}, ones[32], inc[32];
 	uint32_t x = 777;
@@ -147,8 +147,13 @@ static uint64_t crc_rand(uint64_t *s)
  * folding's minimum. */
 static void test_soft_wire__crc32c_folding_random(void **state)
 {
-	static const enum rv_crc32c_impl impls[] = {RV_CRC32C_FOLD128, RV_CRC32C_FOLD256, RV_CRC32C_FOLD};
-	static const size_t big[] = {65536, 65536 + 15, 262144 + 129, 1048576, 1048576 + 4096 + 77};
+	static const enum rv_crc32c_impl impls[] = {RV_CRC32C_FOLD128, RV_CRC32C_FOLD256, RV_CRC32C_FOLD,
+						    RV_CRC32C_HYBRID256};
+	/* Around the hybrid path's chunk of 7 936 bytes (one, two and four
+	 * chunks, with no, a short and a long remainder) and large buffers. */
+	static const size_t big[] = {7935,  7936,  7937,  7936 + 127, 7936 + 128, 15872, 15872 + 7935,
+				     31744 + 1024 + 28, 32768, 65536, 65536 + 15, 262144 + 129, 1048576,
+				     1048576 + 4096 + 77};
 	const size_t size = (1u << 20) + 8192;
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	uint8_t *buf = malloc(size);

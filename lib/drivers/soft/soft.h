@@ -346,6 +346,7 @@ struct soft_conn {
 	bool shut_wr;
 	bool crc;                /* MPA CRC in use on this stream (either side required it) */
 	uint32_t fpdu_payload;   /* payload bytes per FPDU we send (SOFT_FPDU_PAYLOAD, more with a large MSS) */
+	uint32_t fpdu_max;       /* the most the MSS allows (>= fpdu_payload): tx.c, chunk_at */
 	uint8_t req_flags;       /* passive: the MPA request's flags, while PENDING */
 	int64_t deadline;        /* ms, CLOCK_MONOTONIC; 0 = none */
 	int64_t born_ms;         /* passive: accepted at (eviction takes the oldest first) */
@@ -1184,6 +1185,14 @@ void soft_rx_send_error(struct soft_qp *q, const struct rv_fpdu *f);
 /* After a large WRITE or SEND, this many other FPDUs are read header first
  * too (the confirmation READs between them must not end it). */
 #define SOFT_PLACE_FOLLOW 16u
+/* A message at most this much over one FPDU of fpdu_max bytes goes as that
+ * FPDU and a small one (tx.c, chunk_at: a 64 KiB WRITE, which MPA's 16-bit
+ * length keeps from fitting one FPDU); the receiver reads the small one, with
+ * the next header, in the recvmsg that places the large one's payload: it
+ * reads SOFT_PLACE_SLACK bytes more than the trailer and the next header
+ * (place.c). One recvmsg per 64 KiB WRITE instead of two (issue #22). */
+#define SOFT_TX_TAIL_MAX 256u
+#define SOFT_PLACE_SLACK (SOFT_TX_TAIL_MAX + 2u + RV_DDP_UNTAGGED_HDR + 3u + 4u)
 /*
  * One read from c's socket (q->lock held, c is q's and up): into the target
  * memory while a WRITE's or SEND's payload is being placed (starting one when

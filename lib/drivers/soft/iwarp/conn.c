@@ -87,7 +87,7 @@ static void set_fpdu_payload(struct soft_conn *c)
 	socklen_t l = sizeof(mss);
 	uint32_t ulpdu, pay;
 
-	c->fpdu_payload = SOFT_FPDU_PAYLOAD;
+	c->fpdu_payload = c->fpdu_max = SOFT_FPDU_PAYLOAD;
 	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0)
 		mss = 0;
 	/* TCP_MAXSEG starts below the path's (32 741 on loopback, whose MTU is
@@ -108,6 +108,14 @@ static void set_fpdu_payload(struct soft_conn *c)
 		pay = SOFT_FPDU_PAYLOAD_MAX;
 	if (pay > c->fpdu_payload)
 		c->fpdu_payload = pay;
+	/* The largest FPDU that still fits one segment, pad and CRC included
+	 * (a multiple of 4: no pad), for chunk_at's large-first split. */
+	if ((uint32_t)mss > 2 + RV_DDP_UNTAGGED_HDR + 3 + 4) {
+		pay = ((uint32_t)mss - 2 - RV_DDP_UNTAGGED_HDR - 3 - 4) & ~3u;
+		if (pay > RV_ULPDU_MAX - RV_DDP_UNTAGGED_HDR)
+			pay = (RV_ULPDU_MAX - RV_DDP_UNTAGGED_HDR) & ~3u;
+		c->fpdu_max = pay > c->fpdu_payload ? pay : c->fpdu_payload;
+	}
 }
 
 static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_state state)
@@ -130,7 +138,7 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 	c->fd = fd;
 	c->shm_pidfd = -1;
 	c->state = state;
-	c->fpdu_payload = SOFT_FPDU_PAYLOAD;
+	c->fpdu_payload = c->fpdu_max = SOFT_FPDU_PAYLOAD;
 	c->events = state == CONN_CONNECTING ? EPOLLOUT : EPOLLIN;
 	c->deadline = soft_now_ms() + sc->timeout_ms;
 	ev.events = c->events;

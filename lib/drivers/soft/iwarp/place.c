@@ -125,7 +125,7 @@ struct recv_into {
 	int fd;
 	size_t len;       /* payload bytes still to come */
 	uint8_t *ahead;   /* rx buffer room for what follows the payload, or NULL */
-	size_t ahead_len; /* its pad, CRC and the next header: no further */
+	size_t ahead_len; /* its pad, CRC, the next header and SOFT_PLACE_SLACK bytes */
 	bool crc;
 	uint32_t sum;
 	ssize_t n;        /* bytes received in all (payload + ahead) */
@@ -184,7 +184,12 @@ static ssize_t place_recv(struct soft_qp *q, struct soft_conn *c)
 {
 	struct soft_place *pl = &c->place;
 	struct recv_into r = {c->fd, pl->len - pl->done, NULL, 0, c->crc, pl->crc, 0, 0};
-	size_t ahead = (size_t)pl->trail + 2 + (pl->send ? RV_DDP_UNTAGGED_HDR : RV_DDP_TAGGED_HDR);
+	/* pad, CRC, the next header and SOFT_PLACE_SLACK more: a small FPDU
+	 * after this one (the tail of a 64 KiB WRITE, tx.c chunk_at; a
+	 * confirmation's READ request) comes in this read too, with the header
+	 * after it. What the slack takes of a following payload is placed from
+	 * rx as place_begin does with any payload bytes already there. */
+	size_t ahead = (size_t)pl->trail + 2 + (pl->send ? RV_DDP_UNTAGGED_HDR : RV_DDP_TAGGED_HDR) + SOFT_PLACE_SLACK;
 	enum soft_mem_err e;
 
 	/* rx holds this FPDU's header only (place_begin): pad, CRC and the next

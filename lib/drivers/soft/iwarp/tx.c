@@ -420,13 +420,29 @@ static bool is_send(const struct soft_swqe *w)
 	return w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM || w->opcode == RV_WR_SEND_WITH_INV;
 }
 
-/* The payload of w's FPDU at offset off: the rest cut into FPDUs of even size
- * (64 KiB: two of 32 KiB, not 60 + 4), each large enough for the receiver to
- * place it directly (place.c). */
+/* The largest FPDU payload chunk_at may choose: fpdu_max while the stream
+ * uses large FPDUs (not once the same-host ring took over: page-sized frames
+ * there, shmring.c). */
+static uint32_t fpdu_big(const struct soft_conn *c)
+{
+	return c->fpdu_payload > SOFT_FPDU_PAYLOAD ? c->fpdu_max : c->fpdu_payload;
+}
+
+/* The payload of w's FPDU at offset off. What fits one FPDU of fpdu_big goes
+ * whole; a message at most SOFT_TX_TAIL_MAX over it (64 KiB: MPA's 16-bit
+ * length) as that FPDU and a small one, which the receiver reads in the same
+ * recvmsg as the large one's trailer (place.c, SOFT_PLACE_SLACK): one
+ * recvmsg per 64 KiB WRITE, not two. Anything larger is cut into FPDUs of
+ * even size (not 60 KiB + 4 KiB), each large enough for the receiver to place
+ * it directly. */
 static uint32_t chunk_at(const struct soft_conn *c, const struct soft_swqe *w, uint32_t off)
 {
-	uint32_t chunk = w->length - off;
+	uint32_t chunk = w->length - off, big = fpdu_big(c);
 
+	if (chunk > c->fpdu_payload && chunk <= big)
+		return chunk;
+	if (chunk > big && chunk - big <= SOFT_TX_TAIL_MAX)
+		return big;
 	if (chunk > c->fpdu_payload) {
 		uint32_t n = (chunk + c->fpdu_payload - 1) / c->fpdu_payload;
 		chunk = (chunk + n - 1) / n;
@@ -660,7 +676,7 @@ static bool emit_read_resp(struct soft_qp *q, struct soft_conn *c)
 static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 {
 	/* Room for the largest FPDU and an Immediate Data message after it. */
-	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + c->fpdu_payload +
+	const size_t need = RV_FPDU_OVERHEAD + RV_RDMAP_READ_REQ_LEN + fpdu_big(c) +
 			    rv_wire_fpdu_len(RV_DDP_UNTAGGED_HDR + RV_RDMAP_IMM_LEN);
 	bool any = false;
 

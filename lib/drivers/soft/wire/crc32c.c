@@ -387,6 +387,78 @@ FOLD256_TARGET static uint32_t crc_fold256(uint32_t crc, const uint8_t *p, size_
 	return fold_finish(v, p, len);
 }
 
+/*
+ * Folding and the crc32 instruction side by side (issue #22, tcpbw3). The
+ * two use different execution units (the carry-less multiplier, the crc32
+ * unit), so one loop that feeds both does more per cycle than either: each
+ * chunk of HYB_CHUNK bytes is cut into a folded part (HYB_FOLD bytes, as
+ * crc_fold256) followed by three crc32 streams of HYB_STREAM bytes each (as
+ * rounds()), one iteration folding 128 bytes and taking HYB_STEP bytes of
+ * each stream. The parts are joined as the streams are:
+ *   crc = shift(shift(shift(fold) ^ s0) ^ s1) ^ s2
+ * with shift_hyb advancing the register over HYB_STREAM zero bytes. The
+ * running value enters the folded part, the first of the chunk. What is
+ * left after the last whole chunk goes to crc_fold256 (or the crc32 streams
+ * under 128 bytes).
+ */
+#ifndef HYB_STEP
+#define HYB_STEP 40u  /* bytes of each crc32 stream per 128 bytes folded */
+#endif
+#ifndef HYB_ITERS
+#define HYB_ITERS 32u /* iterations per chunk: 7 936 bytes */
+#endif
+#define HYB_FOLD (128u * HYB_ITERS)
+#define HYB_STREAM (HYB_STEP * HYB_ITERS)
+#define HYB_CHUNK (HYB_FOLD + 3u * HYB_STREAM)
+static uint32_t shift_hyb[4][256];
+
+FOLD256_TARGET static uint32_t crc_hybrid256(uint32_t crc, const uint8_t *p, size_t len)
+{
+	const __m256i k128 = pair256(fold_128), k32 = pair256(fold_32);
+	const __m128i k16 = _mm_set_epi64x((long long)fold_16[1], (long long)fold_16[0]);
+
+	while (len >= HYB_CHUNK) {
+		const uint8_t *s = p + HYB_FOLD;
+		uint64_t c0 = 0, c1 = 0, c2 = 0;
+		__m256i y0, y1, y2, y3;
+		__m128i v;
+		uint32_t a;
+
+		y0 = _mm256_xor_si256(load_y(p), _mm256_castsi128_si256(_mm_cvtsi32_si128((int)crc)));
+		y1 = load_y(p + 32);
+		y2 = load_y(p + 64);
+		y3 = load_y(p + 96);
+		for (unsigned i = 0; i < HYB_ITERS; i++) {
+			const uint8_t *q = s + (size_t)i * HYB_STEP;
+
+			_Pragma("GCC unroll 8")
+			for (unsigned j = 0; j < HYB_STEP; j += 8) {
+				c0 = __builtin_ia32_crc32di(c0, load64(q + j));
+				c1 = __builtin_ia32_crc32di(c1, load64(q + HYB_STREAM + j));
+				c2 = __builtin_ia32_crc32di(c2, load64(q + 2 * HYB_STREAM + j));
+			}
+			if (i + 1 < HYB_ITERS) {
+				const uint8_t *f = p + 128 * (size_t)(i + 1);
+
+				y0 = fold_y(y0, k128, load_y(f));
+				y1 = fold_y(y1, k128, load_y(f + 32));
+				y2 = fold_y(y2, k128, load_y(f + 64));
+				y3 = fold_y(y3, k128, load_y(f + 96));
+			}
+		}
+		y1 = fold_y(y0, k32, y1);
+		y2 = fold_y(y1, k32, y2);
+		y3 = fold_y(y2, k32, y3);
+		v = fold_x(_mm256_castsi256_si128(y3), k16, _mm256_extracti128_si256(y3, 1));
+		a = fold_finish(v, p, 0);
+		crc = shift(shift_hyb, shift(shift_hyb, shift(shift_hyb, a) ^ (uint32_t)c0) ^ (uint32_t)c1) ^
+		      (uint32_t)c2;
+		p += HYB_CHUNK;
+		len -= HYB_CHUNK;
+	}
+	return len >= 128 ? crc_fold256(crc, p, len) : crc_sse42(crc, p, len);
+}
+
 /* The CPU's best folding for long buffers, the crc32 instruction below. */
 static uint32_t (*crc_fold_best)(uint32_t crc, const uint8_t *p, size_t len);
 
@@ -430,7 +502,8 @@ static void init(void)
 		have_fold128 = true;
 		if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq")) {
 			have_fold256 = true;
-			crc_fold_best = crc_fold256;
+			shift_table(shift_hyb, HYB_STREAM);
+			crc_fold_best = crc_hybrid256;
 		}
 		if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq")) {
 			have_fold = true;
@@ -476,6 +549,11 @@ bool rv_crc32c_with(enum rv_crc32c_impl impl, uint32_t *crc, const void *buf, si
 		if (!have_fold256 || len < 128)
 			return false;
 		*crc = ~crc_fold256(~*crc, buf, len);
+		return true;
+	case RV_CRC32C_HYBRID256:
+		if (!have_fold256 || len < 128)
+			return false;
+		*crc = ~crc_hybrid256(~*crc, buf, len);
 		return true;
 	case RV_CRC32C_FOLD128:
 		if (!have_fold128 || len < 128)

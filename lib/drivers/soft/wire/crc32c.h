@@ -29,6 +29,7 @@ enum rv_crc32c_impl {
 	RV_CRC32C_FOLD,  /* VPCLMULQDQ folding on 512-bit registers (AVX-512); needs len >= 256 */
 	RV_CRC32C_FOLD256, /* VPCLMULQDQ folding on 256-bit registers (AVX2); needs len >= 128 */
 	RV_CRC32C_FOLD128, /* PCLMULQDQ folding on 128-bit registers (SSE4.2); needs len >= 128 */
+	RV_CRC32C_HYBRID256, /* FOLD256 and three crc32 streams in one loop (AVX2); needs len >= 128 */
 };
 
 /*
