@@ -1104,6 +1104,9 @@ void soft_grant_free(struct soft_conn *c);
 /* Tests: the mapping of the ring qp sends into (header page, then data) and
  * the producer index; NULL when it has none. */
 void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod);
+/* Tests: the ring objects of qp's context (every one made, and those in
+ * the pool, free for a connection). */
+int soft_shmring_debug_pool(rv_qp *qp, uint32_t *all, uint32_t *pooled);
 
 /* ---- tx.c ---- */
 /* Frame and send as much as the socket takes (q->lock held). */

@@ -1422,3 +1422,21 @@ void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod)
 	pthread_mutex_unlock(&q->lock);
 	return p;
 }
+
+int soft_shmring_debug_pool(rv_qp *qp, uint32_t *all, uint32_t *pooled)
+{
+	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	struct soft_ctx *sc;
+
+	if (!q)
+		return -EINVAL;
+	sc = q->sc;
+	*all = *pooled = 0;
+	pthread_mutex_lock(&sc->lock);
+	for (const struct soft_shmring *r = sc->ring_all; r; r = r->all_next)
+		++*all;
+	for (const struct soft_shmring *r = sc->ring_pool; r; r = r->pool_next)
+		++*pooled;
+	pthread_mutex_unlock(&sc->lock);
+	return 0;
+}

@@ -348,7 +348,7 @@ static void poll_progress_locked(struct soft_cq *c)
 	}
 	if ((c->n_qps > SOFT_POLL_DIRECT_MAX || c->has_ud) && (empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0)
 		soft_ctx_poll_progress(sc);
-	ring_only = ring_only && c->n_qps <= SOFT_POLL_DIRECT_MAX && c->n_qps > 0;
+	ring_only = ring_only && c->n_qps <= SOFT_POLL_DIRECT_MAX;
 	if (atomic_load_explicit(&c->ring_only, memory_order_relaxed) != ring_only)
 		atomic_store_explicit(&c->ring_only, ring_only, memory_order_relaxed);
 }
