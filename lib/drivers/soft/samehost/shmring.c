@@ -96,11 +96,22 @@ static void *(*volatile ring_copy)(void *, const void *, size_t) = memcpy;
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 static char tsan_keys[64];
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
 #define TSAN_ACQUIRE(key) __tsan_acquire(&tsan_keys[(key) % sizeof(tsan_keys)])
 #define TSAN_RELEASE(key) __tsan_release(&tsan_keys[(key) % sizeof(tsan_keys)])
+/* A mapping replaced under a lock-free reader (soft_shmring_peek) is not a
+ * write of its bytes: the reader sees the old mapping or the new one (the
+ * kernel swaps them), and acts on neither. ThreadSanitizer's mmap would
+ * record a write of the whole range; with the thread's accesses ignored it
+ * resets the range's history instead. */
+#define TSAN_MAP_BEGIN() __tsan_ignore_thread_begin()
+#define TSAN_MAP_END() __tsan_ignore_thread_end()
 #else
 #define TSAN_ACQUIRE(key) ((void)(key))
 #define TSAN_RELEASE(key) ((void)(key))
+#define TSAN_MAP_BEGIN() ((void)0)
+#define TSAN_MAP_END() ((void)0)
 #endif
 
 /* The shared header: each field written by one side only. */
@@ -233,9 +244,11 @@ struct soft_shmring {
  * one (at NULL); NULL if it could not be made. */
 static uint8_t *region_zero(uint8_t *at)
 {
-	void *m = mmap(at, RING_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED : 0),
-		       -1, 0);
+	void *m;
 
+	TSAN_MAP_BEGIN();
+	m = mmap(at, RING_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED : 0), -1, 0);
+	TSAN_MAP_END();
 	return m == MAP_FAILED ? NULL : m;
 }
 
@@ -243,7 +256,12 @@ static uint8_t *region_zero(uint8_t *at)
  * what it had) if it could not be. */
 static bool region_map(uint8_t *at, int fd)
 {
-	return mmap(at, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
+	void *m;
+
+	TSAN_MAP_BEGIN();
+	m = mmap(at, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	TSAN_MAP_END();
+	return m != MAP_FAILED;
 }
 
 /* A mapping of a ring leaves: zero pages in its place. If even that fails
