@@ -9,6 +9,7 @@
  * peer" (the test writes garbage into the shared mapping) fails the QP that
  * reads it (TERMINATE, ERR, flushed receive WR) without a crash or a hang.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -667,6 +668,149 @@ static void test_shmring__hostile_producer_index(void **state)
 	hostile(BAD_PRODUCER);
 }
 
+
+/* ---- The lock-free look at the rings (soft_shmring_peek) against teardown ---- */
+
+struct peek_poller {
+	rv_cq *cq;
+	_Atomic bool stop;
+	_Atomic uint64_t polls, bad;
+};
+
+/* Busy-polls a CQ of context A that no QP completes into: every empty poll
+ * looks at A's rings without sc->lock while the main thread connects,
+ * disconnects and destroys A's QPs and closes their peers' contexts. */
+static void *peek_poll(void *arg)
+{
+	struct peek_poller *p = arg;
+	rv_wc wc[4];
+
+	while (!atomic_load(&p->stop)) {
+		if (rv_cq_poll(p->cq, wc, 4) != 0)
+			atomic_fetch_add(&p->bad, 1);
+		atomic_fetch_add_explicit(&p->polls, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+/* Mappings of ring memfds ("rverbs-soft-ring") in this process. */
+static int ring_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "rverbs-soft-ring"))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static rv_qp *qp_on(struct side *s)
+{
+	rv_qp_init_attr qa;
+	rv_qp *qp;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	qa.send_cq = s->cq;
+	qa.cap.max_send_wr = 64;
+	qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = 4;
+	qa.cap.max_recv_sge = 4;
+	assert_int_equal(rv_qp_new(s->pd, &qa, &qp), 0);
+	return qp;
+}
+
+/* One SEND of 64 B from `from` to `to`, both completions checked. */
+static void send_one(struct side *from, struct side *to, uint64_t id)
+{
+	rv_wc wc;
+
+	post_recv_small(to, to->qp, id);
+	post_send_small(from, from->qp, id);
+	check_recv_small(to, poll_one_within(to->cq, GUARD_MS), id);
+	wc = poll_one_within(from->cq, GUARD_MS);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, id);
+}
+
+/* Rounds of: a new QP on context A and a new context B, connected, both
+ * directions on the rings, SENDs both ways; then A's QP destroyed and B
+ * closed, in either order. Two threads busy-poll a spare CQ of A all along
+ * (the lock-free look walks A's rings while they are torn down, freed to
+ * the pool and reused). Every message arrives once with its bytes, the
+ * spare CQ never completes anything, A's ring objects are reused (not one
+ * per round), and no mapping of a ring memfd is left once the connections
+ * are gone. Under ThreadSanitizer this is the race the design argues
+ * (shmring.c, "Teardown against the lock-free look"). */
+static void test_shmring__peek_vs_teardown(void **state)
+{
+	enum { ROUNDS = 24, POLLERS = 2 };
+	struct side a, b;
+	struct peek_poller p[POLLERS];
+	pthread_t t[POLLERS];
+	rv_cq *spare;
+	uint32_t all = 0, pooled = 0;
+	uint64_t id = 1;
+	int64_t end;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	assert_int_equal(rv_cq_new(a.ctx, NULL, &spare), 0);
+	for (int i = 0; i < POLLERS; i++) {
+		p[i].cq = spare;
+		atomic_init(&p[i].stop, false);
+		atomic_init(&p[i].polls, 0);
+		atomic_init(&p[i].bad, 0);
+		assert_int_equal(pthread_create(&t[i], NULL, peek_poll, &p[i]), 0);
+	}
+	for (int round = 0; round < ROUNDS; round++) {
+		if (round > 0)
+			a.qp = qp_on(&a);
+		side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
+		connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
+		wait_rings(&a, &b);
+		for (int m = 0; m < 8; m++) {
+			send_one(&a, &b, id++);
+			send_one(&b, &a, id++);
+		}
+		assert_int_equal(soft_shmring_debug_pool(a.qp, &all, &pooled), 0);
+		assert_true(all >= 1);
+		if (round % 2 == 0) {
+			rv_qp_unref(a.qp); /* A's side goes first: its ring leaves while B's still produces */
+			side_close(&b);
+		} else {
+			side_close(&b); /* the peer goes first: A's ring stays mapped, its peer's memfd closed */
+			rv_qp_unref(a.qp);
+		}
+		a.qp = NULL;
+	}
+	/* Pooled: at most the rings that were alive at once (one QP, and the
+	 * connection the progress thread had not freed yet), not one a round. */
+	print_message("ring objects %u (pooled %u), polls %llu %llu\n", all, pooled, (unsigned long long)atomic_load(&p[0].polls), (unsigned long long)atomic_load(&p[1].polls));
+	assert_true(all <= 3);
+	/* The last connection is freed by A's progress thread: then no ring
+	 * memfd is mapped (zero pages were mapped over its ranges). */
+	end = now_ms() + GUARD_MS;
+	while (ring_mappings() != 0 && now_ms() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(ring_mappings(), 0);
+	for (int i = 0; i < POLLERS; i++) {
+		atomic_store(&p[i].stop, true);
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(atomic_load(&p[i].bad), 0);
+		assert_true(atomic_load(&p[i].polls) > 0);
+	}
+	rv_cq_unref(spare);
+	a.qp = qp_on(&a); /* side_close unrefs one */
+	side_close(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -682,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_shmring__hostile_record_length),
 		cmocka_unit_test(test_shmring__hostile_frame_bytes),
 		cmocka_unit_test(test_shmring__hostile_producer_index),
+		cmocka_unit_test(test_shmring__peek_vs_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

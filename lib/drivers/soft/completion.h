@@ -54,6 +54,10 @@ struct soft_cq {
 	uint32_t n_qps;          /* connected QPs (not UD); > SOFT_POLL_DIRECT_MAX: served through epoll */
 	bool has_ud;             /* a UD QP: its datagrams come through epoll */
 	uint32_t qp_gen;         /* sc->qp_gen the list was built at, + 1 (0: never) */
+	/* The last poll_progress_locked found every QP of the list on a ring
+	 * (none of their sockets is read): cq.c's empty polls skip sc->lock
+	 * for it, but on every 64th. */
+	_Atomic bool ring_only;
 	_Atomic uint32_t waiters; /* threads in soft_cq_block (changed under lock) */
 	bool wait_armed;         /* a waiter armed the CQ, not the application (lock) */
 	/* ns soft_cq_block spins before it sleeps (adaptive, at most

@@ -298,6 +298,16 @@ struct soft_ctx {
 	struct soft_conn **rings;  /* connections with a ring (sc->lock) */
 	uint32_t n_rings, cap_rings;
 	_Atomic uint32_t rings_live;   /* n_rings, readable without the lock */
+	/* What soft_shmring_peek reads without sc->lock (shmring.c, "Teardown
+	 * against the lock-free look"): the rings of rings[] by index, in an
+	 * array replaced (never freed before the context closes) when it
+	 * grows; the ring objects and their mappings' address ranges are
+	 * pooled, never freed before the context closes either. */
+	_Atomic(struct soft_ring_set *) ring_set;
+	struct soft_ring_set *ring_sets_old; /* replaced arrays (sc->lock) */
+	struct soft_shmring *ring_pool;      /* ring objects free for a connection (sc->lock) */
+	struct soft_shmring *ring_all;       /* every ring object of the context (sc->lock) */
+	_Atomic bool ring_peek_off;          /* an array could not grow: pollers take sc->lock */
 	_Atomic int64_t ring_poll_at;  /* µs: a poller last looked at the rings */
 	_Atomic bool ring_sleeping;    /* "sleeping" is set in every ring (progress thread or a waiter asleep) */
 	/* The rings' doorbell: the eventfd our peers write (their OFFER/ANSWER
@@ -969,6 +979,7 @@ void soft_shm_release(struct soft_conn *c);
 
 /* ---- shmring.c: shared-memory rings on the same-host path ---- */
 struct soft_shmring;
+struct soft_ring_set;
 /* Counters of a QP's ring (soft_shmring_stats, tests). */
 enum soft_ring_stat {
 	SOFT_RING_TX_FRAMES, /* frames put into our ring */
@@ -1019,6 +1030,14 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake);
 void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy);
 void soft_shmring_poller_locked(struct soft_ctx *sc, bool busy);
 void soft_shmring_poller(struct soft_ctx *sc, bool busy);
+/* Without sc->lock: whether soft_shmring_poller_locked has anything to do
+ * (frames in a ring, a consumer index someone waits for moved, a stalled
+ * ring resumed, or, busy, "sleeping" to clear). A stale answer costs one
+ * locked pass (true) or one more empty poll (false), never a crash: see
+ * shmring.c. */
+bool soft_shmring_peek(struct soft_ctx *sc, bool busy);
+/* ctx_free: unmap and free the pooled ring objects and the arrays. */
+void soft_shmring_ctx_fini(struct soft_ctx *sc);
 /* The application is about to block (a CQ armed): stop counting it as a
  * poller, so that the progress thread sleeps with "sleeping" set. */
 void soft_shmring_wake(struct soft_ctx *sc);
@@ -1086,6 +1105,9 @@ void soft_grant_free(struct soft_conn *c);
 /* Tests: the mapping of the ring qp sends into (header page, then data) and
  * the producer index; NULL when it has none. */
 void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod);
+/* Tests: the ring objects of qp's context (every one made, and those in
+ * the pool, free for a connection). */
+int soft_shmring_debug_pool(rv_qp *qp, uint32_t *all, uint32_t *pooled);
 
 /* ---- tx.c ---- */
 /* Frame and send as much as the socket takes (q->lock held). */

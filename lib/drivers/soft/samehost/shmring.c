@@ -96,11 +96,22 @@ static void *(*volatile ring_copy)(void *, const void *, size_t) = memcpy;
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 static char tsan_keys[64];
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
 #define TSAN_ACQUIRE(key) __tsan_acquire(&tsan_keys[(key) % sizeof(tsan_keys)])
 #define TSAN_RELEASE(key) __tsan_release(&tsan_keys[(key) % sizeof(tsan_keys)])
+/* A mapping replaced under a lock-free reader (soft_shmring_peek) is not a
+ * write of its bytes: the reader sees the old mapping or the new one (the
+ * kernel swaps them), and acts on neither. ThreadSanitizer's mmap would
+ * record a write of the whole range; with the thread's accesses ignored it
+ * resets the range's history instead. */
+#define TSAN_MAP_BEGIN() __tsan_ignore_thread_begin()
+#define TSAN_MAP_END() __tsan_ignore_thread_end()
 #else
 #define TSAN_ACQUIRE(key) ((void)(key))
 #define TSAN_RELEASE(key) ((void)(key))
+#define TSAN_MAP_BEGIN() ((void)0)
+#define TSAN_MAP_END() ((void)0)
 #endif
 
 /* The shared header: each field written by one side only. */
@@ -117,45 +128,208 @@ struct ring_hdr {
 
 _Static_assert(sizeof(struct ring_hdr) <= RING_GRANT_OFF, "grant slots overlap the ring header");
 
+/* The rings soft_shmring_peek walks: sc->rings' ring objects, by index. */
+struct soft_ring_set {
+	struct soft_ring_set *old_next; /* sc->ring_sets_old */
+	uint32_t cap;
+	_Atomic uint32_t n;
+	_Atomic(struct soft_shmring *) r[];
+};
+
 struct ring_mark {
 	uint32_t prod; /* once the consumer index reaches this ... */
 	uint32_t sq;   /* ... every send WR before this index was processed */
 };
 
+/* peek_on: the directions soft_shmring_peek looks at (mirrors of
+ * c->ring_rx_on and c->ring_tx_on, cleared first when the ring goes). */
+#define PEEK_RX 1u
+#define PEEK_TX 2u
+
 struct soft_shmring {
-	/* The ring we produce into (our memfd). */
+	/* Read by soft_shmring_peek without sc->lock: the two address ranges
+	 * (fixed for the object's life, which ends only at context close) and
+	 * atomics. A reader that comes late sees this connection's values or
+	 * the next one's in the same object, or zeros: see "Teardown against
+	 * the lock-free look" below. */
+	uint8_t *tx_region, *rx_region; /* RING_BYTES each: a mapping of a memfd, or zero pages */
+	struct soft_shmring *all_next, *pool_next; /* sc->ring_all, sc->ring_pool (sc->lock) */
+	_Atomic uint32_t peek_on;
+	_Atomic bool broken;
+	/* A receive WR came for the SEND that stalled this ring (post_recv, q->lock):
+	 * the next pass of a poller or of the progress thread resumes it. */
+	_Atomic bool resume;
+	/* A busy poller reads the peer's consumer index (a line the peer writes
+	 * once per frame) only while someone waits for it: a signaled WR, a send
+	 * queue half full, frames waiting for room (q->lock writes, sc->lock reads). */
+	_Atomic bool want_cons;
+	_Atomic uint32_t tx_cons;  /* the last consumer index seen (checked) */
+	_Atomic uint32_t rx_cons;
+	/* From here on: cleared for each connection (ring_get). */
+	/* The ring we produce into (our memfd), tx_region once mapped. */
 	uint8_t *tx_map;
 	struct ring_hdr *tx;
 	int tx_fd;
 	uint32_t tx_prod;          /* ours */
-	_Atomic uint32_t tx_cons;  /* the last consumer index seen (checked) */
 	struct ring_mark marks[RING_MARKS];
 	uint32_t mark_head, mark_tail;
 	uint32_t tx_unpub;   /* records tx.c framed in place (soft_shmring_framed) since the last flush */
 	uint32_t tx_pub;     /* the producer index last published */
 	uint32_t want_upto;  /* producer index: a signaled WR's last frame ends here */
 	uint32_t sq_scanned; /* send WRs looked at for want_upto */
-	/* A busy poller reads the peer's consumer index (a line the peer writes
-	 * once per frame) only while someone waits for it: a signaled WR, a send
-	 * queue half full, frames waiting for room (q->lock writes, sc->lock reads). */
-	_Atomic bool want_cons;
-	/* The peer's ring, which we consume. */
+	/* The peer's ring, which we consume (rx_region once mapped). */
 	uint8_t *rx_map;
 	struct ring_hdr *rx;
-	_Atomic uint32_t rx_cons;
 	int peer_evfd; /* the peer context's eventfd: the doorbell */
 	uint64_t tx_key, rx_key; /* inodes of the two memfds (ThreadSanitizer annotations) */
 	bool enabled; /* rings allowed on this connection (answer offers with yes) */
 	bool offer_due, offered, answer_due, answer_ok, switch_due;
 	bool tx_nocrc; /* the peer takes our ring frames without CRC (its ANSWER said so) */
 	bool rx_nocrc; /* we take the peer's ring frames without CRC (we answered so) */
-	_Atomic bool broken;
-	/* A receive WR came for the SEND that stalled this ring (post_recv, q->lock):
-	 * the next pass of a poller or of the progress thread resumes it. */
-	_Atomic bool resume;
 	_Atomic bool progressed; /* the peer showed progress: retry.c's clock, set by the progress thread */
 	uint64_t stat[SOFT_RING_NSTATS];
 };
+
+/*
+ * Teardown against the lock-free look (soft_shmring_peek). A busy poller
+ * looks at every ring of its context before it tries sc->lock, and takes
+ * the lock only when a ring has work: an empty poll then costs loads, not
+ * a trylock and an unlock (two lock round trips, 15 % of a busy poller's
+ * samples). It holds no lock while a connection is torn down, so nothing it
+ * reads may go away under it:
+ *
+ * - The ring objects are never freed before the context closes: a
+ *   connection's ring comes from the context's pool (sc->ring_pool) and
+ *   goes back to it (soft_shmring_free); sc->ring_all lists them all for
+ *   soft_shmring_ctx_fini. A context has as many as it ever had rings at
+ *   once.
+ * - Each object owns two address ranges of RING_BYTES, reserved when it is
+ *   made and unmapped only at context close. A memfd is mapped into a range
+ *   with MAP_FIXED; when the ring goes, zero pages (anonymous, read-only)
+ *   are mapped over it with MAP_FIXED, which frees the memfd's pages and
+ *   never leaves a hole a reader could fault on: since Linux 6.12 a
+ *   MAP_FIXED mmap that fails leaves the old mapping in place, and the
+ *   replacement of one mapping by another is atomic for a reader.
+ * - The array the poller walks (sc->ring_set) mirrors sc->rings by index.
+ *   Entries are atomic pointers to pooled objects (or NULL); an array that
+ *   is too small is replaced by a larger copy and the old one kept on
+ *   sc->ring_sets_old until context close, so a reader that loaded the old
+ *   one still reads valid memory. Its count is bounded by its capacity.
+ * - peek_on says which directions to look at: set (release) when a
+ *   direction switches to the ring, after its mapping and indices are in
+ *   place; cleared first when the ring leaves the list (soft_shmring_drop,
+ *   soft_shmring_free). The reader loads it, then the indices and the
+ *   shared header. Any interleaving with a teardown or a reuse reads either
+ *   the old connection's values, the new one's, or zeros from the zero
+ *   pages: the answer is at worst wrong once. "Work" when there is none
+ *   costs one locked pass, which decides under the locks as before
+ *   (ring_ready); "nothing" when there is work is a ring that was not
+ *   published yet or just moved, seen on the next empty poll (and every
+ *   64th empty poll of cq.c takes the lock anyway).
+ * - The reader acts on nothing it read: it only chooses whether to lock.
+ *   The producer index is not bounded here (the locked pass bounds it
+ *   before any use), and the prefetch of the next record is a hint that
+ *   never faults.
+ *
+ * Context close: the application destroys its CQs and QPs before the
+ * context (the facade's order), so no poller of this context runs when
+ * soft_shmring_ctx_fini unmaps. tests/test-soft-shmring.c's
+ * peek_vs_teardown connects, disconnects and destroys QPs (so rings are
+ * freed and reused) while other threads busy-poll; run under
+ * ThreadSanitizer (meson setup -Db_sanitize=thread) it checks the
+ * annotations' view too.
+ */
+
+/* A range of zero pages at `at` (MAP_FIXED over what is there), or a new
+ * one (at NULL); NULL if it could not be made. */
+static uint8_t *region_zero(uint8_t *at)
+{
+	void *m;
+
+	TSAN_MAP_BEGIN();
+	m = mmap(at, RING_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED : 0), -1, 0);
+	TSAN_MAP_END();
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* The memfd fd mapped into the range at `at`; false (the range keeps
+ * what it had) if it could not be. */
+static bool region_map(uint8_t *at, int fd)
+{
+	void *m;
+
+	TSAN_MAP_BEGIN();
+	m = mmap(at, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	TSAN_MAP_END();
+	return m != MAP_FAILED;
+}
+
+/* A mapping of a ring leaves: zero pages in its place. If even that fails
+ * (no memory), the memfd's mapping stays, which is as safe to read. */
+static void region_release(uint8_t *at)
+{
+	(void)region_zero(at);
+}
+
+/* A ring object for a connection (sc->lock held): from the pool, or a new
+ * one with its two ranges; everything but the ranges and the list links
+ * cleared. NULL: no memory. */
+static struct soft_shmring *ring_get(struct soft_ctx *sc)
+{
+	struct soft_shmring *r = sc->ring_pool;
+
+	if (r) {
+		sc->ring_pool = r->pool_next;
+	} else {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return NULL;
+		r->tx_region = region_zero(NULL);
+		r->rx_region = region_zero(NULL);
+		if (!r->tx_region || !r->rx_region) {
+			if (r->tx_region)
+				munmap(r->tx_region, RING_BYTES);
+			if (r->rx_region)
+				munmap(r->rx_region, RING_BYTES);
+			free(r);
+			return NULL;
+		}
+		r->all_next = sc->ring_all;
+		sc->ring_all = r;
+	}
+	r->pool_next = NULL;
+	/* The atomics a late reader may load: stored, not cleared by memset. */
+	atomic_store_explicit(&r->peek_on, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->broken, false, memory_order_relaxed);
+	atomic_store_explicit(&r->resume, false, memory_order_relaxed);
+	atomic_store_explicit(&r->want_cons, false, memory_order_relaxed);
+	atomic_store_explicit(&r->tx_cons, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->rx_cons, 0, memory_order_relaxed);
+	memset(&r->tx_map, 0, sizeof(*r) - offsetof(struct soft_shmring, tx_map));
+	r->tx_fd = r->peer_evfd = -1;
+	return r;
+}
+
+void soft_shmring_ctx_fini(struct soft_ctx *sc)
+{
+	while (sc->ring_all) {
+		struct soft_shmring *r = sc->ring_all;
+
+		sc->ring_all = r->all_next;
+		munmap(r->tx_region, RING_BYTES);
+		munmap(r->rx_region, RING_BYTES);
+		free(r);
+	}
+	sc->ring_pool = NULL;
+	free(atomic_load_explicit(&sc->ring_set, memory_order_relaxed));
+	atomic_store_explicit(&sc->ring_set, NULL, memory_order_relaxed);
+	while (sc->ring_sets_old) {
+		struct soft_ring_set *s = sc->ring_sets_old;
+
+		sc->ring_sets_old = s->old_next;
+		free(s);
+	}
+}
 
 /* fd is an eventfd (the kernel names its anonymous inode so). */
 static bool is_eventfd(int fd)
@@ -183,8 +357,36 @@ static void doorbell(struct soft_shmring *r)
 	}
 }
 
+/* sc->ring_set with room for cap entries (sc->lock held): the same array,
+ * or a larger copy published in its place (the old one kept for readers
+ * that loaded it). false: no memory (the lock-free look is turned off). */
+static bool set_reserve(struct soft_ctx *sc, uint32_t cap)
+{
+	struct soft_ring_set *s = atomic_load_explicit(&sc->ring_set, memory_order_relaxed), *t;
+	uint32_t n = s ? atomic_load_explicit(&s->n, memory_order_relaxed) : 0;
+
+	if (s && s->cap >= cap)
+		return true;
+	t = calloc(1, sizeof(*t) + cap * sizeof(t->r[0]));
+	if (!t)
+		return false;
+	t->cap = cap;
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&t->r[i], atomic_load_explicit(&s->r[i], memory_order_relaxed),
+				      memory_order_relaxed);
+	atomic_store_explicit(&t->n, n, memory_order_relaxed);
+	atomic_store_explicit(&sc->ring_set, t, memory_order_release);
+	if (s) {
+		s->old_next = sc->ring_sets_old;
+		sc->ring_sets_old = s;
+	}
+	return true;
+}
+
 static void list_add(struct soft_ctx *sc, struct soft_conn *c)
 {
+	struct soft_ring_set *s;
+
 	if (sc->n_rings == sc->cap_rings) {
 		uint32_t n = sc->cap_rings ? sc->cap_rings * 2 : 8;
 		struct soft_conn **a = realloc(sc->rings, n * sizeof(*a));
@@ -193,28 +395,53 @@ static void list_add(struct soft_ctx *sc, struct soft_conn *c)
 		sc->rings = a;
 		sc->cap_rings = n;
 	}
+	if (!set_reserve(sc, sc->cap_rings))
+		atomic_store(&sc->ring_peek_off, true);
+	s = atomic_load_explicit(&sc->ring_set, memory_order_relaxed);
+	if (s && sc->n_rings < s->cap) {
+		atomic_store_explicit(&s->r[sc->n_rings], c->ring, memory_order_release);
+		atomic_store_explicit(&s->n, sc->n_rings + 1, memory_order_release);
+	}
 	sc->rings[sc->n_rings++] = c;
 	atomic_store(&sc->rings_live, sc->n_rings);
 }
 
-void soft_shmring_drop(struct soft_conn *c)
+/* c out of sc->rings and of the array the lock-free look walks (sc->lock
+ * held, or the context closing); its ring's peek_on cleared first. */
+static void list_del(struct soft_ctx *sc, struct soft_conn *c)
 {
-	struct soft_ctx *sc = c->sc;
+	struct soft_ring_set *s = atomic_load_explicit(&sc->ring_set, memory_order_relaxed);
 
-	soft_grant_revoke_conn(c); /* the connection closes: no copy into our memory from now on */
-
+	atomic_store_explicit(&c->ring->peek_on, 0, memory_order_release);
 	for (uint32_t i = 0; i < sc->n_rings; i++) {
 		if (sc->rings[i] == c) {
-			sc->rings[i] = sc->rings[--sc->n_rings];
+			uint32_t last = --sc->n_rings;
+
+			sc->rings[i] = sc->rings[last];
+			if (s && last < s->cap) {
+				/* The last entry moves into the hole, then the count
+				 * shrinks: a reader sees c's object (peek_on 0), the
+				 * moved one twice, or not the moved one once. */
+				atomic_store_explicit(&s->r[i], sc->rings[i]->ring, memory_order_release);
+				atomic_store_explicit(&s->n, last, memory_order_release);
+				atomic_store_explicit(&s->r[last], NULL, memory_order_release);
+			}
 			break;
 		}
 	}
 	atomic_store(&sc->rings_live, sc->n_rings);
 }
 
+void soft_shmring_drop(struct soft_conn *c)
+{
+	soft_grant_revoke_conn(c); /* the connection closes: no copy into our memory from now on */
+	list_del(c->sc, c);
+}
+
 void soft_shmring_free(struct soft_conn *c)
 {
 	struct soft_shmring *r = c->ring;
+	struct soft_ctx *sc = c->sc;
 
 	if (!r)
 		return;
@@ -222,15 +449,19 @@ void soft_shmring_free(struct soft_conn *c)
 	soft_grant_free(c);
 	c->grant_ours = c->grant_peer = NULL;
 	c->grant_give = c->grant_take = false;
+	list_del(sc, c); /* not dropped first at context close */
 	if (r->tx_map)
-		munmap(r->tx_map, RING_BYTES);
+		region_release(r->tx_region);
 	if (r->rx_map)
-		munmap(r->rx_map, RING_BYTES);
+		region_release(r->rx_region);
 	if (r->tx_fd >= 0)
 		close(r->tx_fd);
 	if (r->peer_evfd >= 0)
 		close(r->peer_evfd);
-	free(r);
+	r->tx_map = r->rx_map = NULL;
+	r->tx = r->rx = NULL;
+	r->pool_next = sc->ring_pool; /* for the next connection, never freed before the context closes */
+	sc->ring_pool = r;
 	c->ring = NULL;
 	c->ring_tx_on = c->ring_rx_on = false;
 }
@@ -255,10 +486,9 @@ void soft_shmring_start(struct soft_qp *q, struct soft_conn *c)
 	(void)q;
 	if (c->ring || !c->shm_pull || !c->shm_push || !c->shm_ring_peer || !c->sc->shm_ring)
 		return; /* a peer that did not offer rings never sees a ring message */
-	r = calloc(1, sizeof(*r));
+	r = ring_get(c->sc);
 	if (!r)
 		return;
-	r->tx_fd = r->peer_evfd = -1;
 	c->ring = r;
 	list_add(c->sc, c);
 	r->enabled = same_netns(c->shm_pid);
@@ -270,11 +500,9 @@ void soft_shmring_start(struct soft_qp *q, struct soft_conn *c)
 	if (ftruncate(r->tx_fd, RING_BYTES) < 0 ||
 	    fcntl(r->tx_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail;
-	r->tx_map = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, r->tx_fd, 0);
-	if (r->tx_map == MAP_FAILED) {
-		r->tx_map = NULL;
+	if (!region_map(r->tx_region, r->tx_fd))
 		goto fail;
-	}
+	r->tx_map = r->tx_region;
 	r->tx = (struct ring_hdr *)r->tx_map;
 	{
 		struct stat st;
@@ -294,7 +522,7 @@ static bool map_peer_ring(struct soft_conn *c, uint32_t num)
 	struct soft_shmring *r = c->ring;
 	int fd = soft_shm_dup_fd(c, num), seals;
 	struct stat st;
-	void *m;
+	bool ok;
 
 	if (fd < 0)
 		return false;
@@ -303,14 +531,14 @@ static bool map_peer_ring(struct soft_conn *c, uint32_t num)
 		close(fd);
 		return false;
 	}
-	m = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ok = region_map(r->rx_region, fd);
 	close(fd);
-	if (m == MAP_FAILED)
+	if (!ok)
 		return false;
-	r->rx_map = m;
-	r->rx = (struct ring_hdr *)m;
+	r->rx_map = r->rx_region;
+	r->rx = (struct ring_hdr *)r->rx_map;
 	r->rx_key = (uint64_t)st.st_ino;
-	r->rx_cons = 0;
+	atomic_store_explicit(&r->rx_cons, 0, memory_order_relaxed);
 	return true;
 }
 
@@ -368,7 +596,7 @@ static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *
 			c->grant_area_len = RING_HDR - RING_GRANT_OFF;
 		}
 		if (!r->answer_ok && r->rx_map) {
-			munmap(r->rx_map, RING_BYTES);
+			region_release(r->rx_region);
 			r->rx_map = NULL;
 			r->rx = NULL;
 		}
@@ -389,7 +617,7 @@ static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *
 				c->grant_area_len = RING_HDR - RING_GRANT_OFF;
 			}
 		} else {
-			munmap(r->tx_map, RING_BYTES);
+			region_release(r->tx_region);
 			r->tx_map = NULL;
 			r->tx = NULL;
 		}
@@ -398,6 +626,9 @@ static bool ring_ctl_got(struct soft_qp *q, struct soft_conn *c, const uint8_t *
 		if (!r->rx_map || c->ring_rx_on)
 			return false;
 		c->ring_rx_on = true;
+		/* The lock-free look starts with this direction: its mapping
+		 * and rx_cons are in place (release). */
+		atomic_fetch_or_explicit(&r->peek_on, PEEK_RX, memory_order_release);
 		rv_log(RV_LOG_INFO, "soft0: QP 0x%x: frames from QP 0x%x now arrive through a shared-memory ring",
 		       q->qpn, q->peer_qpn);
 		crc_off_when_both(c);
@@ -472,6 +703,7 @@ bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c)
 		put_ctl(c, CTL_SWITCH, 0, 0, 0);
 		c->ring_tcp_end = c->tx_len;
 		c->ring_tx_on = true;
+		atomic_fetch_or_explicit(&r->peek_on, PEEK_TX, memory_order_release);
 		c->fpdu_payload = SOFT_FPDU_PAYLOAD; /* page-sized frames: several fit in the ring */
 		/* First ring frame: its consumption confirms what went over TCP. */
 		memset(&f, 0, sizeof(f));
@@ -965,6 +1197,61 @@ static bool ring_ready(const struct soft_conn *c, bool cons)
 		       atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
 }
 
+/* ring_ready(c, false) for soft_shmring_peek, from the ring object alone
+ * and without a lock ("Teardown against the lock-free look"). A stalled
+ * ring with frames counts as work (the connection's rx_stalled is not read
+ * here): its locked pass finds none, as every empty poll did before. */
+static bool peek_ready(struct soft_shmring *r)
+{
+	uint32_t on = atomic_load_explicit(&r->peek_on, memory_order_acquire);
+
+	if (!on || atomic_load_explicit(&r->broken, memory_order_relaxed))
+		return false;
+	if (on & PEEK_RX) {
+		const struct ring_hdr *rx = (const struct ring_hdr *)r->rx_region;
+		uint32_t rc = atomic_load_explicit(&r->rx_cons, memory_order_relaxed);
+		const uint8_t *next = r->rx_region + RING_HDR + rc % RING_DATA;
+
+		if (atomic_load_explicit(&r->resume, memory_order_relaxed))
+			return true;
+		/* As ring_ready: the record's lines with the index (a hint). */
+		__builtin_prefetch(next);
+		__builtin_prefetch(next + 64);
+		if (atomic_load_explicit(&rx->prod, memory_order_relaxed) != rc)
+			return true;
+	}
+	if ((on & PEEK_TX) && atomic_load_explicit(&r->want_cons, memory_order_relaxed)) {
+		const struct ring_hdr *tx = (const struct ring_hdr *)r->tx_region;
+
+		return atomic_load_explicit(&tx->cons, memory_order_relaxed) !=
+		       atomic_load_explicit(&r->tx_cons, memory_order_relaxed);
+	}
+	return false;
+}
+
+bool soft_shmring_peek(struct soft_ctx *sc, bool busy)
+{
+	struct soft_ring_set *s;
+	uint32_t n;
+
+	/* soft_shmring_poller_locked clears "sleeping" for a busy poller. */
+	if (busy && atomic_load_explicit(&sc->ring_sleeping, memory_order_relaxed))
+		return true;
+	s = atomic_load_explicit(&sc->ring_set, memory_order_acquire);
+	if (!s || atomic_load_explicit(&sc->ring_peek_off, memory_order_relaxed))
+		return true;
+	n = atomic_load_explicit(&s->n, memory_order_acquire);
+	if (n > s->cap)
+		n = s->cap;
+	for (uint32_t i = 0; i < n; i++) {
+		struct soft_shmring *r = atomic_load_explicit(&s->r[i], memory_order_acquire);
+
+		if (r && peek_ready(r))
+			return true;
+	}
+	return false;
+}
+
 /* Anything for soft_tx_push after the ring was read (q->lock held): frames
  * waiting, a TERMINATE, READ responses, WRs not framed yet, the ring's setup
  * messages; otherwise it is skipped (a 64 B ping-pong has none). */
@@ -1152,4 +1439,22 @@ void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod)
 	}
 	pthread_mutex_unlock(&q->lock);
 	return p;
+}
+
+int soft_shmring_debug_pool(rv_qp *qp, uint32_t *all, uint32_t *pooled)
+{
+	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	struct soft_ctx *sc;
+
+	if (!q)
+		return -EINVAL;
+	sc = q->sc;
+	*all = *pooled = 0;
+	pthread_mutex_lock(&sc->lock);
+	for (const struct soft_shmring *r = sc->ring_all; r; r = r->all_next)
+		++*all;
+	for (const struct soft_shmring *r = sc->ring_pool; r; r = r->pool_next)
+		++*pooled;
+	pthread_mutex_unlock(&sc->lock);
+	return 0;
 }

@@ -455,6 +455,7 @@ static void ctx_free(struct soft_ctx *sc)
 	pthread_mutex_destroy(&sc->lock);
 	free(sc->qps);
 	free(sc->rings);
+	soft_shmring_ctx_fini(sc);
 	free(sc);
 }
 

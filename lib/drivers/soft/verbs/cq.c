@@ -325,6 +325,8 @@ static void poll_progress_locked(struct soft_cq *c)
 {
 	struct soft_ctx *sc = c->sc;
 
+	bool ring_only = !c->has_ud;
+
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
 	if (c->n_qps <= SOFT_POLL_DIRECT_MAX) {
@@ -336,6 +338,7 @@ static void poll_progress_locked(struct soft_cq *c)
 			 * it (a same-host ping-pong read the clock once per message). */
 			if (qc && atomic_load_explicit(&qc->ring_rx_on, memory_order_relaxed))
 				continue;
+			ring_only = false;
 			if (poll_stamp_due) {
 				poll_stamp = soft_now_us();
 				poll_stamp_due = false;
@@ -345,6 +348,9 @@ static void poll_progress_locked(struct soft_cq *c)
 	}
 	if ((c->n_qps > SOFT_POLL_DIRECT_MAX || c->has_ud) && (empty_polls & (SOFT_POLL_PROGRESS_EVERY - 1)) == 0)
 		soft_ctx_poll_progress(sc);
+	ring_only = ring_only && c->n_qps <= SOFT_POLL_DIRECT_MAX;
+	if (atomic_load_explicit(&c->ring_only, memory_order_relaxed) != ring_only)
+		atomic_store_explicit(&c->ring_only, ring_only, memory_order_relaxed);
 }
 
 /*
@@ -360,6 +366,8 @@ static void poll_progress_locked(struct soft_cq *c)
  * a third of what its recv took in user space), and read only when a TCP
  * stream is polled with it (poll_progress_locked), never for QPs on rings.
  */
+#define SOFT_POLL_LOCK_EVERY 64 /* the empty polls that take sc->lock whatever the look says */
+
 static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
 {
 	struct soft_ctx *sc = c->sc;
@@ -375,6 +383,11 @@ static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
 		if (n == SOFT_POLL_PROGRESS_AFTER || (n & 15) == 0)
 			poll_stamp_due = true; /* read where a stream poll uses it */
 	}
+	if (progress && (n & (SOFT_POLL_LOCK_EVERY - 1)) != 0 &&
+	    atomic_load_explicit(&c->ring_only, memory_order_relaxed))
+		progress = false; /* every QP of the CQ is on a ring: no socket to read */
+	if (rings && !(progress || (n & (SOFT_POLL_LOCK_EVERY - 1)) == 0) && !soft_shmring_peek(sc, ring_busy))
+		rings = false; /* nothing in the rings: no sc->lock round trip */
 	if ((rings || progress) && pthread_mutex_trylock(&sc->lock) == 0) {
 		if (rings)
 			soft_shmring_poller_locked(sc, ring_busy);
