@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -489,7 +490,43 @@ static inline void cpu_relax(void)
  */
 #define SOFT_WAIT_SPIN_GAP_NS 20000
 
-static bool wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t deadline_ns)
+/* What a spin came to (wait_spin). */
+enum spin_result {
+	SPIN_NONE, /* nothing came: the thread sleeps */
+	SPIN_WON,  /* a completion came while the thread kept its CPU */
+	SPIN_LOST, /* a completion is there, but the thread lost its CPU on the way */
+};
+
+/*
+ * A completion found after the spin lost its CPU is no win: the thread was
+ * preempted (most often by the peer it waits for, on the same CPU) instead
+ * of sleeping, which costs the same switch, and burned CPU the peer needed
+ * before it. Counted as a win, it reset the backoff, so a ping-pong whose
+ * two ends share a CPU (one busy process beside them on 2 CPUs, or a
+ * 1-CPU container) spun before nearly every sleep: 2-4 empty recv per
+ * message and about 2-5 us more CPU per message (lib/drivers/soft/README.md,
+ * Progress). The clock alone does not tell: the peer can take the CPU,
+ * answer and give it back within SOFT_WAIT_SPIN_GAP_NS. The thread's count
+ * of involuntary context switches does (getrusage RUSAGE_THREAD, one system
+ * call per spin, against the count the thread's last spin saw; a preemption
+ * between two spins counts too: the CPU is contended either way).
+ */
+static _Thread_local long spin_nivcsw __attribute__((tls_model("initial-exec")));
+
+/* true: this thread was preempted since its last call. */
+static bool spin_preempted(void)
+{
+	struct rusage ru;
+	bool was;
+
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return false;
+	was = ru.ru_nivcsw != spin_nivcsw;
+	spin_nivcsw = ru.ru_nivcsw;
+	return was;
+}
+
+static enum spin_result wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t deadline_ns)
 {
 	struct soft_ctx *sc = c->sc;
 	int64_t end = start + budget, last = start, now;
@@ -505,14 +542,15 @@ static bool wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t
 			now = mono_ns();
 			if (now >= end || now - last > SOFT_WAIT_SPIN_GAP_NS) {
 				empty_polls = 0;
-				return false;
+				spin_preempted(); /* the count the next spin compares with */
+				return SPIN_NONE;
 			}
 			last = now;
 		}
 		cpu_relax();
 	}
 	empty_polls = 0;
-	return true;
+	return spin_preempted() || mono_ns() - last > SOFT_WAIT_SPIN_GAP_NS ? SPIN_LOST : SPIN_WON;
 }
 
 /* After a wait: spun is whether it spun (and found nothing: it slept), got
@@ -581,8 +619,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	if (sc->wait_spin_ns && cq->wait_mode != RV_CQ_WAIT_SPIN_THEN_BLOCK) {
 		budget = atomic_load_explicit(&c->spin_ns, memory_order_relaxed);
 		start = mono_ns();
-		if (budget && wait_spin(c, budget, start, deadline_ns)) {
+		enum spin_result won = budget ? wait_spin(c, budget, start, deadline_ns) : SPIN_NONE;
+
+		if (won == SPIN_WON) {
 			atomic_store_explicit(&c->spin_fails, 0, memory_order_relaxed);
+			return 0;
+		}
+		if (won == SPIN_LOST) {
+			wait_spin_adapt(c, true, start, true); /* a failure: the backoff grows */
 			return 0;
 		}
 	}
