@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -488,69 +487,61 @@ static inline void cpu_relax(void)
  * sides all the time, as busy polling does; RVERBS_SOFT_WAIT_SPIN_US=0 turns
  * it off. true: a completion is in the CQ.
  */
-#define SOFT_WAIT_SPIN_GAP_NS 20000
+/*
+ * A spin stops, as a failure, when the thread lost its CPU: the machine is
+ * overcommitted and the peer may need this CPU. Before, the clock was read
+ * every 8th look and a gap of 20 us counted: a peer on the same CPU could
+ * take it, answer and give it back within that, the next look found the
+ * answer, and the spin counted as won and reset the backoff, so a ping-pong
+ * whose two ends share a CPU (one busy process beside them on 2 CPUs, or a
+ * 1-CPU container) spun before nearly every sleep: 2.4 recv per message
+ * instead of 1, 1.5-3.5 us more CPU per message (lib/drivers/soft/README.md,
+ * Progress). Now the clock is read at every look (a vDSO read, beside the
+ * look's recv) and a gap of more than SOFT_WAIT_SPIN_GAP_NS plus twice the
+ * shortest look of this spin counts: a peer's turn (two switches and its
+ * message) takes longer, an empty look (a recv that says EAGAIN per QP, the
+ * rings' loads) about a microsecond per QP. (getrusage's count of
+ * involuntary switches tells it exactly, but costs about 2 us a call on the
+ * development VM: as much as the spin saves.) A look that finds the
+ * completion is not timed: the peer's answer was read in it.
+ */
+#define SOFT_WAIT_SPIN_GAP_NS 4000
 
 /* What a spin came to (wait_spin). */
 enum spin_result {
-	SPIN_NONE, /* nothing came: the thread sleeps */
-	SPIN_WON,  /* a completion came while the thread kept its CPU */
-	SPIN_LOST, /* a completion is there, but the thread lost its CPU on the way */
+	SPIN_NONE,  /* nothing came (or the thread lost its CPU): it sleeps */
+	SPIN_WON,   /* a completion came after at least one empty look: a sleep saved */
+	SPIN_THERE, /* the first look found it: no sleep saved, none wasted */
 };
-
-/*
- * A completion found after the spin lost its CPU is no win: the thread was
- * preempted (most often by the peer it waits for, on the same CPU) instead
- * of sleeping, which costs the same switch, and burned CPU the peer needed
- * before it. Counted as a win, it reset the backoff, so a ping-pong whose
- * two ends share a CPU (one busy process beside them on 2 CPUs, or a
- * 1-CPU container) spun before nearly every sleep: 2-4 empty recv per
- * message and about 2-5 us more CPU per message (lib/drivers/soft/README.md,
- * Progress). The clock alone does not tell: the peer can take the CPU,
- * answer and give it back within SOFT_WAIT_SPIN_GAP_NS. The thread's count
- * of involuntary context switches does (getrusage RUSAGE_THREAD, one system
- * call per spin, against the count the thread's last spin saw; a preemption
- * between two spins counts too: the CPU is contended either way).
- */
-static _Thread_local long spin_nivcsw __attribute__((tls_model("initial-exec")));
-
-/* true: this thread was preempted since its last call. */
-static bool spin_preempted(void)
-{
-	struct rusage ru;
-	bool was;
-
-	if (getrusage(RUSAGE_THREAD, &ru) != 0)
-		return false;
-	was = ru.ru_nivcsw != spin_nivcsw;
-	spin_nivcsw = ru.ru_nivcsw;
-	return was;
-}
 
 static enum spin_result wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t deadline_ns)
 {
 	struct soft_ctx *sc = c->sc;
-	int64_t end = start + budget, last = start, now;
+	/* shortest: the shortest look so far, from a guess of 2 us (the first
+	 * look has nothing to compare with; 8 QPs' empty recvs fit in it). */
+	int64_t end = start + budget, last = start, now, shortest = 2000;
 
 	if (deadline_ns >= 0 && end > deadline_ns)
 		end = deadline_ns;
+	bool first = true;
+
 	empty_polls = SOFT_POLL_PROGRESS_AFTER - 1;
-	for (uint32_t i = 1;; i++) {
+	for (;; first = false) {
 		poll_empty(c, true, atomic_load_explicit(&sc->rings_live, memory_order_relaxed) != 0);
 		if (atomic_load_explicit(&c->avail, memory_order_acquire))
 			break;
-		if ((i & 7) == 0) {
-			now = mono_ns();
-			if (now >= end || now - last > SOFT_WAIT_SPIN_GAP_NS) {
-				empty_polls = 0;
-				spin_preempted(); /* the count the next spin compares with */
-				return SPIN_NONE;
-			}
-			last = now;
+		now = mono_ns();
+		if (now >= end || now - last > SOFT_WAIT_SPIN_GAP_NS + 2 * shortest) {
+			empty_polls = 0;
+			return SPIN_NONE;
 		}
+		if (now - last < shortest)
+			shortest = now - last;
+		last = now;
 		cpu_relax();
 	}
 	empty_polls = 0;
-	return spin_preempted() || mono_ns() - last > SOFT_WAIT_SPIN_GAP_NS ? SPIN_LOST : SPIN_WON;
+	return first ? SPIN_THERE : SPIN_WON;
 }
 
 /* After a wait: spun is whether it spun (and found nothing: it slept), got
@@ -621,14 +612,10 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		start = mono_ns();
 		enum spin_result won = budget ? wait_spin(c, budget, start, deadline_ns) : SPIN_NONE;
 
-		if (won == SPIN_WON) {
+		if (won == SPIN_WON)
 			atomic_store_explicit(&c->spin_fails, 0, memory_order_relaxed);
+		if (won != SPIN_NONE)
 			return 0;
-		}
-		if (won == SPIN_LOST) {
-			wait_spin_adapt(c, true, start, true); /* a failure: the backoff grows */
-			return 0;
-		}
 	}
 	pthread_mutex_lock(&sc->lock);
 	if (c->qp_gen != sc->qp_gen + 1)
