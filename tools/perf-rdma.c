@@ -42,8 +42,6 @@ struct rdma {
 	rv_port_attr pattr;
 	/* Yield the CPU after this many empty polls in a row (0: never), for the run. */
 	unsigned yield_after, empty_polls;
-	/* -e: rv_cq_wait's timeout, ms (run_lat: 1 where memory is watched too). */
-	int wait_ms;
 };
 
 /* What one run does per QP. */
@@ -305,9 +303,8 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
 static int poll_once(struct rdma *r, struct qrun *st)
 {
 	rv_wc wc[16];
-	/* -e: sleep on the channel, at most r->wait_ms (1 ms where the caller
-	 * also watches memory: the WRITE ping-pong and the bandwidth loops). */
-	int n = r->ch ? rv_cq_wait(r->cq, wc, 16, r->wait_ms ? r->wait_ms : 1) : rv_cq_poll(r->cq, wc, 16);
+	/* -e: sleep on the channel, at most 1 ms (the callers also watch memory). */
+	int n = r->ch ? rv_cq_wait(r->cq, wc, 16, 1) : rv_cq_poll(r->cq, wc, 16);
 
 	if (n == -ETIMEDOUT && r->ch)
 		n = 0;
@@ -495,16 +492,6 @@ static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct
 	}
 	if (!client && !pingpong)
 		goto out; /* READ and atomics need nothing from the responder's CPU */
-	/* -e: what the SEND ping-pong, READ and atomics wait for comes through
-	 * the CQ alone, so each wait may sleep up to a second, as a blocking
-	 * recv (qperf) or ibv_get_cq_event (perftest's -e) sleeps without a
-	 * bound. A 1 ms timeout is an hrtimer that expires before the next
-	 * tick, armed and cancelled on every sleep: on the 2-vCPU VM that cost
-	 * a raw poll()+recv ping-pong 2.5-4 µs one way with a busy process
-	 * beside it (bench/tcp-pingpong poll1 against poll and poll1000;
-	 * lib/drivers/soft/README.md, "Progress"). The WRITE ping-pong watches
-	 * memory the peer writes without a completion: 1 ms. */
-	r->wait_ms = c->test == PERF_WRITE ? 1 : 1000;
 	for (uint64_t i = 0; i < c->iters; i++) {
 		uint64_t t0 = now_ns(), recvd = st[0].recvd;
 		char seq = (char)(i % 255 + 1);
@@ -525,8 +512,7 @@ static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct
 				break;
 			if ((rc = poll_once(r, st)) < 0)
 				goto out;
-			if (rc == 0 && ((r->ch && r->wait_ms > 1) || (++empty & 255) == 0) &&
-			    (now_ns() - stall) > STALL_NS) {
+			if (rc == 0 && (++empty & 255) == 0 && (now_ns() - stall) > STALL_NS) {
 				fprintf(stderr, "rverbs perf: no answer for %llu s at iteration %" PRIu64 "\n",
 					STALL_NS / 1000000000ull, i);
 				rc = -ETIMEDOUT;
@@ -550,7 +536,6 @@ static int run_lat(struct rdma *r, bool client, const struct perf_cmd *c, struct
 	if (client && rc == 0)
 		perf_lat_stats(lat, c->iters, res);
 out:
-	r->wait_ms = 1;
 	free(lat);
 	free(st);
 	return rc < 0 ? rc : 0;
