@@ -480,22 +480,21 @@ static inline void cpu_relax(void)
  * spinning off; it comes back (full bound) only after 2, 4, ... 256 waits in
  * a row whose sleep ended within the bound (the spin would have caught them:
  * a ping-pong), never for waits that sleep longer (an idle application pays
- * no spin). A spin that loses its CPU (a gap of more than SOFT_WAIT_SPIN_GAP_NS
- * between two looks at the clock: the machine is overcommitted, the peer
- * may need this CPU) stops at once and counts as found nothing. The CPU it
- * costs is the spin: a ping-pong whose peer answers within it spins both
- * sides all the time, as busy polling does; RVERBS_SOFT_WAIT_SPIN_US=0 turns
- * it off. true: a completion is in the CQ.
- */
-/*
+ * no spin). A spin that loses its CPU (below) stops at once and counts as
+ * found nothing; a spin whose first look finds the completion neither wins
+ * nor fails (below). The CPU it costs is the spin: a ping-pong whose peer
+ * answers within it spins both sides all the time, as busy polling does;
+ * RVERBS_SOFT_WAIT_SPIN_US=0 turns it off. SPIN_WON or SPIN_THERE: a
+ * completion is in the CQ.
+ *
  * A spin stops, as a failure, when the thread lost its CPU: the machine is
  * overcommitted and the peer may need this CPU. Before, the clock was read
  * every 8th look and a gap of 20 us counted: a peer on the same CPU could
  * take it, answer and give it back within that, the next look found the
  * answer, and the spin counted as won and reset the backoff, so a ping-pong
  * whose two ends share a CPU (one busy process beside them on 2 CPUs, or a
- * 1-CPU container) spun before nearly every sleep: 2.4 recv per message
- * instead of 1, 1.5-3.5 us more CPU per message (lib/drivers/soft/README.md,
+ * 1-CPU container) spun before nearly every sleep: 1.6-2.4 recv per message
+ * instead of 1, 1.5-5 us more CPU per message (lib/drivers/soft/README.md,
  * Progress). Now the clock is read at every look (a vDSO read, beside the
  * look's recv) and a gap of more than SOFT_WAIT_SPIN_GAP_NS plus twice the
  * shortest look of this spin counts: a peer's turn (two switches and its
@@ -503,7 +502,11 @@ static inline void cpu_relax(void)
  * rings' loads) about a microsecond per QP. (getrusage's count of
  * involuntary switches tells it exactly, but costs about 2 us a call on the
  * development VM: as much as the spin saves.) A look that finds the
- * completion is not timed: the peer's answer was read in it.
+ * completion is not timed: the peer's answer was read in it. A completion
+ * the first look finds came while the thread was away (most often preempted
+ * at its send by that very peer, on the same CPU): the spin saved no sleep,
+ * and counting it as a win (before) reset the backoff, so such a ping-pong
+ * kept spinning; it leaves the backoff as it is.
  */
 #define SOFT_WAIT_SPIN_GAP_NS 4000
 
@@ -520,11 +523,10 @@ static enum spin_result wait_spin(struct soft_cq *c, uint32_t budget, int64_t st
 	/* shortest: the shortest look so far, from a guess of 2 us (the first
 	 * look has nothing to compare with; 8 QPs' empty recvs fit in it). */
 	int64_t end = start + budget, last = start, now, shortest = 2000;
+	bool first = true;
 
 	if (deadline_ns >= 0 && end > deadline_ns)
 		end = deadline_ns;
-	bool first = true;
-
 	empty_polls = SOFT_POLL_PROGRESS_AFTER - 1;
 	for (;; first = false) {
 		poll_empty(c, true, atomic_load_explicit(&sc->rings_live, memory_order_relaxed) != 0);
