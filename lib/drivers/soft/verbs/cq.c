@@ -487,28 +487,20 @@ static inline void cpu_relax(void)
  * RVERBS_SOFT_WAIT_SPIN_US=0 turns it off. SPIN_WON or SPIN_THERE: a
  * completion is in the CQ.
  *
- * A spin stops, as a failure, when the thread lost its CPU: the machine is
- * overcommitted and the peer may need this CPU. Before, the clock was read
- * every 8th look and a gap of 20 us counted: a peer on the same CPU could
- * take it, answer and give it back within that, the next look found the
- * answer, and the spin counted as won and reset the backoff, so a ping-pong
- * whose two ends share a CPU (one busy process beside them on 2 CPUs, or a
- * 1-CPU container) spun before nearly every sleep: 1.6-2.4 recv per message
- * instead of 1, 1.5-5 us more CPU per message (lib/drivers/soft/README.md,
- * Progress). Now the clock is read at every look (a vDSO read, beside the
- * look's recv) and a gap of more than SOFT_WAIT_SPIN_GAP_NS plus twice the
- * shortest look of this spin counts: a peer's turn (two switches and its
- * message) takes longer, an empty look (a recv that says EAGAIN per QP, the
- * rings' loads) about a microsecond per QP. (getrusage's count of
- * involuntary switches tells it exactly, but costs about 2 us a call on the
- * development VM: as much as the spin saves.) A look that finds the
- * completion is not timed: the peer's answer was read in it. A completion
- * the first look finds came while the thread was away (most often preempted
- * at its send by that very peer, on the same CPU): the spin saved no sleep,
- * and counting it as a win (before) reset the backoff, so such a ping-pong
- * kept spinning; it leaves the backoff as it is.
+ * A completion the spin's first look finds came while the thread was away
+ * (most often preempted at its send by that very peer, on the same CPU, or
+ * by other work): the spin saved no sleep. It counted as a win, which reset
+ * the backoff, so a ping-pong whose two ends share a CPU (one busy process
+ * beside them on 2 CPUs, or a 1-CPU container) spun before nearly every
+ * sleep: 1.6-2.1 recv per message instead of 1.2, 1.7-5 us more CPU per
+ * message (lib/drivers/soft/README.md, Progress). It now leaves the backoff
+ * as it is (SPIN_THERE). Reading the clock at every look with a tighter
+ * lost-CPU gap (4 us plus twice the shortest look) was tried beside it and
+ * taken out: it changed no count on one CPU and the quiet ping-pong measured
+ * slower with it (two sets of 11 rounds); getrusage's count of involuntary
+ * switches tells a lost CPU exactly but costs about 2 us a call here.
  */
-#define SOFT_WAIT_SPIN_GAP_NS 4000
+#define SOFT_WAIT_SPIN_GAP_NS 20000
 
 /* What a spin came to (wait_spin). */
 enum spin_result {
@@ -520,30 +512,28 @@ enum spin_result {
 static enum spin_result wait_spin(struct soft_cq *c, uint32_t budget, int64_t start, int64_t deadline_ns)
 {
 	struct soft_ctx *sc = c->sc;
-	/* shortest: the shortest look so far, from a guess of 2 us (the first
-	 * look has nothing to compare with; 8 QPs' empty recvs fit in it). */
-	int64_t end = start + budget, last = start, now, shortest = 2000;
-	bool first = true;
+	int64_t end = start + budget, last = start, now;
+	uint32_t i;
 
 	if (deadline_ns >= 0 && end > deadline_ns)
 		end = deadline_ns;
 	empty_polls = SOFT_POLL_PROGRESS_AFTER - 1;
-	for (;; first = false) {
+	for (i = 1;; i++) {
 		poll_empty(c, true, atomic_load_explicit(&sc->rings_live, memory_order_relaxed) != 0);
 		if (atomic_load_explicit(&c->avail, memory_order_acquire))
 			break;
-		now = mono_ns();
-		if (now >= end || now - last > SOFT_WAIT_SPIN_GAP_NS + 2 * shortest) {
-			empty_polls = 0;
-			return SPIN_NONE;
+		if ((i & 7) == 0) {
+			now = mono_ns();
+			if (now >= end || now - last > SOFT_WAIT_SPIN_GAP_NS) {
+				empty_polls = 0;
+				return SPIN_NONE;
+			}
+			last = now;
 		}
-		if (now - last < shortest)
-			shortest = now - last;
-		last = now;
 		cpu_relax();
 	}
 	empty_polls = 0;
-	return first ? SPIN_THERE : SPIN_WON;
+	return i == 1 ? SPIN_THERE : SPIN_WON;
 }
 
 /* After a wait: spun is whether it spun (and found nothing: it slept), got
