@@ -239,8 +239,8 @@ def case_perf_json_svg():
             check(k in r, f"the latency row has {k}")
         check(r["t_min_us"] <= r["t_typical_us"] <= r["t_max_us"], "min <= typical <= max")
         check(r["inline"] is True and r["cq_moderation"] == 100, "2-byte SENDs go inline, one in 100 signalled")
-        check(data["yield_after_empty_polls"] == 0 and data["params"]["polling"] == "default",
-              "on soft0 a latency run spins by default")
+        check(data["yield_after_empty_polls"] == 2048 and data["params"]["polling"] == "default",
+              "on soft0 a latency run spins by default, yielding only after 2048 empty polls in a row")
         p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "--json", "--yield"])
         check(json.loads(p.stdout)["yield_after_empty_polls"] == 64, "--yield: the latency run yields")
         # --tcp-only: soft0 keeps every frame on TCP, both processes; -e blocks on both with --loopback.

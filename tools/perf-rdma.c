@@ -611,12 +611,16 @@ static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
  * yielding only hands its core to other work (docs/tuning.md: 0.7 against
  * 6.8 µs on the rings with builds running); a bandwidth run needs soft0's
  * progress thread to push data when the socket has room, and a poller that
- * never yields starves it when cores are few. */
+ * never yields starves it when cores are few. A latency run yields only
+ * after LAT_YIELD_AFTER empty polls in a row, far more than an answer from
+ * another CPU takes: when the peer shares our CPU, spinning until the
+ * scheduler preempts us cost a whole time slice (about 1 ms) per message. */
+#define LAT_YIELD_AFTER 2048
 static unsigned yield_for(const struct rdma *r, int mode)
 {
 	if (rv_device_kind_of(r->dev) != RV_DEVICE_SOFT || r->p.spin == PERF_POLL_SPIN)
 		return 0;
-	return r->p.spin == PERF_POLL_YIELD || mode == PERF_BW ? 64 : 0;
+	return r->p.spin == PERF_POLL_YIELD || mode == PERF_BW ? 64 : LAT_YIELD_AFTER;
 }
 
 int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct perf_result *res,
@@ -682,8 +686,8 @@ void perf_rdma_print_header(const struct rdma *r, const char *title, uint32_t cq
 	if (r->ch)
 		printf(" Polling         : events (completion channel, rv_cq_wait RV_CQ_WAIT_EVENT)\n");
 	else if (mode < 0 && yield_for(r, PERF_BW) != yield_for(r, PERF_LAT))
-		printf(" Polling         : busy; bw runs yield after %u empty polls (software device)\n",
-		       yield_for(r, PERF_BW));
+		printf(" Polling         : busy; lat runs yield after %u empty polls, bw runs after %u (software device)\n",
+		       yield_for(r, PERF_LAT), yield_for(r, PERF_BW));
 	else if (yield_for(r, mode < 0 ? PERF_BW : mode))
 		printf(" Polling         : busy, yielding after %u empty polls (software device)\n",
 		       yield_for(r, mode < 0 ? PERF_BW : mode));

@@ -595,8 +595,9 @@ static void usage(FILE *f)
 		"      --tcp-only          soft0: no same-host path, every frame over TCP (sets\n"
 		"                          RVERBS_SOFT_SHM=0 here and on the server before they open soft0)\n"
 		"      --spin              never yield the CPU while polling (default on soft0: latency\n"
-		"                          runs spin, bandwidth runs yield after 64 empty polls so that\n"
-		"                          soft0's progress thread gets a core)\n"
+		"                          runs yield after 2048 empty polls in a row, when the peer\n"
+		"                          shares the CPU; bandwidth runs after 64, so that soft0's\n"
+		"                          progress thread gets a core)\n"
 		"      --yield             on soft0, yield after 64 empty polls in latency runs too\n", DEFAULT_PORT);
 }
 
