@@ -579,6 +579,13 @@ struct soft_qp {
 	struct rv_xrcd *xrcd; /* a target's domain */
 };
 
+/* The soft QP behind a facade QP, or NULL for NULL or another device's QP
+ * (the test and debug entry points take any rv_qp). */
+static inline struct soft_qp *soft_qp_of(rv_qp *qp)
+{
+	return qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+}
+
 /* The queue number of w's SEND or Immediate Data message: an XRC
  * initiator's names the remote XRC SRQ (RV_SOFT_QN_XRC, rx.c). */
 static inline uint32_t soft_send_qn(const struct soft_qp *q, const struct soft_swqe *w)

@@ -1405,7 +1405,7 @@ int soft_shmring_sleep(struct soft_ctx *sc, int timeout)
 
 int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 {
-	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	struct soft_qp *q = soft_qp_of(qp);
 	struct soft_ctx *sc;
 
 	if (!q)
@@ -1427,7 +1427,7 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 
 void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod)
 {
-	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	struct soft_qp *q = soft_qp_of(qp);
 	void *p = NULL;
 
 	if (!q)
@@ -1443,7 +1443,7 @@ void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod)
 
 int soft_shmring_debug_pool(rv_qp *qp, uint32_t *all, uint32_t *pooled)
 {
-	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	struct soft_qp *q = soft_qp_of(qp);
 	struct soft_ctx *sc;
 
 	if (!q)

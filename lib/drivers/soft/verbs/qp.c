@@ -662,7 +662,7 @@ out:
 
 int soft_uc_counters(rv_qp *qp, uint64_t out[SOFT_UC_NCOUNTERS])
 {
-	struct soft_qp *q = qp && qp->ctx->dev->kind == RV_DEVICE_SOFT ? qp->drv_qp : NULL;
+	struct soft_qp *q = soft_qp_of(qp);
 
 	if (!q || !q->uc)
 		return -EINVAL;
