@@ -24,14 +24,11 @@ rv_context *open_ctx(uint32_t soft_flags)
 	return ctx;
 }
 
-void side_open(struct side *s, uint32_t soft_flags, uint32_t mr_access)
+rv_qp *side_qp_new(struct side *s)
 {
 	rv_qp_init_attr qa;
+	rv_qp *qp;
 
-	memset(s, 0, sizeof(*s));
-	s->ctx = open_ctx(soft_flags);
-	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
-	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
 	memset(&qa, 0, sizeof(qa));
 	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
 	qa.send_cq = s->cq;
@@ -39,7 +36,17 @@ void side_open(struct side *s, uint32_t soft_flags, uint32_t mr_access)
 	qa.cap.max_recv_wr = 64;
 	qa.cap.max_send_sge = 4;
 	qa.cap.max_recv_sge = 4;
-	assert_int_equal(rv_qp_new(s->pd, &qa, &s->qp), 0);
+	assert_int_equal(rv_qp_new(s->pd, &qa, &qp), 0);
+	return qp;
+}
+
+void side_open(struct side *s, uint32_t soft_flags, uint32_t mr_access)
+{
+	memset(s, 0, sizeof(*s));
+	s->ctx = open_ctx(soft_flags);
+	assert_int_equal(rv_pd_new(s->ctx, NULL, &s->pd), 0);
+	assert_int_equal(rv_cq_new(s->ctx, NULL, &s->cq), 0);
+	s->qp = side_qp_new(s);
 	assert_int_equal(rv_mr_alloc(s->pd, BUF, mr_access, NULL, &s->mr), 0);
 	s->buf = rv_mr_addr(s->mr);
 	memset(s->buf, 0, BUF);

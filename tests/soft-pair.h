@@ -35,6 +35,8 @@ struct conn_opts {
 extern const struct conn_opts DEFAULTS;
 
 rv_context *open_ctx(uint32_t soft_flags);
+/* A new RC QP on s's PD and CQ (64 WRs and 4 SGEs each way), as side_open's. */
+rv_qp *side_qp_new(struct side *s);
 void side_open(struct side *s, uint32_t soft_flags, uint32_t mr_access);
 void side_close(struct side *s);
 void connect_one(struct side *s, const rv_endpoint *peer, const struct conn_opts *o);

@@ -708,22 +708,6 @@ static int ring_mappings(void)
 	return n;
 }
 
-static rv_qp *qp_on(struct side *s)
-{
-	rv_qp_init_attr qa;
-	rv_qp *qp;
-
-	memset(&qa, 0, sizeof(qa));
-	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
-	qa.send_cq = s->cq;
-	qa.cap.max_send_wr = 64;
-	qa.cap.max_recv_wr = 64;
-	qa.cap.max_send_sge = 4;
-	qa.cap.max_recv_sge = 4;
-	assert_int_equal(rv_qp_new(s->pd, &qa, &qp), 0);
-	return qp;
-}
-
 /* One SEND of 64 B from `from` to `to`, both completions checked. */
 static void send_one(struct side *from, struct side *to, uint64_t id)
 {
@@ -769,7 +753,7 @@ static void test_shmring__peek_vs_teardown(void **state)
 	}
 	for (int round = 0; round < ROUNDS; round++) {
 		if (round > 0)
-			a.qp = qp_on(&a);
+			a.qp = side_qp_new(&a);
 		side_open(&b, 0, RV_ACCESS_LOCAL_WRITE);
 		connect_pair(&a, &DEFAULTS, &b, &DEFAULTS);
 		wait_rings(&a, &b);
@@ -807,7 +791,7 @@ static void test_shmring__peek_vs_teardown(void **state)
 		assert_true(atomic_load(&p[i].polls) > 0);
 	}
 	rv_cq_unref(spare);
-	a.qp = qp_on(&a); /* side_close unrefs one */
+	a.qp = side_qp_new(&a); /* side_close unrefs one */
 	side_close(&a);
 }
 
