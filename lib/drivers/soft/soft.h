@@ -1123,6 +1123,12 @@ void soft_tx_push(struct soft_qp *q);
  * posted into a busy TCP stream are framed into c->tx and sent with the next
  * ones (c->tx_held), one send() for up to 64 KiB; otherwise soft_tx_push. */
 void soft_tx_post(struct soft_qp *q);
+/* rv_qp_post_send on a ring (q->lock held): w, about to be sq[sq_tail],
+ * framed in the ring's record at once when nothing else is due (false:
+ * not done, take the usual way); soft_tx_ring_done after such WRs instead
+ * of soft_tx_post. */
+bool soft_tx_ring_now(struct soft_qp *q, struct soft_swqe *w, const rv_send_wr *wr, bool last);
+void soft_tx_ring_done(struct soft_qp *q);
 /* Nothing for soft_tx_push to frame or flush (q->lock): after receiving, a
  * poller then only completes (soft_sq_complete) instead of pushing. */
 bool soft_tx_idle(const struct soft_qp *q);

@@ -961,6 +961,75 @@ void soft_tx_post(struct soft_qp *q)
 	}
 }
 
+/*
+ * rv_qp_post_send's shortcut on a ring (issue 22, shmlat3): the WR at w,
+ * about to become sq[sq_tail], is a SEND or WRITE of one frame, and nothing
+ * else is due on the connection — exactly the case where fill() would find
+ * only this WR and emit_data() frame it in the ring's record at once. So it
+ * is framed there now, from the caller's SGEs (soft_sgl_read's checks:
+ * lkey, PD, bounds; one copy and one MR lookup, where automatic inline made
+ * a copy into w->inline_data under the same checks and emit_data a second
+ * one) or, with RV_SEND_INLINE, from the caller's buffers as the inline path
+ * reads them. Either way the payload is taken before the post returns, as
+ * automatic inline promises. false: nothing was done (a condition fails,
+ * the ring has no room as far as the consumer index seen last says, or an
+ * SGE fails its checks): the caller takes the usual way, which fails such a
+ * WR with RV_WC_LOC_PROT_ERR as before. last: the last WR of the post, so
+ * its record is published now; soft_tx_ring_done does the rest.
+ */
+bool soft_tx_ring_now(struct soft_qp *q, struct soft_swqe *w, const rv_send_wr *wr, bool last)
+{
+	struct soft_conn *c = q->conn;
+	uint32_t len = w->length;
+	size_t flen, off;
+	uint8_t *buf;
+
+	/* fill()'s sources before the send queue, and emit_data()'s ring branch. */
+	if (!c->ring_rx_on || c->crc || c->state != CONN_UP || !c->may_send || c->tx_len || c->tx_held ||
+	    c->shm_send_ctl || c->grant_due || q->term_pending || q->need_rtr || q->ird_head != q->ird_tail ||
+	    q->sq_tx != q->sq_tail || q->tx_off != 0 ||
+	    (w->opcode != RV_WR_SEND && (w->opcode != RV_WR_RDMA_WRITE || c->grants)) ||
+	    ((w->flags & RV_SEND_FENCE) && q->ord_tail != q->ord_head) || len > c->fpdu_payload ||
+	    len >= SOFT_SHM_MIN || soft_fault_held(c) ||
+	    atomic_load_explicit(&q->fault.armed, memory_order_relaxed) ||
+	    atomic_load_explicit(&q->sc->fault.armed, memory_order_relaxed) ||
+	    atomic_load_explicit(&q->state, memory_order_relaxed) != RV_QPS_RTS)
+		return false;
+	flen = rv_wire_fpdu_len(rv_wire_ddp_hdr_len(!is_send(w)) + len);
+	buf = soft_shmring_frame_at(c, flen);
+	if (!buf)
+		return false;
+	off = data_head(q, w, 0, len, buf);
+	if (w->inl && (wr->send_flags & RV_SEND_INLINE)) {
+		/* As soft_post_send's inline copy: the lkeys are not looked at. */
+		uint32_t o = 0;
+		for (uint32_t k = 0; k < wr->num_sge; k++) {
+			memcpy(buf + off + o, (const void *)(uintptr_t)wr->sg_list[k].addr, wr->sg_list[k].length);
+			o += wr->sg_list[k].length;
+		}
+	} else if (len && soft_sgl_read(q->sc, q->qp->pd, wr->sg_list, wr->num_sge, 0, buf + off, len) !=
+		   SOFT_MEM_OK) {
+		return false; /* the record stays unused; w->msn is set again */
+	}
+	memset(buf + off + len, 0, flen - off - len);
+	w->inl = false;
+	w->num_sge = 0; /* framed whole: its SGEs are never read again */
+	soft_shmring_framed(c, flen, last);
+	data_done(q, c, w, len); /* sq_tx moves past it; the caller moves sq_tail */
+	return true;
+}
+
+void soft_tx_ring_done(struct soft_qp *q)
+{
+	/* What soft_tx_push does after framing, less what cannot be due: the
+	 * flush publishes (if the last WR did not) and marks the WRs for
+	 * completion; fill() would find nothing more (the WRs went through
+	 * soft_tx_ring_now, nothing else was due and q->lock is held), and the
+	 * epoll interest is unchanged (c->tx stays empty). */
+	soft_shmring_flush(q->conn);
+	soft_sq_complete(q);
+}
+
 bool soft_tx_idle(const struct soft_qp *q)
 {
 	const struct soft_conn *c = q->conn;

@@ -448,7 +448,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 {
 	struct soft_qp *q = qp->drv_qp;
 	uint32_t st;
-	size_t i = 0, queued = 0;
+	size_t i = 0, queued = 0, framed = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&q->lock);
@@ -513,6 +513,13 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		 * RV_WC_LOC_PROT_ERR as before (issue 17): automatic inline
 		 * changes when the payload is read, never the outcome. One
 		 * read lock of the MR table, which the framing would take. */
+		if (q->conn && q->conn->ring_tx_on && soft_tx_ring_now(q, w, wr, i + 1 == n)) {
+			/* Framed in the ring now (tx.c): payload taken, SGEs checked. */
+			q->sq_tail++;
+			queued++;
+			framed++;
+			continue;
+		}
 		if (w->inl && !(wr->send_flags & RV_SEND_INLINE) && len &&
 		    soft_sgl_read(q->sc, qp->pd, wr->sg_list, wr->num_sge, 0, w->inline_data, len) != SOFT_MEM_OK)
 			w->inl = false;
@@ -544,6 +551,8 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		 * finds nothing) was 15 % of the initiator's samples at 4 KiB. */
 		if (atomic_load(&q->state) == RV_QPS_ERR)
 			soft_qp_flush_posted(q);
+		else if (q->conn && queued && framed == queued)
+			soft_tx_ring_done(q); /* all framed in the ring already */
 		else if (q->conn && queued)
 			soft_tx_post(q); /* tx.c: small unsignalled WRs of a busy stream may wait for more */
 		soft_qp_check_overflow(q);
