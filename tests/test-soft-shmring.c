@@ -388,6 +388,76 @@ static void test_shmring__bad_lkey_in_place_publishes_nothing(void **state)
 	side_close(&b);
 }
 
+/* One 64 B signalled SEND from m at off (automatic inline, or RV_SEND_INLINE
+ * with a made-up lkey, which verbs does not look at): its completion. */
+static rv_wc send_small_from(struct side *s, rv_mr *m, size_t off, bool inl, uint32_t lkey, uint64_t id)
+{
+	rv_sge g = {(uint64_t)(uintptr_t)((uint8_t *)rv_mr_addr(m) + off), SMALL, lkey};
+	rv_send_wr wr = {.wr_id = id, .sg_list = &g, .num_sge = 1, .opcode = RV_WR_SEND,
+			 .send_flags = RV_SEND_SIGNALED | (inl ? RV_SEND_INLINE : 0)};
+	size_t n;
+
+	assert_int_equal(rv_qp_post_send(s->qp, &wr, 1, &n), 0);
+	return poll_one_within(s->cq, GUARD_MS);
+}
+
+/* The post's shortcut on a ring (tx.c, soft_tx_ring_now: a small SEND
+ * framed in the record at post time, from its SGEs) checks the keys as the
+ * framing does: from a second MR it arrives (framed in place), with
+ * RV_SEND_INLINE and a made-up lkey too, and after rv_mr_close of that MR a
+ * SEND naming its old lkey fails with RV_WC_LOC_PROT_ERR at the sender and
+ * nothing of it reaches the peer (the memory rv_mr_alloc gave stays readable
+ * until the last unref, so a missed check would send its bytes). */
+static void test_shmring__post_shortcut_checks_keys_after_mr_close(void **state)
+{
+	struct side a, b;
+	uint64_t s0[SOFT_RING_NSTATS], s1[SOFT_RING_NSTATS];
+	rv_mr *m;
+	uint32_t lkey;
+	rv_wc wc;
+	int64_t end;
+
+	(void)state;
+	ring_pair(&a, &b);
+	assert_int_equal(rv_mr_alloc(a.pd, 4096, RV_ACCESS_LOCAL_WRITE, NULL, &m), 0);
+	lkey = rv_mr_lkey(m);
+	fill(rv_mr_addr(m), 4096, 31);
+	for (unsigned i = 0; i < 3; i++)
+		post_recv(&b, i * 1024, 1024, 40 + i);
+	stats(&a, s0);
+	wc = send_small_from(&a, m, 0, false, lkey, 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	wc = send_small_from(&a, m, 128, true, 0x1234567, 2);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	for (unsigned i = 0; i < 2; i++) {
+		wc = poll_one_within(b.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 40 + i);
+		assert_int_equal(wc.byte_len, SMALL);
+		assert_memory_equal(b.buf + i * 1024, (uint8_t *)rv_mr_addr(m) + i * 128, SMALL);
+	}
+	stats(&a, s1);
+	assert_int_equal(s1[SOFT_RING_IN_PLACE] - s0[SOFT_RING_IN_PLACE], 2);
+
+	assert_int_equal(rv_mr_close(m), 0);
+	wc = send_small_from(&a, m, 256, false, lkey, 3);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
+	end = now_ms() + 200;
+	while (now_ms() < end) {
+		if (rv_cq_poll(b.cq, &wc, 1) == 1)
+			assert_int_not_equal(wc.status, RV_WC_SUCCESS);
+		rv_cq_poll(a.cq, &wc, 1);
+	}
+	for (size_t i = 2048; i < 3072; i++)
+		assert_int_equal(b.buf[i], 0);
+	rv_mr_unref(m);
+	side_close(&a);
+	side_close(&b);
+}
+
 /* Last 4 bytes of the frame in the record at producer index prod: its MPA CRC. */
 static uint32_t record_crc(const uint8_t *map, uint32_t prod)
 {
@@ -802,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_shmring__completion_by_consumer_index),
 		cmocka_unit_test(test_shmring__small_frames_in_place_and_behind_a_full_ring),
 		cmocka_unit_test(test_shmring__bad_lkey_in_place_publishes_nothing),
+		cmocka_unit_test(test_shmring__post_shortcut_checks_keys_after_mr_close),
 		cmocka_unit_test(test_shmring__frames_without_crc_and_corrupt_still_caught),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_0),
 		cmocka_unit_test(test_shmring__off_with_RVERBS_SOFT_SHM_RING_0),
