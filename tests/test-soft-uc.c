@@ -60,10 +60,18 @@ struct pair {
 	struct side a, b; /* a sends, b receives */
 };
 
+static uint32_t open_wr; /* nonzero: side_open's QPs hold this many send and receive WRs */
+
 static void side_open(struct side *s, uint32_t qp_type)
 {
 	rv_device *dev = NULL;
 	rv_qp_init_attr qa = {.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_TYPE, .qp_type = qp_type};
+
+	if (open_wr) {
+		qa.mask |= RV_QP_INIT_ATTR_CAP;
+		qa.cap.max_send_wr = qa.cap.max_recv_wr = open_wr;
+		qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	}
 
 	memset(s, 0, sizeof(*s));
 	assert_int_equal(rv_device_find("soft0", &dev), 0);
@@ -464,6 +472,72 @@ static void rc_uc_refused(void **state)
 	}
 }
 
+/* The queues' free-running counters across their 2^32 wrap, with queues of
+ * 3 WRs (not a power of two): WRs posted as one list at counters
+ * 0xfffffffe, 0xffffffff, 0 each keep their own slot (verbs/qp.c,
+ * soft_qp's sq_mask; with counter % 3 the last two shared slot 0, and the
+ * third overwrote the second). UC over TCP (RVERBS_SOFT_SHM=0): nothing but
+ * the send and receive queues follows the counters there, so the test may
+ * set them. Every round's data and wr_ids arrive in order, both sides. */
+static void uc_queue_counters_wrap(void **state)
+{
+	struct pair *p;
+	struct soft_qp *qa, *qb;
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	open_wr = 3;
+	p = pair_open(RV_QPT_UC, RV_QPT_UC);
+	open_wr = 0;
+	unsetenv("RVERBS_SOFT_SHM");
+	qa = p->a.qp->drv_qp;
+	qb = p->b.qp->drv_qp;
+	pthread_mutex_lock(&qa->lock);
+	qa->sq_head = qa->sq_tx = qa->sq_tail = qa->sq_confirmed = qa->sq_covered = 0xfffffffeu;
+	pthread_mutex_unlock(&qa->lock);
+	pthread_mutex_lock(&qb->lock);
+	qb->rq_head = qb->rq_tail = 0xfffffffeu;
+	pthread_mutex_unlock(&qb->lock);
+	for (unsigned round = 0; round < 4; round++) {
+		rv_recv_wr rw[3];
+		rv_send_wr sw[3];
+		rv_sge rg[3], sg[3];
+		size_t n = 0;
+
+		memset(rw, 0, sizeof(rw));
+		memset(sw, 0, sizeof(sw));
+		memset(p->b.buf, 0, 3 * 1024);
+		for (unsigned i = 0; i < 3; i++) {
+			fill(p->a.buf + i * 1024, 700, (uint8_t)(round * 3 + i + 1));
+			rg[i] = sge(&p->b, i * 1024, 1024);
+			rw[i].wr_id = 100 + round * 3 + i;
+			rw[i].sg_list = &rg[i];
+			rw[i].num_sge = 1;
+			sg[i] = sge(&p->a, i * 1024, 700);
+			sw[i].wr_id = 10 + round * 3 + i;
+			sw[i].sg_list = &sg[i];
+			sw[i].num_sge = 1;
+			sw[i].opcode = RV_WR_SEND;
+			sw[i].send_flags = RV_SEND_SIGNALED;
+		}
+		assert_int_equal(rv_qp_post_recv(p->b.qp, rw, 3, &n), 0);
+		assert_int_equal(n, 3);
+		assert_int_equal(rv_qp_post_send(p->a.qp, sw, 3, &n), 0);
+		assert_int_equal(n, 3);
+		for (unsigned i = 0; i < 3; i++) {
+			rv_wc wc = poll1(p->b.cq);
+			assert_int_equal(wc.status, RV_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, 100 + round * 3 + i);
+			assert_int_equal(wc.byte_len, 700);
+			expect_send_ok(&p->a, 10 + round * 3 + i);
+		}
+		assert_memory_equal(p->b.buf, p->a.buf, 700);
+		assert_memory_equal(p->b.buf + 1024, p->a.buf + 1024, 700);
+		assert_memory_equal(p->b.buf + 2048, p->a.buf + 2048, 700);
+	}
+	pair_close(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +547,7 @@ int main(void)
 		cmocka_unit_test(uc_bad_write_dropped),
 		cmocka_unit_test(uc_send_too_long),
 		cmocka_unit_test(rc_uc_refused),
+		cmocka_unit_test(uc_queue_counters_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

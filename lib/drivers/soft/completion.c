@@ -77,7 +77,7 @@ static void recv_wc(struct soft_qp *q, const struct soft_rwqe *w, uint32_t statu
 void soft_sq_complete(struct soft_qp *q)
 {
 	while (q->sq_head != q->sq_tx) {
-		struct soft_swqe *w = &q->sq[q->sq_head % q->sq_size];
+		struct soft_swqe *w = &q->sq[q->sq_head & q->sq_mask];
 		if (soft_wr_has_response(w->opcode) ? !w->done : !before(q->sq_head, q->sq_confirmed))
 			break;
 		if (w->signaled)
@@ -105,7 +105,7 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 	atomic_store(&q->state, RV_QPS_ERR);
 	soft_event_qp_error(q);
 	for (uint32_t i = q->sq_head; i != q->sq_tail; i++) {
-		struct soft_swqe *w = &q->sq[i % q->sq_size];
+		struct soft_swqe *w = &q->sq[i & q->sq_mask];
 		uint32_t s;
 
 		if (before(i, fail) &&
@@ -121,7 +121,7 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 	q->sq_head = q->sq_tx = q->sq_covered = q->sq_confirmed = q->sq_tail;
 	q->tx_off = 0;
 	for (uint32_t i = q->rq_head; i != q->rq_tail; i++)
-		recv_wc(q, &q->rq[i % q->rq_size],
+		recv_wc(q, &q->rq[i & q->rq_mask],
 			i == q->rq_head && q->rx_in_msg ? rq_status : RV_WC_WR_FLUSH_ERR);
 	q->rq_head = q->rq_tail;
 	if (q->srq_have) {
@@ -142,10 +142,10 @@ void soft_qp_fail(struct soft_qp *q, uint32_t fail, uint32_t status, uint32_t rq
 void soft_qp_flush_posted(struct soft_qp *q)
 {
 	for (; q->sq_head != q->sq_tail; q->sq_head++)
-		send_wc(q, &q->sq[q->sq_head % q->sq_size], RV_WC_WR_FLUSH_ERR);
+		send_wc(q, &q->sq[q->sq_head & q->sq_mask], RV_WC_WR_FLUSH_ERR);
 	q->sq_tx = q->sq_covered = q->sq_confirmed = q->sq_tail;
 	for (; q->rq_head != q->rq_tail; q->rq_head++)
-		recv_wc(q, &q->rq[q->rq_head % q->rq_size], RV_WC_WR_FLUSH_ERR);
+		recv_wc(q, &q->rq[q->rq_head & q->rq_mask], RV_WC_WR_FLUSH_ERR);
 }
 
 static void channel_signal(struct soft_cq *c)
@@ -287,7 +287,7 @@ static bool srq_take(struct soft_qp *q)
 struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
 {
 	if (!q->srq)
-		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head % q->rq_size] : NULL;
+		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head & q->rq_mask] : NULL;
 	if (!q->srq_have && !srq_take(q))
 		return NULL;
 	return &q->srq_wqe;

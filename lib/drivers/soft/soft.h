@@ -498,12 +498,17 @@ struct soft_qp {
 	uint32_t ird_user;     /* READs (and atomics) of nonzero length being answered, limited by IRD */
 	bool rtr_write;        /* active: the RTR message is a zero-length WRITE, not a READ */
 
-	/* Send queue; counters are free-running, index = counter % sq_size. */
+	/* Send queue; counters are free-running, index = counter & sq_mask:
+	 * sq_mask + 1 slots, the power of two at or above sq_size (the WRs it
+	 * holds), so that a counter's slot stays the same across its 2^32 wrap
+	 * (with counter % sq_size it did not: two WRs in flight could share a
+	 * slot) and no division is made per WR. Likewise the receive queue. */
 	struct soft_swqe *sq;
 	rv_sge *sq_sge;
 	uint8_t *sq_inline;
 	uint8_t qbuf_user;     /* bit i: queue buffer i came from the parent domain's allocator (verbs/qp.c) */
 	uint32_t sq_size, max_send_sge, max_inline;
+	uint32_t sq_mask;
 	uint32_t sq_head;      /* oldest not completed */
 	uint32_t sq_tx;        /* next to transmit */
 	uint32_t sq_tail;      /* next free */
@@ -525,6 +530,7 @@ struct soft_qp {
 	struct soft_rwqe *rq;
 	rv_sge *rq_sge;
 	uint32_t rq_size, max_recv_sge;
+	uint32_t rq_mask;      /* index = counter & rq_mask (see sq_mask) */
 	uint32_t rq_head, rq_tail;
 	bool rx_in_msg;     /* rq[rq_head] is being filled */
 	uint32_t rx_bytes;  /* bytes placed into it so far */

@@ -72,7 +72,7 @@ static const uint32_t rnr_timer_10us[32] = {
 void soft_retry_rnr_notice(struct soft_qp *q, uint32_t msn)
 {
 	for (uint32_t i = q->sq_head; i != q->sq_tx; i++) {
-		const struct soft_swqe *w = &q->sq[i % q->sq_size];
+		const struct soft_swqe *w = &q->sq[i & q->sq_mask];
 		if ((w->opcode == RV_WR_SEND || w->opcode == RV_WR_SEND_WITH_IMM ||
 		     w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) && w->msn == msn) {
 			if (!q->rnr_since || q->rnr_wqe != i) {

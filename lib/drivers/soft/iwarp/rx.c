@@ -405,7 +405,7 @@ static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 	    (f->last && o->got + f->payload_len != o->len))
 		return requester_error(q, f, first_read(q), RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_BOUNDS);
 	if (o->user && f->payload_len) {
-		struct soft_swqe *w = &q->sq[o->wqe % q->sq_size];
+		struct soft_swqe *w = &q->sq[o->wqe & q->sq_mask];
 		if (soft_sgl_write(q->sc, q->qp->pd, w->sge, w->num_sge, o->got, f->payload, f->payload_len) !=
 		    SOFT_MEM_OK)
 			return local_sink_gone(q, o, "a READ");
@@ -413,7 +413,7 @@ static int rx_read_resp(struct soft_qp *q, const struct rv_fpdu *f)
 	o->got += f->payload_len;
 	if (f->last) {
 		if (o->user) {
-			q->sq[o->wqe % q->sq_size].done = true;
+			q->sq[o->wqe & q->sq_mask].done = true;
 			q->ord_user--;
 		}
 		response_done(q, o);
@@ -642,7 +642,7 @@ static int rx_atomic_resp(struct soft_qp *q, const struct rv_fpdu *f)
 	    !o->atomic || o->wqe != f->aresp_id)
 		return requester_error(q, f, q->ord_head != q->ord_tail ? first_read(q) : q->sq_head,
 				       RV_WC_BAD_RESP_ERR, RV_TERM_DDP_T_INV_STAG);
-	w = &q->sq[o->wqe % q->sq_size];
+	w = &q->sq[o->wqe & q->sq_mask];
 	if (soft_sgl_write(q->sc, q->qp->pd, w->sge, w->num_sge, 0, &v, 8) != SOFT_MEM_OK)
 		return local_sink_gone(q, o, "an atomic");
 	q->msn_rx_aresp++;
@@ -693,7 +693,7 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 
 	if (t->d) {
 		for (i = q->sq_head; i != end; i++) {
-			const struct soft_swqe *w = &q->sq[i % q->sq_size];
+			const struct soft_swqe *w = &q->sq[i & q->sq_mask];
 			if (t->ddp_tagged && (t->ddp_opcode == RV_RDMAP_WRITE || t->ddp_opcode == SOFT_OP_WRITE_REF)) {
 				if ((w->opcode == RV_WR_RDMA_WRITE || w->opcode == RV_WR_RDMA_WRITE_WITH_IMM) &&
 				    w->rkey == t->ddp_stag &&
@@ -717,7 +717,7 @@ static uint32_t term_victim(const struct soft_qp *q, const struct rv_term *t)
 	}
 	/* Not named: the oldest WR the peer has not confirmed. */
 	for (i = q->sq_head; i != q->sq_tx; i++) {
-		const struct soft_swqe *w = &q->sq[i % q->sq_size];
+		const struct soft_swqe *w = &q->sq[i & q->sq_mask];
 		if (soft_wr_has_response(w->opcode) ? !w->done : !before(i, q->sq_confirmed))
 			return i;
 	}

@@ -80,7 +80,7 @@ static void emit_read_req(struct soft_qp *q, struct soft_conn *c, const struct r
 	o->upto = user ? wqe : q->sq_tx;
 	q->ord_tail++;
 	if (user) {
-		q->sq[wqe % q->sq_size].msn = f.msn;
+		q->sq[wqe & q->sq_mask].msn = f.msn;
 		q->ord_user++;
 	}
 	q->sq_covered = user ? wqe + 1 : q->sq_tx;
@@ -751,7 +751,7 @@ static bool fill(struct soft_qp *q, struct soft_conn *c, bool *room_out)
 			}
 			break;
 		}
-		w = &q->sq[q->sq_tx % q->sq_size];
+		w = &q->sq[q->sq_tx & q->sq_mask];
 		if (q->tx_off == 0) {
 			if (!q->uc && !c->ring_tx_on && confirm_between(q) && ord_room(q)) {
 				emit_confirm(q, c);
@@ -916,7 +916,7 @@ static bool gatherable(const struct soft_qp *q, const struct soft_conn *c, int64
 	    atomic_load_explicit(&q->state, memory_order_relaxed) != RV_QPS_RTS)
 		return false;
 	for (uint32_t i = q->sq_tx; i != q->sq_tail; i++) {
-		const struct soft_swqe *w = &q->sq[i % q->sq_size];
+		const struct soft_swqe *w = &q->sq[i & q->sq_mask];
 
 		if ((w->opcode != RV_WR_RDMA_WRITE && w->opcode != RV_WR_SEND) || w->signaled ||
 		    (w->flags & RV_SEND_FENCE) || w->length >= SOFT_TX_DIRECT_MIN ||

@@ -983,7 +983,7 @@ bool soft_shmring_flush(struct soft_conn *c)
 			if ((int32_t)(i - q->sq_head) < 0 || (int32_t)(q->sq_tx - i) < 0)
 				i = q->sq_head;
 			for (; i != q->sq_tx; i++)
-				if (q->sq[i % q->sq_size].signaled)
+				if (q->sq[i & q->sq_mask].signaled)
 					r->want_upto = r->tx_prod; /* the application polls for it */
 			r->sq_scanned = q->sq_tx;
 			add_mark(r, q->sq_tx);

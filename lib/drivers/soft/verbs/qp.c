@@ -58,6 +58,16 @@ static void set_state(struct soft_qp *q, uint32_t st)
  */
 enum { QBUF_SQ, QBUF_SQ_SGE, QBUF_SQ_INLINE, QBUF_RQ, QBUF_RQ_SGE };
 
+/* The queues' slot count for n WRs (soft_qp's sq_mask): n <= SOFT_MAX_QP_WR. */
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
 static void *qbuf_alloc(struct soft_qp *q, int which, size_t n, size_t size)
 {
 	struct rv_pd *pd = q->qp->pd;
@@ -144,11 +154,13 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	q->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	q->max_inline = cap->max_inline_data > SOFT_MIN_INLINE ? cap->max_inline_data : SOFT_MIN_INLINE;
-	q->sq = qbuf_alloc(q, QBUF_SQ, q->sq_size, sizeof(*q->sq));
-	q->sq_sge = qbuf_alloc(q, QBUF_SQ_SGE, (size_t)q->sq_size * q->max_send_sge, sizeof(*q->sq_sge));
-	q->sq_inline = qbuf_alloc(q, QBUF_SQ_INLINE, q->sq_size, q->max_inline);
-	q->rq = qbuf_alloc(q, QBUF_RQ, q->rq_size, sizeof(*q->rq));
-	q->rq_sge = qbuf_alloc(q, QBUF_RQ_SGE, (size_t)q->rq_size * q->max_recv_sge, sizeof(*q->rq_sge));
+	q->sq_mask = pow2_at_least(q->sq_size) - 1;
+	q->rq_mask = pow2_at_least(q->rq_size) - 1;
+	q->sq = qbuf_alloc(q, QBUF_SQ, (size_t)q->sq_mask + 1, sizeof(*q->sq));
+	q->sq_sge = qbuf_alloc(q, QBUF_SQ_SGE, ((size_t)q->sq_mask + 1) * q->max_send_sge, sizeof(*q->sq_sge));
+	q->sq_inline = qbuf_alloc(q, QBUF_SQ_INLINE, (size_t)q->sq_mask + 1, q->max_inline);
+	q->rq = qbuf_alloc(q, QBUF_RQ, (size_t)q->rq_mask + 1, sizeof(*q->rq));
+	q->rq_sge = qbuf_alloc(q, QBUF_RQ_SGE, ((size_t)q->rq_mask + 1) * q->max_recv_sge, sizeof(*q->rq_sge));
 	if (!q->sq || !q->sq_sge || !q->sq_inline || !q->rq || !q->rq_sge ||
 	    pthread_mutex_init(&q->lock, NULL) != 0) {
 		uint32_t ns = q->sq_size, nr = q->rq_size;
@@ -156,11 +168,11 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 		return rv_err(ENOMEM, fn, "out of memory for the QP's queues (%u send, %u receive WRs)",
 			      ns, nr);
 	}
-	for (uint32_t i = 0; i < q->sq_size; i++) {
+	for (uint32_t i = 0; i <= q->sq_mask; i++) {
 		q->sq[i].sge = &q->sq_sge[(size_t)i * q->max_send_sge];
 		q->sq[i].inline_data = &q->sq_inline[(size_t)i * q->max_inline];
 	}
-	for (uint32_t i = 0; i < q->rq_size; i++)
+	for (uint32_t i = 0; i <= q->rq_mask; i++)
 		q->rq[i].sge = &q->rq_sge[(size_t)i * q->max_recv_sge];
 	q->msn_tx[0] = q->msn_tx[1] = q->msn_tx[2] = q->msn_tx[3] = 1;
 	q->msn_rx[0] = q->msn_rx[1] = q->msn_rx_aresp = 1;
@@ -480,7 +492,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		/* One copy into memory the peer granted (grant.c): done and completed here. */
 		if (q->conn && q->conn->grants && soft_grant_write(q, wr, len))
 			continue;
-		w = &q->sq[q->sq_tail % q->sq_size];
+		w = &q->sq[q->sq_tail & q->sq_mask];
 		w->inl = rv_send_wr_inline(qp, wr);
 		if (w->inl && len > q->max_inline) {
 			rc = rv_err(EINVAL, "rv_qp_post_send", "wrs[%zu]: %llu bytes inline exceed the QP's "
@@ -585,7 +597,7 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 		goto out;
 	}
 	/* Run by the sender in send-queue order (tx.c, soft_mw_exec). */
-	w = &q->sq[q->sq_tail % q->sq_size];
+	w = &q->sq[q->sq_tail & q->sq_mask];
 	w->wr_id = wr_id;
 	w->opcode = RV_WR_BIND_MW;
 	w->flags = send_flags;
@@ -645,7 +657,7 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 				    "larger cap.max_recv_wr", q->rq_size);
 			break;
 		}
-		w = &q->rq[q->rq_tail % q->rq_size];
+		w = &q->rq[q->rq_tail & q->rq_mask];
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		if (wr->num_sge)
