@@ -977,6 +977,8 @@ void soft_tx_post(struct soft_qp *q)
  * WR with RV_WC_LOC_PROT_ERR as before. last: the last WR of the post, so
  * its record is published now; soft_tx_ring_done does the rest.
  */
+#define SOFT_TX_STAGE 256u
+
 bool soft_tx_ring_now(struct soft_qp *q, struct soft_swqe *w, const rv_send_wr *wr, bool last)
 {
 	struct soft_conn *c = q->conn;
@@ -999,17 +1001,31 @@ bool soft_tx_ring_now(struct soft_qp *q, struct soft_swqe *w, const rv_send_wr *
 	buf = soft_shmring_frame_at(c, flen);
 	if (!buf)
 		return false;
-	off = data_head(q, w, 0, len, buf);
 	if (w->inl && (wr->send_flags & RV_SEND_INLINE)) {
 		/* As soft_post_send's inline copy: the lkeys are not looked at. */
-		uint32_t o = 0;
+		uint32_t o;
+
+		off = data_head(q, w, 0, len, buf);
+		o = 0;
 		for (uint32_t k = 0; k < wr->num_sge; k++) {
 			memcpy(buf + off + o, (const void *)(uintptr_t)wr->sg_list[k].addr, wr->sg_list[k].length);
 			o += wr->sg_list[k].length;
 		}
-	} else if (len && soft_sgl_read(q->sc, q->qp->pd, wr->sg_list, wr->num_sge, 0, buf + off, len) !=
-		   SOFT_MEM_OK) {
-		return false; /* the record stays unused; w->msn is set again */
+	} else if (len <= SOFT_TX_STAGE) {
+		/* Small: read under the MR lock into the stack, then write the
+		 * record. The lock's atomics wait for every store before them,
+		 * and the record's lines are the consumer's until our stores
+		 * take them: no record store before the unlock. */
+		uint8_t stage[SOFT_TX_STAGE];
+
+		if (len && soft_sgl_read(q->sc, q->qp->pd, wr->sg_list, wr->num_sge, 0, stage, len) != SOFT_MEM_OK)
+			return false;
+		off = data_head(q, w, 0, len, buf);
+		memcpy(buf + off, stage, len);
+	} else {
+		off = data_head(q, w, 0, len, buf);
+		if (soft_sgl_read(q->sc, q->qp->pd, wr->sg_list, wr->num_sge, 0, buf + off, len) != SOFT_MEM_OK)
+			return false; /* the record stays unused; w->msn is set again */
 	}
 	memset(buf + off + len, 0, flen - off - len);
 	w->inl = false;
