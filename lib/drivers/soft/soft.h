@@ -541,6 +541,7 @@ struct soft_qp {
 	bool confirm_late;  /* unsignalled WRs waited a timer tick for their confirmation: ask now */
 	bool any_sig;       /* last_sig names a WR (tx.c, confirm_now) */
 	uint32_t last_sig;  /* SQ index of the newest signalled WR other than a READ */
+	bool sig_sparse;    /* at least SOFT_CONFIRM_EVERY WRs lie between last_sig and the signalled WR before it (tx.c, sig_due) */
 	uint32_t rx_peer;      /* messages from the peer handled, READ responses aside (rx.c) */
 	uint32_t rx_peer_post; /* rx_peer at the last post (tx.c, soft_tx_post) */
 	int64_t post_us;       /* when the last post was (tx.c, soft_tx_post) */
