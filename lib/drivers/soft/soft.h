@@ -890,8 +890,9 @@ void soft_conn_detach(struct soft_qp *q, bool graceful);
  * connection to let go disarms the bound's timer. */
 void soft_conn_unhold(struct soft_conn *c);
 /* The count of soft_conn_unhold, for a caller that cleared c->tx_held
- * itself (soft_tx_push: after its send(), off the latency path). */
-void soft_conn_hold_release(struct soft_ctx *sc);
+ * itself (soft_tx_push: after its send(), off the latency path); after
+ * gathered WRs (c->tx_gather) the timer is left armed for the next hold. */
+void soft_conn_hold_release(struct soft_ctx *sc, bool gathered);
 void soft_conn_free(struct soft_conn *c);
 /* shutdown() and close() a connection's socket. */
 void soft_close_socket(int fd);

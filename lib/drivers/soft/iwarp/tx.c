@@ -855,9 +855,10 @@ bool soft_tx_hold(struct soft_qp *q)
 void soft_tx_push(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
-	bool unheld = false;
+	bool unheld = false, gathered = false;
 
 	if (c && c->tx_held) {
+		gathered = c->tx_gather;
 		/* Frame first: the held response goes in one send() with what
 		 * the application posted (its answer); the timer is disarmed
 		 * after that send(), not before it. */
@@ -889,7 +890,7 @@ void soft_tx_push(struct soft_qp *q)
 		soft_conn_update_events(c);
 	}
 	if (unheld)
-		soft_conn_hold_release(q->sc);
+		soft_conn_hold_release(q->sc, gathered);
 	soft_sq_complete(q);
 	soft_qp_check_overflow(q);
 }
