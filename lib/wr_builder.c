@@ -128,8 +128,10 @@ static int add_wr(rv_qp *qp, const char *func, uint32_t opcode, uint64_t wr_id, 
 		  rv_send_wr **ret)
 {
 	int rc;
-	struct rv_wr_builder *b = open_batch(qp, func, &rc);
+	struct rv_wr_builder *b;
 
+	*ret = NULL; /* gcc -O3 cannot see that open_batch sets rc < 0 whenever it returns NULL */
+	b = open_batch(qp, func, &rc);
 	if (!b)
 		return rc;
 	if (!reserve((void **)&b->wrs, &b->cap, b->n, 1, sizeof(*b->wrs)) ||

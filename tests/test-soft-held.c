@@ -13,7 +13,10 @@
  *   - a busy-poll ping-pong: every SEND and every receive completes once,
  *     in order, with the right bytes (the response travels with the answer);
  *   - a stream of signalled WRITEs, 48 in flight, one confirmation in
- *     flight at a time: every WRITE completes once, in order.
+ *     flight at a time: every WRITE completes once, in order;
+ *   - a sparse signalled WRITE (the first signalled one, behind a
+ *     confirmation in flight) is asked for before the WRs posted behind it:
+ *     it completes while a SEND behind it waits for a receive WR.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -210,6 +213,89 @@ static void test_held__stream_of_signalled_writes_all_complete(void **state)
 	side_close(&b);
 }
 
+/* One chain: 16 small unsignalled WRITEs (a confirmation goes behind them,
+ * tx.c confirm_between: the signalled WR is posted), a signalled WRITE, 15
+ * unsignalled WRITEs, then an unsignalled SEND the peer has no receive WR
+ * for: its stream stops there. The signalled WRITE is sparse (no signalled WR
+ * before it) and a confirmation is in flight, so it is asked for as soon as
+ * SOFT_CONFIRM_EVERY WRs after the first confirmation are framed, ahead of
+ * the SEND (tx.c, sig_due): it completes although the SEND waits. Asked for
+ * when the first confirmation returned, the request went behind the SEND and
+ * the WRITE completed only once a receive WR came (issue #22, tcp4k). Then
+ * the receive WR comes: the SEND lands, the WRITEs hold their bytes. */
+#define SPARSE_N 34u
+#define SPARSE_SIG 16u
+#define SPARSE_LEN 64u
+
+static void test_held__sparse_signalled_write_asked_for_at_once(void **state)
+{
+	struct side a, b;
+	struct conn_opts ob = DEFAULTS;
+	rv_send_wr wr[SPARSE_N];
+	rv_sge g[SPARSE_N];
+	rv_wc wc;
+	size_t n;
+
+	(void)state;
+	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	{
+		/* Only RV_SEND_SIGNALED WRs complete (side_open's QP signals all). */
+		rv_qp_init_attr qa;
+
+		memset(&qa, 0, sizeof(qa));
+		qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL;
+		qa.send_cq = a.cq;
+		qa.cap.max_send_wr = 64;
+		qa.cap.max_recv_wr = 64;
+		qa.cap.max_send_sge = 4;
+		qa.cap.max_recv_sge = 4;
+		qa.sq_sig_all = 0;
+		rv_qp_unref(a.qp);
+		assert_int_equal(rv_qp_new(a.pd, &qa, &a.qp), 0);
+	}
+	ob.access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
+	connect_pair(&a, &DEFAULTS, &b, &ob);
+	fill(a.buf, BUF, 53);
+	memset(b.buf, 0, BUF);
+	memset(wr, 0, sizeof(wr));
+	for (uint32_t i = 0; i < SPARSE_N; i++) {
+		g[i] = sge(&a, (size_t)i * SPARSE_LEN, SPARSE_LEN);
+		wr[i].wr_id = i;
+		wr[i].sg_list = &g[i];
+		wr[i].num_sge = 1;
+		if (i + 1 < SPARSE_N) {
+			wr[i].opcode = RV_WR_RDMA_WRITE;
+			wr[i].remote_addr = (uint64_t)(uintptr_t)(b.buf + BUF / 2 + (size_t)i * SPARSE_LEN);
+			wr[i].rkey = rv_mr_rkey(b.mr);
+		} else {
+			wr[i].opcode = RV_WR_SEND;
+		}
+	}
+	wr[SPARSE_SIG].send_flags = RV_SEND_SIGNALED;
+	assert_int_equal(rv_qp_post_send(a.qp, wr, SPARSE_N, &n), 0);
+	wc = poll_one_within(a.cq, GUARD_MS);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, RV_WC_RDMA_WRITE);
+	assert_int_equal(wc.wr_id, SPARSE_SIG);
+	/* Everything up to the signalled WRITE has landed. */
+	assert_memory_equal(b.buf + BUF / 2, a.buf, (size_t)(SPARSE_SIG + 1) * SPARSE_LEN);
+	{
+		rv_sge rg = sge(&b, 0, SPARSE_LEN);
+		rv_recv_wr rw = {.wr_id = 99, .sg_list = &rg, .num_sge = 1};
+
+		assert_int_equal(rv_qp_post_recv(b.qp, &rw, 1, &n), 0);
+	}
+	wc = poll_one_within(b.cq, GUARD_MS);
+	assert_int_equal(wc.status, RV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, RV_WC_RECV);
+	assert_int_equal(wc.wr_id, 99);
+	assert_memory_equal(b.buf, a.buf + (size_t)(SPARSE_N - 1) * SPARSE_LEN, SPARSE_LEN);
+	assert_memory_equal(b.buf + BUF / 2, a.buf, (size_t)(SPARSE_N - 1) * SPARSE_LEN);
+	side_close(&a);
+	side_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_held__flushed_when_a_waiter_never_comes_back),
 		cmocka_unit_test(test_held__ping_pong_every_send_signalled),
 		cmocka_unit_test(test_held__stream_of_signalled_writes_all_complete),
+		cmocka_unit_test(test_held__sparse_signalled_write_asked_for_at_once),
 	};
 
 	setenv("RVERBS_SOFT_SHM", "0", 1); /* TCP: the rings confirm without READs */

@@ -547,6 +547,7 @@ struct soft_qp {
 	bool confirm_late;  /* unsignalled WRs waited a timer tick for their confirmation: ask now */
 	bool any_sig;       /* last_sig names a WR (tx.c, confirm_now) */
 	uint32_t last_sig;  /* SQ index of the newest signalled WR other than a READ */
+	bool sig_sparse;    /* at least SOFT_CONFIRM_EVERY WRs lie between last_sig and the signalled WR before it (tx.c, sig_due) */
 	uint32_t rx_peer;      /* messages from the peer handled, READ responses aside (rx.c) */
 	uint32_t rx_peer_post; /* rx_peer at the last post (tx.c, soft_tx_post) */
 	int64_t post_us;       /* when the last post was (tx.c, soft_tx_post) */
@@ -895,8 +896,9 @@ void soft_conn_detach(struct soft_qp *q, bool graceful);
  * connection to let go disarms the bound's timer. */
 void soft_conn_unhold(struct soft_conn *c);
 /* The count of soft_conn_unhold, for a caller that cleared c->tx_held
- * itself (soft_tx_push: after its send(), off the latency path). */
-void soft_conn_hold_release(struct soft_ctx *sc);
+ * itself (soft_tx_push: after its send(), off the latency path); after
+ * gathered WRs (c->tx_gather) the timer is left armed for the next hold. */
+void soft_conn_hold_release(struct soft_ctx *sc, bool gathered);
 void soft_conn_free(struct soft_conn *c);
 /* shutdown() and close() a connection's socket. */
 void soft_close_socket(int fd);

@@ -170,13 +170,20 @@ void soft_conn_closing(struct soft_conn *c)
 	soft_conn_update_events(c);
 }
 
-void soft_conn_hold_release(struct soft_ctx *sc)
+void soft_conn_hold_release(struct soft_ctx *sc, bool gathered)
 {
 	struct itimerspec off = {{0, 0}, {0, 0}};
 
 	/* Disarmed, or it would wake the progress thread for nothing once per
-	 * message (the application's answer took the response along). */
-	if (atomic_fetch_sub(&sc->n_held, 1) == 1 && atomic_exchange(&sc->hold_armed, false))
+	 * message (the application's answer took the response along). Not
+	 * after gathered WRs (tx.c, soft_tx_post): a stream gathers again at
+	 * once, and the timer still armed (hold_armed) fires within
+	 * SOFT_HOLD_US of the next hold, so that hold arms nothing. Disarm and
+	 * arm cost two timerfd_settime per gathered send(), as many system
+	 * calls as the sends themselves (issue #22, tcp4k); left armed, the
+	 * timer wakes the progress thread at most once per SOFT_HOLD_US while
+	 * a stream gathers, and once for nothing after it. */
+	if (atomic_fetch_sub(&sc->n_held, 1) == 1 && !gathered && atomic_exchange(&sc->hold_armed, false))
 		timerfd_settime(sc->hold_fd, 0, &off, NULL);
 }
 
@@ -185,7 +192,7 @@ void soft_conn_unhold(struct soft_conn *c)
 	if (!c->tx_held)
 		return;
 	c->tx_held = false;
-	soft_conn_hold_release(c->sc);
+	soft_conn_hold_release(c->sc, false);
 }
 
 void soft_conn_detach(struct soft_qp *q, bool graceful)

@@ -152,6 +152,16 @@ static uint32_t confirms_in_flight(const struct soft_qp *q)
  * signalled, -t 128: 1 615 of 1 974 confirmations covered one WR). */
 #define SOFT_SHORT_CONFIRMS 2u
 
+/* A sparse signalled WR (sig_sparse: one in SOFT_CONFIRM_EVERY or fewer, as
+ * perftest's CQ moderation signals one WRITE in 100) is asked for as soon as
+ * it is framed, while fewer than this many confirmations are on their way: its
+ * completion is what lets the application post again, and deferred behind the
+ * one in flight it was asked for only after every WR posted behind it, so it
+ * came when the peer had nothing left to do (issue #22, tcp4k: 4 KiB WRITEs,
+ * -t 128, the stream drained once per 100 WRITEs). A stream that signals
+ * every WR keeps one in flight. */
+#define SOFT_SPARSE_CONFIRMS 4u
+
 static bool sig_due(const struct soft_qp *q)
 {
 	uint32_t n;
@@ -159,7 +169,8 @@ static bool sig_due(const struct soft_qp *q)
 	if (!sig_uncovered(q))
 		return false;
 	n = confirms_in_flight(q);
-	return n == 0 || (q->sq_tail - q->sq_head < SOFT_CONFIRM_EVERY && n < SOFT_SHORT_CONFIRMS);
+	return n == 0 || (q->sq_tail - q->sq_head < SOFT_CONFIRM_EVERY && n < SOFT_SHORT_CONFIRMS) ||
+	       (q->sig_sparse && n < SOFT_SPARSE_CONFIRMS && q->last_sig - q->sq_covered < q->sq_tx - q->sq_covered);
 }
 
 /* So many WRs framed and not yet covered by a confirmation that one is due
@@ -844,9 +855,10 @@ bool soft_tx_hold(struct soft_qp *q)
 void soft_tx_push(struct soft_qp *q)
 {
 	struct soft_conn *c = q->conn;
-	bool unheld = false;
+	bool unheld = false, gathered = false;
 
 	if (c && c->tx_held) {
+		gathered = c->tx_gather;
 		/* Frame first: the held response goes in one send() with what
 		 * the application posted (its answer); the timer is disarmed
 		 * after that send(), not before it. */
@@ -878,7 +890,7 @@ void soft_tx_push(struct soft_qp *q)
 		soft_conn_update_events(c);
 	}
 	if (unheld)
-		soft_conn_hold_release(q->sc);
+		soft_conn_hold_release(q->sc, gathered);
 	soft_sq_complete(q);
 	soft_qp_check_overflow(q);
 }

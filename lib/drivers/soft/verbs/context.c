@@ -215,7 +215,9 @@ static void *progress(void *arg)
 		    timeout > SOFT_POLL_HANDBACK_US / 1000)
 			timeout = SOFT_POLL_HANDBACK_US / 1000;
 		/* Held READ responses have their timer; a millisecond covers one
-		 * that a concurrent disarm cancelled (soft_conn_unhold). */
+		 * that a concurrent disarm cancelled (soft_conn_unhold), or a hold
+		 * that found the timer armed as it fired (gathered WRs leave it
+		 * armed: soft_conn_hold_release). */
 		if (atomic_load(&sc->n_held) && timeout > 1)
 			timeout = 1;
 		if (rings && timeout > 0)

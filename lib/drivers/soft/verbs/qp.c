@@ -514,6 +514,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		w->signaled = qp->sq_sig_all || (wr->send_flags & RV_SEND_SIGNALED);
 		w->msn = 0;
 		if (w->signaled && w->opcode != RV_WR_RDMA_READ) {
+			q->sig_sparse = !q->any_sig || q->sq_tail - q->last_sig >= SOFT_CONFIRM_EVERY; /* tx.c, sig_due */
 			q->last_sig = q->sq_tail; /* tx.c, confirm_now */
 			q->any_sig = true;
 		}
@@ -613,6 +614,7 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 	w->signaled = qp->sq_sig_all || (send_flags & RV_SEND_SIGNALED);
 	w->msn = 0;
 	if (w->signaled) {
+		q->sig_sparse = !q->any_sig || q->sq_tail - q->last_sig >= SOFT_CONFIRM_EVERY; /* tx.c, sig_due */
 		q->last_sig = q->sq_tail; /* tx.c, confirm_now */
 		q->any_sig = true;
 	}
