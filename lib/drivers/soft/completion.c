@@ -266,7 +266,7 @@ static bool srq_take(struct soft_qp *q)
 		pthread_mutex_unlock(&s->lock);
 		return false;
 	}
-	w = &s->rq[s->head % s->size];
+	w = &s->rq[s->head & s->mask];
 	q->srq_wqe.wr_id = w->wr_id;
 	q->srq_wqe.num_sge = w->num_sge;
 	memcpy(q->srq_wqe.sge, w->sge, w->num_sge * sizeof(rv_sge));

@@ -188,6 +188,18 @@ struct soft_evq {
 };
 
 /* A shared receive queue (srq.c). */
+/* The slot count of a queue of n WRs whose free-running 32-bit counters index
+ * it with counter & (slots - 1): a power of two, so that a counter keeps its
+ * slot across the wrap (n <= SOFT_MAX_QP_WR). */
+static inline uint32_t soft_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
 struct soft_srq {
 	struct rv_srq *srq;
 	struct soft_ctx *sc;
@@ -195,7 +207,8 @@ struct soft_srq {
 	struct soft_rwqe *rq;
 	rv_sge *sge;
 	uint32_t size, max_sge;
-	uint32_t head, tail;     /* free-running; index = counter % size */
+	uint32_t head, tail;     /* free-running; index = counter & mask */
+	uint32_t mask;           /* mask + 1 slots, the power of two at or above size (see soft_qp's sq_mask) */
 	uint32_t limit;          /* armed limit, 0 = disarmed */
 	_Atomic uint32_t gen;    /* bumped by every post: stalled QPs resume when it moves */
 	_Atomic bool starving;   /* a QP found it empty: the next post kicks the progress thread */

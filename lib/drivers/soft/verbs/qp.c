@@ -58,16 +58,6 @@ static void set_state(struct soft_qp *q, uint32_t st)
  */
 enum { QBUF_SQ, QBUF_SQ_SGE, QBUF_SQ_INLINE, QBUF_RQ, QBUF_RQ_SGE };
 
-/* The queues' slot count for n WRs (soft_qp's sq_mask): n <= SOFT_MAX_QP_WR. */
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 static void *qbuf_alloc(struct soft_qp *q, int which, size_t n, size_t size)
 {
 	struct rv_pd *pd = q->qp->pd;
@@ -154,8 +144,8 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	q->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	q->max_inline = cap->max_inline_data > SOFT_MIN_INLINE ? cap->max_inline_data : SOFT_MIN_INLINE;
-	q->sq_mask = pow2_at_least(q->sq_size) - 1;
-	q->rq_mask = pow2_at_least(q->rq_size) - 1;
+	q->sq_mask = soft_pow2_at_least(q->sq_size) - 1;
+	q->rq_mask = soft_pow2_at_least(q->rq_size) - 1;
 	q->sq = qbuf_alloc(q, QBUF_SQ, (size_t)q->sq_mask + 1, sizeof(*q->sq));
 	q->sq_sge = qbuf_alloc(q, QBUF_SQ_SGE, ((size_t)q->sq_mask + 1) * q->max_send_sge, sizeof(*q->sq_sge));
 	q->sq_inline = qbuf_alloc(q, QBUF_SQ_INLINE, (size_t)q->sq_mask + 1, q->max_inline);

@@ -96,8 +96,9 @@ int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 	s->limit = attr->srq_limit;
 	s->sc = srq->ctx->drv_ctx;
 	s->srq = srq;
-	s->rq = calloc(s->size, sizeof(*s->rq));
-	s->sge = calloc((size_t)s->size * s->max_sge, sizeof(*s->sge));
+	s->mask = soft_pow2_at_least(s->size) - 1;
+	s->rq = calloc((size_t)s->mask + 1, sizeof(*s->rq));
+	s->sge = calloc(((size_t)s->mask + 1) * s->max_sge, sizeof(*s->sge));
 	if (!s->rq || !s->sge || pthread_mutex_init(&s->lock, NULL) != 0) {
 		free(s->rq);
 		free(s->sge);
@@ -105,7 +106,7 @@ int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 		return rv_err(ENOMEM, "rv_srq_new", "out of memory for an SRQ of %u WRs of %u SGEs",
 			      attr->max_wr, attr->max_sge);
 	}
-	for (uint32_t i = 0; i < s->size; i++)
+	for (uint32_t i = 0; i <= s->mask; i++)
 		s->rq[i].sge = &s->sge[(size_t)i * s->max_sge];
 	srq->max_wr = s->size;
 	srq->max_sge = s->max_sge;
@@ -151,21 +152,22 @@ int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr)
 	struct soft_srq *s = srq->drv_srq;
 	struct soft_rwqe *rq = NULL, *old_rq = NULL;
 	rv_sge *sge = NULL, *old_sge = NULL;
-	uint32_t size = attr->max_wr;
+	uint32_t size = attr->max_wr, slots = 0;
 
 	if (attr->mask & RV_SRQ_MAX_WR) {
 		if (size > SOFT_MAX_QP_WR)
 			return rv_err(EINVAL, fn, "max_wr %u is above soft0's max_srq_wr %u", size,
 				      SOFT_MAX_QP_WR);
-		rq = calloc(size, sizeof(*rq));
-		sge = calloc((size_t)size * s->max_sge, sizeof(*sge));
+		slots = soft_pow2_at_least(size);
+		rq = calloc(slots, sizeof(*rq));
+		sge = calloc((size_t)slots * s->max_sge, sizeof(*sge));
 		if (!rq || !sge) {
 			free(rq);
 			free(sge);
 			return rv_err(ENOMEM, fn, "out of memory for an SRQ of %u WRs of %u SGEs", size,
 				      s->max_sge);
 		}
-		for (uint32_t i = 0; i < size; i++)
+		for (uint32_t i = 0; i < slots; i++)
 			rq[i].sge = &sge[(size_t)i * s->max_sge];
 	}
 	pthread_mutex_lock(&s->lock);
@@ -180,7 +182,7 @@ int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr)
 				      "resize once they are consumed", size, held);
 		}
 		for (uint32_t i = 0; i < held; i++) {
-			const struct soft_rwqe *w = &s->rq[(s->head + i) % s->size];
+			const struct soft_rwqe *w = &s->rq[(s->head + i) & s->mask];
 
 			rq[i].wr_id = w->wr_id;
 			rq[i].num_sge = w->num_sge;
@@ -189,6 +191,7 @@ int soft_srq_modify(struct rv_srq *srq, const rv_srq_attr *attr)
 		old_rq = s->rq, old_sge = s->sge;
 		s->rq = rq, s->sge = sge;
 		s->size = size;
+		s->mask = slots - 1;
 		s->head = 0, s->tail = held;
 		srq->max_wr = size; /* the facade holds the graph lock */
 	}
@@ -238,7 +241,7 @@ int soft_post_srq_recv(struct rv_srq *srq, const rv_recv_wr *wrs, size_t n, size
 				    s->size);
 			break;
 		}
-		w = &s->rq[s->tail % s->size];
+		w = &s->rq[s->tail & s->mask];
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		if (wr->num_sge)
