@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -749,6 +751,91 @@ static void test_faults__idle_poller_still_serves(void **state)
 		assert_int_equal(wc_of(&w.a1, 700 + i)->status, RV_WC_SUCCESS);
 		assert_memory_equal(w.b1.buf + 65536 + i * 4096, w.a1.buf + (i % 4) * 1024, 3000 + i);
 	}
+	world_close(&w);
+}
+
+/*
+ * A busy poller sends what waits for room in its socket itself (conn.c,
+ * soft_conn_poll: the progress thread's EPOLLOUT is off while it polls), and
+ * the socket keeps at most SOFT_TCP_NOTSENT_LOWAT unsent. b1 stops reading
+ * (a SEND with no receive WR), a1 posts 60 signalled WRITEs of 48 KiB (about
+ * 3 MB: the socket refuses most of it) while its own thread polls without
+ * pause; then b1's receive WR comes: every WRITE lands and completes, in the
+ * polling thread, and the SEND completes into its receive WR.
+ */
+static void test_faults__poller_sends_on_room(void **state)
+{
+	struct world w;
+	struct spinner sp;
+	pthread_t t;
+	int64_t end;
+	int lowat = 0;
+	socklen_t ll = sizeof(lowat);
+
+	(void)state;
+	setenv("RVERBS_SOFT_SHM", "0", 1);
+	world_open(&w);
+	unsetenv("RVERBS_SOFT_SHM");
+	assert_int_equal(getsockopt(soft_qp_of(w.a1.qp)->conn->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, &ll), 0);
+	assert_int_equal(lowat, SOFT_TCP_NOTSENT_LOWAT);
+	for (uint32_t i = 0; i < BUF; i++)
+		w.a1.buf[i] = (uint8_t)(i * 7 + 3);
+	{
+		rv_sge g = sge(&w.a1, 0, 100);
+		rv_send_wr s;
+
+		memset(&s, 0, sizeof(s));
+		s.wr_id = 800;
+		s.opcode = RV_WR_SEND;
+		s.sg_list = &g;
+		s.num_sge = 1;
+		s.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+		assert_int_equal(rv_qp_post_send(w.a1.qp, &s, 1, NULL), 0);
+	}
+	memset(&sp, 0, sizeof(sp));
+	sp.s = &w.a1;
+	assert_int_equal(pthread_create(&t, NULL, spin_poll, &sp), 0);
+	end = now_ms() + HANG_GUARD_MS;
+	while (atomic_load(&sp.polls) < 1000 && now_ms() < end)
+		sched_yield();
+	for (uint32_t i = 0; i < 60; i++) {
+		uint32_t len = 49152, off = (i % 4) * 4096;
+		rv_sge g = sge(&w.a1, off, len);
+		rv_send_wr s;
+
+		memset(&s, 0, sizeof(s));
+		s.wr_id = 801 + i;
+		s.opcode = RV_WR_RDMA_WRITE;
+		s.sg_list = &g;
+		s.num_sge = 1;
+		s.send_flags = RV_SEND_SIGNALED | RV_SEND_NO_INLINE;
+		s.remote_addr = (uint64_t)(uintptr_t)(w.b1.buf + (i % 4) * 65536);
+		s.rkey = rv_mr_rkey(w.b1.mr);
+		/* The send queue may be full until the poller's completions free it. */
+		while (rv_qp_post_send(w.a1.qp, &s, 1, NULL) != 0) {
+			if (now_ms() > end)
+				fail_msg("WRITE %u: the send queue never had room", i);
+			sched_yield();
+		}
+	}
+	sleep_ms(20);
+	post_recv(&w.b1, 196608, 8192, 800);
+	end = now_ms() + HANG_GUARD_MS;
+	while (atomic_load(&sp.got) < 61 && now_ms() < end)
+		sleep_ms(1);
+	atomic_store(&sp.stop, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&sp.err), 0);
+	w.a1.posted += 61;
+	drain(&w.a1);
+	drain(&w.b1);
+	assert_int_equal(wc_of(&w.a1, 800)->status, RV_WC_SUCCESS);
+	for (uint32_t i = 0; i < 60; i++)
+		assert_int_equal(wc_of(&w.a1, 801 + i)->status, RV_WC_SUCCESS);
+	assert_int_equal(wc_of(&w.b1, 800)->byte_len, 100);
+	assert_memory_equal(w.b1.buf + 196608, w.a1.buf, 100);
+	for (uint32_t k = 0; k < 4; k++)
+		assert_memory_equal(w.b1.buf + k * 65536, w.a1.buf + k * 4096, 49152);
 	world_close(&w);
 }
 
@@ -1524,6 +1611,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_faults__gathered_sends_from_segments, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__gathered_small_writes, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__idle_poller_still_serves, leftovers_close),
+		cmocka_unit_test_teardown(test_faults__poller_sends_on_room, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__delay, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__drop_is_retry_exceeded, leftovers_close),
 		cmocka_unit_test_teardown(test_faults__peer_killed_mid_transfer, leftovers_close),

@@ -85,6 +85,14 @@
  * mmap: only the pages a connection touches are resident). */
 #define SOFT_RXBUF (256u * 1024u)
 #define SOFT_TXBUF (256u * 1024u)
+/* TCP_NOTSENT_LOWAT of every connection's socket: at most about this much
+ * stays queued unsent in the kernel (the rest waits in the send queue, and
+ * the socket is writable again below it). Without it a stream sender queued
+ * megabytes there; sent when the peer's ACKs opened the window, in the
+ * receiver's softirq, they made the receiving thread pay both sides' TCP
+ * path, and bulk runs fell into a slow mode (README, "Bimodal TCP
+ * bandwidth"). 64 KiB measured best of 32, 64 and 128 KiB. */
+#define SOFT_TCP_NOTSENT_LOWAT (64 * 1024)
 /* Connection setup gives up after this long (peer never reaches RTR, host
  * unreachable); the environment variable RVERBS_SOFT_TIMEOUT_MS overrides it. */
 #define SOFT_CONNECT_TIMEOUT_MS 60000

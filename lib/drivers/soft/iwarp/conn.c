@@ -31,6 +31,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -122,7 +123,7 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 {
 	struct soft_conn *c = calloc(1, sizeof(*c));
 	struct epoll_event ev;
-	int one = 1;
+	int one = 1, lowat = SOFT_TCP_NOTSENT_LOWAT;
 
 	if (!c)
 		return NULL;
@@ -150,6 +151,7 @@ static struct soft_conn *conn_new(struct soft_ctx *sc, int fd, enum soft_conn_st
 		return NULL;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 	c->next = sc->conns;
 	sc->conns = c;
 	return c;
@@ -947,6 +949,12 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
  * empty poll that said EAGAIN: at 4 KiB, 5.6 per WRITE. A waiter
  * (rv_cq_wait) always reads. q->lock held.
  */
+/* Frames wait in c->tx for room in the socket (the socket said EAGAIN). */
+static bool out_blocked(const struct soft_conn *c)
+{
+	return c->tx_blocked && c->tx_len > c->tx_off && !c->ring_tx_on && !soft_fault_held(c);
+}
+
 static bool poll_may_skip(struct soft_qp *q, struct soft_conn *c)
 {
 	int64_t now;
@@ -983,16 +991,34 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 	q->polled_at = now_us;
 	if (c->tx_held)
 		soft_tx_push(q); /* the application polls again: what it held back goes now */
-	if (!c->polled || (c->out_waited && !waiter)) {
+	/* A busy poller also sends what waits for room in the socket (as a
+	 * waiter does on POLLOUT, soft_conn_wait_fd): the progress thread's
+	 * EPOLLOUT is off while it polls (out_waited, taken back by the
+	 * hand-back). Its wake-up per full socket was a third busy thread on
+	 * the sender's side (issue #22, tcpbw4). */
+	if (!c->polled || (!waiter && !c->out_waited && out_blocked(c))) {
 		atomic_fetch_add_explicit(&c->sc->n_polled, !c->polled, memory_order_relaxed);
 		c->polled = true;
-		/* A busy poller does not watch POLLOUT: the progress thread does. */
-		c->out_waited = c->out_waited && waiter;
+		c->out_waited = c->out_waited || (!waiter && out_blocked(c));
 		soft_conn_update_events(c);
 	}
 	if (!waiter && poll_may_skip(q, c)) {
 		pthread_mutex_unlock(&q->lock);
 		return;
+	}
+	if (!waiter && c->out_waited && out_blocked(c)) {
+		struct pollfd pf = {.fd = c->fd, .events = POLLOUT};
+
+		/* The room EPOLLOUT would have reported (the same threshold). */
+		if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLOUT)) {
+			c->tx_blocked = false;
+			soft_tx_push(q);
+			touched = true;
+			if (q->conn != c) {
+				pthread_mutex_unlock(&q->lock);
+				return;
+			}
+		}
 	}
 	/* One recv per poll, as a busy-polling TCP application does; more only
 	 * while there is more (bounded, like on_up). */
