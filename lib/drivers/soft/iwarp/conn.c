@@ -937,6 +937,12 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 		soft_conn_update_events(c);
 }
 
+/* Frames wait in c->tx for room in the socket (the socket said EAGAIN). */
+static bool out_blocked(const struct soft_conn *c)
+{
+	return c->tx_blocked && c->tx_len > c->tx_off && !c->ring_tx_on && !soft_fault_held(c);
+}
+
 /*
  * A busy poller's empty poll need not read a stream that can bring it
  * nothing to complete or to take (SOFT_POLL_IDLE_AFTER): no receive WR (a
@@ -949,12 +955,6 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
  * empty poll that said EAGAIN: at 4 KiB, 5.6 per WRITE. A waiter
  * (rv_cq_wait) always reads. q->lock held.
  */
-/* Frames wait in c->tx for room in the socket (the socket said EAGAIN). */
-static bool out_blocked(const struct soft_conn *c)
-{
-	return c->tx_blocked && c->tx_len > c->tx_off && !c->ring_tx_on && !soft_fault_held(c);
-}
-
 static bool poll_may_skip(struct soft_qp *q, struct soft_conn *c)
 {
 	int64_t now;
