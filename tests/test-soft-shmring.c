@@ -345,6 +345,23 @@ static void test_shmring__small_frames_in_place_and_behind_a_full_ring(void **st
 	side_close(&b);
 }
 
+/* For 200 ms after a failed SEND from a to b: no receive of b completes
+ * successfully (one may be flushed once the QPs fail), and b.buf[from, to)
+ * stays zero. */
+static void nothing_lands(struct side *a, struct side *b, size_t from, size_t to)
+{
+	int64_t end = now_ms() + 200;
+	rv_wc wc;
+
+	while (now_ms() < end) {
+		if (rv_cq_poll(b->cq, &wc, 1) == 1)
+			assert_int_not_equal(wc.status, RV_WC_SUCCESS);
+		rv_cq_poll(a->cq, &wc, 1);
+	}
+	for (size_t i = from; i < to; i++)
+		assert_int_equal(b->buf[i], 0);
+}
+
 /* A SEND whose lkey is wrong, on its way to be framed in place: it fails at
  * the sender (RV_WC_LOC_PROT_ERR) and nothing of it reaches the peer (the
  * record it would have used is not published: the receive WR does not
@@ -356,7 +373,6 @@ static void test_shmring__bad_lkey_in_place_publishes_nothing(void **state)
 	rv_send_wr wr;
 	rv_wc wc;
 	size_t n;
-	int64_t end;
 
 	(void)state;
 	ring_pair(&a, &b);
@@ -376,14 +392,7 @@ static void test_shmring__bad_lkey_in_place_publishes_nothing(void **state)
 	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
 	/* b: no data (the counters go with the connection, which the failure
 	 * closes); its receive may be flushed once the QPs fail. */
-	end = now_ms() + 200;
-	while (now_ms() < end) {
-		if (rv_cq_poll(b.cq, &wc, 1) == 1)
-			assert_int_not_equal(wc.status, RV_WC_SUCCESS);
-		rv_cq_poll(a.cq, &wc, 1);
-	}
-	for (size_t i = 0; i < 1024; i++)
-		assert_int_equal(b.buf[i], 0);
+	nothing_lands(&a, &b, 0, 1024);
 	side_close(&a);
 	side_close(&b);
 }
@@ -415,7 +424,6 @@ static void test_shmring__post_shortcut_checks_keys_after_mr_close(void **state)
 	rv_mr *m;
 	uint32_t lkey;
 	rv_wc wc;
-	int64_t end;
 
 	(void)state;
 	ring_pair(&a, &b);
@@ -445,14 +453,7 @@ static void test_shmring__post_shortcut_checks_keys_after_mr_close(void **state)
 	wc = send_small_from(&a, m, 256, false, lkey, 3);
 	assert_int_equal(wc.wr_id, 3);
 	assert_int_equal(wc.status, RV_WC_LOC_PROT_ERR);
-	end = now_ms() + 200;
-	while (now_ms() < end) {
-		if (rv_cq_poll(b.cq, &wc, 1) == 1)
-			assert_int_not_equal(wc.status, RV_WC_SUCCESS);
-		rv_cq_poll(a.cq, &wc, 1);
-	}
-	for (size_t i = 2048; i < 3072; i++)
-		assert_int_equal(b.buf[i], 0);
+	nothing_lands(&a, &b, 2048, 3072);
 	rv_mr_unref(m);
 	side_close(&a);
 	side_close(&b);
