@@ -407,8 +407,10 @@ struct direct_copy {
  * glibc (2.36) stops using it above the L2 size on AMD (512 KiB on Zen 3)
  * and runs its AVX2 loop, which the string instruction beats there (copy
  * alone, memfd mappings, 1 MiB: 43 against 50 GB/s; 2 MiB 43 against 51;
- * 4 MiB 36-47 against 50-52; 256 KiB the same). The kernel's copy in
- * process_vm_writev, which UCX's cma put uses, is the same instruction.
+ * 4 MiB 36-47 against 50-52; 256 KiB the same). Without ERMS (Zen 2) the
+ * string instructions are 4x slower than memcpy (10 against 40 GB/s at
+ * 1 MiB), so they wait for the CPUID bit. UCX's 1 MiB put on one host is a
+ * memcpy into the peer's mapped buffer too (see the README, session 12).
  * RVERBS_SOFT_REP_COPY=BYTES sets where it starts (0: never).
  */
 static _Atomic size_t nt_threshold; /* 0 until nt_init ran */
