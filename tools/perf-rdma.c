@@ -320,20 +320,24 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
 /*
  * A busy poller that found nothing for yield_after polls gives the CPU
  * away. sched_yield() does so only when another task waits for this CPU,
- * and then puts us behind it: on a kernel with EEVDF each call moves the
- * caller's deadline a slice later, and with a busy process beside a 4 KiB
- * TCP bandwidth run the sender, yielding hundreds of times per run while
- * its window waited for a completion, spent most of the run runnable and
- * not running (issue 22, tcp4k2: 0.9-1.8 s on the run queue for 0.2-0.25 s
- * of CPU in the slow runs, /proc/PID/task/TID/schedstat). So when the last
- * yield took more than CROWDED_NS (another task ran for longer than our own
- * receiver's work takes: the CPU is crowded) a bandwidth run blocks on its
- * CQ instead (rv_cq_wait: soft0 sleeps in poll() on the QP's socket and the
- * completion's bytes wake it), for at most 1 ms; a sleeper is not behind
- * the busy process when it wakes. On an idle CPU it yields as before
+ * and then puts the caller behind it (on an EEVDF kernel each call also
+ * moves its deadline a slice later): with a busy process beside a 4 KiB TCP
+ * bandwidth run the sender, yielding hundreds of times per run while its
+ * window waited for a completion, spent most of the slow runs runnable and
+ * not running (issue 22, tcp4k2: 0.7-1.8 s on the run queue for 0.2-0.25 s
+ * of CPU, /proc/PID/task/TID/schedstat). So when the last yield took more
+ * than CROWDED_NS (another task ran for longer than our own receiver's work
+ * takes: the CPU is crowded) the run blocks on its CQ instead (rv_cq_wait:
+ * soft0 sleeps in poll() on the QP's socket and the completion's bytes wake
+ * it), for at most 1 ms; a task woken from sleep is not queued behind the
+ * busy process as a yielder is. On an idle CPU it yields as before
  * (blocking there costs a wake-up per window: tcpwait2 lost quiet). Every
  * NAP_RECHECK-th time it yields again to see whether the CPU is still
- * crowded. Returns completions written to wc, or < 0.
+ * crowded. Only with sparse signalling (r->nap: the window opens cq_mod WRs
+ * at a time, and between its last post and that completion the sender has
+ * nothing to do); with every WR signalled (above 8 KiB) a sleeping sender
+ * lost quiet 64 KiB runs (1 of 6 rounds ahead). Returns completions written
+ * to wc, or < 0.
  */
 #define CROWDED_NS 200000u
 #define NAP_RECHECK 256u
@@ -350,6 +354,10 @@ static int idle(struct rdma *r, rv_wc *wc)
 		if (n < 0)
 			tool_fail("rv_cq_wait", n);
 		return n;
+	}
+	if (!r->nap) {
+		sched_yield();
+		return 0;
 	}
 	r->naps_since_yield = 0;
 	t = now_ns();
@@ -630,7 +638,7 @@ static int warm_up(struct rdma *r, const struct perf_cmd *c)
 		return -ENOMEM;
 	r->yield_after = yield_for(r, PERF_BW);
 	r->empty_polls = 0;
-	r->nap = r->nap_ch != NULL;
+	r->nap = r->nap_ch && c->cq_mod > 1;
 	for (uint32_t q = 0; q < nq; q++) {
 		for (uint64_t seq = 1; seq <= n; seq++) {
 			for (uint64_t t0 = now_ns(); st[q].posted - st[q].done >= r->p.tx_depth;) {
@@ -689,7 +697,7 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 {
 	r->yield_after = yield_for(r, (int)c->mode);
 	r->empty_polls = 0;
-	r->nap = r->nap_ch && c->mode == PERF_BW;
+	r->nap = r->nap_ch && c->mode == PERF_BW && c->cq_mod > 1;
 	r->naps = 0;
 	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
