@@ -45,7 +45,7 @@ struct rdma {
 	/* Bandwidth runs on soft0 with busy polling: a channel to block on
 	 * when the CPU is crowded (idle()), whether blocking is on for the run,
 	 * whether the last sched_yield() let another task run for long, idle
-	 * calls since that yield, and the blocks of the run (JSON "naps"). */
+	 * calls since that yield, and the blocks of the run (JSON "naps_client"). */
 	rv_comp_channel *nap_ch;
 	bool nap, crowded;
 	unsigned naps_since_yield;
@@ -324,7 +324,7 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
  * moves its deadline a slice later): with a busy process beside a 4 KiB TCP
  * bandwidth run the sender, yielding hundreds of times per run while its
  * window waited for a completion, spent most of the slow runs runnable and
- * not running (issue 22, tcp4k2: 0.7-1.8 s on the run queue for 0.2-0.25 s
+ * not running (issue 22, tcp4k2: 0.7-2.0 s on the run queue for 0.2-0.3 s
  * of CPU, /proc/PID/task/TID/schedstat). So when the last yield took more
  * than CROWDED_NS (another task ran for longer than our own receiver's work
  * takes: the CPU is crowded) the run blocks on its CQ instead (rv_cq_wait:
