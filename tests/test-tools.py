@@ -258,6 +258,37 @@ def case_perf_json_svg():
         check(json.loads(p.stdout)["params"]["cq_moderation"] == 1, "above 8 KiB perftest signals every WRITE")
 
 
+def case_perf_crowded():
+    """A soft0 bandwidth run on a crowded CPU blocks on its CQ instead of
+    yielding behind the other task (issue 22, tcp4k2), and still completes.
+    Everything runs on one CPU with a busy process: every sched_yield() of
+    the sender lets that process run a whole slice (far above the 200 us
+    that tells a crowded CPU). Before, the run only yielded: no naps."""
+    need_soft()
+    cpu = min(os.sched_getaffinity(0))
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(busy.pid, {cpu})
+        p = run(["perf", "-d", "soft0", "write", "bw", "--loopback", "--tcp-only", "-n", "5000", "-s", "4096", "-t", "128",
+                 "--json"], prefix=("taskset", "-c", str(cpu)))
+        # Every WRITE signalled (above 8 KiB): the window opens one WR at a time; it yields as before.
+        big = run(["perf", "-d", "soft0", "write", "bw", "--loopback", "--tcp-only", "-n", "300", "-s", "65536", "--json"],
+                  prefix=("taskset", "-c", str(cpu)))
+    finally:
+        busy.kill()
+        busy.wait()
+    check(p.returncode == 0, "the crowded run exits 0")
+    r = json.loads(p.stdout)["results"][0]
+    check(r["iterations"] == 5000 and r["bw_avg_gbps"] > 0, "the JSON row has the run")
+    check(r.get("naps_client", 0) > 0, "on a crowded CPU the sender blocked on its CQ (naps_client > 0)")
+    check(r["events_client"] is False, "it is still a polling run (no -e)")
+    check(big.returncode == 0 and json.loads(big.stdout)["results"][0]["naps_client"] == 0,
+          "with every WRITE signalled the crowded run does not block")
+    p = run(["perf", "-d", "soft0", "write", "bw", "--loopback", "--tcp-only", "-n", "2000", "-s", "4096", "--json",
+             "--spin"])
+    check(p.returncode == 0 and json.loads(p.stdout)["results"][0]["naps_client"] == 0, "--spin never blocks")
+
+
 def case_perf_server():
     """A server started alone prints its own summary of what it served."""
     need_soft()
@@ -334,6 +365,7 @@ CASES = {
     "perf-json-svg": case_perf_json_svg,
     "perf-errors": case_perf_errors,
     "perf-server": case_perf_server,
+    "perf-crowded": case_perf_crowded,
     "bench-table": case_bench_table,
 }
 

@@ -42,6 +42,14 @@ struct rdma {
 	rv_port_attr pattr;
 	/* Yield the CPU after this many empty polls in a row (0: never), for the run. */
 	unsigned yield_after, empty_polls;
+	/* Bandwidth runs on soft0 with busy polling: a channel to block on
+	 * when the CPU is crowded (idle()), whether blocking is on for the run,
+	 * whether the last sched_yield() let another task run for long, idle
+	 * calls since that yield, and the blocks of the run (JSON "naps_client"). */
+	rv_comp_channel *nap_ch;
+	bool nap, crowded;
+	unsigned naps_since_yield;
+	uint64_t naps;
 };
 
 /* What one run does per QP. */
@@ -57,6 +65,7 @@ bool perf_rdma_has_atomics(const struct rdma *r) { return r->dattr.atomic_cap !=
 bool perf_rdma_is_soft(const struct rdma *r) { return rv_device_kind_of(r->dev) == RV_DEVICE_SOFT; }
 rv_qp *perf_rdma_qp(const struct rdma *r, uint32_t i) { return r->qp && i < r->p.n_qps ? r->qp[i] : NULL; }
 bool perf_rdma_events(const struct rdma *r) { return r->ch != NULL; }
+uint64_t perf_rdma_naps(const struct rdma *r) { return r->naps; }
 
 uint32_t perf_rdma_max_inline(const struct rdma *r)
 {
@@ -90,6 +99,7 @@ void perf_rdma_close(struct rdma *r)
 		rv_qp_unref(r->qp[i]);
 	rv_cq_unref(r->cq);
 	rv_comp_channel_unref(r->ch);
+	rv_comp_channel_unref(r->nap_ch);
 	rv_mr_unref(r->mr);
 	rv_pd_unref(r->pd);
 	rv_context_unref(r->ctx);
@@ -163,11 +173,19 @@ int perf_rdma_open(struct rdma **ret, const char *devname, const struct perf_par
 		ca.mask |= RV_CQ_ATTR_CHANNEL;
 		ca.channel = r->ch;
 	}
+	if (!p->events && rv_device_kind_of(r->dev) == RV_DEVICE_SOFT && p->spin != PERF_POLL_SPIN) {
+		if ((rc = rv_comp_channel_new(r->ctx, NULL, &r->nap_ch)) < 0) {
+			tool_fail("rv_comp_channel_new", rc);
+			goto fail;
+		}
+		ca.mask |= RV_CQ_ATTR_CHANNEL;
+		ca.channel = r->nap_ch;
+	}
 	if ((rc = rv_cq_new(r->ctx, &ca, &r->cq)) < 0) {
 		tool_fail("rv_cq_new", rc);
 		goto fail;
 	}
-	if (p->events && (rc = rv_cq_set_wait_mode(r->cq, RV_CQ_WAIT_EVENT, 0)) < 0) {
+	if ((p->events || r->nap_ch) && (rc = rv_cq_set_wait_mode(r->cq, RV_CQ_WAIT_EVENT, 0)) < 0) {
 		tool_fail("rv_cq_set_wait_mode", rc);
 		goto fail;
 	}
@@ -299,6 +317,55 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
 	return 0;
 }
 
+/*
+ * A busy poller that found nothing for yield_after polls gives the CPU
+ * away. sched_yield() does so only when another task waits for this CPU,
+ * and then puts the caller behind it (on an EEVDF kernel each call also
+ * moves its deadline a slice later): with a busy process beside a 4 KiB TCP
+ * bandwidth run the sender, yielding hundreds of times per run while its
+ * window waited for a completion, spent most of the slow runs runnable and
+ * not running (issue 22, tcp4k2: 0.7-2.0 s on the run queue for 0.2-0.3 s
+ * of CPU, /proc/PID/task/TID/schedstat). So when the last yield took more
+ * than CROWDED_NS (another task ran for longer than our own receiver's work
+ * takes: the CPU is crowded) the run blocks on its CQ instead (rv_cq_wait:
+ * soft0 sleeps in poll() on the QP's socket and the completion's bytes wake
+ * it), for at most 1 ms; a task woken from sleep is not queued behind the
+ * busy process as a yielder is. On an idle CPU it yields as before
+ * (blocking there costs a wake-up per window: tcpwait2 lost quiet). Every
+ * NAP_RECHECK-th time it yields again to see whether the CPU is still
+ * crowded. Only with sparse signalling (r->nap: the window opens cq_mod WRs
+ * at a time, and between its last post and that completion the sender has
+ * nothing to do); with every WR signalled (above 8 KiB) a sleeping sender
+ * lost quiet 64 KiB runs (1 of 6 rounds ahead). Returns completions written
+ * to wc, or < 0.
+ */
+#define CROWDED_NS 200000u
+#define NAP_RECHECK 256u
+static int idle(struct rdma *r, rv_wc *wc)
+{
+	uint64_t t;
+
+	if (r->nap && r->crowded && ++r->naps_since_yield < NAP_RECHECK) {
+		int n = rv_cq_wait(r->cq, wc, 16, 1);
+
+		r->naps++;
+		if (n == -ETIMEDOUT)
+			return 0;
+		if (n < 0)
+			tool_fail("rv_cq_wait", n);
+		return n;
+	}
+	if (!r->nap) {
+		sched_yield();
+		return 0;
+	}
+	r->naps_since_yield = 0;
+	t = now_ns();
+	sched_yield();
+	r->crowded = now_ns() - t > CROWDED_NS;
+	return 0;
+}
+
 /* Poll once; account completions in st. Returns the number polled or < 0. */
 static int poll_once(struct rdma *r, struct qrun *st)
 {
@@ -314,7 +381,8 @@ static int poll_once(struct rdma *r, struct qrun *st)
 	 * never lets go of its core starves them when cores are few. */
 	if (n == 0 && r->yield_after && ++r->empty_polls >= r->yield_after) {
 		r->empty_polls = 0;
-		sched_yield();
+		if ((n = idle(r, wc)) < 0)
+			return n;
 	} else if (n > 0) {
 		r->empty_polls = 0;
 	}
@@ -570,6 +638,7 @@ static int warm_up(struct rdma *r, const struct perf_cmd *c)
 		return -ENOMEM;
 	r->yield_after = yield_for(r, PERF_BW);
 	r->empty_polls = 0;
+	r->nap = r->nap_ch && c->cq_mod > 1;
 	for (uint32_t q = 0; q < nq; q++) {
 		for (uint64_t seq = 1; seq <= n; seq++) {
 			for (uint64_t t0 = now_ns(); st[q].posted - st[q].done >= r->p.tx_depth;) {
@@ -628,6 +697,8 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 {
 	r->yield_after = yield_for(r, (int)c->mode);
 	r->empty_polls = 0;
+	r->nap = r->nap_ch && c->mode == PERF_BW && c->cq_mod > 1;
+	r->naps = 0;
 	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
 	if (c->mode == PERF_LAT)

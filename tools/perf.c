@@ -153,6 +153,7 @@ int session_run(struct session *s, const struct perf_cmd *c, struct perf_result 
 	res->wall = (double)(now_ns() - t0) / 1e9;
 	res->events_client = s->r && perf_rdma_events(s->r);
 	res->path_client = perf_path_now(s->r);
+	res->naps_client = s->r ? perf_rdma_naps(s->r) : 0;
 	if ((rc = net_barrier(s->fd)) < 0 || (rc = net_recv_u64s(s->fd, peer, N_REPLY)) < 0)
 		return rc;
 	res->cpu_server = (double)peer[0] / 1e9;
@@ -419,6 +420,7 @@ static void json_row(struct json *j, const struct perf_opts *o, const struct per
 	json_double(j, "cpu_server_s", r->cpu_server);
 	json_bool(j, "events_client", r->events_client);
 	json_bool(j, "events_server", r->events_server);
+	json_uint(j, "naps_client", r->naps_client);
 	json_string(j, "path_client", perf_path_name(r->path_client));
 	json_string(j, "path_server", perf_path_name(r->path_server));
 	json_object_end(j);

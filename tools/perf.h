@@ -69,6 +69,9 @@ struct perf_result {
 	/* what each side did: -e (blocking waits), the soft0 path after the run */
 	bool events_client, events_server;
 	enum perf_path path_client, path_server;
+	/* soft0 bandwidth runs: the client's blocks on its CQ while the CPU
+	 * was crowded (perf-rdma.c, idle()) */
+	uint64_t naps_client;
 };
 
 /* ---- perf-net.c: the control connection and the TCP baseline ---- */
@@ -126,6 +129,8 @@ bool perf_rdma_is_soft(const struct rdma *r);
 rv_qp *perf_rdma_qp(const struct rdma *r, uint32_t i);
 /* -e: this side waits on a completion channel. */
 bool perf_rdma_events(const struct rdma *r);
+/* The run's blocks on a crowded CPU (idle() in perf-rdma.c). */
+uint64_t perf_rdma_naps(const struct rdma *r);
 /* The QP's max_inline_data read back after creation: sends up to it go inline. */
 uint32_t perf_rdma_max_inline(const struct rdma *r);
 /* perftest's CQ moderation: -Q if given, else 100 (at most -t), 1 above
