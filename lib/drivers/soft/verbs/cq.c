@@ -46,7 +46,8 @@ int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 	c->ring = calloc(n, sizeof(*c->ring));
 	if (wc_flags)
 		c->stamps = calloc(n, sizeof(*c->stamps));
-	if (!c->ring || (wc_flags && !c->stamps) || pthread_mutex_init(&c->lock, NULL) != 0) {
+	soft_lock_init(&c->lock);
+	if (!c->ring || (wc_flags && !c->stamps)) {
 		free(c->ring);
 		free(c->stamps);
 		free(c);
@@ -91,7 +92,6 @@ int soft_cq_destroy(struct rv_cq *cq)
 		pthread_mutex_unlock(&h->lock);
 	}
 	soft_event_forget(cq->ctx->drv_ctx, &cq->obj);
-	pthread_mutex_destroy(&c->lock);
 	free(c->ring);
 	free(c->stamps);
 	free(c);
@@ -119,10 +119,10 @@ int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
 		free(stamps);
 		return rv_err(ENOMEM, "rv_cq_resize", "out of memory for %u CQ entries", n);
 	}
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	held = c->tail - c->head;
 	if (held > cqe) {
-		pthread_mutex_unlock(&c->lock);
+		soft_lock_give(&c->lock);
 		free(ring);
 		free(stamps);
 		return rv_err(EINVAL, "rv_cq_resize", "the CQ holds %u completions, more than the %u "
@@ -141,7 +141,7 @@ int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
 	c->head = 0;
 	c->tail = held;
 	cq->cqe = n;
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 	return 0;
 }
 
@@ -158,11 +158,11 @@ int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
 	 * when the last blocking waiter leaves. Arming for all completions
 	 * widens an armed solicited-only CQ; arming solicited-only never
 	 * narrows an armed CQ (as verbs). */
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	if (!atomic_compare_exchange_strong(&c->armed, &cur, want) && want == ARM_ALL)
 		atomic_store(&c->armed, ARM_ALL);
 	c->wait_armed = false;
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 	/* The application is about to sleep: streams a poller was reading go
 	 * back to the progress thread now, not after SOFT_POLL_HANDBACK_US. */
 	if (atomic_load_explicit(&c->sc->n_polled, memory_order_relaxed)) {
@@ -420,7 +420,7 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 		if (RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
 			return 0;
 	} else {
-		pthread_mutex_lock(&c->lock);
+		soft_lock_take(&c->lock);
 		while (n < (uint32_t)max && c->head != c->tail) {
 			if (wcx)
 				ex_entry(c, c->head & c->mask, &wcx[n++]);
@@ -429,7 +429,7 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 			c->head++;
 		}
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
-		pthread_mutex_unlock(&c->lock);
+		soft_lock_give(&c->lock);
 		empty_polls = 0;
 		if (n)
 			return (int)n;
@@ -631,14 +631,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	}
 	/* Counted before the streams leave epoll: soft_conn_handback (under
 	 * sc->lock, like this) leaves a waited stream alone. */
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	atomic_fetch_add_explicit(&c->waiters, 1, memory_order_relaxed);
 	if (atomic_load(&c->armed) != ARM_ALL) {
 		if (atomic_exchange(&c->armed, ARM_ALL) == ARM_NONE)
 			c->wait_armed = true;
 	}
 	r = c->tail != c->head; /* pushed before the arm: it did not fire */
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 	for (uint32_t i = 0; i < c->n_qps && !r; i++) {
 		bool out;
 		int fd = soft_conn_wait_fd(c->qps[i], &out);
@@ -685,7 +685,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		soft_shmring_wait_end(sc);
 	if (n || rings)
 		now = soft_ctx_waiter_left(sc);
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	fired = atomic_load(&c->armed) == ARM_NONE;
 	if (atomic_fetch_sub_explicit(&c->waiters, 1, memory_order_relaxed) == 1 && c->wait_armed) {
 		/* Before receiving: what we complete ourselves need not wake anyone. */
@@ -693,7 +693,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		atomic_compare_exchange_strong(&c->armed, &all, ARM_NONE);
 		c->wait_armed = false;
 	}
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 
 	if (start)
 		wait_spin_adapt(c, budget != 0, start, got);
