@@ -46,6 +46,16 @@ static inline void soft_lock_take(struct soft_lock *l)
 	soft_lock_wait(l);
 }
 
+/* 0 when taken, as pthread_mutex_trylock; never waits. */
+static inline int soft_lock_try(struct soft_lock *l)
+{
+	uint32_t free = 0;
+
+	return atomic_compare_exchange_strong_explicit(&l->v, &free, 1, memory_order_acquire, memory_order_relaxed)
+		       ? 0
+		       : 1;
+}
+
 static inline void soft_lock_give(struct soft_lock *l)
 {
 	if (RV_UNLIKELY(atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2))

@@ -280,10 +280,10 @@ void soft_grant_revoke_key(struct soft_ctx *sc, uint32_t key)
 		if (!c->grants)
 			continue;
 		if (q)
-			pthread_mutex_lock(&q->lock);
+			soft_lock_take(&q->lock);
 		revoke_conn_key(c, false, key);
 		if (q)
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 	}
 	pthread_mutex_unlock(&sc->lock);
 }

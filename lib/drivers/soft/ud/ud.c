@@ -605,7 +605,7 @@ static void deliver_to(struct soft_ctx *sc, struct soft_ud *u, struct soft_qp *q
 		count(u, SOFT_UD_DROP_QP);
 		return;
 	}
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	st = atomic_load(&q->state);
 	if (!q->ud || st < RV_QPS_RTR || st == RV_QPS_ERR) {
 		count(u, SOFT_UD_DROP_QP);
@@ -655,7 +655,7 @@ static void deliver_to(struct soft_ctx *sc, struct soft_ud *u, struct soft_qp *q
 		count(u, wc.status == RV_WC_SUCCESS ? SOFT_UD_RX : SOFT_UD_RX_ERR);
 		soft_qp_check_overflow(q);
 	}
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 }
 
 /* Deliver one verified datagram: to its QP, or for one that arrived on group

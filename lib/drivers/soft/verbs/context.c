@@ -100,7 +100,7 @@ static void run_kicks(struct soft_ctx *sc)
 	for (uint32_t i = 0; i < sc->n_qps; i++) {
 		struct soft_qp *q = sc->qps[i];
 
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 		if (q->kick || soft_srq_resumable(q)) {
 			q->kick = false;
 			if (q->conn && atomic_load(&q->state) == RV_QPS_ERR) {
@@ -114,7 +114,7 @@ static void run_kicks(struct soft_ctx *sc)
 					soft_tx_push(q);
 			}
 		}
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
 }
 

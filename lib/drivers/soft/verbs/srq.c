@@ -75,12 +75,12 @@ static void xrc_srq_unlink(struct soft_srq *s)
 
 		if (!q->xrc_tgt)
 			continue;
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 		if (q->srq == s) {
 			q->srq = NULL;
 			q->srq_have = false;
 		}
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
 	pthread_mutex_unlock(&sc->lock);
 }
