@@ -1,13 +1,15 @@
 /*
- * soft_lock (lib/drivers/soft/lock.h), the CQ's lock since shmlat5: the lock
- * alone from several threads (a plain counter that only the lock orders, so
- * ThreadSanitizer reports any lapse; a holder that sleeps, so the waiters go
- * through the futex and must be woken), then the CQ it guards from several
- * threads at once: four posters whose QPs share one CQ that a fifth
- * thread polls, while a sixth resizes it (every push, poll and resize takes the
- * lock), each completion seen exactly once and in order per QP by whichever
- * poller took it. Suites soft and threads (.ci/run builds threads with
- * -Db_sanitize=thread). Exits 77 when soft0 is not built in.
+ * soft_lock and soft_rwlock (lib/drivers/soft/lock.h), since shmlat5 the
+ * locks of the CQs, the QPs and the MR table. Each alone from several
+ * threads: a plain counter that only the lock orders (ThreadSanitizer
+ * reports any lapse), a holder that sleeps (its waiters go through the
+ * futex and must be woken), readers that must never see half of a write,
+ * a writer that waits for a reader. Then the CQ from several threads at
+ * once: four posters whose QPs share one CQ that a fifth thread polls
+ * while a sixth resizes it (every push, poll and resize takes the lock),
+ * each completion seen exactly once. Suites soft and threads (.ci/run
+ * builds threads with -Db_sanitize=thread). Exits 77 when soft0 is not
+ * built in.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -103,6 +105,99 @@ static void test_soft_lock__sleeping_waiters_are_woken(void **state)
 	assert_int_equal(atomic_load(&entered), THREADS);
 	assert_int_equal(counter, THREADS);
 	assert_int_equal(atomic_load(&lock.v), 0);
+}
+
+/* ---- soft_rwlock (the MR table's lock): readers see no half-done write ---- */
+
+static struct soft_rwlock rw;
+static uint64_t pair_a, pair_b; /* written together under the write lock */
+static _Atomic int readers_bad, rw_stop;
+
+static void *rw_reader_main(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+
+	pthread_barrier_wait(&go);
+	for (long i = 0; i < n; i++) {
+		soft_rwlock_read(&rw);
+		if (pair_a != pair_b)
+			atomic_store(&readers_bad, 1);
+		soft_rwlock_give(&rw);
+	}
+	return NULL;
+}
+
+static void *rw_writer_main(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+
+	pthread_barrier_wait(&go);
+	for (long i = 0; i < n; i++) {
+		soft_rwlock_write(&rw);
+		pair_a++;
+		if (i % 64 == 0)
+			nap_us(1); /* a write held across a sleep: readers wait on the futex */
+		pair_b++;
+		soft_rwlock_give(&rw);
+	}
+	return NULL;
+}
+
+static void test_soft_lock__rwlock_readers_and_writers(void **state)
+{
+	pthread_t th[THREADS];
+
+	(void)state;
+	soft_rwlock_init(&rw);
+	pair_a = pair_b = 0;
+	atomic_store(&readers_bad, 0);
+	assert_int_equal(pthread_barrier_init(&go, NULL, THREADS), 0);
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, i < 2 ? rw_writer_main : rw_reader_main,
+						(void *)(intptr_t)(i < 2 ? 2000 : 200000)),
+				 0);
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	pthread_barrier_destroy(&go);
+	assert_int_equal(atomic_load(&readers_bad), 0);
+	assert_int_equal(pair_a, 4000);
+	assert_int_equal(pair_b, 4000);
+	assert_int_equal(atomic_load(&rw.v), 0);
+	assert_int_equal(atomic_load(&rw.wr.v), 0);
+}
+
+static void *rw_slow_reader_main(void *arg)
+{
+	(void)arg;
+	soft_rwlock_read(&rw);
+	atomic_store(&rw_stop, 1);
+	nap_us(50000); /* the writer waits for this reader on the futex */
+	if (pair_a != 0)
+		atomic_store(&readers_bad, 1);
+	soft_rwlock_give(&rw);
+	return NULL;
+}
+
+/* A writer that comes while a reader holds the lock waits for it (and
+ * readers that come after the writer wait for the writer). */
+static void test_soft_lock__rwlock_writer_waits_for_reader(void **state)
+{
+	pthread_t r;
+
+	(void)state;
+	soft_rwlock_init(&rw);
+	pair_a = pair_b = 0;
+	atomic_store(&readers_bad, 0);
+	atomic_store(&rw_stop, 0);
+	assert_int_equal(pthread_create(&r, NULL, rw_slow_reader_main, NULL), 0);
+	while (!atomic_load(&rw_stop))
+		nap_us(100);
+	soft_rwlock_write(&rw);
+	pair_a = pair_b = 1;
+	soft_rwlock_give(&rw);
+	assert_int_equal(pthread_join(r, NULL), 0);
+	assert_int_equal(atomic_load(&readers_bad), 0);
+	assert_int_equal(atomic_load(&rw.v), 0);
 }
 
 /* ---- the CQ: four posters, a poller, a resizer ----
@@ -291,6 +386,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_soft_lock__counts_under_contention),
 		cmocka_unit_test(test_soft_lock__sleeping_waiters_are_woken),
+		cmocka_unit_test(test_soft_lock__rwlock_readers_and_writers),
+		cmocka_unit_test(test_soft_lock__rwlock_writer_waits_for_reader),
 		cmocka_unit_test(test_soft_lock__cq_four_posters_a_poller_and_a_resize),
 	};
 	rv_device *dev = NULL;

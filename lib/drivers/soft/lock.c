@@ -45,3 +45,42 @@ void soft_lock_wake(struct soft_lock *l)
 {
 	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
+
+void soft_rwlock_read_wait(struct soft_rwlock *l)
+{
+	for (int i = 0;; i++) {
+		uint32_t v = atomic_load_explicit(&l->v, memory_order_relaxed);
+
+		if (!(v & SOFT_RW_W)) {
+			if (atomic_compare_exchange_weak_explicit(&l->v, &v, v + 1, memory_order_acquire,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		if (i < SOFT_LOCK_SPINS)
+			relax();
+		else
+			syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+	}
+}
+
+void soft_rwlock_write(struct soft_rwlock *l)
+{
+	uint32_t v;
+
+	soft_lock_take(&l->wr);
+	v = atomic_fetch_or_explicit(&l->v, SOFT_RW_W, memory_order_acquire) | SOFT_RW_W;
+	for (int i = 0; v != SOFT_RW_W; i++) {
+		/* Readers still hold it: their releases come to this word. */
+		if (i < SOFT_LOCK_SPINS)
+			relax();
+		else
+			syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+		v = atomic_load_explicit(&l->v, memory_order_acquire);
+	}
+}
+
+void soft_rwlock_wake(struct soft_rwlock *l)
+{
+	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}

@@ -62,4 +62,67 @@ static inline void soft_lock_give(struct soft_lock *l)
 		soft_lock_wake(l);
 }
 
+/*
+ * soft_rwlock: the MR table's read-write lock (sc->mr_lock), which every
+ * checked copy to or from registered memory takes for reading (a 64 B SEND:
+ * once to read the payload, once to place it). glibc's rdlock + unlock cost
+ * about 60 instructions; this costs one CAS and one RMW and a few others.
+ *
+ * The word: the count of readers holding it (low bits) and W, set by the
+ * one writer (writers take `wr` first) from when it waits for the readers
+ * to drain until it gives the lock back. A reader joins only by a CAS from
+ * a value without W, so the count is exactly the readers that hold it, and
+ * while the writer holds it the count is 0: soft_rwlock_give tells the two
+ * apart by the count alone. A reader never enters while W is set (writer
+ * preference: registrations are rare, the posts and receives that read
+ * many). All changes are RMWs of one word, so they are totally ordered: a
+ * reader's CAS either comes before the writer's fetch_or (the writer then
+ * waits for its release) or sees W. Acquire/release as a mutex's; the
+ * waits are futexes on the word (a changed word only means a retry).
+ */
+#define SOFT_RW_W 0x80000000u
+
+struct soft_rwlock {
+	_Atomic uint32_t v;
+	struct soft_lock wr; /* writers, one at a time */
+};
+
+void soft_rwlock_read_wait(struct soft_rwlock *l);
+void soft_rwlock_write(struct soft_rwlock *l);
+void soft_rwlock_wake(struct soft_rwlock *l);
+
+static inline void soft_rwlock_init(struct soft_rwlock *l)
+{
+	atomic_init(&l->v, 0);
+	soft_lock_init(&l->wr);
+}
+
+static inline void soft_rwlock_read(struct soft_rwlock *l)
+{
+	uint32_t v = atomic_load_explicit(&l->v, memory_order_relaxed);
+
+	if (RV_LIKELY(!(v & SOFT_RW_W)) &&
+	    RV_LIKELY(atomic_compare_exchange_weak_explicit(&l->v, &v, v + 1, memory_order_acquire,
+							    memory_order_relaxed)))
+		return;
+	soft_rwlock_read_wait(l);
+}
+
+/* Either side's unlock: a reader holds with the count at least 1, the
+ * writer with it 0 (no reader can join while W is set). */
+static inline void soft_rwlock_give(struct soft_rwlock *l)
+{
+	uint32_t v = atomic_load_explicit(&l->v, memory_order_relaxed);
+
+	if (RV_LIKELY(v & ~SOFT_RW_W)) {
+		v = atomic_fetch_sub_explicit(&l->v, 1, memory_order_release);
+		if (RV_UNLIKELY(v == (SOFT_RW_W | 1u)))
+			soft_rwlock_wake(l); /* the last reader: the writer waits for it */
+		return;
+	}
+	atomic_fetch_and_explicit(&l->v, ~SOFT_RW_W, memory_order_release);
+	soft_rwlock_wake(l); /* readers that waited (a syscall: writers are rare) */
+	soft_lock_give(&l->wr);
+}
+
 #endif

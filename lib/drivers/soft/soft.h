@@ -273,7 +273,7 @@ struct soft_fault {
 struct soft_ctx {
 	struct rv_context *ctx;
 	pthread_mutex_t lock;
-	pthread_rwlock_t mr_lock;
+	struct soft_rwlock mr_lock; /* lock.h */
 	struct soft_mr **mr_hash;
 	uint32_t mr_buckets; /* power of two */
 	uint32_t n_mr;
