@@ -272,7 +272,7 @@ struct soft_fault {
 
 struct soft_ctx {
 	struct rv_context *ctx;
-	pthread_mutex_t lock;
+	struct soft_lock lock; /* lock.h: the QP table and the connections */
 	struct soft_rwlock mr_lock; /* lock.h */
 	struct soft_mr **mr_hash;
 	uint32_t mr_buckets; /* power of two */

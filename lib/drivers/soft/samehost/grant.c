@@ -273,7 +273,7 @@ void soft_grant_revoke_conn(struct soft_conn *c)
 
 void soft_grant_revoke_key(struct soft_ctx *sc, uint32_t key)
 {
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	for (uint32_t i = 0; i < sc->n_rings; i++) {
 		struct soft_conn *c = sc->rings[i];
 		struct soft_qp *q = c->qp;
@@ -285,7 +285,7 @@ void soft_grant_revoke_key(struct soft_ctx *sc, uint32_t key)
 		if (q)
 			soft_lock_give(&q->lock);
 	}
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 }
 
 /* ---- initiator ---- */

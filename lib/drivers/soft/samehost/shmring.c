@@ -1329,10 +1329,10 @@ void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy)
 void soft_shmring_poller(struct soft_ctx *sc, bool busy)
 {
 	soft_shmring_poller_stamp(sc, busy);
-	if (pthread_mutex_trylock(&sc->lock) != 0)
+	if (soft_lock_try(&sc->lock) != 0)
 		return;
 	soft_shmring_poller_locked(sc, busy);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 }
 
 void soft_shmring_poller_locked(struct soft_ctx *sc, bool busy)
@@ -1394,12 +1394,12 @@ int soft_shmring_sleep(struct soft_ctx *sc, int timeout)
 
 	if (soft_now_us() - atomic_load_explicit(&sc->ring_poll_at, memory_order_relaxed) < RING_IDLE_US)
 		return timeout < 1 ? timeout : 1; /* a poller consumes: look again soon, no doorbells */
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	set_sleeping(sc, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t i = 0; i < sc->n_rings && !work; i++)
 		work = sc->rings[i]->qp && ring_ready(sc->rings[i], true);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return work ? 0 : timeout;
 }
 
@@ -1411,7 +1411,7 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 	if (!q)
 		return -EINVAL;
 	sc = q->sc;
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	soft_lock_take(&q->lock);
 	memset(out, 0, SOFT_RING_NSTATS * sizeof(out[0]));
 	if (q->conn && q->conn->ring) {
@@ -1421,7 +1421,7 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 		out[SOFT_RING_CRC_OFF] = q->conn->ring_crc_off;
 	}
 	soft_lock_give(&q->lock);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return 0;
 }
 
@@ -1450,11 +1450,11 @@ int soft_shmring_debug_pool(rv_qp *qp, uint32_t *all, uint32_t *pooled)
 		return -EINVAL;
 	sc = q->sc;
 	*all = *pooled = 0;
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	for (const struct soft_shmring *r = sc->ring_all; r; r = r->all_next)
 		++*all;
 	for (const struct soft_shmring *r = sc->ring_pool; r; r = r->pool_next)
 		++*pooled;
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return 0;
 }

@@ -388,12 +388,12 @@ static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
 		progress = false; /* every QP of the CQ is on a ring: no socket to read */
 	if (rings && !(progress || (n & (SOFT_POLL_LOCK_EVERY - 1)) == 0) && !soft_shmring_peek(sc, ring_busy))
 		rings = false; /* nothing in the rings: no sc->lock round trip */
-	if ((rings || progress) && pthread_mutex_trylock(&sc->lock) == 0) {
+	if ((rings || progress) && soft_lock_try(&sc->lock) == 0) {
 		if (rings)
 			soft_shmring_poller_locked(sc, ring_busy);
 		if (progress && !sc->stop && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
 			poll_progress_locked(c);
-		pthread_mutex_unlock(&sc->lock);
+		soft_lock_give(&sc->lock);
 	}
 	if (!progress && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
 		empty_polls = n;
@@ -622,11 +622,11 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		if (won != SPIN_NONE)
 			return 0;
 	}
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
 	if (sc->stop || c->has_ud || c->n_qps > SOFT_POLL_DIRECT_MAX) {
-		pthread_mutex_unlock(&sc->lock);
+		soft_lock_give(&sc->lock);
 		return -EOPNOTSUPP;
 	}
 	/* Counted before the streams leave epoll: soft_conn_handback (under
@@ -662,7 +662,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		ring_work = soft_shmring_wait_begin(sc);
 		r |= ring_work;
 	}
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 
 	pfd[n].fd = c->ch->efd;
 	pfd[n].events = POLLIN;
@@ -708,7 +708,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		}
 	}
 	if (readable) {
-		pthread_mutex_lock(&sc->lock);
+		soft_lock_take(&sc->lock);
 		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
 			for (uint32_t i = 0; i < n; i++) {
 				if (pfd[i].revents & POLLOUT)
@@ -719,14 +719,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		}
 		if (ring_work && !sc->stop)
 			soft_shmring_poll(sc, false);
-		pthread_mutex_unlock(&sc->lock);
-	} else if (ring_work && pthread_mutex_trylock(&sc->lock) == 0) {
+		soft_lock_give(&sc->lock);
+	} else if (ring_work && soft_lock_try(&sc->lock) == 0) {
 		/* Not waiting for it: its holder (the progress thread, another
 		 * waiter or poller) reads the rings, or the facade's next poll
 		 * and wait look again. */
 		if (!sc->stop)
 			soft_shmring_poll(sc, false);
-		pthread_mutex_unlock(&sc->lock);
+		soft_lock_give(&sc->lock);
 	}
 	if (err == EINTR)
 		return -EINTR;

@@ -177,9 +177,9 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->xrcd = attr->xrcd;
 	atomic_store(&q->state, RV_QPS_RESET);
 
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	rc = soft_ctx_add_qp(sc, q);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	if (rc < 0) {
 		qp_free(q);
 		return rv_err(ENOMEM, fn, "out of memory for the QP table");
@@ -200,14 +200,14 @@ int soft_qp_destroy(struct rv_qp *qp)
 	struct soft_ctx *sc = q->sc;
 
 	/* Out of the progress thread's view first: table, then connection. */
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	soft_ctx_del_qp(sc, q);
 	if (q->ud)
 		soft_ud_mcast_forget(sc, q->qpn); /* destroying a QP detaches it (IBA 10.2.4.4) */
 	soft_lock_take(&q->lock);
 	soft_conn_detach(q, true);
 	soft_lock_give(&q->lock);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	soft_event_forget(sc, &qp->obj);
 	soft_mw_qp_gone(sc, qp);
 	qp_free(q);
@@ -290,7 +290,7 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 	uint32_t cur, next;
 	int rc = 0;
 
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	soft_lock_take(&q->lock);
 	cur = atomic_load(&q->state);
 	next = (m & RV_QP_STATE) ? attr->qp_state : cur;
@@ -349,7 +349,7 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 	}
 out:
 	soft_lock_give(&q->lock);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return rc;
 }
 
@@ -379,7 +379,7 @@ int soft_qp_path(struct rv_qp *qp, uint32_t *path)
 	struct soft_qp *q = qp->drv_qp;
 	const struct soft_conn *c;
 
-	pthread_mutex_lock(&q->sc->lock);
+	soft_lock_take(&q->sc->lock);
 	soft_lock_take(&q->lock);
 	c = q->conn;
 	if (!c || c->state != CONN_UP)
@@ -391,7 +391,7 @@ int soft_qp_path(struct rv_qp *qp, uint32_t *path)
 	else
 		*path = RV_SOFT_PATH_TCP;
 	soft_lock_give(&q->lock);
-	pthread_mutex_unlock(&q->sc->lock);
+	soft_lock_give(&q->sc->lock);
 	return 0;
 }
 
