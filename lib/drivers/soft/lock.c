@@ -57,10 +57,17 @@ void soft_rwlock_read_wait(struct soft_rwlock *l)
 				return;
 			continue;
 		}
-		if (i < SOFT_LOCK_SPINS)
+		if (i < SOFT_LOCK_SPINS) {
 			relax();
-		else
+			continue;
+		}
+		/* Counted before the futex looks at the word again (it sleeps only
+		 * if W is still set): the writer's unlock clears W, then reads the
+		 * count (both seq_cst), so one of the two sees the other. */
+		atomic_fetch_add_explicit(&l->sleepers, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&l->v, memory_order_seq_cst) == v)
 			syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+		atomic_fetch_sub_explicit(&l->sleepers, 1, memory_order_relaxed);
 	}
 }
 

@@ -84,7 +84,8 @@ static inline void soft_lock_give(struct soft_lock *l)
 
 struct soft_rwlock {
 	_Atomic uint32_t v;
-	struct soft_lock wr; /* writers, one at a time */
+	_Atomic uint32_t sleepers; /* readers on the futex: the writer's unlock wakes them */
+	struct soft_lock wr;       /* writers, one at a time */
 };
 
 void soft_rwlock_read_wait(struct soft_rwlock *l);
@@ -94,6 +95,7 @@ void soft_rwlock_wake(struct soft_rwlock *l);
 static inline void soft_rwlock_init(struct soft_rwlock *l)
 {
 	atomic_init(&l->v, 0);
+	atomic_init(&l->sleepers, 0);
 	soft_lock_init(&l->wr);
 }
 
@@ -120,8 +122,12 @@ static inline void soft_rwlock_give(struct soft_rwlock *l)
 			soft_rwlock_wake(l); /* the last reader: the writer waits for it */
 		return;
 	}
-	atomic_fetch_and_explicit(&l->v, ~SOFT_RW_W, memory_order_release);
-	soft_rwlock_wake(l); /* readers that waited (a syscall: writers are rare) */
+	/* seq_cst, as the sleeper's count and recheck (lock.c): either it sees
+	 * W gone, or this sees it counted and wakes it. No syscall otherwise
+	 * (MW binds and invalidations take the write lock on the data path). */
+	atomic_fetch_and_explicit(&l->v, ~SOFT_RW_W, memory_order_seq_cst);
+	if (atomic_load_explicit(&l->sleepers, memory_order_seq_cst))
+		soft_rwlock_wake(l);
 	soft_lock_give(&l->wr);
 }
 
