@@ -78,7 +78,8 @@ static inline void soft_lock_give(struct soft_lock *l)
  * many). All changes are RMWs of one word, so they are totally ordered: a
  * reader's CAS either comes before the writer's fetch_or (the writer then
  * waits for its release) or sees W. Acquire/release as a mutex's; the
- * waits are futexes on the word (a changed word only means a retry).
+ * waits are futexes on the word (a changed word only means a retry); the
+ * writer's unlock wakes only when a reader counted itself in `sleepers`.
  */
 #define SOFT_RW_W 0x80000000u
 
