@@ -66,7 +66,10 @@ static void open_side(struct side *s)
 	if ((rc = rv_pd_new(s->ctx, NULL, &s->pd)) < 0 || (rc = rv_cq_new(s->ctx, NULL, &s->cq)) < 0)
 		fail("PD/CQ", rc);
 	memset(&qa, 0, sizeof(qa));
-	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
+	/* sq_sig_all defaults to 1 when its mask bit is not set: without it
+	 * every SEND was signaled whatever SIGNAL said (before shmlat5). */
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL;
+	qa.sq_sig_all = 0;
 	qa.send_cq = s->cq;
 	qa.cap.max_send_wr = 64;
 	qa.cap.max_recv_wr = 64;

@@ -17,7 +17,7 @@ archive=$1
 # Bottom first. Files of one folder keep together, folders in the README's order.
 ORDER='
 wire/crc32c wire/sha256 wire/wire wire/roce
-event completion
+lock event completion
 memory/maps memory/mr memory/dmabuf memory/atomic
 iwarp/fault
 samehost/shm samehost/grant samehost/shmring

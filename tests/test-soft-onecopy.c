@@ -443,11 +443,11 @@ static void hostile_grant(struct side *a, struct side *b, int fd, uint32_t slot,
 	atomic_store(&s->key, rv_mr_rkey(b->mr) ^ 0x4000);
 	atomic_store(&s->access, RV_ACCESS_REMOTE_WRITE);
 	atomic_store(&s->gen, 12345);
-	pthread_mutex_lock(&q->sc->lock);
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->sc->lock);
+	soft_lock_take(&q->lock);
 	assert_true(soft_grant_got(q, q->conn, (uint32_t)fd, slot));
-	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&q->sc->lock);
+	soft_lock_give(&q->lock);
+	soft_lock_give(&q->sc->lock);
 	atomic_store(&s->gen, 0);
 	assert_int_equal(stat_of(a, SOFT_RING_GRANTS_REFUSED), r0 + 1);
 	assert_int_equal(stat_of(a, SOFT_RING_GRANTS_TAKEN), t0);

@@ -492,12 +492,12 @@ static void uc_queue_counters_wrap(void **state)
 	unsetenv("RVERBS_SOFT_SHM");
 	qa = p->a.qp->drv_qp;
 	qb = p->b.qp->drv_qp;
-	pthread_mutex_lock(&qa->lock);
+	soft_lock_take(&qa->lock);
 	qa->sq_head = qa->sq_tx = qa->sq_tail = qa->sq_confirmed = qa->sq_covered = 0xfffffffeu;
-	pthread_mutex_unlock(&qa->lock);
-	pthread_mutex_lock(&qb->lock);
+	soft_lock_give(&qa->lock);
+	soft_lock_take(&qb->lock);
 	qb->rq_head = qb->rq_tail = 0xfffffffeu;
-	pthread_mutex_unlock(&qb->lock);
+	soft_lock_give(&qb->lock);
 	for (unsigned round = 0; round < 4; round++) {
 		rv_recv_wr rw[3];
 		rv_send_wr sw[3];

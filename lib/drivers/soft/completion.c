@@ -188,7 +188,7 @@ void soft_cq_clean(struct rv_cq *cq, uint32_t qpn)
 	struct soft_cq *c = cq->drv_cq;
 	uint32_t w;
 
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	w = c->head;
 	for (uint32_t r = c->head; r != c->tail; r++) {
 		if (c->ring[r & c->mask].qp_num == qpn)
@@ -202,7 +202,7 @@ void soft_cq_clean(struct rv_cq *cq, uint32_t qpn)
 	}
 	c->tail = w;
 	atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 }
 
 bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc)
@@ -216,7 +216,7 @@ bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
 	bool ok = true;
 	int armed;
 
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	/* An overflowed CQ stays in error (as a NIC's): nothing more enters it,
 	 * not even into room a poll made since (the flushes of its QPs). */
 	if (c->tail - c->head > c->mask || atomic_load_explicit(&c->overflow, memory_order_relaxed)) {
@@ -234,7 +234,7 @@ bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited)
 	 * either this push sees the arm or the re-poll after arming sees the
 	 * entry (no lost wakeup). */
 	armed = atomic_load_explicit(&c->armed, memory_order_relaxed);
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 	if (RV_UNLIKELY(armed != ARM_NONE)) {
 		/* Solicited-only fires on solicited receives and on errors. */
 		if (armed == ARM_ALL || solicited || wc->status != RV_WC_SUCCESS || !ok) {

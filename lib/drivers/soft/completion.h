@@ -11,12 +11,13 @@
  * object: create, resize, poll, arm, wait), which is why their structures
  * stand here: completion.c is the producer, cq.c the consumer.
  *
- * Never calls up into a transport or a verbs object; takes cq->lock and
- * ch->lock (leaves), and the caller holds q->lock where it says so.
+ * Never calls up into a transport or a verbs object; takes cq->lock (a soft_lock, lock.h)
+ * and ch->lock (leaves), and the caller holds q->lock where it says so.
  */
 #ifndef RVERBS_SOFT_COMPLETION_H
 #define RVERBS_SOFT_COMPLETION_H
 
+#include "lock.h"
 #include "soft.h"
 
 struct soft_channel {
@@ -34,7 +35,7 @@ struct soft_cq_stamp {
 };
 
 struct soft_cq {
-	pthread_mutex_t lock;
+	struct soft_lock lock; /* lock.h: the ring, head and tail, the arm's handshake */
 	struct rv_cq *cq;
 	struct soft_ctx *sc;
 	struct soft_channel *ch; /* or NULL */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "driver.h"
+#include "lock.h"
 #include "wire/wire.h"
 
 /* Limits reported by query_device and enforced at create. */
@@ -271,8 +272,8 @@ struct soft_fault {
 
 struct soft_ctx {
 	struct rv_context *ctx;
-	pthread_mutex_t lock;
-	pthread_rwlock_t mr_lock;
+	struct soft_lock lock; /* lock.h: the QP table and the connections */
+	struct soft_rwlock mr_lock; /* lock.h */
 	struct soft_mr **mr_hash;
 	uint32_t mr_buckets; /* power of two */
 	uint32_t n_mr;
@@ -502,7 +503,7 @@ struct soft_ird {
 struct soft_qp {
 	struct rv_qp *qp;
 	struct soft_ctx *sc;
-	pthread_mutex_t lock;
+	struct soft_lock lock; /* lock.h: the queues and the transmit side (post, rx, rings) */
 	uint32_t qpn;
 	_Atomic uint32_t state; /* rv_qp_state as the driver sees it */
 	rv_qp_attr attr;        /* what modify set, for query */

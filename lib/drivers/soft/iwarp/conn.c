@@ -455,7 +455,7 @@ static void on_wait_auth(struct soft_conn *c)
 		soft_conn_kill(c);
 		return;
 	}
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	{
 		uint32_t st = atomic_load(&q->state);
 		if ((st == RV_QPS_RTR || st == RV_QPS_RTS) && !q->active && !q->conn && peer_matches(q, &c->req))
@@ -463,7 +463,7 @@ static void on_wait_auth(struct soft_conn *c)
 		else
 			soft_conn_kill(c); /* the QP moved on (connected, reset, destroyed) meanwhile */
 	}
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 }
 
 static bool peer_matches(const struct soft_qp *q, const struct rv_soft_cpd *r)
@@ -514,7 +514,7 @@ static void handle_request(struct soft_conn *c)
 		reject(c, RV_SOFT_REJECT_NO_QP);
 		return;
 	}
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	st = atomic_load(&q->state);
 	/* A QP in ERR may be reset and connected again; so may one whose peer
 	 * was reset and asks again while this side has not yet seen its old
@@ -531,7 +531,7 @@ static void handle_request(struct soft_conn *c)
 		 * request; past that, the oldest makes room. */
 		if (n && !c->sc->auth) {
 			reject(c, RV_SOFT_REJECT_BUSY);
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 			return;
 		}
 		if (n >= SOFT_MAX_PENDING_PER_QP)
@@ -551,7 +551,7 @@ static void handle_request(struct soft_conn *c)
 	} else {
 		reject(c, RV_SOFT_REJECT_STATE);
 	}
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 }
 
 void soft_conn_adopt_pending(struct soft_qp *q)
@@ -982,10 +982,10 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 	 * without q->lock: a busy poller comes here on every empty poll). */
 	if (c && atomic_load_explicit(&c->ring_rx_on, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	c = q->conn;
 	if (!c || c->state != CONN_UP || c->rx_stalled || c->ring_rx_on) {
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 		return;
 	}
 	q->polled_at = now_us;
@@ -1003,7 +1003,7 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 		soft_conn_update_events(c);
 	}
 	if (!waiter && poll_may_skip(q, c)) {
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 		return;
 	}
 	if (!waiter && c->out_waited && out_blocked(c)) {
@@ -1015,7 +1015,7 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 			soft_tx_push(q);
 			touched = true;
 			if (q->conn != c) {
-				pthread_mutex_unlock(&q->lock);
+				soft_lock_give(&q->lock);
 				return;
 			}
 		}
@@ -1059,7 +1059,7 @@ void soft_conn_poll(struct soft_qp *q, int64_t now_us, bool waiter)
 	/* An empty poll changed nothing epoll's interest depends on. */
 	if (touched && q->conn == c)
 		soft_conn_update_events(c);
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 }
 
 void soft_conn_flush_held(struct soft_ctx *sc)
@@ -1070,11 +1070,11 @@ void soft_conn_flush_held(struct soft_ctx *sc)
 		/* Whoever holds q->lock (a posting, polling or waiting
 		 * application thread) sends what is held, or leaves it held:
 		 * then this thread looks again within a millisecond (n_held). */
-		if (!q || pthread_mutex_trylock(&q->lock) != 0)
+		if (!q || soft_lock_try(&q->lock) != 0)
 			continue;
 		if (q->conn == c && c->tx_held)
 			soft_tx_push(q);
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
 }
 
@@ -1105,12 +1105,12 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 		}
 		/* c->events is the QP's (posting threads update it under q->lock). */
 		if (c->qp)
-			pthread_mutex_lock(&c->qp->lock);
+			soft_lock_take(&c->qp->lock);
 		soft_conn_unpoll(c);
 		/* Level-triggered: bytes that arrived meanwhile are reported at once. */
 		soft_conn_update_events(c);
 		if (c->qp)
-			pthread_mutex_unlock(&c->qp->lock);
+			soft_lock_give(&c->qp->lock);
 	}
 }
 
@@ -1120,7 +1120,7 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 	int fd = -1;
 
 	*out = false;
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	c = q->conn;
 	if (c && c->tx_held)
 		soft_tx_push(q); /* not held while this thread sleeps */
@@ -1143,18 +1143,18 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 		soft_conn_unpoll(c);
 		soft_conn_update_events(c);
 	}
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 	return fd;
 }
 
 void soft_conn_wait_out(struct soft_qp *q)
 {
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	if (q->conn && q->conn->state == CONN_UP) {
 		q->conn->tx_blocked = false; /* POLLOUT: room again */
 		soft_tx_push(q);
 	}
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 }
 
 static void on_closing(struct soft_conn *c, uint32_t events)
@@ -1179,7 +1179,7 @@ void soft_conn_event(struct soft_conn *c, uint32_t events)
 	if (c->state == CONN_DEAD)
 		return;
 	if (q)
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 	switch (c->state) {
 	case CONN_CONNECTING: {
 		int err = 0;
@@ -1235,7 +1235,7 @@ void soft_conn_event(struct soft_conn *c, uint32_t events)
 		break;
 	}
 	if (q)
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 }
 
 /* Transmission resumes on connections whose fault delay is over (fault.c
@@ -1250,7 +1250,7 @@ static void release_fault_holds(struct soft_ctx *sc, int64_t now)
 		if (!hold || now < hold)
 			continue;
 		if (q) {
-			pthread_mutex_lock(&q->lock);
+			soft_lock_take(&q->lock);
 			/* Again under the lock: a frame sent meanwhile may have
 			 * extended the hold, which must not be lifted early. */
 			hold = c->fault_hold;
@@ -1258,7 +1258,7 @@ static void release_fault_holds(struct soft_ctx *sc, int64_t now)
 				c->fault_hold = 0;
 				soft_tx_push(q);
 			}
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 		} else {
 			c->fault_hold = 0;
 			soft_conn_flush(c);
@@ -1281,22 +1281,22 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 
 		if (q->conn && st == RV_QPS_RTS) {
 			/* Unsignalled WRs left unconfirmed (tx.c, confirm_now): ask now. */
-			pthread_mutex_lock(&q->lock);
+			soft_lock_take(&q->lock);
 			if (q->conn && q->sq_tx == q->sq_tail && q->sq_tx != q->sq_covered) {
 				q->confirm_late = true;
 				soft_tx_push(q);
 			}
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 		}
 		if (q->active || !q->have_peer || q->conn || q->conn_failed ||
 		    (st != RV_QPS_RTR && st != RV_QPS_RTS) ||
 		    now < q->rtr_at + sc->timeout_ms)
 			continue;
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 		if (q->sq_head != q->sq_tail && !q->conn)
 			qp_conn_failed(q, "the peer never connected; did it call rv_qp_connect (or reach RTR) "
 					  "with our endpoint?");
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
 
 	for (c = sc->conns; c; c = next) {
@@ -1307,10 +1307,10 @@ void soft_conn_timers(struct soft_ctx *sc, int64_t now)
 		case CONN_CONNECTING:
 		case CONN_WAIT_REPLY: {
 			struct soft_qp *q = c->qp;
-			pthread_mutex_lock(&q->lock);
+			soft_lock_take(&q->lock);
 			qp_conn_failed(q, "connection setup timed out; did the peer call rv_qp_connect "
 					  "(or reach RTR) with our endpoint?");
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 			break;
 		}
 		case CONN_WAIT_REQ:

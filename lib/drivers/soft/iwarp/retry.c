@@ -143,18 +143,18 @@ void soft_retry_timers(struct soft_ctx *sc, int64_t now)
 		struct soft_conn *c;
 		int64_t bound;
 
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 		c = q->conn;
 		if (!c || c->state != CONN_UP || atomic_load(&q->state) != RV_QPS_RTS) {
 			q->retry_watch = false;
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 			continue;
 		}
 		if (c->rx_stalled)
 			rnr_beat(q, c, now);
 		rnr_check(q, now);
 		if (q->conn != c) {
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 			continue;
 		}
 		if (q->progress_n != q->progress_seen) {
@@ -181,6 +181,6 @@ void soft_retry_timers(struct soft_ctx *sc, int64_t now)
 			soft_qp_fail(q, q->sq_head, RV_WC_RETRY_EXC_ERR, RV_WC_WR_FLUSH_ERR, false);
 			soft_conn_detach(q, false);
 		}
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
 }

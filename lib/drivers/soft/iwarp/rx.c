@@ -90,7 +90,7 @@ static int xrc_select(struct soft_qp *q, const struct rv_fpdu *f)
 /* The checks every untagged message starts with: its queue number and the
  * next message sequence number of that queue. 0 when both hold; otherwise the
  * connection is terminated and -1 returned. */
-static int untagged_check(struct soft_qp *q, const struct rv_fpdu *f, uint32_t qn, uint32_t msn)
+static int untagged_check_slow(struct soft_qp *q, const struct rv_fpdu *f, uint32_t qn, uint32_t msn)
 {
 	if (qn == RV_DDP_QN_SEND && q->xrc_tgt) {
 		if (xrc_select(q, f) < 0)
@@ -102,6 +102,15 @@ static int untagged_check(struct soft_qp *q, const struct rv_fpdu *f, uint32_t q
 	if (f->msn != msn)
 		return untagged_error(q, f, RV_TERM_DDP_U_MSN);
 	return 0;
+}
+
+/* The common case inline (no XRC, queue and MSN as expected: exactly when
+ * the full check above returns 0 for a QP without XRC), the rest out of line. */
+static inline int untagged_check(struct soft_qp *q, const struct rv_fpdu *f, uint32_t qn, uint32_t msn)
+{
+	if (RV_LIKELY(!q->xrc_tgt && !q->xrc_ini && f->qn == qn && f->msn == msn))
+		return 0;
+	return untagged_check_slow(q, f, qn, msn);
 }
 
 /* A READ or atomic request its target refuses (RFC 5040 §7.2: RDMAP remote
@@ -459,7 +468,7 @@ static int uc_recv_fail(struct soft_qp *q, struct soft_rwqe *rw, const struct rv
 static int deliver_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
 {
 	const bool is_inv = f->opcode == RV_RDMAP_SEND_INV || f->opcode == RV_RDMAP_SEND_SE_INV;
-	struct soft_rwqe *rw;
+	struct soft_rwqe *rw = NULL;
 	uint64_t cap = 0;
 
 	if (untagged_check(q, f, RV_DDP_QN_SEND, q->msn_rx[0]))
@@ -467,18 +476,22 @@ static int deliver_send(struct soft_qp *q, const struct rv_fpdu *f, bool placed)
 	if (q->uc && q->uc_drop_send)
 		return uc_send_drop(q, f);
 	if (!q->rx_in_msg) {
-		if (q->uc && !soft_rq_peek(q)) {
+		/* One look at the RQ (or the SRQ's slot) per SEND, kept below:
+		 * nothing between here and its use consumes or adds a WR. */
+		rw = soft_rq_peek(q);
+		if (q->uc && !rw) {
 			q->uc_count[SOFT_UC_DROP_NO_RECV]++; /* UC: no RNR, the SEND is lost */
 			return uc_send_drop(q, f);
 		}
-		if (!soft_rq_peek(q))
+		if (!rw)
 			return 1;
 		q->rx_in_msg = true;
 		q->rx_bytes = 0;
 	}
 	if (f->mo != q->rx_bytes)
 		return untagged_error(q, f, RV_TERM_DDP_U_MO);
-	rw = soft_rq_peek(q);
+	if (!rw)
+		rw = soft_rq_peek(q); /* a later FPDU of the message: its WR, taken by the first */
 	for (uint32_t i = 0; i < rw->num_sge; i++)
 		cap += rw->sge[i].length;
 	if ((uint64_t)f->mo + f->payload_len > cap && q->uc)

@@ -1039,7 +1039,15 @@ bool soft_tx_ring_now(struct soft_qp *q, struct soft_swqe *w, const rv_send_wr *
 		if (soft_sgl_read(q->sc, q->qp->pd, wr->sg_list, wr->num_sge, 0, buf + off, len) != SOFT_MEM_OK)
 			return false; /* the record stays unused; w->msn is set again */
 	}
-	memset(buf + off + len, 0, flen - off - len);
+	{
+		/* The pad and the CRC field: 4 to 7 bytes, zeroed by two 4-byte
+		 * stores that overlap (a libc memset call cost ~26 instructions). */
+		uint8_t *t = buf + off + len;
+		size_t z = flen - off - len;
+
+		memset(t, 0, 4);
+		memset(t + z - 4, 0, 4);
+	}
 	w->inl = false;
 	w->num_sge = 0; /* framed whole: its SGEs are never read again */
 	soft_shmring_framed(c, flen, last);

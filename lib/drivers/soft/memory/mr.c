@@ -165,11 +165,7 @@ int soft_mr_table_init(struct soft_ctx *sc)
 	sc->mr_hash = calloc(sc->mr_buckets, sizeof(*sc->mr_hash));
 	if (!sc->mr_hash)
 		return -ENOMEM;
-	if (pthread_rwlock_init(&sc->mr_lock, NULL) != 0) {
-		free(sc->mr_hash);
-		sc->mr_hash = NULL;
-		return -ENOMEM;
-	}
+	soft_rwlock_init(&sc->mr_lock);
 	return 0;
 }
 
@@ -187,7 +183,6 @@ void soft_mr_table_fini(struct soft_ctx *sc)
 	}
 	free(sc->mr_hash);
 	sc->mr_hash = NULL;
-	pthread_rwlock_destroy(&sc->mr_lock);
 }
 
 static uint32_t bucket(const struct soft_ctx *sc, uint32_t key)
@@ -246,15 +241,15 @@ static uint32_t fresh_key(struct soft_ctx *sc, uint32_t avoid)
  * the message naming @p fn) when the context is at its MR/MW limit. */
 static int stag_add(struct soft_ctx *sc, struct soft_mr *m, const char *fn)
 {
-	pthread_rwlock_wrlock(&sc->mr_lock);
+	soft_rwlock_write(&sc->mr_lock);
 	if (sc->n_mr >= SOFT_MAX_MR) {
-		pthread_rwlock_unlock(&sc->mr_lock);
+		soft_rwlock_give(&sc->mr_lock);
 		return rv_err(ENOMEM, fn, "soft0 allows %u MRs and MWs per context; close unused ones",
 			      SOFT_MAX_MR);
 	}
 	m->key = fresh_key(sc, 0);
 	if (!m->key) {
-		pthread_rwlock_unlock(&sc->mr_lock);
+		soft_rwlock_give(&sc->mr_lock);
 		return rv_err(EIO, fn, NO_RANDOM_KEY);
 	}
 	if (sc->n_mr >= sc->mr_buckets * 2)
@@ -262,7 +257,7 @@ static int stag_add(struct soft_ctx *sc, struct soft_mr *m, const char *fn)
 	m->next = sc->mr_hash[bucket(sc, m->key)];
 	sc->mr_hash[bucket(sc, m->key)] = m;
 	sc->n_mr++;
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return 0;
 }
 
@@ -337,7 +332,7 @@ int soft_mr_dereg(struct rv_mr *mr)
 
 	if (!m)
 		return 0;
-	pthread_rwlock_wrlock(&sc->mr_lock);
+	soft_rwlock_write(&sc->mr_lock);
 	for (pp = &sc->mr_hash[bucket(sc, m->key)]; *pp; pp = &(*pp)->next) {
 		if (*pp == m) {
 			*pp = m->next;
@@ -345,7 +340,7 @@ int soft_mr_dereg(struct rv_mr *mr)
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	/* After the unhook: no copy runs on the mapping any more. */
 	if (m->dmabuf_map)
 		munmap(m->dmabuf_map, m->length);
@@ -373,7 +368,7 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 		return -EFAULT;
 	if (length > UINT64_MAX - a)
 		return rv_err(EINVAL, "rv_mr_rereg", "the region wraps around the address space");
-	pthread_rwlock_wrlock(&sc->mr_lock);
+	soft_rwlock_write(&sc->mr_lock);
 	m->pd = pd->drv_pd;
 	m->addr = a;
 	m->length = length;
@@ -383,7 +378,7 @@ int soft_mr_rereg(struct rv_mr *mr, uint32_t flags, struct rv_pd *pd, void *addr
 	m->trusted = sc->trust_memory || (m->trusted && a == (uint64_t)(uintptr_t)mr->addr);
 	if (a != (uint64_t)(uintptr_t)mr->addr || length != mr->length)
 		m->memfd = -1; /* no longer the memfd's mapping */
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return 0;
 }
 
@@ -438,9 +433,9 @@ enum soft_mem_err soft_mem_check(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 {
 	enum soft_mem_err e;
 
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return e;
 }
 
@@ -449,11 +444,11 @@ enum soft_mem_err soft_mem_apply(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 {
 	enum soft_mem_err e;
 
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
 	if (e == SOFT_MEM_OK)
 		fn((void *)(uintptr_t)addr, arg);
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return e;
 }
 
@@ -463,12 +458,12 @@ enum soft_mem_err soft_mem_write(struct soft_ctx *sc, struct rv_qp *qp, uint32_t
 	const struct soft_mr *m;
 	enum soft_mem_err e;
 
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	m = lookup(sc, key);
 	e = check(m, qp->pd, qp, access, addr, len);
 	if (e == SOFT_MEM_OK && !copy_in(m, (void *)(uintptr_t)addr, src, len))
 		e = SOFT_MEM_FAULT;
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return e;
 }
 
@@ -478,12 +473,12 @@ enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_qp *qp, uint32_t 
 	const struct soft_mr *m;
 	enum soft_mem_err e;
 
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	m = lookup(sc, key);
 	e = check(m, qp->pd, qp, access, addr, len);
 	if (e == SOFT_MEM_OK && !copy_out(m, dst, (const void *)(uintptr_t)addr, len))
 		e = SOFT_MEM_FAULT;
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return e;
 }
 
@@ -501,7 +496,7 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 		off -= sge[i].length;
 		i++;
 	}
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	for (; i < n && len; i++, off = 0) {
 		uint64_t k = sge[i].length - off;
 		if (k > len)
@@ -532,7 +527,7 @@ static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const r
 		p += k;
 		len -= k;
 	}
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	if (e == SOFT_MEM_OK && len)
 		e = SOFT_MEM_BOUNDS;
 	return e;
@@ -554,7 +549,7 @@ static enum soft_mem_err sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const 
 		off -= sge[i].length;
 		i++;
 	}
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	for (; i < n && len && k < SOFT_MAX_SGE; i++, off = 0) {
 		uint64_t m = sge[i].length - off;
 		const struct soft_mr *mr;
@@ -579,7 +574,7 @@ static enum soft_mem_err sgl_apply(struct soft_ctx *sc, struct rv_pd *pd, const 
 		e = SOFT_MEM_BOUNDS;
 	if (e == SOFT_MEM_OK)
 		fn(iov, k, arg);
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return e;
 }
 
@@ -609,7 +604,7 @@ bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd
 	const struct soft_mr *m;
 	bool ok;
 
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	m = lookup(sc, key);
 	ok = m && !m->mw && !m->implicit && m->memfd >= 0 && m->trusted && m->pd == pd->drv_pd &&
 	     (m->access & (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ));
@@ -619,7 +614,7 @@ bool soft_mr_grantable(struct soft_ctx *sc, uint32_t key, const struct rv_pd *pd
 		*len = m->length;
 		*fd = m->memfd;
 	}
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return ok;
 }
 
@@ -655,12 +650,12 @@ enum soft_mem_err soft_mem_pull(struct soft_ctx *sc, struct rv_qp *qp, uint32_t 
 	struct iovec dst = {(void *)(uintptr_t)addr, (size_t)len};
 	enum soft_mem_err e;
 
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	e = check(lookup(sc, key), qp->pd, qp, access, addr, len);
 	/* Under the lock: the target MR cannot be deregistered while the kernel copies. */
 	if (e == SOFT_MEM_OK && len && process_vm_readv(pid, &dst, 1, src, n, 0) != (ssize_t)len)
 		e = SOFT_MEM_PEER;
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return e;
 }
 
@@ -672,7 +667,7 @@ enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_
 	uint64_t left = len;
 	uint32_t k = 0;
 
-	pthread_rwlock_rdlock(&sc->mr_lock);
+	soft_rwlock_read(&sc->mr_lock);
 	for (uint32_t i = 0; i < n && left && k < SOFT_MAX_SGE; i++) {
 		uint64_t l = sge[i].length < left ? sge[i].length : left;
 		if (!l)
@@ -688,7 +683,7 @@ enum soft_mem_err soft_sgl_pull(struct soft_ctx *sc, struct rv_pd *pd, const rv_
 		e = SOFT_MEM_BOUNDS;
 	if (e == SOFT_MEM_OK && len && process_vm_readv(pid, dst, k, src, nsrc, 0) != (ssize_t)len)
 		e = SOFT_MEM_PEER;
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return e;
 }
 
@@ -745,7 +740,7 @@ int soft_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_s
 		const struct soft_mr *m;
 		int rc = 0;
 
-		pthread_rwlock_rdlock(&sc->mr_lock);
+		soft_rwlock_read(&sc->mr_lock);
 		m = lookup(sc, sge[i].lkey);
 		if (!m)
 			rc = rv_err(ENOENT, "rv_mr_advise", "sges[%u]: lkey 0x%x names no MR of this context", i,
@@ -762,7 +757,7 @@ int soft_mr_advise(struct rv_pd *pd, uint32_t advice, uint32_t flags, const rv_s
 		else if (check(m, pd, NULL, 0, sge[i].addr, sge[i].length) != SOFT_MEM_OK)
 			rc = rv_err(EFAULT, "rv_mr_advise", "sges[%u]: [0x%llx, +%u) is not inside the MR of "
 				    "lkey 0x%x", i, (unsigned long long)sge[i].addr, sge[i].length, sge[i].lkey);
-		pthread_rwlock_unlock(&sc->mr_lock);
+		soft_rwlock_give(&sc->mr_lock);
 		if (rc < 0)
 			return rc;
 		if (advice == RV_ADVISE_MR_PREFETCH_NO_FAULT)
@@ -821,10 +816,10 @@ int soft_mw_dealloc(struct rv_mw *mw)
 	if (!m)
 		return 0;
 	/* Under the write lock: the key changes with binds run by the progress thread. */
-	pthread_rwlock_wrlock(&sc->mr_lock);
+	soft_rwlock_write(&sc->mr_lock);
 	unlink_entry(sc, m);
 	sc->n_mr--;
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	free(m);
 	mw->drv_mw = NULL;
 	return 0;
@@ -880,9 +875,9 @@ uint32_t soft_mw_exec(struct soft_qp *q, const struct soft_swqe *w)
 	struct soft_ctx *sc = q->sc;
 	uint32_t st;
 
-	pthread_rwlock_wrlock(&sc->mr_lock);
+	soft_rwlock_write(&sc->mr_lock);
 	st = w->opcode == RV_WR_BIND_MW ? exec_bind(sc, q, w) : exec_local_inv(sc, q, w);
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return st;
 }
 
@@ -892,20 +887,20 @@ bool soft_mw_remote_inv(struct soft_qp *q, uint32_t stag)
 	struct soft_mr *m;
 	bool ok = false;
 
-	pthread_rwlock_wrlock(&sc->mr_lock);
+	soft_rwlock_write(&sc->mr_lock);
 	m = lookup(sc, stag);
 	if (m && m->mw && m->mw_type == RV_MW_TYPE_2 && m->pd == q->qp->pd->drv_pd && (!m->bound || m->qp == q->qp)) {
 		m->bound = false;
 		m->qp = NULL;
 		ok = true;
 	}
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 	return ok;
 }
 
 void soft_mw_qp_gone(struct soft_ctx *sc, const struct rv_qp *qp)
 {
-	pthread_rwlock_wrlock(&sc->mr_lock);
+	soft_rwlock_write(&sc->mr_lock);
 	for (uint32_t i = 0; i < sc->mr_buckets; i++) {
 		for (struct soft_mr *m = sc->mr_hash[i]; m; m = m->next) {
 			if (m->mw && m->qp == qp) {
@@ -914,5 +909,5 @@ void soft_mw_qp_gone(struct soft_ctx *sc, const struct rv_qp *qp)
 			}
 		}
 	}
-	pthread_rwlock_unlock(&sc->mr_lock);
+	soft_rwlock_give(&sc->mr_lock);
 }

@@ -273,19 +273,19 @@ void soft_grant_revoke_conn(struct soft_conn *c)
 
 void soft_grant_revoke_key(struct soft_ctx *sc, uint32_t key)
 {
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	for (uint32_t i = 0; i < sc->n_rings; i++) {
 		struct soft_conn *c = sc->rings[i];
 		struct soft_qp *q = c->qp;
 		if (!c->grants)
 			continue;
 		if (q)
-			pthread_mutex_lock(&q->lock);
+			soft_lock_take(&q->lock);
 		revoke_conn_key(c, false, key);
 		if (q)
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 	}
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 }
 
 /* ---- initiator ---- */

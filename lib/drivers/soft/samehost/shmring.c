@@ -1289,13 +1289,13 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 		/* Progress for retry.c, stamped here (the progress thread runs this
 		 * before every timer tick) rather than a clock read per frame. */
 		if (awake && atomic_exchange_explicit(&c->ring->progressed, false, memory_order_relaxed)) {
-			pthread_mutex_lock(&q->lock);
+			soft_lock_take(&q->lock);
 			soft_retry_progress(q);
-			pthread_mutex_unlock(&q->lock);
+			soft_lock_give(&q->lock);
 		}
 		if (!ring_ready(c, awake))
 			continue;
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 		if (q->conn == c && c->rx_stalled && atomic_exchange(&c->ring->resume, false)) {
 			/* As run_kicks: what TCP brought (a TERMINATE after the switch), then the ring. */
 			c->rx_stalled = false;
@@ -1308,7 +1308,7 @@ void soft_shmring_poll(struct soft_ctx *sc, bool awake)
 				soft_tx_push(q); /* READ responses, a TERMINATE, what waited for room */
 		}
 		soft_qp_check_overflow(q);
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
 }
 
@@ -1329,10 +1329,10 @@ void soft_shmring_poller_stamp(struct soft_ctx *sc, bool busy)
 void soft_shmring_poller(struct soft_ctx *sc, bool busy)
 {
 	soft_shmring_poller_stamp(sc, busy);
-	if (pthread_mutex_trylock(&sc->lock) != 0)
+	if (soft_lock_try(&sc->lock) != 0)
 		return;
 	soft_shmring_poller_locked(sc, busy);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 }
 
 void soft_shmring_poller_locked(struct soft_ctx *sc, bool busy)
@@ -1394,12 +1394,12 @@ int soft_shmring_sleep(struct soft_ctx *sc, int timeout)
 
 	if (soft_now_us() - atomic_load_explicit(&sc->ring_poll_at, memory_order_relaxed) < RING_IDLE_US)
 		return timeout < 1 ? timeout : 1; /* a poller consumes: look again soon, no doorbells */
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	set_sleeping(sc, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t i = 0; i < sc->n_rings && !work; i++)
 		work = sc->rings[i]->qp && ring_ready(sc->rings[i], true);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return work ? 0 : timeout;
 }
 
@@ -1411,8 +1411,8 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 	if (!q)
 		return -EINVAL;
 	sc = q->sc;
-	pthread_mutex_lock(&sc->lock);
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&sc->lock);
+	soft_lock_take(&q->lock);
 	memset(out, 0, SOFT_RING_NSTATS * sizeof(out[0]));
 	if (q->conn && q->conn->ring) {
 		memcpy(out, q->conn->ring->stat, sizeof(q->conn->ring->stat));
@@ -1420,8 +1420,8 @@ int soft_shmring_stats(rv_qp *qp, uint64_t out[SOFT_RING_NSTATS])
 		out[SOFT_RING_STATE] = (q->conn->ring_tx_on ? 1u : 0u) | (q->conn->ring_rx_on ? 2u : 0u);
 		out[SOFT_RING_CRC_OFF] = q->conn->ring_crc_off;
 	}
-	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&q->lock);
+	soft_lock_give(&sc->lock);
 	return 0;
 }
 
@@ -1432,12 +1432,12 @@ void *soft_shmring_debug_tx(rv_qp *qp, uint32_t *prod)
 
 	if (!q)
 		return NULL;
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	if (q->conn && q->conn->ring && q->conn->ring_tx_on) {
 		p = q->conn->ring->tx_map;
 		*prod = q->conn->ring->tx_prod;
 	}
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 	return p;
 }
 
@@ -1450,11 +1450,11 @@ int soft_shmring_debug_pool(rv_qp *qp, uint32_t *all, uint32_t *pooled)
 		return -EINVAL;
 	sc = q->sc;
 	*all = *pooled = 0;
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	for (const struct soft_shmring *r = sc->ring_all; r; r = r->all_next)
 		++*all;
 	for (const struct soft_shmring *r = sc->ring_pool; r; r = r->pool_next)
 		++*pooled;
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return 0;
 }

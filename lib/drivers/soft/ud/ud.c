@@ -605,7 +605,7 @@ static void deliver_to(struct soft_ctx *sc, struct soft_ud *u, struct soft_qp *q
 		count(u, SOFT_UD_DROP_QP);
 		return;
 	}
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	st = atomic_load(&q->state);
 	if (!q->ud || st < RV_QPS_RTR || st == RV_QPS_ERR) {
 		count(u, SOFT_UD_DROP_QP);
@@ -655,7 +655,7 @@ static void deliver_to(struct soft_ctx *sc, struct soft_ud *u, struct soft_qp *q
 		count(u, wc.status == RV_WC_SUCCESS ? SOFT_UD_RX : SOFT_UD_RX_ERR);
 		soft_qp_check_overflow(q);
 	}
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 }
 
 /* Deliver one verified datagram: to its QP, or for one that arrived on group
@@ -872,7 +872,7 @@ int soft_mcast_attach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid)
 		return rv_err(EINVAL, fn, "the group is an %s multicast GID but this context is on an %s address: "
 			      "soft0 joins groups of its own address family",
 			      gid_is_v4_mapped(gid) ? "IPv4-mapped" : "IPv6", u->family == AF_INET ? "IPv4" : "IPv6");
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	g = group_find(u, gid);
 	if (g) {
 		for (uint32_t i = 0; i < g->n_qps; i++)
@@ -907,7 +907,7 @@ int soft_mcast_attach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid)
 	}
 	g->qpns[g->n_qps++] = q->qpn;
 out:
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return rc;
 }
 
@@ -945,11 +945,11 @@ int soft_mcast_detach(struct rv_qp *qp, const uint8_t gid[16], uint16_t lid)
 	if (!sc->ud)
 		return rv_err(EINVAL, fn, "QP 0x%x is attached to no multicast group (this context has no UDP side)",
 			      q->qpn);
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	g = group_find(sc->ud, gid);
 	if (!g || !group_drop(sc->ud, g, q->qpn))
 		rc = rv_err(EINVAL, fn, "QP 0x%x is not attached to that multicast group", q->qpn);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	return rc;
 }
 

@@ -100,7 +100,7 @@ static void run_kicks(struct soft_ctx *sc)
 	for (uint32_t i = 0; i < sc->n_qps; i++) {
 		struct soft_qp *q = sc->qps[i];
 
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 		if (q->kick || soft_srq_resumable(q)) {
 			q->kick = false;
 			if (q->conn && atomic_load(&q->state) == RV_QPS_ERR) {
@@ -114,7 +114,7 @@ static void run_kicks(struct soft_ctx *sc)
 					soft_tx_push(q);
 			}
 		}
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
 }
 
@@ -237,14 +237,14 @@ static void *progress(void *arg)
 		 * at least every SOFT_WAIT_HANDBACK_MS. */
 		if (n <= 0 && !rings && now < next_timer && !atomic_load(&sc->kicked) &&
 		    !atomic_load(&sc->handback) && now_us - last_look < SOFT_WAIT_HANDBACK_MS * 1000) {
-			if (pthread_mutex_trylock(&sc->lock) != 0)
+			if (soft_lock_try(&sc->lock) != 0)
 				continue;
 		} else {
-			pthread_mutex_lock(&sc->lock);
+			soft_lock_take(&sc->lock);
 		}
 		last_look = now_us;
 		if (sc->stop) {
-			pthread_mutex_unlock(&sc->lock);
+			soft_lock_give(&sc->lock);
 			break;
 		}
 		if (n > 0) {
@@ -269,7 +269,7 @@ static void *progress(void *arg)
 		}
 		/* Events of this batch may name zombies; the next batch cannot. */
 		free_zombies(sc);
-		pthread_mutex_unlock(&sc->lock);
+		soft_lock_give(&sc->lock);
 	}
 	return NULL;
 }
@@ -454,7 +454,6 @@ static void ctx_free(struct soft_ctx *sc)
 	close_fds(sc);
 	soft_event_fini(sc);
 	soft_mr_table_fini(sc);
-	pthread_mutex_destroy(&sc->lock);
 	free(sc->qps);
 	free(sc->rings);
 	soft_shmring_ctx_fini(sc);
@@ -555,7 +554,6 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	struct soft_ctx *sc;
-	pthread_mutexattr_t ma;
 	int one = 1, err;
 
 	sc = calloc(1, sizeof(*sc));
@@ -587,12 +585,8 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 		free(sc);
 		return err;
 	}
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
-	pthread_mutex_init(&sc->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	soft_lock_init(&sc->lock);
 	if (soft_mr_table_init(sc) < 0) {
-		pthread_mutex_destroy(&sc->lock);
 		free(sc);
 		return rv_err(ENOMEM, fn, "out of memory for the soft0 MR table");
 	}
@@ -671,9 +665,9 @@ int soft_context_close(struct rv_context *ctx)
 	if (!sc)
 		return 0;
 	reg_del(sc);
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	sc->stop = true;
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	soft_kick(sc);
 	if (sc->thread_started)
 		pthread_join(sc->thread, NULL);

@@ -46,7 +46,8 @@ int soft_cq_create(struct rv_cq *cq, const rv_cq_attr *attr)
 	c->ring = calloc(n, sizeof(*c->ring));
 	if (wc_flags)
 		c->stamps = calloc(n, sizeof(*c->stamps));
-	if (!c->ring || (wc_flags && !c->stamps) || pthread_mutex_init(&c->lock, NULL) != 0) {
+	soft_lock_init(&c->lock);
+	if (!c->ring || (wc_flags && !c->stamps)) {
 		free(c->ring);
 		free(c->stamps);
 		free(c);
@@ -91,7 +92,6 @@ int soft_cq_destroy(struct rv_cq *cq)
 		pthread_mutex_unlock(&h->lock);
 	}
 	soft_event_forget(cq->ctx->drv_ctx, &cq->obj);
-	pthread_mutex_destroy(&c->lock);
 	free(c->ring);
 	free(c->stamps);
 	free(c);
@@ -119,10 +119,10 @@ int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
 		free(stamps);
 		return rv_err(ENOMEM, "rv_cq_resize", "out of memory for %u CQ entries", n);
 	}
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	held = c->tail - c->head;
 	if (held > cqe) {
-		pthread_mutex_unlock(&c->lock);
+		soft_lock_give(&c->lock);
 		free(ring);
 		free(stamps);
 		return rv_err(EINVAL, "rv_cq_resize", "the CQ holds %u completions, more than the %u "
@@ -141,7 +141,7 @@ int soft_cq_resize(struct rv_cq *cq, uint32_t cqe)
 	c->head = 0;
 	c->tail = held;
 	cq->cqe = n;
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 	return 0;
 }
 
@@ -158,11 +158,11 @@ int soft_cq_req_notify(struct rv_cq *cq, bool solicited_only)
 	 * when the last blocking waiter leaves. Arming for all completions
 	 * widens an armed solicited-only CQ; arming solicited-only never
 	 * narrows an armed CQ (as verbs). */
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	if (!atomic_compare_exchange_strong(&c->armed, &cur, want) && want == ARM_ALL)
 		atomic_store(&c->armed, ARM_ALL);
 	c->wait_armed = false;
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 	/* The application is about to sleep: streams a poller was reading go
 	 * back to the progress thread now, not after SOFT_POLL_HANDBACK_US. */
 	if (atomic_load_explicit(&c->sc->n_polled, memory_order_relaxed)) {
@@ -388,12 +388,12 @@ static void poll_empty(struct soft_cq *c, bool ring_busy, bool rings)
 		progress = false; /* every QP of the CQ is on a ring: no socket to read */
 	if (rings && !(progress || (n & (SOFT_POLL_LOCK_EVERY - 1)) == 0) && !soft_shmring_peek(sc, ring_busy))
 		rings = false; /* nothing in the rings: no sc->lock round trip */
-	if ((rings || progress) && pthread_mutex_trylock(&sc->lock) == 0) {
+	if ((rings || progress) && soft_lock_try(&sc->lock) == 0) {
 		if (rings)
 			soft_shmring_poller_locked(sc, ring_busy);
 		if (progress && !sc->stop && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
 			poll_progress_locked(c);
-		pthread_mutex_unlock(&sc->lock);
+		soft_lock_give(&sc->lock);
 	}
 	if (!progress && atomic_load_explicit(&c->avail, memory_order_acquire) == 0)
 		empty_polls = n;
@@ -420,7 +420,7 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 		if (RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
 			return 0;
 	} else {
-		pthread_mutex_lock(&c->lock);
+		soft_lock_take(&c->lock);
 		while (n < (uint32_t)max && c->head != c->tail) {
 			if (wcx)
 				ex_entry(c, c->head & c->mask, &wcx[n++]);
@@ -429,7 +429,7 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 			c->head++;
 		}
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
-		pthread_mutex_unlock(&c->lock);
+		soft_lock_give(&c->lock);
 		empty_polls = 0;
 		if (n)
 			return (int)n;
@@ -622,23 +622,23 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		if (won != SPIN_NONE)
 			return 0;
 	}
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	if (c->qp_gen != sc->qp_gen + 1)
 		collect_qps(c);
 	if (sc->stop || c->has_ud || c->n_qps > SOFT_POLL_DIRECT_MAX) {
-		pthread_mutex_unlock(&sc->lock);
+		soft_lock_give(&sc->lock);
 		return -EOPNOTSUPP;
 	}
 	/* Counted before the streams leave epoll: soft_conn_handback (under
 	 * sc->lock, like this) leaves a waited stream alone. */
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	atomic_fetch_add_explicit(&c->waiters, 1, memory_order_relaxed);
 	if (atomic_load(&c->armed) != ARM_ALL) {
 		if (atomic_exchange(&c->armed, ARM_ALL) == ARM_NONE)
 			c->wait_armed = true;
 	}
 	r = c->tail != c->head; /* pushed before the arm: it did not fire */
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 	for (uint32_t i = 0; i < c->n_qps && !r; i++) {
 		bool out;
 		int fd = soft_conn_wait_fd(c->qps[i], &out);
@@ -662,7 +662,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		ring_work = soft_shmring_wait_begin(sc);
 		r |= ring_work;
 	}
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 
 	pfd[n].fd = c->ch->efd;
 	pfd[n].events = POLLIN;
@@ -685,7 +685,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		soft_shmring_wait_end(sc);
 	if (n || rings)
 		now = soft_ctx_waiter_left(sc);
-	pthread_mutex_lock(&c->lock);
+	soft_lock_take(&c->lock);
 	fired = atomic_load(&c->armed) == ARM_NONE;
 	if (atomic_fetch_sub_explicit(&c->waiters, 1, memory_order_relaxed) == 1 && c->wait_armed) {
 		/* Before receiving: what we complete ourselves need not wake anyone. */
@@ -693,7 +693,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		atomic_compare_exchange_strong(&c->armed, &all, ARM_NONE);
 		c->wait_armed = false;
 	}
-	pthread_mutex_unlock(&c->lock);
+	soft_lock_give(&c->lock);
 
 	if (start)
 		wait_spin_adapt(c, budget != 0, start, got);
@@ -708,7 +708,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		}
 	}
 	if (readable) {
-		pthread_mutex_lock(&sc->lock);
+		soft_lock_take(&sc->lock);
 		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
 			for (uint32_t i = 0; i < n; i++) {
 				if (pfd[i].revents & POLLOUT)
@@ -719,14 +719,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		}
 		if (ring_work && !sc->stop)
 			soft_shmring_poll(sc, false);
-		pthread_mutex_unlock(&sc->lock);
-	} else if (ring_work && pthread_mutex_trylock(&sc->lock) == 0) {
+		soft_lock_give(&sc->lock);
+	} else if (ring_work && soft_lock_try(&sc->lock) == 0) {
 		/* Not waiting for it: its holder (the progress thread, another
 		 * waiter or poller) reads the rings, or the facade's next poll
 		 * and wait look again. */
 		if (!sc->stop)
 			soft_shmring_poll(sc, false);
-		pthread_mutex_unlock(&sc->lock);
+		soft_lock_give(&sc->lock);
 	}
 	if (err == EINTR)
 		return -EINTR;

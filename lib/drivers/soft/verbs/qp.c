@@ -151,8 +151,8 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->sq_inline = qbuf_alloc(q, QBUF_SQ_INLINE, (size_t)q->sq_mask + 1, q->max_inline);
 	q->rq = qbuf_alloc(q, QBUF_RQ, (size_t)q->rq_mask + 1, sizeof(*q->rq));
 	q->rq_sge = qbuf_alloc(q, QBUF_RQ_SGE, ((size_t)q->rq_mask + 1) * q->max_recv_sge, sizeof(*q->rq_sge));
-	if (!q->sq || !q->sq_sge || !q->sq_inline || !q->rq || !q->rq_sge ||
-	    pthread_mutex_init(&q->lock, NULL) != 0) {
+	soft_lock_init(&q->lock);
+	if (!q->sq || !q->sq_sge || !q->sq_inline || !q->rq || !q->rq_sge) {
 		uint32_t ns = q->sq_size, nr = q->rq_size;
 		qp_free(q);
 		return rv_err(ENOMEM, fn, "out of memory for the QP's queues (%u send, %u receive WRs)",
@@ -177,11 +177,10 @@ int soft_qp_create(struct rv_qp *qp, const rv_qp_init_attr *attr)
 	q->xrcd = attr->xrcd;
 	atomic_store(&q->state, RV_QPS_RESET);
 
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	rc = soft_ctx_add_qp(sc, q);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 	if (rc < 0) {
-		pthread_mutex_destroy(&q->lock);
 		qp_free(q);
 		return rv_err(ENOMEM, fn, "out of memory for the QP table");
 	}
@@ -201,17 +200,16 @@ int soft_qp_destroy(struct rv_qp *qp)
 	struct soft_ctx *sc = q->sc;
 
 	/* Out of the progress thread's view first: table, then connection. */
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	soft_ctx_del_qp(sc, q);
 	if (q->ud)
 		soft_ud_mcast_forget(sc, q->qpn); /* destroying a QP detaches it (IBA 10.2.4.4) */
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	soft_conn_detach(q, true);
-	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&q->lock);
+	soft_lock_give(&sc->lock);
 	soft_event_forget(sc, &qp->obj);
 	soft_mw_qp_gone(sc, qp);
-	pthread_mutex_destroy(&q->lock);
 	qp_free(q);
 	qp->drv_qp = NULL;
 	return 0;
@@ -292,8 +290,8 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 	uint32_t cur, next;
 	int rc = 0;
 
-	pthread_mutex_lock(&sc->lock);
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&sc->lock);
+	soft_lock_take(&q->lock);
 	cur = atomic_load(&q->state);
 	next = (m & RV_QP_STATE) ? attr->qp_state : cur;
 	if (next == RV_QPS_SQD || next == RV_QPS_SQE) {
@@ -350,8 +348,8 @@ int soft_qp_modify(struct rv_qp *qp, const rv_qp_attr *attr)
 		break;
 	}
 out:
-	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&q->lock);
+	soft_lock_give(&sc->lock);
 	return rc;
 }
 
@@ -360,14 +358,14 @@ int soft_qp_query(struct rv_qp *qp, rv_qp_attr *attr)
 	struct soft_qp *q = qp->drv_qp;
 	uint64_t mask = attr->mask;
 
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	*attr = q->attr;
 	attr->mask = mask;
 	attr->qp_state = atomic_load(&q->state);
 	attr->cur_qp_state = attr->qp_state;
 	attr->qp_access_flags = q->access;
 	attr->cap = qp->cap;
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 	return 0;
 }
 
@@ -381,8 +379,8 @@ int soft_qp_path(struct rv_qp *qp, uint32_t *path)
 	struct soft_qp *q = qp->drv_qp;
 	const struct soft_conn *c;
 
-	pthread_mutex_lock(&q->sc->lock);
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->sc->lock);
+	soft_lock_take(&q->lock);
 	c = q->conn;
 	if (!c || c->state != CONN_UP)
 		*path = RV_SOFT_PATH_NONE;
@@ -392,8 +390,8 @@ int soft_qp_path(struct rv_qp *qp, uint32_t *path)
 		*path = RV_SOFT_PATH_SAME_HOST;
 	else
 		*path = RV_SOFT_PATH_TCP;
-	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&q->sc->lock);
+	soft_lock_give(&q->lock);
+	soft_lock_give(&q->sc->lock);
 	return 0;
 }
 
@@ -453,7 +451,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 	size_t i = 0, queued = 0, framed = 0;
 	int rc = 0;
 
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	if (q->ud) {
 		rc = soft_ud_post_send(q, wrs, n, &i);
 		goto out;
@@ -561,7 +559,7 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 		soft_qp_check_overflow(q);
 	}
 out:
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 	*n_posted = i;
 	return rc;
 }
@@ -575,7 +573,7 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 	uint32_t st;
 	int rc = 0;
 
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	st = atomic_load(&q->state);
 	if (st == RV_QPS_RESET || st == RV_QPS_INIT) {
 		rc = rv_err(EINVAL, fn, "the QP is in %s; bind once it is connected (RTS)",
@@ -615,7 +613,7 @@ int soft_mw_bind(struct rv_qp *qp, struct rv_mw *mw, const rv_mw_bind_info *info
 		soft_tx_push(q);
 	soft_qp_check_overflow(q);
 out:
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 	return rc;
 }
 
@@ -626,7 +624,7 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 	size_t i = 0;
 	int rc = 0;
 
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	if (RV_UNLIKELY(atomic_load(&q->state) == RV_QPS_RESET)) {
 		rc = rv_err(EINVAL, fn, "the QP is in RESET; move it to INIT first (rv_qp_to_init)");
 		goto out;
@@ -668,7 +666,7 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 		}
 	}
 out:
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 	*n_posted = i;
 	return rc;
 }
@@ -679,8 +677,8 @@ int soft_uc_counters(rv_qp *qp, uint64_t out[SOFT_UC_NCOUNTERS])
 
 	if (!q || !q->uc)
 		return -EINVAL;
-	pthread_mutex_lock(&q->lock);
+	soft_lock_take(&q->lock);
 	memcpy(out, q->uc_count, sizeof(q->uc_count));
-	pthread_mutex_unlock(&q->lock);
+	soft_lock_give(&q->lock);
 	return 0;
 }

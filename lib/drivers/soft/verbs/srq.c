@@ -62,7 +62,7 @@ static void xrc_srq_unlink(struct soft_srq *s)
 {
 	struct soft_ctx *sc = s->sc;
 
-	pthread_mutex_lock(&sc->lock);
+	soft_lock_take(&sc->lock);
 	for (struct soft_srq **p = &sc->xrc_srqs; *p; p = &(*p)->xrc_next) {
 		if (*p == s) {
 			*p = s->xrc_next;
@@ -75,14 +75,14 @@ static void xrc_srq_unlink(struct soft_srq *s)
 
 		if (!q->xrc_tgt)
 			continue;
-		pthread_mutex_lock(&q->lock);
+		soft_lock_take(&q->lock);
 		if (q->srq == s) {
 			q->srq = NULL;
 			q->srq_have = false;
 		}
-		pthread_mutex_unlock(&q->lock);
+		soft_lock_give(&q->lock);
 	}
-	pthread_mutex_unlock(&sc->lock);
+	soft_lock_give(&sc->lock);
 }
 
 int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
@@ -112,12 +112,12 @@ int soft_srq_create(struct rv_srq *srq, const rv_srq_attr *attr)
 	srq->max_sge = s->max_sge;
 	srq->drv_srq = s;
 	if (srq->xrcd) {
-		pthread_mutex_lock(&s->sc->lock);
+		soft_lock_take(&s->sc->lock);
 		s->srqn = srq->srqn = xrc_srqn_next(s->sc);
 		s->xrc_next = s->sc->xrc_srqs;
 		s->sc->xrc_srqs = s;
 		s->sc->qp_gen++; /* pollers of its CQ now move its domain's targets (cq.c) */
-		pthread_mutex_unlock(&s->sc->lock);
+		soft_lock_give(&s->sc->lock);
 	}
 	return 0;
 }

@@ -425,40 +425,50 @@ static int term_decode(const uint8_t *p, size_t len, struct rv_term *t)
 }
 
 /* The DDP/RDMAP header of the FPDU at p whose ULPDU is ulpdu bytes, of which
- * len bytes from p are at hand: 1 and *f filled (payload not yet), 0 when
- * the header is not all there yet, or a negative errno for a bad header.
+ * len bytes from p are at hand: 1 and the header fields of *f set (every
+ * one of them, the other kind's zero; payload NULL, the opcode bodies not
+ * touched), 0 when the header is not all there yet, or a negative errno for
+ * a bad header (*f then partly written). No memset of the whole struct: it
+ * is ~150 bytes, most of them opcode bodies a SEND never reads (shmlat5).
  * Shared by rv_wire_fpdu_head and rv_wire_fpdu_decode_crc, which must agree
  * (the wire fuzzer checks it). */
 static int ddp_header(const uint8_t *p, size_t ulpdu, size_t len, struct rv_fpdu *f)
 {
 	size_t hlen;
 	uint16_t ctl;
+	bool tagged;
+	uint8_t opcode;
 
-	memset(f, 0, sizeof(*f));
 	ctl = get16(p + 2);
 	if ((ctl & CTL_DV_MASK) >> CTL_DV_SHIFT != DDP_VERSION)
 		return -EPROTO;
 	if ((ctl & CTL_RV_MASK) >> CTL_RV_SHIFT != RDMAP_VERSION)
 		return -EPROTONOSUPPORT;
-	f->tagged = ctl & CTL_T;
-	f->last = ctl & CTL_L;
-	f->opcode = ctl & CTL_OPCODE;
-	hlen = rv_wire_ddp_hdr_len(f->tagged);
+	tagged = ctl & CTL_T;
+	opcode = ctl & CTL_OPCODE;
+	hlen = rv_wire_ddp_hdr_len(tagged);
 	if (ulpdu < hlen)
 		return -EMSGSIZE;
 	if (len < 2 + hlen)
 		return 0;
-	if (op_row(f->opcode)->known && op_row(f->opcode)->tagged != f->tagged)
+	if (op_row(opcode)->known && op_row(opcode)->tagged != tagged)
 		return -EBADMSG;
-	if (f->tagged) {
+	f->opcode = opcode;
+	f->tagged = tagged;
+	f->last = ctl & CTL_L;
+	if (tagged) {
 		f->stag = get32(p + 4);
 		f->to = get64(p + 8);
+		f->inv_stag = f->qn = f->msn = f->mo = 0;
 	} else {
+		f->stag = 0;
+		f->to = 0;
 		f->inv_stag = get32(p + 4);
 		f->qn = get32(p + 8);
 		f->msn = get32(p + 12);
 		f->mo = get32(p + 16);
 	}
+	f->payload = NULL;
 	f->hdr = p + 2;
 	f->hdr_len = (uint8_t)hlen;
 	f->payload_len = (uint32_t)(ulpdu - hlen);
@@ -477,6 +487,7 @@ int rv_wire_fpdu_head(const void *buf, size_t len, struct rv_fpdu *out)
 	ulpdu = get16(p);
 	if (ulpdu < RV_DDP_TAGGED_HDR)
 		return -EMSGSIZE;
+	memset(&f, 0, sizeof(f)); /* as before: the bodies zero (not the ring's path) */
 	rc = ddp_header(p, ulpdu, len, &f);
 	if (rc <= 0)
 		return rc;
@@ -493,7 +504,6 @@ int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bo
 {
 	const uint8_t *p = buf;
 	const struct op_row *row;
-	struct rv_fpdu f;
 	size_t ulpdu, total, hlen, body;
 	uint32_t crc, sent;
 	int rc; /* ddp_header cannot return 0 here: the whole FPDU is at hand */
@@ -515,35 +525,34 @@ int rv_wire_fpdu_decode_crc(const void *buf, size_t len, struct rv_fpdu *out, bo
 			return -EILSEQ;
 	}
 
-	rc = ddp_header(p, ulpdu, len, &f);
+	rc = ddp_header(p, ulpdu, len, out); /* straight into the caller's struct */
 	if (rc < 0)
 		return rc;
-	hlen = f.hdr_len;
-	f.payload = p + 2 + hlen;
-	row = op_row(f.opcode);
-	if (row->len && f.payload_len != row->len)
+	hlen = out->hdr_len;
+	out->payload = p + 2 + hlen;
+	row = op_row(out->opcode);
+	if (row->len && out->payload_len != row->len)
 		return -EBADMSG;
 	switch (row->body) {
 	case BODY_RREQ:
-		rreq_get(f.payload, &f.rreq);
+		rreq_get(out->payload, &out->rreq);
 		break;
 	case BODY_TERM:
-		if (term_decode(f.payload, f.payload_len, &f.term) < 0)
+		if (term_decode(out->payload, out->payload_len, &out->term) < 0)
 			return -EBADMSG;
 		break;
 	case BODY_AREQ:
-		areq_get(f.payload, &f.areq);
+		areq_get(out->payload, &out->areq);
 		break;
 	case BODY_ARESP:
-		f.aresp_id = get32(f.payload);
-		f.aresp_orig = get64(f.payload + 4);
+		out->aresp_id = get32(out->payload);
+		out->aresp_orig = get64(out->payload + 4);
 		break;
 	case BODY_IMM:
-		f.imm = get64(f.payload);
+		out->imm = get64(out->payload);
 		break;
 	default:
 		break;
 	}
-	*out = f;
 	return (int)total;
 }

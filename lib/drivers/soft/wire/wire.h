@@ -349,7 +349,11 @@ size_t rv_wire_fpdu_peek(const void *buf, size_t len);
  *   -EBADMSG          a malformed header: T bit contradicting the opcode, a
  *                     READ request that is not 28 bytes, a bad TERMINATE, an
  *                     RFC 7306 message of the wrong length (8, 52, 12)
- * f is filled (pointers into buf) only on success.
+ * f is written as the decoding goes (no copy of the ~150-byte struct; the
+ * ring's receive path decodes every frame): on success every header field
+ * and the body of its opcode (rreq, term, areq, aresp_*, imm; pointers into
+ * buf) are set, the other opcodes' bodies are left as they were; on failure
+ * its contents are unspecified.
  */
 int rv_wire_fpdu_decode(const void *buf, size_t len, struct rv_fpdu *f);
 /* As rv_wire_fpdu_decode; crc false does not check the CRC field (RFC 5044 §4:
