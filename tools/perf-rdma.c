@@ -333,11 +333,14 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
  * busy process as a yielder is. On an idle CPU it yields as before
  * (blocking there costs a wake-up per window: tcpwait2 lost quiet). Every
  * NAP_RECHECK-th time it yields again to see whether the CPU is still
- * crowded. Only with sparse signalling (r->nap: the window opens cq_mod WRs
- * at a time, and between its last post and that completion the sender has
- * nothing to do); with every WR signalled (above 8 KiB) a sleeping sender
- * lost quiet 64 KiB runs (1 of 6 rounds ahead). Returns completions written
- * to wc, or < 0.
+ * crowded. Bandwidth runs only with sparse signalling (r->nap: the window
+ * opens cq_mod WRs at a time, and between its last post and that completion
+ * the sender has nothing to do); with every WR signalled (above 8 KiB) a
+ * sleeping sender lost quiet 64 KiB runs (1 of 6 rounds ahead). Latency runs
+ * (issue 22, latcrowd) block the same way when what they wait for is a
+ * completion: SEND ping-pong (the receive), READ and atomics (their own);
+ * a WRITE ping-pong waits for a byte in memory that no completion announces,
+ * so it keeps yielding. Returns completions written to wc, or < 0.
  */
 #define CROWDED_NS 200000u
 #define NAP_RECHECK 256u
@@ -697,7 +700,7 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 {
 	r->yield_after = yield_for(r, (int)c->mode);
 	r->empty_polls = 0;
-	r->nap = r->nap_ch && c->mode == PERF_BW && c->cq_mod > 1;
+	r->nap = r->nap_ch && (c->mode == PERF_BW ? c->cq_mod > 1 : c->test != PERF_WRITE);
 	r->naps = 0;
 	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
