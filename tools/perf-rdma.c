@@ -48,7 +48,7 @@ struct rdma {
 	 * calls since that yield, and the blocks of the run (JSON "naps_client"). */
 	rv_comp_channel *nap_ch;
 	bool nap, crowded;
-	unsigned naps_since_yield;
+	unsigned naps_since_yield, nap_after;
 	uint64_t naps;
 };
 
@@ -382,7 +382,7 @@ static int poll_once(struct rdma *r, struct qrun *st)
 		return tool_fail(r->ch ? "rv_cq_wait" : "rv_cq_poll", n), n;
 	/* The software device progresses on its own threads: a poller that
 	 * never lets go of its core starves them when cores are few. */
-	if (n == 0 && r->yield_after && ++r->empty_polls >= r->yield_after) {
+	if (n == 0 && r->yield_after && ++r->empty_polls >= (r->nap && r->crowded ? r->nap_after : r->yield_after)) {
 		r->empty_polls = 0;
 		if ((n = idle(r, wc)) < 0)
 			return n;
@@ -688,6 +688,7 @@ static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
  * another CPU takes: when the peer shares our CPU, spinning until the
  * scheduler preempts us cost a whole time slice (about 1 ms) per message. */
 #define LAT_YIELD_AFTER 2048
+#define NAP_AFTER_LAT 64
 static unsigned yield_for(const struct rdma *r, int mode)
 {
 	if (rv_device_kind_of(r->dev) != RV_DEVICE_SOFT || r->p.spin == PERF_POLL_SPIN)
@@ -701,6 +702,10 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 	r->yield_after = yield_for(r, (int)c->mode);
 	r->empty_polls = 0;
 	r->nap = r->nap_ch && (c->mode == PERF_BW ? c->cq_mod > 1 : c->test != PERF_WRITE);
+	/* Crowded, a latency run blocks after NAP_AFTER_LAT empty polls, not
+	 * LAT_YIELD_AFTER: spinning 2048 polls before each block held a CPU the
+	 * woken peer needed (typical 73 against 0.7 us, issue 22, latcrowd). */
+	r->nap_after = c->mode == PERF_LAT ? NAP_AFTER_LAT : r->yield_after;
 	r->naps = 0;
 	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
