@@ -688,7 +688,7 @@ static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
  * another CPU takes: when the peer shares our CPU, spinning until the
  * scheduler preempts us cost a whole time slice (about 1 ms) per message. */
 #define LAT_YIELD_AFTER 2048
-#define NAP_AFTER_LAT 64
+#define NAP_AFTER_LAT 1
 static unsigned yield_for(const struct rdma *r, int mode)
 {
 	if (rv_device_kind_of(r->dev) != RV_DEVICE_SOFT || r->p.spin == PERF_POLL_SPIN)
