@@ -48,7 +48,7 @@ struct rdma {
 	 * calls since that yield, and the blocks of the run (JSON "naps_client"). */
 	rv_comp_channel *nap_ch;
 	bool nap, crowded;
-	unsigned naps_since_yield, nap_after;
+	unsigned naps_since_yield;
 	uint64_t naps;
 };
 
@@ -333,14 +333,11 @@ static uint32_t qp_index(struct rdma *r, uint32_t qpn)
  * busy process as a yielder is. On an idle CPU it yields as before
  * (blocking there costs a wake-up per window: tcpwait2 lost quiet). Every
  * NAP_RECHECK-th time it yields again to see whether the CPU is still
- * crowded. Bandwidth runs only with sparse signalling (r->nap: the window
- * opens cq_mod WRs at a time, and between its last post and that completion
- * the sender has nothing to do); with every WR signalled (above 8 KiB) a
- * sleeping sender lost quiet 64 KiB runs (1 of 6 rounds ahead). Latency runs
- * (issue 22, latcrowd) block the same way when what they wait for is a
- * completion: SEND ping-pong (the receive), READ and atomics (their own);
- * a WRITE ping-pong waits for a byte in memory that no completion announces,
- * so it keeps yielding. Returns completions written to wc, or < 0.
+ * crowded. Only with sparse signalling (r->nap: the window opens cq_mod WRs
+ * at a time, and between its last post and that completion the sender has
+ * nothing to do); with every WR signalled (above 8 KiB) a sleeping sender
+ * lost quiet 64 KiB runs (1 of 6 rounds ahead). Returns completions written
+ * to wc, or < 0.
  */
 #define CROWDED_NS 200000u
 #define NAP_RECHECK 256u
@@ -382,7 +379,7 @@ static int poll_once(struct rdma *r, struct qrun *st)
 		return tool_fail(r->ch ? "rv_cq_wait" : "rv_cq_poll", n), n;
 	/* The software device progresses on its own threads: a poller that
 	 * never lets go of its core starves them when cores are few. */
-	if (n == 0 && r->yield_after && ++r->empty_polls >= (r->nap && r->crowded ? r->nap_after : r->yield_after)) {
+	if (n == 0 && r->yield_after && ++r->empty_polls >= r->yield_after) {
 		r->empty_polls = 0;
 		if ((n = idle(r, wc)) < 0)
 			return n;
@@ -688,7 +685,6 @@ static int prepare(struct rdma *r, bool client, const struct perf_cmd *c)
  * another CPU takes: when the peer shares our CPU, spinning until the
  * scheduler preempts us cost a whole time slice (about 1 ms) per message. */
 #define LAT_YIELD_AFTER 2048
-#define NAP_AFTER_LAT 1
 static unsigned yield_for(const struct rdma *r, int mode)
 {
 	if (rv_device_kind_of(r->dev) != RV_DEVICE_SOFT || r->p.spin == PERF_POLL_SPIN)
@@ -701,11 +697,7 @@ int perf_rdma_run(struct rdma *r, bool client, const struct perf_cmd *c, struct 
 {
 	r->yield_after = yield_for(r, (int)c->mode);
 	r->empty_polls = 0;
-	r->nap = r->nap_ch && (c->mode == PERF_BW ? c->cq_mod > 1 : c->test != PERF_WRITE);
-	/* Crowded, a latency run blocks after NAP_AFTER_LAT empty polls, not
-	 * LAT_YIELD_AFTER: spinning 2048 polls before each block held a CPU the
-	 * woken peer needed (typical 73 against 0.7 us, issue 22, latcrowd). */
-	r->nap_after = c->mode == PERF_LAT ? NAP_AFTER_LAT : r->yield_after;
+	r->nap = r->nap_ch && c->mode == PERF_BW && c->cq_mod > 1;
 	r->naps = 0;
 	if (c->size > r->slot || (c->test == PERF_ATOMIC && !perf_rdma_has_atomics(r)))
 		return -EINVAL;
