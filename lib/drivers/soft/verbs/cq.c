@@ -434,8 +434,8 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 		soft_lock_give(&c->lock);
 		empty_polls = 0;
 		/* n is 0 when another poller took what `avail` showed between
-		 * the look and the lock (or soft_cq_clean took a closed QP's
-		 * entries): an empty poll, not an overflow. It returned
+		 * the look and the lock (or soft_cq_clean took the entries of
+		 * a QP moved to RESET): an empty poll, not an overflow. It returned
 		 * -EOVERFLOW here unconditionally, and two threads polling one
 		 * CQ saw a false overflow (test-soft-lock, two pollers). */
 		if (n || RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
