@@ -6,7 +6,9 @@
  * rv_cq_poll first reads one atomic counter and returns 0 without a lock or
  * a syscall when the ring is empty; otherwise it takes the (uncontended,
  * futex-free when free) mutex to copy entries out. Never blocks beyond that
- * mutex.
+ * mutex. Several threads may poll one CQ: the count is a hint read before
+ * the lock, so a locked poll may find nothing (another poller came first)
+ * and that is 0, never -EOVERFLOW unless the overflow flag is set.
  *
  * rv_cq_resize swaps the ring under cq->lock, which every push and every
  * non-empty poll take; the lock-free empty check reads only `avail`.
@@ -431,7 +433,12 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 		atomic_store_explicit(&c->avail, c->tail - c->head, memory_order_release);
 		soft_lock_give(&c->lock);
 		empty_polls = 0;
-		if (n)
+		/* n is 0 when another poller took what `avail` showed between
+		 * the look and the lock (or soft_cq_clean took the entries of
+		 * a QP moved to RESET): an empty poll, not an overflow. It returned
+		 * -EOVERFLOW here unconditionally, and two threads polling one
+		 * CQ saw a false overflow (test-soft-lock, two pollers). */
+		if (n || RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
 			return (int)n;
 	}
 	return rv_err(EOVERFLOW, "rv_cq_poll",
