@@ -601,8 +601,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
 	uint32_t n = 0, gen;
 	int64_t now = 0;
-	bool readable = false, fired, rings, ring_work = false, got;
+	bool readable = false, fired, rings, ring_work = false, got, ours = false;
 	int r, err;
+	/* The recv a waiter on one stream sleeps in (soft_conn_sleep_claim). */
+	struct soft_conn *sleep_c = NULL;
+	int sleep_fd = -1;
+	size_t sleep_room = 0;
+	ssize_t slept = 0;
+	uint8_t sbuf[SOFT_WAIT_RECV_BUF];
 
 	uint32_t budget = 0;
 	int64_t start = 0;
@@ -635,7 +641,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	atomic_fetch_add_explicit(&c->waiters, 1, memory_order_relaxed);
 	if (atomic_load(&c->armed) != ARM_ALL) {
 		if (atomic_exchange(&c->armed, ARM_ALL) == ARM_NONE)
-			c->wait_armed = true;
+			c->wait_armed = ours = true;
 	}
 	r = c->tail != c->head; /* pushed before the arm: it did not fire */
 	pthread_mutex_unlock(&c->lock);
@@ -653,6 +659,21 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	gen = c->qp_gen;
 	atomic_fetch_add_explicit(&sc->n_watched, n, memory_order_relaxed);
 	rings = sc->n_rings != 0;
+	if (n == 1 && c->n_qps == 1 && !r && ours && !rings && pfd[0].events == POLLIN && sc->wait_recv_ms) {
+		/* One stream, nothing else this CQ's arm is for (the waiters'
+		 * own, no event of the application's waiting on the channel):
+		 * sleep in its recv, as a blocking TCP application does, instead
+		 * of poll() then recv. Bounded: what completes the CQ another way
+		 * (its arm writes the channel, which this sleep does not watch)
+		 * is seen within sc->wait_recv_ms; a kill shuts the socket down,
+		 * which ends the recv at once. */
+		int tmo = ms_until(deadline_ns);
+
+		if (tmo < 0 || tmo > sc->wait_recv_ms)
+			tmo = sc->wait_recv_ms;
+		if (tmo > 0)
+			sleep_c = soft_conn_sleep_claim(qs[0], tmo, &sleep_fd, &sleep_room);
+	}
 	if (rings) {
 		/* The doorbell wakes this thread alone: not the progress thread
 		 * too, which would race it for the rings (it takes the doorbell
@@ -670,14 +691,40 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	pfd[n + 1].fd = sc->bell_fd;
 	pfd[n + 1].events = POLLIN;
 	pfd[n + 1].revents = 0;
-	if (!r) {
-		r = poll(pfd, n + 1 + rings, ms_until(deadline_ns));
-		err = r < 0 ? errno : 0;
-		got = r > 0;
+	err = 0;
+	got = true;
+	if (r) {
+		r = 0; /* something was there already */
 	} else {
-		r = 0;
-		err = 0;
-		got = true;
+		bool sleep_poll = true;
+
+		if (sleep_c) {
+			if (sleep_room > sizeof(sbuf))
+				sleep_room = sizeof(sbuf);
+			slept = recv(sleep_fd, sbuf, sleep_room, 0);
+			err = slept < 0 ? errno : 0;
+			if (slept >= 0 || (err != EAGAIN && err != EWOULDBLOCK && err != EINTR)) {
+				/* Bytes, the end, or an error: news of the stream
+				 * (soft_conn_slept, below). */
+				r = 1;
+				err = 0;
+				sleep_poll = false;
+			} else {
+				soft_conn_sleep_release(sleep_c);
+				sleep_c = NULL;
+				/* The bound, not the deadline: poll() for the rest. */
+				sleep_poll = err == EAGAIN || err == EWOULDBLOCK ? ms_until(deadline_ns) != 0 : false;
+				r = err == EINTR ? -1 : 0;
+				if (err != EINTR)
+					err = 0;
+				got = false;
+			}
+		}
+		if (sleep_poll) {
+			r = poll(pfd, n + 1 + rings, ms_until(deadline_ns));
+			err = r < 0 ? errno : 0;
+			got = r > 0;
+		}
 	}
 
 	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
@@ -707,7 +754,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 			/* EAGAIN: another waiter (or the progress thread) took it. */
 		}
 	}
-	if (readable) {
+	if (sleep_c) {
+		if (slept > 0)
+			atomic_fetch_add_explicit(&sc->wait_recvs, 1, memory_order_relaxed);
+		pthread_mutex_lock(&sc->lock);
+		soft_conn_slept(c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop ? qs[0] : NULL, sleep_c,
+				sbuf, slept, sleep_room, now);
+		pthread_mutex_unlock(&sc->lock);
+	} else if (readable) {
 		pthread_mutex_lock(&sc->lock);
 		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
 			for (uint32_t i = 0; i < n; i++) {
