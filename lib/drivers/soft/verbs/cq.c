@@ -589,7 +589,11 @@ static void wait_spin_adapt(struct soft_cq *c, bool spun, int64_t start, bool go
  * thread: setup, timers, streams we do not watch; posting threads: flushes)
  * write the channel and wake it. The arm is the waiters' own: the last one
  * out disarms it unless it fired or the application armed it too, so our
- * own receives do not write the eventfd. -EOPNOTSUPP (the facade's channel
+ * own receives do not write the eventfd. A waiter on one TCP stream and
+ * nothing else sleeps in that stream's recv instead, as a blocking TCP
+ * application does (no poll() per message), bounded so that what comes
+ * another way is seen within sc->wait_recv_ms (README.md, "Blocking over TCP
+ * with a busy process"). -EOPNOTSUPP (the facade's channel
  * wait) for CQs served through epoll (a UD QP, many QPs) or with
  * RVERBS_SOFT_POLL_PROGRESS=0.
  */
