@@ -145,8 +145,8 @@
  * completes the CQ another way (a posting thread's flush, the progress
  * thread) reaches it within this bound. RVERBS_SOFT_WAIT_RECV_MS sets it, 0
  * turns this off.
- * The recv's first bytes go through a buffer of SOFT_WAIT_RECV_BUF on the
- * waiter's stack. */
+ * The recv's first bytes go through a buffer of SOFT_WAIT_RECV_BUF of the
+ * connection's (c->sleep_buf, its claimer's alone). */
 #define SOFT_WAIT_RECV_MS 1
 #define SOFT_WAIT_RECV_BUF 8192
 #define SOFT_WAIT_SPIN_START_US 10
@@ -436,6 +436,7 @@ struct soft_conn {
 	bool fd_kept;            /* killed during such a recv: kept_fd is closed when freed */
 	int kept_fd;
 	int rcvtimeo_ms;         /* SO_RCVTIMEO set on fd (0: none) */
+	uint8_t *sleep_buf;      /* SOFT_WAIT_RECV_BUF bytes the sleeper's recv fills (allocated at its first claim) */
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
 	/* fault.c: set under the QP's lock by the sending thread, read by the
 	 * progress thread's timers without it: atomic. */
@@ -990,17 +991,16 @@ void soft_conn_wait_out(struct soft_qp *q);
 /* soft_cq_block (sc->lock held), the waiter's one stream (soft_conn_wait_fd
  * gave its socket): claim it for a blocking recv of at most timeout_ms
  * (rx_sleep; O_NONBLOCK and SO_RCVTIMEO set once, and again only when the
- * timeout changes). NULL when the stream is not a plain TCP stream ready to
+ * timeout changes). *buf: c->sleep_buf, at most SOFT_WAIT_RECV_BUF. NULL when the stream is not a plain TCP stream ready to
  * read (placement in progress, frames waiting for room, held responses, a
  * same-host peer): the waiter polls then. *fd and *room: what to recv. */
-struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *fd, size_t *room);
+struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *fd, uint8_t **buf, size_t *room);
 /* The claim's recv returned n bytes of the asked (sc->lock held; q NULL when
  * the CQ's QP table changed meanwhile): the bytes go to rx and are processed
  * as soft_conn_poll's would be (then it reads on if the recv filled what it
  * asked); 0 or an error other than EAGAIN and EINTR fails the QP. Ends the
  * claim. */
-void soft_conn_slept(struct soft_qp *q, struct soft_conn *c, const uint8_t *buf, ssize_t n, size_t asked,
-		     int64_t now_us);
+void soft_conn_slept(struct soft_qp *q, struct soft_conn *c, ssize_t n, size_t asked, int64_t now_us);
 /* The claim ends without bytes (timeout, signal): the sleeper's last touch of c. */
 void soft_conn_sleep_release(struct soft_conn *c);
 

@@ -1160,7 +1160,7 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 	return fd;
 }
 
-struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *fd, size_t *room)
+struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *fd, uint8_t **buf, size_t *room)
 {
 	struct soft_conn *c;
 
@@ -1174,6 +1174,8 @@ struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *
 	if (!c || c->state != CONN_UP || !c->polled || c->rx_stalled || c->ring_rx_on || c->ring ||
 	    c->shm_peer || c->place.active || c->place.follow || c->out_waited || c->tx_held ||
 	    atomic_load_explicit(&c->rx_sleep, memory_order_relaxed) || c->rx_len >= SOFT_RXBUF)
+		goto none;
+	if (!c->sleep_buf && !(c->sleep_buf = malloc(SOFT_WAIT_RECV_BUF)))
 		goto none;
 	if (!c->rx_blocking) {
 		/* Once per stream: every other call on it passes MSG_DONTWAIT. */
@@ -1191,7 +1193,8 @@ struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *
 		c->rcvtimeo_ms = timeout_ms;
 	}
 	*fd = c->fd;
-	*room = SOFT_RXBUF - c->rx_len;
+	*room = SOFT_RXBUF - c->rx_len < SOFT_WAIT_RECV_BUF ? SOFT_RXBUF - c->rx_len : SOFT_WAIT_RECV_BUF;
+	*buf = c->sleep_buf;
 	atomic_store_explicit(&c->rx_sleep, true, memory_order_release);
 	pthread_mutex_unlock(&q->lock);
 	return c;
@@ -1205,8 +1208,7 @@ void soft_conn_sleep_release(struct soft_conn *c)
 	atomic_store_explicit(&c->rx_sleep, false, memory_order_release);
 }
 
-void soft_conn_slept(struct soft_qp *q, struct soft_conn *c, const uint8_t *buf, ssize_t n, size_t asked,
-		     int64_t now_us)
+void soft_conn_slept(struct soft_qp *q, struct soft_conn *c, ssize_t n, size_t asked, int64_t now_us)
 {
 	bool more = false;
 
@@ -1221,12 +1223,12 @@ void soft_conn_slept(struct soft_qp *q, struct soft_conn *c, const uint8_t *buf,
 		/* Killed or closing meanwhile: its bytes are nobody's. */
 	} else if (n <= 0) {
 		qp_conn_failed(q, "the peer closed or reset the connection");
-	} else if ((size_t)n > SOFT_RXBUF - c->rx_len) {
+	} else if ((size_t)n > asked || (size_t)n > SOFT_RXBUF - c->rx_len) {
 		/* Cannot happen (only reads grow rx_len, and none came between);
 		 * never write past rx. */
 		qp_conn_failed(q, "the receive buffer changed under a blocked waiter");
 	} else {
-		memcpy(c->rx + c->rx_len, buf, (size_t)n);
+		memcpy(c->rx + c->rx_len, c->sleep_buf, (size_t)n);
 		c->rx_len += (size_t)n;
 		c->rx_drained = (size_t)n < asked;
 		c->poll_idle = 0;

@@ -105,6 +105,7 @@ void soft_conn_free(struct soft_conn *c)
 	if (c->fd_kept)
 		close(c->kept_fd);
 	free(c->rx);
+	free(c->sleep_buf);
 	free(c->tx);
 	free(c);
 }

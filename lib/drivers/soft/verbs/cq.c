@@ -612,7 +612,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	int sleep_fd = -1;
 	size_t sleep_room = 0;
 	ssize_t slept = 0;
-	uint8_t sbuf[SOFT_WAIT_RECV_BUF];
+	uint8_t *sleep_buf = NULL;
 
 	uint32_t budget = 0;
 	int64_t start = 0;
@@ -676,7 +676,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		if (tmo < 0 || tmo > sc->wait_recv_ms)
 			tmo = sc->wait_recv_ms;
 		if (tmo > 0)
-			sleep_c = soft_conn_sleep_claim(qs[0], tmo, &sleep_fd, &sleep_room);
+			sleep_c = soft_conn_sleep_claim(qs[0], tmo, &sleep_fd, &sleep_buf, &sleep_room);
 	}
 	if (rings) {
 		/* The doorbell wakes this thread alone: not the progress thread
@@ -703,9 +703,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		bool sleep_poll = true;
 
 		if (sleep_c) {
-			if (sleep_room > sizeof(sbuf))
-				sleep_room = sizeof(sbuf);
-			slept = recv(sleep_fd, sbuf, sleep_room, 0);
+			slept = recv(sleep_fd, sleep_buf, sleep_room, 0);
 			err = slept < 0 ? errno : 0;
 			if (slept >= 0 || (err != EAGAIN && err != EWOULDBLOCK && err != EINTR)) {
 				/* Bytes, the end, or an error: news of the stream
@@ -763,7 +761,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 			atomic_fetch_add_explicit(&sc->wait_recvs, 1, memory_order_relaxed);
 		pthread_mutex_lock(&sc->lock);
 		soft_conn_slept(c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop ? qs[0] : NULL, sleep_c,
-				sbuf, slept, sleep_room, now);
+				slept, sleep_room, now);
 		pthread_mutex_unlock(&sc->lock);
 	} else if (readable) {
 		pthread_mutex_lock(&sc->lock);
