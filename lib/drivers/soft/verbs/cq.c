@@ -433,6 +433,10 @@ static inline __attribute__((always_inline)) int poll_cq(struct rv_cq *cq, rv_wc
 		empty_polls = 0;
 		if (n)
 			return (int)n;
+		/* Another thread took them between the look and the lock (two
+		 * waiters on one CQ): empty, not overflowed. */
+		if (RV_LIKELY(!atomic_load_explicit(&c->overflow, memory_order_relaxed)))
+			return 0;
 	}
 	return rv_err(EOVERFLOW, "rv_cq_poll",
 		      "the CQ overflowed: completions were lost and the QPs that used it are in the error "
