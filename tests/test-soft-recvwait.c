@@ -6,8 +6,8 @@
  * the test's limits (RVERBS_SOFT_WAIT_RECV_MS=60000), so that only a real
  * wake-up passes: its messages, in order, with every byte; its QP moved to
  * the error state by another thread; the peer's QP moved to the error state;
- * a SEND posted by another thread on its QP; two waiters on the one stream;
- * its own deadline. And that it does sleep in the recv
+ * a SEND posted by another thread on its QP; two waiters on the one stream,
+ * and the second's when the first leaves at its deadline; its own deadline. And that it does sleep in the recv
  * (soft_ctx_wait_recvs), which the code before did not.
  */
 #include <errno.h>
@@ -359,6 +359,47 @@ static void two_waiters_one_stream(void **state)
 	pair_close(&p);
 }
 
+/* A second waiter that found the stream in the first one's recv does not
+ * watch it; when the first leaves at its deadline without a message, the
+ * second looks again within the recv's bound (1 s here) and takes the
+ * message that came meanwhile, not at its own 30 s deadline. */
+static void second_waiter_takes_over(void **state)
+{
+	struct pair p;
+	struct waiter first = {.timeout_ms = 300}, second = {.timeout_ms = LONG_WAIT_MS};
+	pthread_t t1, t2;
+
+	(void)state;
+	setenv("RVERBS_SOFT_WAIT_RECV_MS", "1000", 1);
+	pair_open(&p);
+	setenv("RVERBS_SOFT_WAIT_RECV_MS", "60000", 1);
+	first.p = second.p = &p;
+	post_recv_at(&p, 2, 80); /* the stream up and read once */
+	send_from_a(&p, 90, 0);
+	{
+		rv_wc wc;
+
+		assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, LONG_WAIT_MS), 1);
+		assert_int_equal(wc.wr_id, 80);
+	}
+	poll_a(&p, 90);
+	post_recv_at(&p, 0, 81);
+	assert_int_equal(pthread_create(&t1, NULL, wait_thread, &first), 0);
+	settle(); /* the first sleeps in the recv */
+	assert_int_equal(pthread_create(&t2, NULL, wait_thread, &second), 0);
+	pthread_join(t1, NULL);
+	assert_int_equal(first.n, -ETIMEDOUT);
+	settle();
+	send_from_a(&p, 91, 5);
+	pthread_join(t2, NULL);
+	assert_int_equal(second.n, 1);
+	assert_int_equal(second.wc.wr_id, 81);
+	assert_int_equal(second.wc.status, RV_WC_SUCCESS);
+	assert_true(second.took_ms < 3000);
+	poll_a(&p, 91);
+	pair_close(&p);
+}
+
 /* The wait's own deadline bounds the recv (not the 60 s bound), and a
  * stream read again afterwards still delivers. */
 static void deadline_bounds_the_recv(void **state)
@@ -392,6 +433,7 @@ int main(void)
 		cmocka_unit_test(woken_by_peer_qp_error),
 		cmocka_unit_test(woken_by_another_threads_send),
 		cmocka_unit_test(two_waiters_one_stream),
+		cmocka_unit_test(second_waiter_takes_over),
 		cmocka_unit_test(deadline_bounds_the_recv),
 	};
 

@@ -983,7 +983,8 @@ void soft_ctx_handback_from(struct soft_ctx *sc, uint64_t serial);
  * cannot serve it (no connection up, a stalled receive, a ring): the stream
  * is then the progress thread's. *out: the socket refused our bytes, so the
  * waiter watches POLLOUT too and sends when there is room (as a blocking
- * TCP send does), and the progress thread's EPOLLOUT is off meanwhile. */
+ * TCP send does), and the progress thread's EPOLLOUT is off meanwhile.
+ * -2: another waiter sleeps in the stream's recv (soft_conn_sleep_claim). */
 int soft_conn_wait_fd(struct soft_qp *q, bool *out);
 /* soft_cq_block (sc->lock held) when the socket soft_conn_wait_fd asked
  * POLLOUT of became writable: push the QP's frames in the waiter's thread. */

@@ -1137,6 +1137,7 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 	if (c && atomic_load_explicit(&c->rx_sleep, memory_order_relaxed)) {
 		/* Another waiter sleeps in its recv: it reads this stream, and
 		 * what it completes here writes the channel (this CQ is armed). */
+		fd = -2;
 	} else if (c && c->state == CONN_UP && !c->rx_stalled && !c->ring_rx_on) {
 		/* Frames wait for room (issue #8): this thread sends them when the
 		 * socket takes bytes again, not the progress thread, which would

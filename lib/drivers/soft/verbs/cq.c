@@ -609,7 +609,7 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
 	uint32_t n = 0, gen;
 	int64_t now = 0;
-	bool readable = false, fired, rings, ring_work = false, got, ours = false;
+	bool readable = false, fired, rings, ring_work = false, got, ours = false, claimed = false;
 	int r, err;
 	/* The recv a waiter on one stream sleeps in (soft_conn_sleep_claim). */
 	struct soft_conn *sleep_c = NULL;
@@ -656,6 +656,8 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	for (uint32_t i = 0; i < c->n_qps && !r; i++) {
 		bool out;
 		int fd = soft_conn_wait_fd(c->qps[i], &out);
+
+		claimed |= fd == -2;
 		if (fd < 0)
 			continue;
 		qs[n] = c->qps[i];
@@ -727,7 +729,15 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 			}
 		}
 		if (sleep_poll) {
-			r = poll(pfd, n + 1 + rings, ms_until(deadline_ns));
+			int tmo = ms_until(deadline_ns);
+
+			/* A stream another waiter sleeps in the recv of is not
+			 * watched here; should that waiter leave without it (its
+			 * deadline), look again within the recv's bound, not at
+			 * this wait's deadline. */
+			if (claimed && (tmo < 0 || tmo > sc->wait_recv_ms))
+				tmo = sc->wait_recv_ms;
+			r = poll(pfd, n + 1 + rings, tmo);
 			err = r < 0 ? errno : 0;
 			got = r > 0;
 		}
