@@ -579,6 +579,30 @@ static void wait_spin_adapt(struct soft_cq *c, bool spun, int64_t start, bool go
 	atomic_store_explicit(&c->spin_ns, c->sc->wait_spin_ns, memory_order_relaxed);
 }
 
+/* soft_cq_block's recv is off for this wait (backing off after a timeout:
+ * SO_RCVTIMEO ends on a scheduler tick, so a wait with a near deadline that
+ * times out in the recv ends up to a tick or two late; an idle stream pays
+ * that once per 2-256 waits, a ping-pong never). */
+static bool recv_skipped(struct soft_cq *c)
+{
+	uint32_t skip = atomic_load_explicit(&c->recv_skip, memory_order_relaxed);
+
+	if (!skip)
+		return false;
+	atomic_store_explicit(&c->recv_skip, skip - 1, memory_order_relaxed);
+	return true;
+}
+
+static void recv_timed_out(struct soft_cq *c)
+{
+	uint32_t fails = atomic_load_explicit(&c->recv_fails, memory_order_relaxed);
+
+	if (fails < 8)
+		fails++;
+	atomic_store_explicit(&c->recv_fails, fails, memory_order_relaxed);
+	atomic_store_explicit(&c->recv_skip, 1u << fails, memory_order_relaxed);
+}
+
 /*
  * rv_cq_wait's blocking step, like a blocking TCP recv: the thread sleeps in
  * poll() on the sockets of the CQ's QPs (taken out of the progress thread's
@@ -669,7 +693,8 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	gen = c->qp_gen;
 	atomic_fetch_add_explicit(&sc->n_watched, n, memory_order_relaxed);
 	rings = sc->n_rings != 0;
-	if (n == 1 && c->n_qps == 1 && !r && ours && !rings && pfd[0].events == POLLIN && sc->wait_recv_ms) {
+	if (n == 1 && c->n_qps == 1 && !r && ours && !rings && pfd[0].events == POLLIN && sc->wait_recv_ms &&
+	    !recv_skipped(c)) {
 		/* One stream, nothing else this CQ's arm is for (the waiters'
 		 * own, no event of the application's waiting on the channel):
 		 * sleep in its recv, as a blocking TCP application does, instead
@@ -720,6 +745,8 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 			} else {
 				soft_conn_sleep_release(sleep_c);
 				sleep_c = NULL;
+				if (err == EAGAIN || err == EWOULDBLOCK)
+					recv_timed_out(c);
 				/* The bound, not the deadline: poll() for the rest. */
 				sleep_poll = err == EAGAIN || err == EWOULDBLOCK ? ms_until(deadline_ns) != 0 : false;
 				r = err == EINTR ? -1 : 0;
@@ -771,8 +798,10 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 		}
 	}
 	if (sleep_c) {
-		if (slept > 0)
+		if (slept > 0) {
 			atomic_fetch_add_explicit(&sc->wait_recvs, 1, memory_order_relaxed);
+			atomic_store_explicit(&c->recv_fails, 0, memory_order_relaxed);
+		}
 		pthread_mutex_lock(&sc->lock);
 		soft_conn_slept(c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop ? qs[0] : NULL, sleep_c,
 				slept, sleep_room, now);
