@@ -66,6 +66,11 @@ struct soft_cq {
 	_Atomic uint32_t spin_ns;
 	_Atomic uint32_t spin_fails; /* spins in a row that found nothing (capped) */
 	_Atomic uint32_t spin_skip;  /* short waits to sleep through before spinning again */
+	/* A recv of soft_cq_block's that timed out (its SO_RCVTIMEO ends on a
+	 * scheduler tick, 8 ms here for 1 ms) turns the recv off for 2, 4, ...
+	 * 256 waits; one that brought bytes resets it. */
+	_Atomic uint32_t recv_fails;
+	_Atomic uint32_t recv_skip;
 };
 
 /* ---- CQs ---- */

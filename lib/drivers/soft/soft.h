@@ -139,6 +139,17 @@
  * short, shrinks when they were long, starting at SOFT_WAIT_SPIN_START_US);
  * RVERBS_SOFT_WAIT_SPIN_US sets the bound, 0 turns the spin off. */
 #define SOFT_WAIT_SPIN_US 50
+
+/* A waiter on exactly one stream sleeps in a blocking recv on its socket
+ * (soft_conn_sleep_claim) for at most this long when its wait has no deadline
+ * (a nearer deadline bounds it instead), then in poll() as before: what
+ * completes the CQ another way (a posting thread's flush, the progress
+ * thread) reaches it within this bound. RVERBS_SOFT_WAIT_RECV_MS sets it, 0
+ * turns this off.
+ * The recv's first bytes go through a buffer of SOFT_WAIT_RECV_BUF of the
+ * connection's (c->sleep_buf, its claimer's alone). */
+#define SOFT_WAIT_RECV_MS 1
+#define SOFT_WAIT_RECV_BUF 8192
 #define SOFT_WAIT_SPIN_START_US 10
 /* An empty rv_cq_poll runs the progress engine itself (without waiting for
  * its lock) once the thread polled empty this many times in a row (rv_cq_wait
@@ -303,6 +314,8 @@ struct soft_ctx {
 	_Atomic int64_t active_at; /* µs, CLOCK_MONOTONIC: the last batch with events */
 	int64_t spin_us;           /* RVERBS_SOFT_SPIN_US */
 	uint32_t wait_spin_ns;     /* RVERBS_SOFT_WAIT_SPIN_US: soft_cq_block's spin bound (0: none) */
+	int wait_recv_ms;          /* RVERBS_SOFT_WAIT_RECV_MS: a waiter on one stream sleeps in its recv that long (0: never) */
+	_Atomic uint64_t wait_recvs; /* waits that slept in a recv and got bytes (soft_ctx_wait_recvs) */
 	bool poll_progress;        /* RVERBS_SOFT_POLL_PROGRESS: an empty rv_cq_poll runs a batch */
 	uint32_t qp_gen;           /* bumped when the QP table changes (sc->lock): CQs rebuild their QP lists */
 	_Atomic uint32_t n_polled; /* connections a poller reads directly (written under sc->lock) */
@@ -413,6 +426,18 @@ struct soft_conn {
 	bool out_waited;         /* a blocked waiter watches POLLOUT (soft_conn_wait_fd): no EPOLLOUT for the progress thread */
 	bool tx_held;            /* tx holds READ responses to confirmations for the application's answer (soft_tx_hold) */
 	bool tx_gather;          /* ... or, when set, small WRs gathered for one send() (tx.c, soft_tx_post) */
+	/* A waiter sleeps in a blocking recv on fd (soft_conn_sleep_claim): no
+	 * one else reads the socket meanwhile (soft_place_read returns 0). Set
+	 * under sc->lock and q->lock, cleared under both or (a release without
+	 * bytes) as the sleeper's last touch of c; a kill meanwhile shuts the
+	 * socket down (which ends the recv) but keeps it open (kept_fd), and the
+	 * zombie is not freed while this is set. */
+	_Atomic bool rx_sleep;
+	bool rx_blocking;        /* O_NONBLOCK cleared for that recv (every other call on fd passes MSG_DONTWAIT) */
+	bool fd_kept;            /* killed during such a recv: kept_fd is closed when freed */
+	int kept_fd;
+	int rcvtimeo_ms;         /* SO_RCVTIMEO set on fd (0: none) */
+	uint8_t *sleep_buf;      /* SOFT_WAIT_RECV_BUF bytes the sleeper's recv fills (allocated at its first claim) */
 	struct rv_soft_cpd req;  /* passive: the request, while PENDING */
 	/* fault.c: set under the QP's lock by the sending thread, read by the
 	 * progress thread's timers without it: atomic. */
@@ -947,6 +972,8 @@ void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all);
  * for SOFT_POLL_HANDBACK_US while bytes waited in them: stalls
  * (soft_conn_handback; tests). */
 uint64_t soft_ctx_handback_timeouts(const rv_context *ctx);
+/* Tests: waits of ctx that slept in a stream's recv and got bytes there. */
+uint64_t soft_ctx_wait_recvs(const rv_context *ctx);
 /* A busy poller turned from a CQ of context `sc` (number `serial`, which may
  * be closed by now) to another CQ: the streams it took there go back to that
  * context's progress thread now, not after SOFT_POLL_HANDBACK_US. Safe
@@ -957,11 +984,27 @@ void soft_ctx_handback_from(struct soft_ctx *sc, uint64_t serial);
  * cannot serve it (no connection up, a stalled receive, a ring): the stream
  * is then the progress thread's. *out: the socket refused our bytes, so the
  * waiter watches POLLOUT too and sends when there is room (as a blocking
- * TCP send does), and the progress thread's EPOLLOUT is off meanwhile. */
+ * TCP send does), and the progress thread's EPOLLOUT is off meanwhile.
+ * -2: another waiter sleeps in the stream's recv (soft_conn_sleep_claim). */
 int soft_conn_wait_fd(struct soft_qp *q, bool *out);
 /* soft_cq_block (sc->lock held) when the socket soft_conn_wait_fd asked
  * POLLOUT of became writable: push the QP's frames in the waiter's thread. */
 void soft_conn_wait_out(struct soft_qp *q);
+/* soft_cq_block (sc->lock held), the waiter's one stream (soft_conn_wait_fd
+ * gave its socket): claim it for a blocking recv of at most timeout_ms
+ * (rx_sleep; O_NONBLOCK and SO_RCVTIMEO set once, and again only when the
+ * timeout changes). *buf: c->sleep_buf, at most SOFT_WAIT_RECV_BUF. NULL when the stream is not a plain TCP stream ready to
+ * read (placement in progress, frames waiting for room, held responses, a
+ * same-host peer): the waiter polls then. *fd and *room: what to recv. */
+struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *fd, uint8_t **buf, size_t *room);
+/* The claim's recv returned n bytes of the asked (sc->lock held; q NULL when
+ * the CQ's QP table changed meanwhile): the bytes go to rx and are processed
+ * as soft_conn_poll's would be (then it reads on if the recv filled what it
+ * asked); 0 or an error other than EAGAIN and EINTR fails the QP. Ends the
+ * claim. */
+void soft_conn_slept(struct soft_qp *q, struct soft_conn *c, ssize_t n, size_t asked, int64_t now_us);
+/* The claim ends without bytes (timeout, signal): the sleeper's last touch of c. */
+void soft_conn_sleep_release(struct soft_conn *c);
 
 /* ---- auth.c: shared-secret authentication of connections ---- */
 #define SOFT_OP_AUTH 0xCu        /* private opcode: the initiator's MAC_I, first FPDU */

@@ -28,6 +28,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <netinet/tcp.h>
@@ -36,6 +37,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "drivers/soft/completion.h"
@@ -1085,6 +1088,13 @@ uint64_t soft_ctx_handback_timeouts(const rv_context *ctx)
 	return atomic_load_explicit(&sc->handback_timeouts, memory_order_relaxed);
 }
 
+uint64_t soft_ctx_wait_recvs(const rv_context *ctx)
+{
+	const struct soft_ctx *sc = ctx->drv_ctx;
+
+	return atomic_load_explicit(&sc->wait_recvs, memory_order_relaxed);
+}
+
 void soft_conn_handback(struct soft_ctx *sc, int64_t now_us, bool all)
 {
 	for (struct soft_conn *c = sc->conns; c; c = c->next) {
@@ -1124,7 +1134,11 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 	c = q->conn;
 	if (c && c->tx_held)
 		soft_tx_push(q); /* not held while this thread sleeps */
-	if (c && c->state == CONN_UP && !c->rx_stalled && !c->ring_rx_on) {
+	if (c && atomic_load_explicit(&c->rx_sleep, memory_order_relaxed)) {
+		/* Another waiter sleeps in its recv: it reads this stream, and
+		 * what it completes here writes the channel (this CQ is armed). */
+		fd = -2;
+	} else if (c && c->state == CONN_UP && !c->rx_stalled && !c->ring_rx_on) {
 		/* Frames wait for room (issue #8): this thread sends them when the
 		 * socket takes bytes again, not the progress thread, which would
 		 * contend with it for q->lock and the socket. */
@@ -1145,6 +1159,98 @@ int soft_conn_wait_fd(struct soft_qp *q, bool *out)
 	}
 	soft_lock_give(&q->lock);
 	return fd;
+}
+
+struct soft_conn *soft_conn_sleep_claim(struct soft_qp *q, int timeout_ms, int *fd, uint8_t **buf, size_t *room)
+{
+	struct soft_conn *c;
+
+	soft_lock_take(&q->lock);
+	c = q->conn;
+	/* A plain TCP stream the waiter already watches (soft_conn_wait_fd):
+	 * no payload being placed straight into memory (its bytes must not
+	 * pass through the waiter's buffer), no frames waiting for room (the
+	 * waiter watches POLLOUT then), no same-host peer (its ring may take
+	 * over), room for a read. */
+	if (!c || c->state != CONN_UP || !c->polled || c->rx_stalled || c->ring_rx_on || c->ring ||
+	    c->shm_peer || c->place.active || c->place.follow || c->out_waited || c->tx_held ||
+	    atomic_load_explicit(&c->rx_sleep, memory_order_relaxed) || c->rx_len >= SOFT_RXBUF)
+		goto none;
+	if (!c->sleep_buf && !(c->sleep_buf = malloc(SOFT_WAIT_RECV_BUF)))
+		goto none;
+	if (!c->rx_blocking) {
+		/* Once per stream: every other call on it passes MSG_DONTWAIT. */
+		int fl = fcntl(c->fd, F_GETFL);
+
+		if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+			goto none;
+		c->rx_blocking = true;
+	}
+	if (c->rcvtimeo_ms != timeout_ms) {
+		struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+
+		if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+			goto none;
+		c->rcvtimeo_ms = timeout_ms;
+	}
+	*fd = c->fd;
+	*room = SOFT_RXBUF - c->rx_len < SOFT_WAIT_RECV_BUF ? SOFT_RXBUF - c->rx_len : SOFT_WAIT_RECV_BUF;
+	*buf = c->sleep_buf;
+	atomic_store_explicit(&c->rx_sleep, true, memory_order_release);
+	soft_lock_give(&q->lock);
+	return c;
+none:
+	soft_lock_give(&q->lock);
+	return NULL;
+}
+
+void soft_conn_sleep_release(struct soft_conn *c)
+{
+	atomic_store_explicit(&c->rx_sleep, false, memory_order_release);
+}
+
+void soft_conn_slept(struct soft_qp *q, struct soft_conn *c, ssize_t n, size_t asked, int64_t now_us)
+{
+	bool more = false;
+
+	if (!q) {
+		soft_conn_sleep_release(c);
+		return;
+	}
+	soft_lock_take(&q->lock);
+	/* Under q->lock: no reader comes between these bytes and the ones after. */
+	soft_conn_sleep_release(c);
+	if (q->conn != c || c->state != CONN_UP || c->ring_rx_on) {
+		/* Killed or closing meanwhile: its bytes are nobody's. */
+	} else if (n <= 0) {
+		qp_conn_failed(q, "the peer closed or reset the connection");
+	} else if ((size_t)n > asked || (size_t)n > SOFT_RXBUF - c->rx_len) {
+		/* Cannot happen (only reads grow rx_len, and none came between);
+		 * never write past rx. */
+		qp_conn_failed(q, "the receive buffer changed under a blocked waiter");
+	} else {
+		memcpy(c->rx + c->rx_len, c->sleep_buf, (size_t)n);
+		c->rx_len += (size_t)n;
+		c->rx_drained = (size_t)n < asked;
+		c->poll_idle = 0;
+		q->polled_at = now_us;
+		soft_rx_process(q, c);
+		if (q->conn == c) {
+			if (soft_tx_idle(q) || soft_tx_hold(q)) {
+				soft_sq_complete(q);
+				soft_qp_check_overflow(q);
+			} else {
+				soft_tx_push(q);
+			}
+		}
+		if (q->conn == c) {
+			soft_conn_update_events(c);
+			more = !c->rx_drained || c->place.active || c->place.placed;
+		}
+	}
+	soft_lock_give(&q->lock);
+	if (more)
+		soft_conn_poll(q, now_us, true); /* the recv filled what it asked: read on */
 }
 
 void soft_conn_wait_out(struct soft_qp *q)

@@ -255,6 +255,10 @@ ssize_t soft_place_read(struct soft_qp *q, struct soft_conn *c)
 	size_t room;
 	ssize_t n;
 
+	/* A waiter sleeps in recv on this socket (soft_conn_sleep_claim): the
+	 * bytes are its, in order; read nothing beside it. */
+	if (atomic_load_explicit(&c->rx_sleep, memory_order_acquire))
+		return 0;
 	if (c->place.active || place_begin(q, c))
 		return place_recv(q, c);
 	room = SOFT_RXBUF - c->rx_len;

@@ -102,7 +102,10 @@ void soft_conn_free(struct soft_conn *c)
 	soft_shm_release(c);
 	if (c->fd >= 0)
 		soft_close_socket(c->fd);
+	if (c->fd_kept)
+		close(c->kept_fd);
 	free(c->rx);
+	free(c->sleep_buf);
 	free(c->tx);
 	free(c);
 }
@@ -134,7 +137,16 @@ void soft_conn_kill(struct soft_conn *c)
 	if (c->ring)
 		soft_shmring_drop(c); /* out of the pollers' view before it can be freed */
 	epoll_ctl(sc->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	soft_close_socket(c->fd);
+	if (atomic_load_explicit(&c->rx_sleep, memory_order_acquire)) {
+		/* A waiter sleeps in recv on it: the shutdown ends that recv; the
+		 * descriptor stays open until the zombie is freed, so its number
+		 * cannot name another file while the waiter still holds it. */
+		shutdown(c->fd, SHUT_RDWR);
+		c->kept_fd = c->fd;
+		c->fd_kept = true;
+	} else {
+		soft_close_socket(c->fd);
+	}
 	c->fd = -1;
 	c->state = CONN_DEAD;
 	if (c->qp) {

@@ -118,11 +118,20 @@ static void run_kicks(struct soft_ctx *sc)
 	}
 }
 
-static void free_zombies(struct soft_ctx *sc)
+/* all: the context closes (no waiter can be left); else a zombie a waiter
+ * still sleeps in recv on (rx_sleep) waits for it to leave. */
+static void free_zombies(struct soft_ctx *sc, bool all)
 {
-	while (sc->zombies) {
-		struct soft_conn *c = sc->zombies;
-		sc->zombies = c->next;
+	struct soft_conn **pp = &sc->zombies;
+
+	while (*pp) {
+		struct soft_conn *c = *pp;
+
+		if (!all && atomic_load_explicit(&c->rx_sleep, memory_order_acquire)) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
 		soft_conn_free(c);
 	}
 }
@@ -268,7 +277,7 @@ static void *progress(void *arg)
 			next_timer = now + 100;
 		}
 		/* Events of this batch may name zombies; the next batch cannot. */
-		free_zombies(sc);
+		free_zombies(sc, false);
 		soft_lock_give(&sc->lock);
 	}
 	return NULL;
@@ -567,6 +576,7 @@ int soft_context_open(struct rv_context *ctx, const rv_context_attr *attr)
 			       sysconf(_SC_NPROCESSORS_ONLN) >= SOFT_SPIN_MIN_CPUS ? SOFT_SPIN_US : 0, 0, 1000000);
 	sc->poll_progress = env_long("RVERBS_SOFT_POLL_PROGRESS", 1, 0, 1) != 0;
 	sc->wait_spin_ns = (uint32_t)env_long("RVERBS_SOFT_WAIT_SPIN_US", SOFT_WAIT_SPIN_US, 0, 1000000) * 1000u;
+	sc->wait_recv_ms = (int)env_long("RVERBS_SOFT_WAIT_RECV_MS", SOFT_WAIT_RECV_MS, 0, 600000);
 	sc->shm_enabled = env_long("RVERBS_SOFT_SHM", 1, 0, 1) != 0;
 	sc->shm_ring = env_long("RVERBS_SOFT_SHM_RING", 1, 0, 1) != 0;
 	sc->shm_direct = env_long("RVERBS_SOFT_SHM_DIRECT", 1, 0, 1) != 0;
@@ -679,7 +689,7 @@ int soft_context_close(struct rv_context *ctx)
 			c->qp->conn = NULL;
 		soft_conn_free(c);
 	}
-	free_zombies(sc);
+	free_zombies(sc, true);
 	ctx_free(sc);
 	ctx->drv_ctx = NULL;
 	return 0;

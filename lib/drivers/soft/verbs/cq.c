@@ -582,6 +582,30 @@ static void wait_spin_adapt(struct soft_cq *c, bool spun, int64_t start, bool go
 	atomic_store_explicit(&c->spin_ns, c->sc->wait_spin_ns, memory_order_relaxed);
 }
 
+/* soft_cq_block's recv is off for this wait (backing off after a timeout:
+ * SO_RCVTIMEO ends on a scheduler tick, so a wait with a near deadline that
+ * times out in the recv ends up to a tick or two late; an idle stream pays
+ * that once per 2-256 waits, a ping-pong never). */
+static bool recv_skipped(struct soft_cq *c)
+{
+	uint32_t skip = atomic_load_explicit(&c->recv_skip, memory_order_relaxed);
+
+	if (!skip)
+		return false;
+	atomic_store_explicit(&c->recv_skip, skip - 1, memory_order_relaxed);
+	return true;
+}
+
+static void recv_timed_out(struct soft_cq *c)
+{
+	uint32_t fails = atomic_load_explicit(&c->recv_fails, memory_order_relaxed);
+
+	if (fails < 8)
+		fails++;
+	atomic_store_explicit(&c->recv_fails, fails, memory_order_relaxed);
+	atomic_store_explicit(&c->recv_skip, 1u << fails, memory_order_relaxed);
+}
+
 /*
  * rv_cq_wait's blocking step, like a blocking TCP recv: the thread sleeps in
  * poll() on the sockets of the CQ's QPs (taken out of the progress thread's
@@ -596,7 +620,11 @@ static void wait_spin_adapt(struct soft_cq *c, bool spun, int64_t start, bool go
  * thread: setup, timers, streams we do not watch; posting threads: flushes)
  * write the channel and wake it. The arm is the waiters' own: the last one
  * out disarms it unless it fired or the application armed it too, so our
- * own receives do not write the eventfd. -EOPNOTSUPP (the facade's channel
+ * own receives do not write the eventfd. A waiter on one TCP stream and
+ * nothing else sleeps in that stream's recv instead, as a blocking TCP
+ * application does (no poll() per message), bounded so that what comes
+ * another way is seen within sc->wait_recv_ms (README.md, "Blocking over TCP
+ * with a busy process"). -EOPNOTSUPP (the facade's channel
  * wait) for CQs served through epoll (a UD QP, many QPs) or with
  * RVERBS_SOFT_POLL_PROGRESS=0.
  */
@@ -608,8 +636,14 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	struct soft_qp *qs[SOFT_POLL_DIRECT_MAX];
 	uint32_t n = 0, gen;
 	int64_t now = 0;
-	bool readable = false, fired, rings, ring_work = false, got;
+	bool readable = false, fired, rings, ring_work = false, got, ours = false, claimed = false;
 	int r, err;
+	/* The recv a waiter on one stream sleeps in (soft_conn_sleep_claim). */
+	struct soft_conn *sleep_c = NULL;
+	int sleep_fd = -1;
+	size_t sleep_room = 0;
+	ssize_t slept = 0;
+	uint8_t *sleep_buf = NULL;
 
 	uint32_t budget = 0;
 	int64_t start = 0;
@@ -642,13 +676,15 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	atomic_fetch_add_explicit(&c->waiters, 1, memory_order_relaxed);
 	if (atomic_load(&c->armed) != ARM_ALL) {
 		if (atomic_exchange(&c->armed, ARM_ALL) == ARM_NONE)
-			c->wait_armed = true;
+			c->wait_armed = ours = true;
 	}
 	r = c->tail != c->head; /* pushed before the arm: it did not fire */
 	soft_lock_give(&c->lock);
 	for (uint32_t i = 0; i < c->n_qps && !r; i++) {
 		bool out;
 		int fd = soft_conn_wait_fd(c->qps[i], &out);
+
+		claimed |= fd == -2;
 		if (fd < 0)
 			continue;
 		qs[n] = c->qps[i];
@@ -660,6 +696,22 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	gen = c->qp_gen;
 	atomic_fetch_add_explicit(&sc->n_watched, n, memory_order_relaxed);
 	rings = sc->n_rings != 0;
+	if (n == 1 && c->n_qps == 1 && !r && ours && !rings && pfd[0].events == POLLIN && sc->wait_recv_ms &&
+	    !recv_skipped(c)) {
+		/* One stream, nothing else this CQ's arm is for (the waiters'
+		 * own, no event of the application's waiting on the channel):
+		 * sleep in its recv, as a blocking TCP application does, instead
+		 * of poll() then recv. Bounded: what completes the CQ another way
+		 * (its arm writes the channel, which this sleep does not watch)
+		 * is seen within sc->wait_recv_ms; a kill shuts the socket down,
+		 * which ends the recv at once. */
+		int tmo = ms_until(deadline_ns);
+
+		if (tmo < 0 || tmo > sc->wait_recv_ms)
+			tmo = sc->wait_recv_ms;
+		if (tmo > 0)
+			sleep_c = soft_conn_sleep_claim(qs[0], tmo, &sleep_fd, &sleep_buf, &sleep_room);
+	}
 	if (rings) {
 		/* The doorbell wakes this thread alone: not the progress thread
 		 * too, which would race it for the rings (it takes the doorbell
@@ -677,14 +729,48 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 	pfd[n + 1].fd = sc->bell_fd;
 	pfd[n + 1].events = POLLIN;
 	pfd[n + 1].revents = 0;
-	if (!r) {
-		r = poll(pfd, n + 1 + rings, ms_until(deadline_ns));
-		err = r < 0 ? errno : 0;
-		got = r > 0;
+	err = 0;
+	got = true;
+	if (r) {
+		r = 0; /* something was there already */
 	} else {
-		r = 0;
-		err = 0;
-		got = true;
+		bool sleep_poll = true;
+
+		if (sleep_c) {
+			slept = recv(sleep_fd, sleep_buf, sleep_room, 0);
+			err = slept < 0 ? errno : 0;
+			if (slept >= 0 || (err != EAGAIN && err != EWOULDBLOCK && err != EINTR)) {
+				/* Bytes, the end, or an error: news of the stream
+				 * (soft_conn_slept, below). */
+				r = 1;
+				err = 0;
+				sleep_poll = false;
+			} else {
+				soft_conn_sleep_release(sleep_c);
+				sleep_c = NULL;
+				if (err == EAGAIN || err == EWOULDBLOCK)
+					recv_timed_out(c);
+				/* The bound, not the deadline: poll() for the rest. */
+				sleep_poll = err == EAGAIN || err == EWOULDBLOCK ? ms_until(deadline_ns) != 0 : false;
+				r = err == EINTR ? -1 : 0;
+				if (err != EINTR)
+					err = 0;
+				got = false;
+			}
+		}
+		if (sleep_poll) {
+			int tmo = ms_until(deadline_ns);
+
+			/* A stream another waiter sleeps in the recv of is not
+			 * watched here; should that waiter leave without it (its
+			 * deadline), look again within the recv's bound, not at
+			 * this wait's deadline. */
+			if (claimed && (tmo < 0 || tmo > sc->wait_recv_ms))
+				tmo = sc->wait_recv_ms;
+			r = poll(pfd, n + 1 + rings, tmo);
+			err = r < 0 ? errno : 0;
+			got = r > 0;
+		}
 	}
 
 	atomic_fetch_sub_explicit(&sc->n_watched, n, memory_order_relaxed);
@@ -714,7 +800,16 @@ int soft_cq_block(struct rv_cq *cq, int64_t deadline_ns)
 			/* EAGAIN: another waiter (or the progress thread) took it. */
 		}
 	}
-	if (readable) {
+	if (sleep_c) {
+		if (slept > 0) {
+			atomic_fetch_add_explicit(&sc->wait_recvs, 1, memory_order_relaxed);
+			atomic_store_explicit(&c->recv_fails, 0, memory_order_relaxed);
+		}
+		soft_lock_take(&sc->lock);
+		soft_conn_slept(c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop ? qs[0] : NULL, sleep_c,
+				slept, sleep_room, now);
+		soft_lock_give(&sc->lock);
+	} else if (readable) {
 		soft_lock_take(&sc->lock);
 		if (c->qp_gen == gen && c->qp_gen == sc->qp_gen + 1 && !sc->stop) {
 			for (uint32_t i = 0; i < n; i++) {
