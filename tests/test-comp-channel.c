@@ -23,74 +23,7 @@
 
 #include <rverbs/rverbs.h>
 
-#define BUF 4096
-
-/* Two RC QPs in one soft0 context: a sends to b; b's CQ has the channel. */
-struct pair {
-	rv_context *ctx;
-	rv_pd *pd;
-	rv_comp_channel *ch;
-	rv_cq *cq_a, *cq_b;
-	rv_qp *qp_a, *qp_b;
-	rv_mr *mr_a, *mr_b;
-};
-
-static rv_qp *new_qp(rv_pd *pd, rv_cq *cq)
-{
-	rv_qp_init_attr qa;
-	rv_qp *qp = NULL;
-
-	memset(&qa, 0, sizeof(qa));
-	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
-	qa.send_cq = cq;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
-	return qp;
-}
-
-static void pair_open(struct pair *p)
-{
-	rv_device *dev = NULL;
-	rv_cq_attr ca;
-	rv_endpoint ea, eb;
-
-	memset(p, 0, sizeof(*p));
-	assert_int_equal(rv_device_find("soft0", &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &p->ctx), 0);
-	rv_device_unref(dev);
-	assert_int_equal(rv_pd_new(p->ctx, NULL, &p->pd), 0);
-	assert_int_equal(rv_comp_channel_new(p->ctx, NULL, &p->ch), 0);
-	assert_int_equal(rv_cq_new(p->ctx, NULL, &p->cq_a), 0);
-	memset(&ca, 0, sizeof(ca));
-	ca.mask = RV_CQ_ATTR_CHANNEL;
-	ca.channel = p->ch;
-	assert_int_equal(rv_cq_new(p->ctx, &ca, &p->cq_b), 0);
-	p->qp_a = new_qp(p->pd, p->cq_a);
-	p->qp_b = new_qp(p->pd, p->cq_b);
-	assert_int_equal(rv_mr_alloc(p->pd, BUF, RV_ACCESS_LOCAL_WRITE, NULL, &p->mr_a), 0);
-	assert_int_equal(rv_mr_alloc(p->pd, BUF, RV_ACCESS_LOCAL_WRITE, NULL, &p->mr_b), 0);
-	assert_int_equal(rv_qp_endpoint(p->qp_a, &ea), 0);
-	assert_int_equal(rv_qp_endpoint(p->qp_b, &eb), 0);
-	assert_int_equal(rv_qp_connect(p->qp_a, &eb), 0);
-	assert_int_equal(rv_qp_connect(p->qp_b, &ea), 0);
-}
-
-static void pair_close(struct pair *p)
-{
-	rv_qp_unref(p->qp_a);
-	rv_qp_unref(p->qp_b);
-	rv_mr_unref(p->mr_a);
-	rv_mr_unref(p->mr_b);
-	rv_cq_unref(p->cq_a);
-	rv_cq_unref(p->cq_b);
-	rv_comp_channel_unref(p->ch);
-	rv_pd_unref(p->pd);
-	assert_int_equal(rv_context_close(p->ctx), 0);
-	rv_context_unref(p->ctx);
-}
+#include "channel-pair.h"
 
 static rv_sge sge_of(rv_mr *mr)
 {
@@ -128,13 +61,6 @@ static void send_one(struct pair *p, uint64_t wr_id, uint32_t flags)
 	}
 	assert_int_equal(rc, 1);
 	assert_int_equal(wc.status, RV_WC_SUCCESS);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void event_after_send_readable_in_epoll(void **state)
@@ -397,21 +323,6 @@ static void spin_then_block_waits_then_channel(void **state)
  * soft0 held it back, see its README): when the application never answers,
  * the sender's completion must still come, after a poller that stops and
  * while the receiver blocks in rv_cq_wait again. */
-static void send_completion(struct pair *p, uint64_t wr_id)
-{
-	rv_wc wc;
-	int rc = 0;
-
-	for (int i = 0; i < 100000 && rc == 0; i++) {
-		rc = rv_cq_poll(p->cq_a, &wc, 1);
-		if (rc == 0)
-			usleep(100);
-	}
-	assert_int_equal(rc, 1);
-	assert_int_equal(wc.status, RV_WC_SUCCESS);
-	assert_int_equal(wc.wr_id, wr_id);
-}
-
 static void send_completes_without_an_answer(void **state)
 {
 	struct pair p;
@@ -440,7 +351,7 @@ static void send_completes_without_an_answer(void **state)
 	assert_int_equal(rc, 1);
 	assert_int_equal(wc.wr_id, 70);
 	/* b neither answers nor polls again. */
-	send_completion(&p, 7);
+	pair_send_completion(&p, 7);
 
 	/* Blocked waiter: receives one SEND, then waits again without answering. */
 	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_EVENT, 0), 0);
@@ -453,12 +364,12 @@ static void send_completes_without_an_answer(void **state)
 	assert_int_equal(w.n, 1);
 	assert_int_equal(w.wc.wr_id, 80);
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
-	send_completion(&p, 8); /* while b sleeps in its second wait */
+	pair_send_completion(&p, 8); /* while b sleeps in its second wait */
 	post_send_nowait(&p, 9); /* releases it */
 	pthread_join(t, NULL);
 	assert_int_equal(w.n, 1);
 	assert_int_equal(w.wc.wr_id, 81);
-	send_completion(&p, 9);
+	pair_send_completion(&p, 9);
 	pair_close(&p);
 }
 

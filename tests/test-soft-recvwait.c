@@ -25,87 +25,18 @@
 
 #include <rverbs/rverbs.h>
 
+#include "channel-pair.h"
 #include "drivers/soft/soft.h"
 
-#define BUF 4096
 #define MSGS 12
 #define LONG_WAIT_MS 30000
 #define WAKE_LIMIT_MS 2000
 
-/* Two RC QPs in one soft0 context over TCP: a sends to b; b's CQ has the channel. */
-struct pair {
-	rv_context *ctx;
-	rv_pd *pd;
-	rv_comp_channel *ch;
-	rv_cq *cq_a, *cq_b;
-	rv_qp *qp_a, *qp_b;
-	rv_mr *mr_a, *mr_b;
-};
-
-static rv_qp *new_qp(rv_pd *pd, rv_cq *cq)
+/* The channel pair, b's CQ waiting in event mode (the blocking wait). */
+static void open_waiting_pair(struct pair *p)
 {
-	rv_qp_init_attr qa;
-	rv_qp *qp = NULL;
-
-	memset(&qa, 0, sizeof(qa));
-	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP;
-	qa.send_cq = cq;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	assert_int_equal(rv_qp_new(pd, &qa, &qp), 0);
-	return qp;
-}
-
-static void pair_open(struct pair *p)
-{
-	rv_device *dev = NULL;
-	rv_cq_attr ca;
-	rv_endpoint ea, eb;
-
-	memset(p, 0, sizeof(*p));
-	assert_int_equal(rv_device_find("soft0", &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &p->ctx), 0);
-	rv_device_unref(dev);
-	assert_int_equal(rv_pd_new(p->ctx, NULL, &p->pd), 0);
-	assert_int_equal(rv_comp_channel_new(p->ctx, NULL, &p->ch), 0);
-	assert_int_equal(rv_cq_new(p->ctx, NULL, &p->cq_a), 0);
-	memset(&ca, 0, sizeof(ca));
-	ca.mask = RV_CQ_ATTR_CHANNEL;
-	ca.channel = p->ch;
-	assert_int_equal(rv_cq_new(p->ctx, &ca, &p->cq_b), 0);
-	p->qp_a = new_qp(p->pd, p->cq_a);
-	p->qp_b = new_qp(p->pd, p->cq_b);
-	assert_int_equal(rv_mr_alloc(p->pd, BUF, RV_ACCESS_LOCAL_WRITE, NULL, &p->mr_a), 0);
-	assert_int_equal(rv_mr_alloc(p->pd, BUF, RV_ACCESS_LOCAL_WRITE, NULL, &p->mr_b), 0);
-	assert_int_equal(rv_qp_endpoint(p->qp_a, &ea), 0);
-	assert_int_equal(rv_qp_endpoint(p->qp_b, &eb), 0);
-	assert_int_equal(rv_qp_connect(p->qp_a, &eb), 0);
-	assert_int_equal(rv_qp_connect(p->qp_b, &ea), 0);
+	pair_open(p);
 	assert_int_equal(rv_cq_set_wait_mode(p->cq_b, RV_CQ_WAIT_EVENT, 0), 0);
-}
-
-static void pair_close(struct pair *p)
-{
-	rv_qp_unref(p->qp_a);
-	rv_qp_unref(p->qp_b);
-	rv_mr_unref(p->mr_a);
-	rv_mr_unref(p->mr_b);
-	rv_cq_unref(p->cq_a);
-	rv_cq_unref(p->cq_b);
-	rv_comp_channel_unref(p->ch);
-	rv_pd_unref(p->pd);
-	assert_int_equal(rv_context_close(p->ctx), 0);
-	rv_context_unref(p->ctx);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void post_recv_at(struct pair *p, uint32_t slot, uint64_t wr_id)
@@ -134,21 +65,6 @@ static void send_from_a(struct pair *p, uint64_t wr_id, uint8_t seed)
 	wr.opcode = RV_WR_SEND;
 	wr.send_flags = RV_SEND_SIGNALED;
 	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
-}
-
-static void poll_a(struct pair *p, uint64_t wr_id)
-{
-	rv_wc wc;
-	int rc = 0;
-
-	for (int i = 0; i < 100000 && rc == 0; i++) {
-		rc = rv_cq_poll(p->cq_a, &wc, 1);
-		if (rc == 0)
-			usleep(100);
-	}
-	assert_int_equal(rc, 1);
-	assert_int_equal(wc.status, RV_WC_SUCCESS);
-	assert_int_equal(wc.wr_id, wr_id);
 }
 
 struct waiter {
@@ -189,7 +105,7 @@ static void *sender_thread(void *arg)
 	for (int i = 0; i < MSGS; i++) {
 		usleep(5000);
 		send_from_a(p, 100 + (uint64_t)i, (uint8_t)(7 * i));
-		poll_a(p, 100 + (uint64_t)i);
+		pair_send_completion(p, 100 + (uint64_t)i);
 	}
 	return NULL;
 }
@@ -201,7 +117,7 @@ static void messages_in_order_from_the_recv(void **state)
 	uint64_t before;
 
 	(void)state;
-	pair_open(&p);
+	open_waiting_pair(&p);
 	for (uint32_t i = 0; i < MSGS; i++)
 		post_recv_at(&p, i, 200 + i);
 	before = soft_ctx_wait_recvs(p.ctx);
@@ -240,7 +156,7 @@ static void woken_by_error(bool own)
 	struct waiter w = {.timeout_ms = LONG_WAIT_MS};
 	pthread_t t;
 
-	pair_open(&p);
+	open_waiting_pair(&p);
 	w.p = &p;
 	post_recv_at(&p, 0, 31);
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
@@ -281,7 +197,7 @@ static void woken_by_another_threads_send(void **state)
 	int rc = 0;
 
 	(void)state;
-	pair_open(&p);
+	open_waiting_pair(&p);
 	w.p = &p;
 	ga.addr = (uint64_t)(uintptr_t)rv_mr_addr(p.mr_a);
 	ga.lkey = rv_mr_lkey(p.mr_a);
@@ -324,7 +240,7 @@ static void two_waiters_one_stream(void **state)
 	pthread_t t[2];
 
 	(void)state;
-	pair_open(&p);
+	open_waiting_pair(&p);
 	/* The stream up and the waiter's first (it claims the recv first):
 	 * two waiters that start before the connection is up can lose a
 	 * wake-up, with or without the recv (README, tcpblk2). */
@@ -336,7 +252,7 @@ static void two_waiters_one_stream(void **state)
 		assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, LONG_WAIT_MS), 1);
 		assert_int_equal(wc.wr_id, 50);
 	}
-	poll_a(&p, 60);
+	pair_send_completion(&p, 60);
 	post_recv_at(&p, 0, 51);
 	post_recv_at(&p, 1, 52);
 	for (int i = 0; i < 2; i++) {
@@ -345,9 +261,9 @@ static void two_waiters_one_stream(void **state)
 	}
 	settle();
 	send_from_a(&p, 61, 1);
-	poll_a(&p, 61);
+	pair_send_completion(&p, 61);
 	send_from_a(&p, 62, 2);
-	poll_a(&p, 62);
+	pair_send_completion(&p, 62);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	assert_int_equal(w[0].n, 1);
@@ -371,7 +287,7 @@ static void second_waiter_takes_over(void **state)
 
 	(void)state;
 	setenv("RVERBS_SOFT_WAIT_RECV_MS", "1000", 1);
-	pair_open(&p);
+	open_waiting_pair(&p);
 	setenv("RVERBS_SOFT_WAIT_RECV_MS", "60000", 1);
 	first.p = second.p = &p;
 	post_recv_at(&p, 2, 80); /* the stream up and read once */
@@ -382,7 +298,7 @@ static void second_waiter_takes_over(void **state)
 		assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, LONG_WAIT_MS), 1);
 		assert_int_equal(wc.wr_id, 80);
 	}
-	poll_a(&p, 90);
+	pair_send_completion(&p, 90);
 	post_recv_at(&p, 0, 81);
 	assert_int_equal(pthread_create(&t1, NULL, wait_thread, &first), 0);
 	settle(); /* the first sleeps in the recv */
@@ -396,7 +312,7 @@ static void second_waiter_takes_over(void **state)
 	assert_int_equal(second.wc.wr_id, 81);
 	assert_int_equal(second.wc.status, RV_WC_SUCCESS);
 	assert_true(second.took_ms < 3000);
-	poll_a(&p, 91);
+	pair_send_completion(&p, 91);
 	pair_close(&p);
 }
 
@@ -409,7 +325,7 @@ static void deadline_bounds_the_recv(void **state)
 	int64_t t0;
 
 	(void)state;
-	pair_open(&p);
+	open_waiting_pair(&p);
 	post_recv_at(&p, 0, 71);
 	for (int i = 0; i < 3; i++) {
 		t0 = now_ms();
@@ -421,7 +337,7 @@ static void deadline_bounds_the_recv(void **state)
 	assert_int_equal(rv_cq_wait(p.cq_b, &wc, 1, LONG_WAIT_MS), 1);
 	assert_int_equal(wc.wr_id, 71);
 	assert_int_equal(wc.status, RV_WC_SUCCESS);
-	poll_a(&p, 72);
+	pair_send_completion(&p, 72);
 	pair_close(&p);
 }
 
