@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "attack-peer.h"
+#include "test-clock.h"
 
 void atk_target_arm(struct atk_target *t)
 {
@@ -73,14 +74,6 @@ void atk_target_close(struct atk_target *t)
 	rv_pd_unref(t->pd);
 	assert_int_equal(rv_context_close(t->ctx), 0);
 	rv_context_unref(t->ctx);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int atk_wait_state(const struct atk_target *t, int want, int ms)

@@ -43,18 +43,12 @@
 
 #include "conn/wire.h"
 #include "netns-pair.h"
+#include "test-clock.h"
 
 #define HANG_MS 20000
 #define MAX_SERVED 64
 
 static const char secret[] = "attack-helper: the secret of the legitimate side";
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static rv_context *soft_ctx(const char *listen, const char *key)
 {

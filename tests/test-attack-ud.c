@@ -32,6 +32,7 @@
 
 #include "drivers/soft/wire/roce.h"
 #include "drivers/soft/soft.h"
+#include "test-clock.h"
 
 #define DEFAULT_QKEY 0x11111111u /* rv_qp_to_init()'s default */
 #define BUF 8192
@@ -50,13 +51,6 @@ struct side {
 	uint8_t *mem;
 	uint8_t *buf;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void side_open(struct side *s, const char *key)
 {

@@ -38,15 +38,9 @@
 #include <rverbs/rverbs.h>
 
 #include "cm-device.h"
+#include "test-clock.h"
 
 #define WAIT_MS 10000
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Receives of 256 bytes in mr from slot first; wr_id = slot. */
 static int post_recvs(rv_qp *qp, rv_mr *mr, uint32_t first, uint32_t n)

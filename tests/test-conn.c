@@ -29,6 +29,7 @@
 
 #include "conn/wire.h"
 #include "mock-driver.h"
+#include "test-clock.h"
 
 struct fixture {
 	rv_device *dev;
@@ -39,13 +40,6 @@ struct fixture {
 };
 
 #define HS_TIMEOUT 300
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int setup(void **state)
 {

@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include <rverbs/rverbs.h>
+#include "test-clock.h"
 
 #define WAIT_MS 10000
 
@@ -42,13 +43,6 @@ struct side {
 	rv_mr *mr;
 	uint8_t *buf;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int side_open(struct side *s)
 {

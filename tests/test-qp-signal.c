@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "mock-driver.h"
+#include "test-clock.h"
 
 static rv_device *dev;
 static rv_context *ctx;
@@ -378,13 +379,6 @@ struct soft {
 	rv_mr *mr;
 	uint8_t *buf;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Two connected soft0 QPs; s->qp sends with sq_sig_all = 0 and depth sq. */
 static void soft_open(struct soft *s, uint32_t sq)

@@ -30,6 +30,7 @@
 
 #include "drivers/soft/wire/sha256.h"
 #include "drivers/soft/wire/wire.h"
+#include "test-clock.h"
 
 /* The wire facts of auth.c, restated here so the test checks them independently. */
 #define AUTH_OPCODE 0xCu
@@ -215,13 +216,6 @@ static void side_close(struct side *s)
 	rv_pd_unref(s->pd);
 	assert_int_equal(rv_context_close(s->ctx), 0);
 	rv_context_unref(s->ctx);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static rv_wc poll_one(rv_cq *cq)

@@ -44,6 +44,7 @@
 #include "rverbs-private.h"
 #include "drivers/soft/soft.h"
 #include <rverbs/rverbs.h>
+#include "test-clock.h"
 
 #define BUF (256u * 1024u)
 #define GUARD 0xa5
@@ -63,14 +64,6 @@ struct side {
 	int n_wc;
 	rv_wc wc[MAX_WC];
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int ms)
 {

@@ -25,6 +25,7 @@
 #include <rverbs/rverbs.h>
 
 #include "drivers/soft/wire/wire.h"
+#include "test-clock.h"
 
 #define FAKE_PORT 1      /* lower than any listener port: the rverbs QP is the passive side */
 #define FAKE_QPN 0x777
@@ -132,13 +133,6 @@ static bool handshake(const struct target *t, int fd)
 	if (recv_some(fd, reply, sizeof(reply)) != sizeof(reply))
 		return false;
 	return rv_wire_mpa_decode(reply, sizeof(reply), &r) > 0 && r.reply && !(r.flags & RV_MPA_FLAG_REJECT);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int wait_state(rv_qp *qp, int want, int ms)

@@ -32,6 +32,8 @@
 #include <rverbs/rverbs.h>
 
 #include "drivers/soft/lock.h"
+#include "test-clock.h"
+#include "soft-context.h"
 
 #define THREADS 4
 
@@ -214,25 +216,6 @@ static void test_soft_lock__rwlock_writer_waits_for_reader(void **state)
  * took the entries, and the second, finding the ring empty under the lock,
  * returned -EOVERFLOW whatever the overflow flag said (cq2poll: the flag
  * was clear in every such failure, and no completion came twice). */
-
-static rv_context *open_ctx(void)
-{
-	rv_device *dev = NULL;
-	rv_context *ctx = NULL;
-
-	assert_int_equal(rv_device_find("soft0", &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
-	rv_device_unref(dev);
-	return ctx;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 enum { PER_QP = 2000, WINDOW = 24, CQ_RUNS = 40 };
 

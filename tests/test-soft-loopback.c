@@ -23,6 +23,8 @@
 #include <cmocka.h>
 
 #include <rverbs/rverbs.h>
+#include "test-clock.h"
+#include "soft-context.h"
 
 #define BUF (1u << 20)
 
@@ -35,17 +37,6 @@ struct side {
 	uint8_t *buf;
 	bool own_ctx;
 };
-
-static rv_context *open_ctx(void)
-{
-	rv_device *dev = NULL;
-	rv_context *ctx = NULL;
-
-	assert_int_equal(rv_device_find("soft0", &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
-	rv_device_unref(dev);
-	return ctx;
-}
 
 static void side_qp(struct side *s)
 {
@@ -91,13 +82,6 @@ static void connect_pair(struct side *a, struct side *b)
 	assert_int_equal(rv_qp_endpoint(b->qp, &eb), 0);
 	assert_int_equal(rv_qp_connect(a->qp, &eb), 0);
 	assert_int_equal(rv_qp_connect(b->qp, &ea), 0);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Wait up to 10 s for one completion. */

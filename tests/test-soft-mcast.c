@@ -40,6 +40,7 @@
 
 #include "drivers/soft/soft.h"
 #include "drivers/soft/wire/roce.h"
+#include "test-clock.h"
 
 #define QKEY 0x0badcafeu
 #define BUF 16384
@@ -67,13 +68,6 @@ struct side {
 	uint8_t *mem;
 	uint8_t *buf;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void pick_group(void)
 {

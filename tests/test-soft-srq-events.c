@@ -20,29 +20,12 @@
 #include <cmocka.h>
 
 #include <rverbs/rverbs.h>
+#include "test-clock.h"
+#include "soft-context.h"
 
 #define NQP 3
 #define SLOT 256u
 #define BUF (64u * 1024u)
-
-static rv_context *open_ctx(void)
-{
-	rv_device *dev = NULL;
-	rv_context *ctx = NULL;
-
-	assert_int_equal(rv_device_find("soft0", &dev), 0);
-	assert_int_equal(rv_context_new(dev, NULL, &ctx), 0);
-	rv_device_unref(dev);
-	return ctx;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Up to 10 s for n completions (a hang guard, not a timing check). */
 static int poll_n(rv_cq *cq, rv_wc *wc, int n)

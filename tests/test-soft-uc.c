@@ -28,17 +28,10 @@
 #include <rverbs/rverbs.h>
 
 #include "drivers/soft/soft.h"
+#include "test-clock.h"
 
 #define BUF (64u * 1024u)
 #define WAIT_MS 10000
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void nap(void)
 {

@@ -33,6 +33,7 @@
 
 #include "drivers/soft/wire/roce.h"
 #include "drivers/soft/soft.h"
+#include "test-clock.h"
 
 #define QKEY 0x11111111u
 #define BUF 8192
@@ -47,13 +48,6 @@ struct side {
 	uint8_t *mem;  /* GUARD + BUF + GUARD; the MR covers the middle */
 	uint8_t *buf;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A side on listen_addr (NULL: the default) with rv_soft_flags. */
 static void side_open_on(struct side *s, const char *listen_addr, uint32_t flags)

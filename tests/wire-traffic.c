@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <rverbs/rverbs.h>
+#include "test-clock.h"
 
 #define BUF (1u << 20)
 
@@ -83,13 +84,6 @@ static uint16_t side_port(struct side *s)
 	pa.mask = RV_PORT_ATTR_ALL;
 	CHECK(rv_context_query_port(s->ctx, 1, &pa));
 	return pa.lid;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* One successful completion with this wr_id within 10 s, or exit. */
