@@ -560,7 +560,8 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 	}
 out:
 	soft_lock_give(&q->lock);
-	*n_posted = i;
+	if (n_posted) /* NULL from the facade (post_n_posted_may_be_null) */
+		*n_posted = i;
 	return rc;
 }
 
@@ -667,7 +668,8 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 	}
 out:
 	soft_lock_give(&q->lock);
-	*n_posted = i;
+	if (n_posted) /* NULL from the facade (post_n_posted_may_be_null) */
+		*n_posted = i;
 	return rc;
 }
 
