@@ -1061,8 +1061,9 @@ void soft_tx_ring_done(struct soft_qp *q)
 	 * flush publishes (if the last WR did not) and marks the WRs for
 	 * completion; fill() would find nothing more (the WRs went through
 	 * soft_tx_ring_now, nothing else was due and q->lock is held), and the
-	 * epoll interest is unchanged (c->tx stays empty). */
-	soft_shmring_flush(q->conn);
+	 * epoll interest is unchanged (c->tx stays empty). The flush without
+	 * its copy of c->tx: soft_shmring_framed_done. */
+	soft_shmring_framed_done(q, q->conn);
 	soft_sq_complete(q);
 }
 
