@@ -651,7 +651,9 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 		w = &q->rq[q->rq_tail & q->rq_mask];
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
-		if (wr->num_sge)
+		if (wr->num_sge == 1)
+			w->sge[0] = wr->sg_list[0]; /* the usual receive: one move, not a libc call */
+		else if (wr->num_sge)
 			memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(rv_sge));
 		q->rq_tail++;
 	}
