@@ -284,21 +284,11 @@ static bool srq_take(struct soft_qp *q)
 	return true;
 }
 
-struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
+struct soft_rwqe *soft_srq_peek(struct soft_qp *q)
 {
-	if (!q->srq)
-		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head & q->rq_mask] : NULL;
 	if (!q->srq_have && !srq_take(q))
 		return NULL;
 	return &q->srq_wqe;
-}
-
-void soft_rq_consume(struct soft_qp *q)
-{
-	if (q->srq)
-		q->srq_have = false;
-	else
-		q->rq_head++;
 }
 
 /* A linear search: a context has few XRC SRQs (one per receiving process

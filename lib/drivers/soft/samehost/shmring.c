@@ -1202,7 +1202,7 @@ static void set_sleeping(struct soft_ctx *sc, uint32_t v)
 
 /* Work for this connection now: frames to consume, or the consumer moved
  * (looked at only when `cons` or someone waits for it: want_cons). */
-static bool ring_ready(const struct soft_conn *c, bool cons)
+static inline __attribute__((always_inline)) bool ring_ready(const struct soft_conn *c, bool cons)
 {
 	const struct soft_shmring *r = c->ring;
 
