@@ -88,9 +88,9 @@ void soft_sq_complete(struct soft_qp *q)
 
 /* Only the driver's copy: the facade owns qp->state and refreshes it through
  * soft_qp_query, so the progress thread never writes facade memory. */
-void soft_qp_check_overflow(struct soft_qp *q)
+void soft_qp_overflowed(struct soft_qp *q)
 {
-	if (RV_LIKELY(!q->cq_overflow) || atomic_load(&q->state) == RV_QPS_ERR)
+	if (atomic_load(&q->state) == RV_QPS_ERR)
 		return;
 	rv_log(RV_LOG_WARN, "soft0: QP 0x%x: its CQ overflowed; the QP is in the error state", q->qpn);
 	soft_qp_fail(q, q->sq_head, RV_WC_WR_FLUSH_ERR, RV_WC_WR_FLUSH_ERR, false);
@@ -284,21 +284,11 @@ static bool srq_take(struct soft_qp *q)
 	return true;
 }
 
-struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
+struct soft_rwqe *soft_srq_peek(struct soft_qp *q)
 {
-	if (!q->srq)
-		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head & q->rq_mask] : NULL;
 	if (!q->srq_have && !srq_take(q))
 		return NULL;
 	return &q->srq_wqe;
-}
-
-void soft_rq_consume(struct soft_qp *q)
-{
-	if (q->srq)
-		q->srq_have = false;
-	else
-		q->rq_head++;
 }
 
 /* A linear search: a context has few XRC SRQs (one per receiving process

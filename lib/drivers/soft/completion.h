@@ -88,8 +88,14 @@ bool soft_cq_waited(const struct rv_cq *cq);
 /* Complete finished send WRs in order (q->lock held). */
 void soft_sq_complete(struct soft_qp *q);
 /* If a CQ of q overflowed, move q to ERR and have the progress thread close
- * its connection (q->lock held). */
-void soft_qp_check_overflow(struct soft_qp *q);
+ * its connection (q->lock held). The test inline: it runs after every post
+ * and ring pass, and a call for one load was about 6 instructions. */
+void soft_qp_overflowed(struct soft_qp *q);
+static inline void soft_qp_check_overflow(struct soft_qp *q)
+{
+	if (RV_UNLIKELY(q->cq_overflow))
+		soft_qp_overflowed(q);
+}
 /*
  * Move q to ERR (q->lock held): send WRs before index fail complete as
  * successful if the peer confirmed them (else they flush), the one at fail
@@ -104,9 +110,22 @@ void soft_qp_flush_posted(struct soft_qp *q);
 /* ---- receive WRs ---- */
 /* The receive WR the next/current SEND lands in (its QP's rq head or a WR
  * taken from its SRQ), or NULL when there is none yet (q->lock held). */
-struct soft_rwqe *soft_rq_peek(struct soft_qp *q);
+struct soft_rwqe *soft_srq_peek(struct soft_qp *q); /* the SRQ's half, out of line */
+static inline struct soft_rwqe *soft_rq_peek(struct soft_qp *q)
+{
+	/* Inline: once per SEND received (a call was about 10 instructions). */
+	if (RV_LIKELY(!q->srq))
+		return q->rq_head != q->rq_tail ? &q->rq[q->rq_head & q->rq_mask] : NULL;
+	return soft_srq_peek(q);
+}
 /* The message in soft_rq_peek()'s WR completed: move past it. */
-void soft_rq_consume(struct soft_qp *q);
+static inline void soft_rq_consume(struct soft_qp *q)
+{
+	if (q->srq)
+		q->srq_have = false;
+	else
+		q->rq_head++;
+}
 /* q stalled on an empty SRQ that has been posted to since (progress thread). */
 bool soft_srq_resumable(const struct soft_qp *q);
 /* The XRC SRQ numbered srqn in sc, or NULL (sc->lock held). */

@@ -1087,6 +1087,9 @@ bool soft_shmring_tx_ctl(struct soft_qp *q, struct soft_conn *c);
 /* stream.c: soft_conn_flush once our direction uses the ring; it also
  * publishes the records tx.c framed in place. */
 bool soft_shmring_flush(struct soft_conn *c);
+/* tx.c's soft_tx_ring_done (q->lock held): soft_shmring_flush after WRs that
+ * soft_tx_ring_now framed in place, without the copy of c->tx. */
+void soft_shmring_framed_done(struct soft_qp *q, struct soft_conn *c);
 /* tx.c, our direction on the ring (q->lock held): where a frame of flen
  * bytes (whole, as rv_wire_fpdu_len counts it) may be framed in place, in
  * the ring's next record, or NULL: something waits in c->tx (it goes

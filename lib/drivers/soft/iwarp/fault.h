@@ -26,7 +26,7 @@ static inline size_t soft_fault_tx(struct soft_qp *q, struct soft_conn *c, uint8
 	return soft_fault_frame(q, c, frame, len);
 }
 /* True while a fault holds c's transmit side: flush sends nothing, no EPOLLOUT. */
-static inline bool soft_fault_held(const struct soft_conn *c)
+static inline __attribute__((always_inline)) bool soft_fault_held(const struct soft_conn *c)
 {
 	return RV_UNLIKELY(c->fault_stopped || c->fault_hold);
 }

@@ -482,8 +482,10 @@ enum soft_mem_err soft_mem_read(struct soft_ctx *sc, struct rv_qp *qp, uint32_t 
 	return e;
 }
 
-/* Walk an SGE list from byte offset off, copying len bytes in or out. */
-static enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
+/* Walk an SGE list from byte offset off, copying len bytes in or out.
+ * Inlined into soft_sgl_read and soft_sgl_write, so each has its direction
+ * as a constant (a 64 B SEND on a ring copies once each way: shmlat6). */
+static inline __attribute__((always_inline)) enum soft_mem_err sgl_copy(struct soft_ctx *sc, struct rv_pd *pd, const rv_sge *sge, uint32_t n,
 				  uint64_t off, void *buf, uint64_t len, bool to_sgl)
 {
 	enum soft_mem_err e = SOFT_MEM_OK;

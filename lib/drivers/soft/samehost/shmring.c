@@ -891,6 +891,23 @@ void soft_shmring_framed(struct soft_conn *c, size_t flen, bool now)
 		publish(r); /* the marks and want_cons follow in soft_shmring_flush */
 }
 
+/* The send WRs framed up to q->sq_tx are in the ring: a mark confirms them
+ * once the consumer passed it, and a signaled one among them makes a busy
+ * poller read the consumer index (want_upto). */
+static inline void mark_sent(struct soft_qp *q, struct soft_shmring *r)
+{
+	uint32_t i = r->sq_scanned;
+
+	if ((int32_t)(i - q->sq_head) < 0 || (int32_t)(q->sq_tx - i) < 0)
+		i = q->sq_head;
+	for (; i != q->sq_tx; i++)
+		if (q->sq[i & q->sq_mask].signaled)
+			r->want_upto = r->tx_prod; /* the application polls for it */
+	r->sq_scanned = q->sq_tx;
+	add_mark(r, q->sq_tx);
+	q->sq_covered = q->sq_tx; /* no zero-length READ needed (tx.c) */
+}
+
 bool soft_shmring_flush(struct soft_conn *c)
 {
 	struct soft_shmring *r = c->ring;
@@ -976,22 +993,35 @@ bool soft_shmring_flush(struct soft_conn *c)
 	}
 	if (c->tx_off == c->tx_len) {
 		c->tx_off = c->tx_len = 0;
-		if (c->qp && moved) {
-			struct soft_qp *q = c->qp;
-			uint32_t i = r->sq_scanned;
-
-			if ((int32_t)(i - q->sq_head) < 0 || (int32_t)(q->sq_tx - i) < 0)
-				i = q->sq_head;
-			for (; i != q->sq_tx; i++)
-				if (q->sq[i & q->sq_mask].signaled)
-					r->want_upto = r->tx_prod; /* the application polls for it */
-			r->sq_scanned = q->sq_tx;
-			add_mark(r, q->sq_tx);
-			q->sq_covered = q->sq_tx; /* no zero-length READ needed (tx.c) */
-		}
+		if (c->qp && moved)
+			mark_sent(c->qp, r);
 	}
 	update_want(c->qp, c, atomic_load_explicit(&r->tx_cons, memory_order_relaxed));
 	return true;
+}
+
+/* soft_tx_ring_done's flush (q->lock held): every WR of the post was framed
+ * in place by soft_tx_ring_now, which found c->tx empty, nothing waiting for
+ * TCP and the ring not broken (soft_shmring_frame_at), and q->lock kept it
+ * so. soft_shmring_flush's copy of c->tx into the ring, and its checks for
+ * it, then have nothing to do: only the publish (when the last WR of the
+ * post was not framed here), the marks and want_cons remain. Anything else
+ * takes the whole flush. */
+void soft_shmring_framed_done(struct soft_qp *q, struct soft_conn *c)
+{
+	struct soft_shmring *r = c->ring;
+	uint32_t moved = r->tx_unpub;
+
+	if (RV_UNLIKELY(!moved || r->broken || c->tx_len || c->ring_tcp_end)) {
+		soft_shmring_flush(c);
+		return;
+	}
+	r->tx_unpub = 0;
+	r->stat[SOFT_RING_TX_FRAMES] += moved;
+	if (r->tx_pub != r->tx_prod)
+		publish(r);
+	mark_sent(q, r);
+	update_want(q, c, atomic_load_explicit(&r->tx_cons, memory_order_relaxed));
 }
 
 /* The consumer found the peer's ring corrupt: TERMINATE, QP to ERR (rx.c). */
@@ -1172,7 +1202,7 @@ static void set_sleeping(struct soft_ctx *sc, uint32_t v)
 
 /* Work for this connection now: frames to consume, or the consumer moved
  * (looked at only when `cons` or someone waits for it: want_cons). */
-static bool ring_ready(const struct soft_conn *c, bool cons)
+static inline __attribute__((always_inline)) bool ring_ready(const struct soft_conn *c, bool cons)
 {
 	const struct soft_shmring *r = c->ring;
 

@@ -560,7 +560,8 @@ int soft_post_send(struct rv_qp *qp, const rv_send_wr *wrs, size_t n, size_t *n_
 	}
 out:
 	soft_lock_give(&q->lock);
-	*n_posted = i;
+	if (n_posted) /* NULL from the facade (post_n_posted_may_be_null) */
+		*n_posted = i;
 	return rc;
 }
 
@@ -650,7 +651,9 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 		w = &q->rq[q->rq_tail & q->rq_mask];
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
-		if (wr->num_sge)
+		if (wr->num_sge == 1)
+			w->sge[0] = wr->sg_list[0]; /* the usual receive: one move, not a libc call */
+		else if (wr->num_sge)
 			memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(rv_sge));
 		q->rq_tail++;
 	}
@@ -667,7 +670,8 @@ int soft_post_recv(struct rv_qp *qp, const rv_recv_wr *wrs, size_t n, size_t *n_
 	}
 out:
 	soft_lock_give(&q->lock);
-	*n_posted = i;
+	if (n_posted) /* NULL from the facade (post_n_posted_may_be_null) */
+		*n_posted = i;
 	return rc;
 }
 

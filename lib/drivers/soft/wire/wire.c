@@ -16,41 +16,25 @@ static const char mpa_key_rep[RV_MPA_KEY_LEN] = {'M', 'P', 'A', ' ', 'I', 'D', '
 						 'e', 'p', ' ', 'F', 'r', 'a', 'm', 'e'};
 static const uint8_t cpd_magic[4] = {'R', 'V', 'S', '2'};
 
-/* DDP/RDMAP control word (RFC 5041 §4.2, RFC 5040 §4.3). */
-#define CTL_T 0x8000u
-#define CTL_L 0x4000u
-#define CTL_DV_SHIFT 8
+/* DDP/RDMAP control word (RFC 5041 §4.2, RFC 5040 §4.3): wire.h. */
+#define CTL_T RV_WIRE_CTL_T
+#define CTL_L RV_WIRE_CTL_L
+#define CTL_DV_SHIFT RV_WIRE_CTL_DV_SHIFT
 #define CTL_DV_MASK 0x0300u
-#define CTL_RV_SHIFT 6
+#define CTL_RV_SHIFT RV_WIRE_CTL_RV_SHIFT
 #define CTL_RV_MASK 0x00c0u
-#define CTL_OPCODE 0x000fu
-#define DDP_VERSION 1u
-#define RDMAP_VERSION 1u
+#define CTL_OPCODE RV_WIRE_CTL_OPCODE
+#define DDP_VERSION RV_WIRE_DDP_VERSION
+#define RDMAP_VERSION RV_WIRE_RDMAP_VERSION
 
 /* Terminate header control bits (RFC 5040 §4.8). */
 #define TERM_M 0x8000u
 #define TERM_D 0x4000u
 #define TERM_R 0x2000u
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
+#define put16 rv_wire_put16
+#define put32 rv_wire_put32
+#define put64 rv_wire_put64
 
 static uint16_t get16(const uint8_t *p)
 {
@@ -242,29 +226,7 @@ static void areq_get(const uint8_t *p, struct rv_atomic_req *a)
 	a->compare_mask = get64(p + 44);
 }
 
-size_t rv_wire_fpdu_begin(uint8_t *buf, const struct rv_fpdu *f, size_t payload_len)
-{
-	size_t hlen = rv_wire_ddp_hdr_len(f->tagged);
-	uint16_t ctl = (uint16_t)(DDP_VERSION << CTL_DV_SHIFT | RDMAP_VERSION << CTL_RV_SHIFT |
-				  (f->opcode & CTL_OPCODE));
-
-	if (f->tagged)
-		ctl |= CTL_T;
-	if (f->last)
-		ctl |= CTL_L;
-	put16(buf, (uint16_t)(hlen + payload_len));
-	put16(buf + 2, ctl);
-	if (f->tagged) {
-		put32(buf + 4, f->stag);
-		put64(buf + 8, f->to);
-	} else {
-		put32(buf + 4, f->inv_stag);
-		put32(buf + 8, f->qn);
-		put32(buf + 12, f->msn);
-		put32(buf + 16, f->mo);
-	}
-	return 2 + hlen;
-}
+/* rv_wire_fpdu_begin is inline in wire.h (the post frames with it). */
 
 size_t rv_wire_fpdu_seal(uint8_t *buf)
 {
