@@ -232,6 +232,8 @@ def case_perf_json_svg():
               "no -e: both sides poll")
         check(r["path_client"] in PATHS and r["path_server"] in PATHS and data["path"] in PATHS,
               "the JSON says which path soft0 took")
+        check(0 <= r["runq_wait_client_s"] <= r["wall_s"] and r["switches_client"] >= 0,
+              "the JSON gives the client's time on the run queue (within the run) and its involuntary switches")
         p = run(["perf", "-d", "soft0", "send", "lat", "--loopback", "-n", "50", "--json"])
         data = json.loads(p.stdout)
         r = data["results"][0]
