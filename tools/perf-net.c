@@ -47,7 +47,12 @@ void sched_now(struct sched_mark *m)
 			m->runq_ns = (int64_t)wait;
 		fclose(f);
 	}
-	m->preempted = getrusage(RUSAGE_THREAD, &ru) == 0 ? (int64_t)ru.ru_nivcsw : -1;
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		m->preempted = (int64_t)ru.ru_nivcsw;
+		m->faults = (int64_t)ru.ru_minflt + (int64_t)ru.ru_majflt;
+	} else {
+		m->preempted = m->faults = -1;
+	}
 }
 
 int net_listen(const char *addr, int port, int *ret_fd, int *ret_port)

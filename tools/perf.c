@@ -156,6 +156,7 @@ int session_run(struct session *s, const struct perf_cmd *c, struct perf_result 
 	sched_now(&m1);
 	res->runq_wait_client = m0.runq_ns >= 0 && m1.runq_ns >= m0.runq_ns ? (double)(m1.runq_ns - m0.runq_ns) / 1e9 : -1;
 	res->switches_client = m0.preempted >= 0 && m1.preempted >= m0.preempted ? m1.preempted - m0.preempted : -1;
+	res->faults_client = m0.faults >= 0 && m1.faults >= m0.faults ? m1.faults - m0.faults : -1;
 	res->events_client = s->r && perf_rdma_events(s->r);
 	res->path_client = perf_path_now(s->r);
 	res->naps_client = s->r ? perf_rdma_naps(s->r) : 0;
@@ -428,6 +429,7 @@ static void json_row(struct json *j, const struct perf_opts *o, const struct per
 	json_uint(j, "naps_client", r->naps_client);
 	json_double(j, "runq_wait_client_s", r->runq_wait_client);
 	json_int(j, "switches_client", r->switches_client);
+	json_int(j, "faults_client", r->faults_client);
 	json_string(j, "path_client", perf_path_name(r->path_client));
 	json_string(j, "path_server", perf_path_name(r->path_server));
 	json_object_end(j);

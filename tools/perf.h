@@ -78,6 +78,9 @@ struct perf_result {
 	 * sched_yield calls that gave the CPU away; < 0: not known) */
 	double runq_wait_client;
 	int64_t switches_client;
+	/* its page faults during the run (< 0: not known): first touches the
+	 * warm-up should have taken */
+	int64_t faults_client;
 };
 
 /* ---- perf-net.c: the control connection and the TCP baseline ---- */
@@ -95,10 +98,10 @@ int tcp_run(int fd, bool client, const struct perf_cmd *c, struct perf_result *r
 uint64_t now_ns(void);
 uint64_t cpu_ns(void);
 /* The calling thread's scheduling: time runnable but not running (ns,
- * /proc/thread-self/schedstat), involuntary context switches (getrusage
- * RUSAGE_THREAD); -1 each where the kernel does not say. */
+ * /proc/thread-self/schedstat), involuntary context switches and page
+ * faults (getrusage RUSAGE_THREAD); -1 each where the kernel does not say. */
 struct sched_mark {
-	int64_t runq_ns, preempted;
+	int64_t runq_ns, preempted, faults;
 };
 void sched_now(struct sched_mark *m);
 /* Fill the latency fields of res from n samples in microseconds (sorts them). */
