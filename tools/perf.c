@@ -585,7 +585,7 @@ static void usage(FILE *f)
 		"  -D, --duration SECONDS  run each size for about this long instead of -n\n"
 		"      --warmup N          write/read bw: N WRs per QP before the clock starts, as\n"
 		"                          ucx_perftest's -w (default: a tenth of -n, 1 to -t; 0: none;\n"
-		"                          soft0: two such passes)\n"
+		"                          on soft0's rings: again once WRs take the one-copy path)\n"
 		"  -I, --inline_size BYTES max inline data (sends up to it go inline)\n"
 		"  -Q, --cq-mod N          signal one send in N and the last (default as perftest: 100,\n"
 		"                          at most -t; 1 above 8 KiB unless -a or -e; -Q 1 or -t 1 for\n"
