@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,26 @@ uint64_t cpu_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sched_now(struct sched_mark *m)
+{
+	unsigned long long run, wait;
+	struct rusage ru;
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+	m->runq_ns = -1;
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run, &wait) == 2)
+			m->runq_ns = (int64_t)wait;
+		fclose(f);
+	}
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		m->preempted = (int64_t)ru.ru_nivcsw;
+		m->faults = (int64_t)ru.ru_minflt + (int64_t)ru.ru_majflt;
+	} else {
+		m->preempted = m->faults = -1;
+	}
 }
 
 int net_listen(const char *addr, int port, int *ret_fd, int *ret_port)

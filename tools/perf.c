@@ -137,6 +137,7 @@ static int prepare_local(struct session *s, bool client, const struct perf_cmd *
 int session_run(struct session *s, const struct perf_cmd *c, struct perf_result *res, progress_fn progress)
 {
 	uint64_t cmd[N_CMD] = {OP_RUN, c->test, c->mode, c->size, c->iters, c->cq_mod}, peer[N_REPLY], t0, c0;
+	struct sched_mark m0, m1;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -146,11 +147,16 @@ int session_run(struct session *s, const struct perf_cmd *c, struct perf_result 
 		return rc;
 	if ((rc = prepare_local(s, true, c)) < 0 || (rc = net_barrier(s->fd)) < 0)
 		return rc;
+	sched_now(&m0);
 	t0 = now_ns();
 	c0 = cpu_ns();
 	int run_rc = run_local(s, true, c, res, progress);
 	res->cpu_client = (double)(cpu_ns() - c0) / 1e9;
 	res->wall = (double)(now_ns() - t0) / 1e9;
+	sched_now(&m1);
+	res->runq_wait_client = m0.runq_ns >= 0 && m1.runq_ns >= m0.runq_ns ? (double)(m1.runq_ns - m0.runq_ns) / 1e9 : -1;
+	res->switches_client = m0.preempted >= 0 && m1.preempted >= m0.preempted ? m1.preempted - m0.preempted : -1;
+	res->faults_client = m0.faults >= 0 && m1.faults >= m0.faults ? m1.faults - m0.faults : -1;
 	res->events_client = s->r && perf_rdma_events(s->r);
 	res->path_client = perf_path_now(s->r);
 	res->naps_client = s->r ? perf_rdma_naps(s->r) : 0;
@@ -421,6 +427,9 @@ static void json_row(struct json *j, const struct perf_opts *o, const struct per
 	json_bool(j, "events_client", r->events_client);
 	json_bool(j, "events_server", r->events_server);
 	json_uint(j, "naps_client", r->naps_client);
+	json_double(j, "runq_wait_client_s", r->runq_wait_client);
+	json_int(j, "switches_client", r->switches_client);
+	json_int(j, "faults_client", r->faults_client);
 	json_string(j, "path_client", perf_path_name(r->path_client));
 	json_string(j, "path_server", perf_path_name(r->path_server));
 	json_object_end(j);
@@ -575,7 +584,8 @@ static void usage(FILE *f)
 		"  -n, --iters N           iterations per size (default 5000 bw, 1000 lat)\n"
 		"  -D, --duration SECONDS  run each size for about this long instead of -n\n"
 		"      --warmup N          write/read bw: N WRs per QP before the clock starts, as\n"
-		"                          ucx_perftest's -w (default: a tenth of -n, 1 to -t; 0: none)\n"
+		"                          ucx_perftest's -w (default: a tenth of -n, 1 to -t; 0: none;\n"
+		"                          on soft0's rings: again once WRs take the one-copy path)\n"
 		"  -I, --inline_size BYTES max inline data (sends up to it go inline)\n"
 		"  -Q, --cq-mod N          signal one send in N and the last (default as perftest: 100,\n"
 		"                          at most -t; 1 above 8 KiB unless -a or -e; -Q 1 or -t 1 for\n"

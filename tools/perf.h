@@ -72,6 +72,15 @@ struct perf_result {
 	/* soft0 bandwidth runs: the client's blocks on its CQ while the CPU
 	 * was crowded (perf-rdma.c, idle()) */
 	uint64_t naps_client;
+	/* the client's measuring thread during the run: time it was runnable
+	 * but another task had the CPU (Linux schedstat run_delay; < 0: not
+	 * known), and its involuntary context switches (preemptions and
+	 * sched_yield calls that gave the CPU away; < 0: not known) */
+	double runq_wait_client;
+	int64_t switches_client;
+	/* its page faults during the run (< 0: not known): first touches the
+	 * warm-up should have taken */
+	int64_t faults_client;
 };
 
 /* ---- perf-net.c: the control connection and the TCP baseline ---- */
@@ -88,6 +97,13 @@ int tcp_run(int fd, bool client, const struct perf_cmd *c, struct perf_result *r
 
 uint64_t now_ns(void);
 uint64_t cpu_ns(void);
+/* The calling thread's scheduling: time runnable but not running (ns,
+ * /proc/thread-self/schedstat), involuntary context switches and page
+ * faults (getrusage RUSAGE_THREAD); -1 each where the kernel does not say. */
+struct sched_mark {
+	int64_t runq_ns, preempted, faults;
+};
+void sched_now(struct sched_mark *m);
 /* Fill the latency fields of res from n samples in microseconds (sorts them). */
 void perf_lat_stats(double *us, uint64_t n, struct perf_result *res);
 
