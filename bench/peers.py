@@ -258,7 +258,11 @@ def main():
         for rnd in range(rounds):
             for name, mode, size, shm, blocking in rows:
                 lat_iters = 2000 if a.quick else 10000
-                bw_iters = max(200, (64 << 20) // size) if a.quick else max(1000, (512 << 20) // size)
+                # Same host moves 8 GiB a run (about 0.1 s at 600 Gb/s), TCP
+                # 512 MiB: a 512 MiB same-host run took 6-9 ms, and one
+                # preemption by a 4 ms tick halved its figure (bench/README).
+                bw_bytes = 8 << 30 if shm else 512 << 20
+                bw_iters = max(200, (64 << 20) // size) if a.quick else max(1000, bw_bytes // size)
                 iters = lat_iters if mode == LAT else bw_iters
                 v = rverbs(a.rverbs, mode, size, iters, shm, blocking)
                 if v is not None:
