@@ -628,9 +628,12 @@ static void recv_timed_out(struct soft_cq *c)
  * one more event, which whoever takes it hands on the same way. One waiter
  * alone: the one read the facade's take of the event made before, nothing
  * more. 1: the count was another CQ's (a channel shared by CQs), the facade
- * takes it as before; 0: poll again.
+ * takes it as before; 0: poll again. Out of line: a blocking ping-pong's
+ * waiter seldom leaves through the channel (on the rings 14 of 9 748 waits
+ * quiet, 65-85 of 8 200-9 100 at load 5; none of 10 000 over TCP), and
+ * inlined it grew soft_cq_block by 81 instructions.
  */
-static int wait_take_event(struct soft_cq *c)
+static __attribute__((noinline)) int wait_take_event(struct soft_cq *c)
 {
 	struct soft_channel *h = c->ch;
 	bool hand_on = false;
