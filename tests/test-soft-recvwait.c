@@ -241,9 +241,9 @@ static void two_waiters_one_stream(void **state)
 
 	(void)state;
 	open_waiting_pair(&p);
-	/* The stream up and the waiter's first (it claims the recv first):
-	 * two waiters that start before the connection is up can lose a
-	 * wake-up, with or without the recv (README, tcpblk2). */
+	/* The stream up and the waiter's first (it claims the recv first);
+	 * two waiters that start before the stream carries anything, both on
+	 * the channel alone: test-soft-twowait. */
 	post_recv_at(&p, 2, 50);
 	send_from_a(&p, 60, 0);
 	{

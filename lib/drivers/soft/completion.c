@@ -148,12 +148,11 @@ void soft_qp_flush_posted(struct soft_qp *q)
 		recv_wc(q, &q->rq[q->rq_head & q->rq_mask], RV_WC_WR_FLUSH_ERR);
 }
 
-static void channel_signal(struct soft_cq *c)
+void soft_channel_post_locked(struct soft_cq *c)
 {
 	struct soft_channel *h = c->ch;
 	uint64_t one = 1;
 
-	pthread_mutex_lock(&h->lock);
 	c->pending++;
 	if (!c->queued) {
 		c->queued = true;
@@ -166,7 +165,13 @@ static void channel_signal(struct soft_cq *c)
 	}
 	if (write(h->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 		c->pending--; /* the counter is full: cannot happen with one event per arm */
-	pthread_mutex_unlock(&h->lock);
+}
+
+static void channel_signal(struct soft_cq *c)
+{
+	pthread_mutex_lock(&c->ch->lock);
+	soft_channel_post_locked(c);
+	pthread_mutex_unlock(&c->ch->lock);
 }
 
 /* The extended fields a CQ created with timestamps keeps for each entry:

@@ -12,7 +12,9 @@
  * stand here: completion.c is the producer, cq.c the consumer.
  *
  * Never calls up into a transport or a verbs object; takes cq->lock (a soft_lock, lock.h)
- * and ch->lock (leaves), and the caller holds q->lock where it says so.
+ * and ch->lock (leaves), and the caller holds q->lock where it says so. Lock
+ * order: ch->lock, then cq->lock (a waiter's hand-on, cq.c); never ch->lock
+ * under cq->lock.
  */
 #ifndef RVERBS_SOFT_COMPLETION_H
 #define RVERBS_SOFT_COMPLETION_H
@@ -83,6 +85,9 @@ bool soft_cq_push(struct rv_cq *cq, const rv_wc *wc);
 bool soft_cq_push_se(struct rv_cq *cq, const rv_wc *wc, bool solicited);
 /* A thread blocks in soft_cq_block on cq, reading its QPs' sockets itself. */
 bool soft_cq_waited(const struct rv_cq *cq);
+/* One event of c's on its channel: queued and the eventfd written (c->ch->lock
+ * held). */
+void soft_channel_post_locked(struct soft_cq *c);
 
 /* ---- QPs ---- */
 /* Complete finished send WRs in order (q->lock held). */
