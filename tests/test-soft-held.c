@@ -16,7 +16,9 @@
  *     flight at a time: every WRITE completes once, in order;
  *   - a sparse signalled WRITE (the first signalled one, behind a
  *     confirmation in flight) is asked for before the WRs posted behind it:
- *     it completes while a SEND behind it waits for a receive WR.
+ *     it completes while a SEND behind it waits for a receive WR;
+ *   - small unsignalled WRITEs and a SEND a poller posted, gathered, and the
+ *     poller stops: they still go (the progress thread's look).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -296,6 +298,81 @@ static void test_held__sparse_signalled_write_asked_for_at_once(void **state)
 	side_close(&b);
 }
 
+/* A poller's unsignalled small WRITEs and SEND gathered in the transmit
+ * buffer (tx.c, soft_tx_post) while it polls, no hold timer armed
+ * (gather_begin): the thread then stops calling rverbs for A, and the
+ * progress thread's look still sends them: B's receive completes, behind
+ * every WRITE. */
+#define GATHER_N 12
+#define GATHER_LEN 1024u
+static void test_held__gathered_by_a_poller_that_stops(void **state)
+{
+	(void)state;
+	for (int round = 0; round < ROUNDS / 5; round++) {
+		struct side a, b;
+		struct conn_opts ob = DEFAULTS;
+		rv_qp_init_attr qa;
+		rv_wc wc;
+		size_t n;
+
+		side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
+		side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+		memset(&qa, 0, sizeof(qa));
+		qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL;
+		qa.send_cq = a.cq;
+		qa.cap.max_send_wr = 64;
+		qa.cap.max_recv_wr = 64;
+		qa.cap.max_send_sge = 4;
+		qa.cap.max_recv_sge = 4;
+		qa.sq_sig_all = 0;
+		rv_qp_unref(a.qp);
+		assert_int_equal(rv_qp_new(a.pd, &qa, &a.qp), 0);
+		ob.access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
+		connect_pair(&a, &DEFAULTS, &b, &ob);
+		fill(a.buf, BUF, 61 + (unsigned)round);
+		memset(b.buf, 0, BUF);
+		{
+			rv_sge rg = sge(&b, 0, GATHER_LEN);
+			rv_recv_wr rw = {.wr_id = 7, .sg_list = &rg, .num_sge = 1};
+
+			assert_int_equal(rv_qp_post_recv(b.qp, &rw, 1, &n), 0);
+		}
+		for (uint32_t i = 0; i <= GATHER_N + 1; i++) {
+			rv_sge g = sge(&a, (size_t)i * GATHER_LEN, GATHER_LEN);
+			rv_send_wr wr;
+
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = i;
+			wr.sg_list = &g;
+			wr.num_sge = 1;
+			wr.opcode = i <= GATHER_N ? RV_WR_RDMA_WRITE : RV_WR_SEND;
+			wr.remote_addr = (uint64_t)(uintptr_t)(b.buf + BUF / 2 + (size_t)i * GATHER_LEN);
+			wr.rkey = rv_mr_rkey(b.mr);
+			if (i == 0) {
+				/* The first is signalled: A polls for it, so its stream is a poller's. */
+				wr.send_flags = RV_SEND_SIGNALED;
+				assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, &n), 0);
+				wc = poll_one_within(a.cq, GUARD_MS);
+				assert_int_equal(wc.status, RV_WC_SUCCESS);
+				assert_int_equal(wc.wr_id, 0);
+				continue;
+			}
+			assert_int_equal(rv_qp_post_send(a.qp, &wr, 1, &n), 0);
+			if (i < GATHER_N - 4)
+				assert_int_equal(rv_cq_poll(a.cq, &wc, 1), 0); /* polls on, then only posts */
+		}
+		/* A is not called again; B's poll reads only B's stream. */
+		wc = poll_one_within(b.cq, GUARD_MS);
+		assert_int_equal(wc.status, RV_WC_SUCCESS);
+		assert_int_equal(wc.opcode, RV_WC_RECV);
+		assert_int_equal(wc.wr_id, 7);
+		assert_memory_equal(b.buf, a.buf + (size_t)(GATHER_N + 1) * GATHER_LEN, GATHER_LEN);
+		assert_memory_equal(b.buf + BUF / 2, a.buf, (size_t)(GATHER_N + 1) * GATHER_LEN);
+		side_close(&a);
+		side_close(&b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_held__ping_pong_every_send_signalled),
 		cmocka_unit_test(test_held__stream_of_signalled_writes_all_complete),
 		cmocka_unit_test(test_held__sparse_signalled_write_asked_for_at_once),
+		cmocka_unit_test(test_held__gathered_by_a_poller_that_stops),
 	};
 
 	setenv("RVERBS_SOFT_SHM", "0", 1); /* TCP: the rings confirm without READs */

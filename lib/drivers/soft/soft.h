@@ -184,6 +184,14 @@
 /* A READ response to a confirmation held for the application's answer
  * (soft_tx_hold) goes out at the latest this long after it was framed. */
 #define SOFT_HOLD_US 50
+/* After a batch that read only small FPDUs, the progress thread yields and
+ * looks again (epoll_wait, no timeout) up to this many times in a row while
+ * each look finds events, before it sleeps (context.c, progress). */
+#define SOFT_RX_PEEKS 8
+/* ... only streams whose last this many FPDUs were all small (below
+ * SOFT_PLACE_MIN): at 64 KiB and above the receiver is the bottleneck, and
+ * a yield queues it behind busy tasks. */
+#define SOFT_RX_PEEK_RUN 32u
 
 struct soft_qp;
 struct soft_conn;
@@ -326,6 +334,7 @@ struct soft_ctx {
 	struct soft_ctx *reg_next; /* the process's live contexts (context.c, its registry lock) */
 	_Atomic int64_t wait_left_at; /* µs: a blocked waiter that watched streams last left (soft_cq_block) */
 	_Atomic bool long_sleep;   /* the progress thread sleeps longer than SOFT_POLL_HANDBACK_US */
+	uint8_t rx_batch;          /* sc->lock: what on_up (conn.c) read since progress() looked: 1 only streams of small FPDUs (SOFT_RX_PEEK_RUN), 2 another */
 	bool shm_enabled;          /* RVERBS_SOFT_SHM: offer the same-host path (shm.c) */
 	bool shm_ring;             /* RVERBS_SOFT_SHM_RING: shared-memory rings on it (shmring.c) */
 	bool shm_direct;           /* RVERBS_SOFT_SHM_DIRECT: one-copy WRITEs on rings (grant.c) */
@@ -420,6 +429,7 @@ struct soft_conn {
 	bool tx_full;            /* tx.c: a direct send left part of its frame: frame no more data until tx drains */
 	bool tx_blocked;         /* the socket refused bytes (EAGAIN): no send until EPOLLOUT (on_up) */
 	bool rx_drained;         /* place.c: the last read took less than it asked for: the socket is empty */
+	uint8_t rx_small_run;    /* q->lock: FPDUs below SOFT_PLACE_MIN rx.c handled in a row (saturates) */
 	uint8_t poll_idle;       /* soft_conn_poll: reads in a row that found nothing (saturates) */
 	uint8_t poll_skip;       /* ... and polls since the last read, once idle */
 	int64_t poll_read_us;    /* ... and when that read was (µs) */

@@ -928,6 +928,8 @@ static void on_up(struct soft_qp *q, struct soft_conn *c, uint32_t events)
 				return;
 			}
 			soft_rx_process(q, c);
+			if (r > 0 && q->conn == c)
+				q->sc->rx_batch |= c->rx_small_run >= SOFT_RX_PEEK_RUN && !c->place.active ? 1 : 2;
 			/* A read that took less than it asked for emptied the socket:
 			 * the next one would only say EAGAIN (epoll reports new bytes). */
 			if (r == 0 || c->rx_drained)

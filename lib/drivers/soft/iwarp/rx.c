@@ -871,6 +871,7 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 		int n, r;
 
 		if (RV_UNLIKELY(c->place.placed)) {
+			c->rx_small_run = 0;
 			n = rx_placed(q, c, c->rx + c->rx_off + off, c->rx_len - c->rx_off - off);
 			if (n < 0)
 				return;
@@ -889,6 +890,8 @@ void soft_rx_process(struct soft_qp *q, struct soft_conn *c)
 			soft_rx_bad_frame(q, n);
 			return;
 		}
+		/* For the progress thread's peek (context.c, SOFT_RX_PEEK_RUN). */
+		c->rx_small_run = f.payload_len >= SOFT_PLACE_MIN ? 0 : c->rx_small_run < UINT8_MAX ? c->rx_small_run + 1 : UINT8_MAX;
 		if (RV_UNLIKELY(c->ring_rx_on)) {
 			/* After the switch to the ring (shmring.c) nothing comes over TCP
 			 * but a TERMINATE the ring had no room for when the peer closed:
