@@ -273,9 +273,37 @@ static int64_t mono_ns(void)
 }
 
 /* Take one event, waiting until deadline_ns (-1: forever, 0: not at all). */
-static int get_event(struct rv_comp_channel *ch, int64_t deadline_ns, struct rv_cq **ret_cq,
-		     const char *func)
+/*
+ * Several threads in rv_cq_wait on one CQ share its channel, whose arm fires
+ * once: the thread that takes the event may take every completion or only
+ * its own, and the others, asleep on the channel, hear of nothing that came
+ * before the next arm (two waiters, one slept to its deadline with its
+ * completion in the CQ: docs/concepts.md, "Completion handling";
+ * test-soft-twowait). So the thread that takes an event arms the CQ again at once when
+ * others wait, and while others wait each sleeps at most SHARED_SLICE_MS
+ * before it arms and looks again itself: a completion that came between the
+ * fire and the new arm is found within a slice. One waiter alone sleeps
+ * until the event or the deadline, as before, but looks every ALONE_SLICE_MS
+ * whether others have joined since it fell asleep (it cannot know how they
+ * fared with the arm it made) and if so arms and looks again.
+ */
+#define SHARED_SLICE_MS 4
+#define ALONE_SLICE_MS 200 /* a waiter alone notices others joining */
+
+/*
+ * Takes one event off ch, sleeping until deadline_ns (-1: no deadline, 0: do
+ * not sleep). With shared_by (the CQ rv_cq_wait waits on), it returns
+ * -EAGAIN without an error when, after a sleep, it finds no event and may
+ * have missed one: woken by an event another thread took, or after a sleep
+ * while others waited (at most SHARED_SLICE_MS), or after a sleep alone
+ * (at most ALONE_SLICE_MS) during which others came.
+ */
+static int get_event_sliced(struct rv_comp_channel *ch, int64_t deadline_ns, struct rv_cq *shared_by,
+			    struct rv_cq **ret_cq, const char *func)
 {
+	bool woken = false, slept_shared = false;
+	uint32_t joins = 0;
+
 	for (;;) {
 		struct rv_cq *cq = NULL;
 		struct pollfd pfd;
@@ -296,6 +324,8 @@ static int get_event(struct rv_comp_channel *ch, int64_t deadline_ns, struct rv_
 			return 0;
 		if (rc != -EAGAIN)
 			return rv_err_from_driver(rc, func, "reading the completion channel");
+		if (shared_by && (woken || slept_shared || joins != atomic_load(&shared_by->chan_joins)))
+			return -EAGAIN; /* the caller arms and looks at its CQ again */
 		if (deadline_ns == 0)
 			return rv_err(EAGAIN, func, "no event is waiting");
 		if (deadline_ns < 0) {
@@ -306,12 +336,31 @@ static int get_event(struct rv_comp_channel *ch, int64_t deadline_ns, struct rv_
 				return rv_err(ETIMEDOUT, func, "no event within the timeout");
 			ms = (int)((left + 999999) / 1000000);
 		}
+		if (shared_by) {
+			int slice = ALONE_SLICE_MS;
+
+			joins = atomic_load(&shared_by->chan_joins);
+			if (atomic_load(&shared_by->chan_waiters) > 1) {
+				slept_shared = true;
+				slice = SHARED_SLICE_MS;
+			}
+			if (ms < 0 || ms > slice)
+				ms = slice;
+		}
 		pfd.fd = ch->fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, ms) < 0 && errno == EINTR)
+		rc = poll(&pfd, 1, ms);
+		if (rc < 0 && errno == EINTR)
 			return rv_err(EINTR, func, "a signal interrupted the wait");
+		woken = rc > 0;
 	}
+}
+
+static int get_event(struct rv_comp_channel *ch, int64_t deadline_ns, struct rv_cq **ret_cq,
+		     const char *func)
+{
+	return get_event_sliced(ch, deadline_ns, NULL, ret_cq, func);
 }
 
 static int64_t deadline_of(int timeout_ms)
@@ -417,6 +466,68 @@ static int wait_poll(rv_cq *cq, rv_wc *wc, int max)
 	return n;
 }
 
+static int channel_wait_once(rv_cq *cq, rv_wc *wc, int max, int64_t deadline)
+{
+	struct rv_cq *ev = NULL;
+	int n, rc = req_notify(cq, false, "rv_cq_wait");
+
+	if (rc < 0)
+		return rc;
+	/* A completion pushed before the arm does not fire: poll again. */
+	n = wait_poll(cq, wc, max);
+	if (n != 0)
+		return n;
+	rc = get_event_sliced(cq->channel, deadline, cq, &ev, "rv_cq_wait");
+	if (rc == -EAGAIN)
+		return 0; /* a shared wait's slice: arm and look again */
+	if (rc < 0)
+		return rc == -EAGAIN || rc == -ETIMEDOUT
+			       ? rv_err(ETIMEDOUT, "rv_cq_wait", "no completion within the timeout")
+			       : rc;
+	rv_cq_ack_events(ev, 1);
+	if (ev == cq && atomic_load(&cq->chan_waiters) > 1 && req_notify(cq, false, "rv_cq_wait") < 0)
+		rv_error_clear(); /* the others' slices still find what comes */
+	return wait_poll(cq, wc, max);
+}
+
+/* rv_cq_wait's blocking part: the driver's own block (cq_block) where it
+ * has one for this CQ, the completion channel otherwise. */
+static int block(rv_cq *cq, rv_wc *wc, int max, int64_t deadline)
+{
+	for (;;) {
+		struct rv_cq *ev = NULL;
+		int n, rc;
+
+		if (cq->ctx->drv->cq_block) {
+			/* The driver waits itself (soft0: on the CQ's sockets and the
+			 * channel, receiving in this thread: one wake-up per message). */
+			rv_error_clear();
+			rc = cq->ctx->drv->cq_block(cq, deadline);
+			if (rc == -ETIMEDOUT)
+				return rv_err(ETIMEDOUT, "rv_cq_wait", "no completion within the timeout");
+			if (rc == -EINTR)
+				return rv_err(EINTR, "rv_cq_wait", "a signal interrupted the wait");
+			if (rc < 0 && rc != -EOPNOTSUPP)
+				return rv_err_from_driver(rc, "rv_cq_wait", "waiting for a completion");
+			if (rc >= 0) {
+				if (rc > 0) {
+					if (get_event(cq->channel, 0, &ev, "rv_cq_wait") == 0)
+						rv_cq_ack_events(ev, 1);
+					else
+						rv_error_clear(); /* taken by another reader */
+				}
+				n = wait_poll(cq, wc, max);
+				if (n != 0)
+					return n;
+				continue;
+			}
+		}
+		n = channel_wait_once(cq, wc, max, deadline);
+		if (n != 0)
+			return n;
+	}
+}
+
 RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
 {
 	int64_t deadline, spin_end;
@@ -441,50 +552,11 @@ RV_EXPORT int rv_cq_wait(rv_cq *cq, rv_wc *wc, int max, int timeout_ms)
 		if (cq->wait_mode == RV_CQ_WAIT_POLL || (deadline > 0 && mono_ns() >= deadline))
 			return rv_err(ETIMEDOUT, __func__, "no completion within the timeout");
 	}
-	for (;;) {
-		struct rv_cq *ev = NULL;
-		int rc;
-
-		if (cq->ctx->drv->cq_block) {
-			/* The driver waits itself (soft0: on the CQ's sockets and the
-			 * channel, receiving in this thread: one wake-up per message). */
-			rv_error_clear();
-			rc = cq->ctx->drv->cq_block(cq, deadline);
-			if (rc == -ETIMEDOUT)
-				return rv_err(ETIMEDOUT, __func__, "no completion within the timeout");
-			if (rc == -EINTR)
-				return rv_err(EINTR, __func__, "a signal interrupted the wait");
-			if (rc < 0 && rc != -EOPNOTSUPP)
-				return rv_err_from_driver(rc, __func__, "waiting for a completion");
-			if (rc >= 0) {
-				if (rc > 0) {
-					if (get_event(cq->channel, 0, &ev, __func__) == 0)
-						rv_cq_ack_events(ev, 1);
-					else
-						rv_error_clear(); /* taken by another reader */
-				}
-				n = wait_poll(cq, wc, max);
-				if (n != 0)
-					return n;
-				continue;
-			}
-		}
-		rc = req_notify(cq, false, __func__);
-
-		if (rc < 0)
-			return rc;
-		/* A completion pushed before the arm does not fire: poll again. */
-		n = wait_poll(cq, wc, max);
-		if (n != 0)
-			return n;
-		rc = get_event(cq->channel, deadline, &ev, __func__);
-		if (rc < 0)
-			return rc == -EAGAIN ? rv_err(ETIMEDOUT, __func__, "no completion within the timeout") : rc;
-		rv_cq_ack_events(ev, 1);
-		n = wait_poll(cq, wc, max);
-		if (n != 0)
-			return n;
-	}
+	atomic_fetch_add(&cq->chan_joins, 1);
+	atomic_fetch_add(&cq->chan_waiters, 1);
+	n = block(cq, wc, max, deadline);
+	atomic_fetch_sub(&cq->chan_waiters, 1);
+	return n;
 }
 
 static const struct {

@@ -114,6 +114,8 @@ struct rv_cq {
 	_Atomic uint32_t events_acked;
 	struct rv_qp *sig_qps;           /* QPs sending here with a signalling policy (lib/qp_signal.c) */
 	uint32_t wait_mode;              /* rv_cq_wait_mode */
+	_Atomic uint32_t chan_waiters;   /* threads in rv_cq_wait's blocking part (lib/cq.c) */
+	_Atomic uint32_t chan_joins;     /* how many ever entered it */
 	uint64_t spin_ns;
 	uint32_t wc_flags;               /* rv_cq_wc_flags it was created with (rv_cq_poll_ex) */
 };

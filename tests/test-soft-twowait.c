@@ -8,7 +8,10 @@
  * sleeps to its deadline with its completion in the CQ (rv_cq_wait then
  * returns it, late): the deadline is far beyond any wake-up, so only a lost
  * one reaches it. On the code before the fix every run of 12 failed, at round
- * 0 to 45 (median 3.5) of the 200.
+ * 0 to 45 (median 3.5) of the 200. Run with RVERBS_SOFT_POLL_PROGRESS=0
+ * (soft-twowait-channel), it tests the facade's channel wait instead
+ * (lib/cq.c, "Several threads in rv_cq_wait"): before that fix, 2 of 2 runs
+ * failed at round 0.
  */
 #include <errno.h>
 #include <pthread.h>
