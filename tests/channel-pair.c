@@ -68,12 +68,19 @@ void pair_close(struct pair *p)
 	rv_context_unref(p->ctx);
 }
 
-int64_t now_ms(void)
+void pair_post_send(struct pair *p, uint64_t wr_id, uint32_t flags)
 {
-	struct timespec ts;
+	rv_sge g = {.addr = (uint64_t)(uintptr_t)rv_mr_addr(p->mr_a), .length = 64, .lkey = rv_mr_lkey(p->mr_a)};
+	rv_send_wr wr;
+	size_t n = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = RV_WR_SEND;
+	wr.send_flags = RV_SEND_SIGNALED | flags;
+	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
 }
 
 void pair_send_completion(struct pair *p, uint64_t wr_id)

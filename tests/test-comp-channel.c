@@ -39,19 +39,10 @@ static void post_recv(struct pair *p, uint64_t wr_id)
 
 static void send_one(struct pair *p, uint64_t wr_id, uint32_t flags)
 {
-	rv_sge g = sge_of(p->mr_a);
-	rv_send_wr wr;
-	size_t n = 0;
 	rv_wc wc;
 	int rc;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &g;
-	wr.num_sge = 1;
-	wr.opcode = RV_WR_SEND;
-	wr.send_flags = RV_SEND_SIGNALED | flags;
-	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
+	pair_post_send(p, wr_id, flags);
 	/* The sender's completion (its CQ is polled, it has no channel). */
 	for (int i = 0; i < 100000; i++) {
 		rc = rv_cq_poll(p->cq_a, &wc, 1);
@@ -199,21 +190,6 @@ static void event_wait_blocks_then_wakes(void **state)
 /* soft0's blocking waiter reads its QPs' sockets itself (soft_cq_block): a
  * SEND that finds no receive stalls the stream; a receive posted by another
  * thread while the waiter sleeps must still complete it (no lost wake-up). */
-static void post_send_nowait(struct pair *p, uint64_t wr_id)
-{
-	rv_sge g = sge_of(p->mr_a);
-	rv_send_wr wr;
-	size_t n = 0;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &g;
-	wr.num_sge = 1;
-	wr.opcode = RV_WR_SEND;
-	wr.send_flags = RV_SEND_SIGNALED;
-	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
-}
-
 struct waiter {
 	struct pair *p;
 	int n;
@@ -240,7 +216,7 @@ static void blocking_wait_with_a_stalled_receive(void **state)
 	assert_int_equal(rv_cq_set_wait_mode(p.cq_b, RV_CQ_WAIT_EVENT, 0), 0);
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
 	usleep(20000);
-	post_send_nowait(&p, 5);
+	pair_post_send(&p, 5, 0);
 	usleep(100000); /* the SEND waits for a receive WR */
 	post_recv(&p, 51);
 	pthread_join(t, NULL);
@@ -340,7 +316,7 @@ static void send_completes_without_an_answer(void **state)
 	post_recv(&p, 70);
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(rv_cq_poll(p.cq_b, &wc, 1), 0);
-	post_send_nowait(&p, 7);
+	pair_post_send(&p, 7, 0);
 	/* Busy, yielding: a hang guard of about 10 s, not a count of polls
 	 * (100 000 tight polls ran out once on a loaded machine). */
 	for (long i = 0; i < 10000000 && rc == 0; i++) {
@@ -359,13 +335,13 @@ static void send_completes_without_an_answer(void **state)
 	post_recv(&p, 81);
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
 	usleep(20000);
-	post_send_nowait(&p, 8);
+	pair_post_send(&p, 8, 0);
 	pthread_join(t, NULL);
 	assert_int_equal(w.n, 1);
 	assert_int_equal(w.wc.wr_id, 80);
 	assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
 	pair_send_completion(&p, 8); /* while b sleeps in its second wait */
-	post_send_nowait(&p, 9); /* releases it */
+	pair_post_send(&p, 9, 0); /* releases it */
 	pthread_join(t, NULL);
 	assert_int_equal(w.n, 1);
 	assert_int_equal(w.wc.wr_id, 81);

@@ -215,6 +215,29 @@ static void test_held__stream_of_signalled_writes_all_complete(void **state)
 	side_close(&b);
 }
 
+/* a and b connected, b's memory remotely writable, a's QP signalling only
+ * the WRs marked RV_SEND_SIGNALED (side_open's QP signals all). */
+static void open_sparse_pair(struct side *a, struct side *b)
+{
+	struct conn_opts ob = DEFAULTS;
+	rv_qp_init_attr qa;
+
+	side_open(a, 0, RV_ACCESS_LOCAL_WRITE);
+	side_open(b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
+	memset(&qa, 0, sizeof(qa));
+	qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL;
+	qa.send_cq = a->cq;
+	qa.cap.max_send_wr = 64;
+	qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = 4;
+	qa.cap.max_recv_sge = 4;
+	qa.sq_sig_all = 0;
+	rv_qp_unref(a->qp);
+	assert_int_equal(rv_qp_new(a->pd, &qa, &a->qp), 0);
+	ob.access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
+	connect_pair(a, &DEFAULTS, b, &ob);
+}
+
 /* One chain: 16 small unsignalled WRITEs (a confirmation goes behind them,
  * tx.c confirm_between: the signalled WR is posted), a signalled WRITE, 15
  * unsignalled WRITEs, then an unsignalled SEND the peer has no receive WR
@@ -232,32 +255,13 @@ static void test_held__stream_of_signalled_writes_all_complete(void **state)
 static void test_held__sparse_signalled_write_asked_for_at_once(void **state)
 {
 	struct side a, b;
-	struct conn_opts ob = DEFAULTS;
 	rv_send_wr wr[SPARSE_N];
 	rv_sge g[SPARSE_N];
 	rv_wc wc;
 	size_t n;
 
 	(void)state;
-	side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
-	side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
-	{
-		/* Only RV_SEND_SIGNALED WRs complete (side_open's QP signals all). */
-		rv_qp_init_attr qa;
-
-		memset(&qa, 0, sizeof(qa));
-		qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL;
-		qa.send_cq = a.cq;
-		qa.cap.max_send_wr = 64;
-		qa.cap.max_recv_wr = 64;
-		qa.cap.max_send_sge = 4;
-		qa.cap.max_recv_sge = 4;
-		qa.sq_sig_all = 0;
-		rv_qp_unref(a.qp);
-		assert_int_equal(rv_qp_new(a.pd, &qa, &a.qp), 0);
-	}
-	ob.access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
-	connect_pair(&a, &DEFAULTS, &b, &ob);
+	open_sparse_pair(&a, &b);
 	fill(a.buf, BUF, 53);
 	memset(b.buf, 0, BUF);
 	memset(wr, 0, sizeof(wr));
@@ -310,25 +314,10 @@ static void test_held__gathered_by_a_poller_that_stops(void **state)
 	(void)state;
 	for (int round = 0; round < ROUNDS / 5; round++) {
 		struct side a, b;
-		struct conn_opts ob = DEFAULTS;
-		rv_qp_init_attr qa;
 		rv_wc wc;
 		size_t n;
 
-		side_open(&a, 0, RV_ACCESS_LOCAL_WRITE);
-		side_open(&b, 0, RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE);
-		memset(&qa, 0, sizeof(qa));
-		qa.mask = RV_QP_INIT_ATTR_SEND_CQ | RV_QP_INIT_ATTR_CAP | RV_QP_INIT_ATTR_SQ_SIG_ALL;
-		qa.send_cq = a.cq;
-		qa.cap.max_send_wr = 64;
-		qa.cap.max_recv_wr = 64;
-		qa.cap.max_send_sge = 4;
-		qa.cap.max_recv_sge = 4;
-		qa.sq_sig_all = 0;
-		rv_qp_unref(a.qp);
-		assert_int_equal(rv_qp_new(a.pd, &qa, &a.qp), 0);
-		ob.access = RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE;
-		connect_pair(&a, &DEFAULTS, &b, &ob);
+		open_sparse_pair(&a, &b);
 		fill(a.buf, BUF, 61 + (unsigned)round);
 		memset(b.buf, 0, BUF);
 		{

@@ -52,19 +52,10 @@ static void post_recv_at(struct pair *p, uint32_t slot, uint64_t wr_id)
 static void send_from_a(struct pair *p, uint64_t wr_id, uint8_t seed)
 {
 	uint8_t *buf = rv_mr_addr(p->mr_a);
-	rv_sge g = {.addr = (uint64_t)(uintptr_t)buf, .length = 64, .lkey = rv_mr_lkey(p->mr_a)};
-	rv_send_wr wr;
-	size_t n = 0;
 
 	for (int i = 0; i < 64; i++)
 		buf[i] = (uint8_t)(seed + i);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &g;
-	wr.num_sge = 1;
-	wr.opcode = RV_WR_SEND;
-	wr.send_flags = RV_SEND_SIGNALED;
-	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
+	pair_post_send(p, wr_id, 0);
 }
 
 struct waiter {

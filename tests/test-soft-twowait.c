@@ -57,21 +57,6 @@ static void post_recv_at(struct pair *p, uint32_t slot, uint64_t wr_id)
 	assert_int_equal(rv_qp_recv(p->qp_b, &g, wr_id), 0);
 }
 
-static void send_from_a(struct pair *p, uint64_t wr_id)
-{
-	rv_sge g = {.addr = (uint64_t)(uintptr_t)rv_mr_addr(p->mr_a), .length = 64, .lkey = rv_mr_lkey(p->mr_a)};
-	rv_send_wr wr;
-	size_t n = 0;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &g;
-	wr.num_sge = 1;
-	wr.opcode = RV_WR_SEND;
-	wr.send_flags = RV_SEND_SIGNALED;
-	assert_int_equal(rv_qp_post_send(p->qp_a, &wr, 1, &n), 0);
-}
-
 static void round_of_two(int round)
 {
 	struct pair p;
@@ -90,7 +75,7 @@ static void round_of_two(int round)
 	for (uint64_t i = 0; i < 2; i++) {
 		if (round & 1)
 			usleep(1000);
-		send_from_a(&p, 61 + i);
+		pair_post_send(&p, 61 + i, 0);
 		pair_send_completion(&p, 61 + i);
 	}
 	for (int i = 0; i < 2; i++)
