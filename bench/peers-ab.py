@@ -53,7 +53,7 @@ def main():
     try:
         for rnd in range(a.rounds):
             for size in SIZES:
-                iters = max(1000, (512 << 20) // size)
+                iters = peers.bw_iterations(size, True)
                 order = [("A", a.a), ("B", a.b)] if rnd % 2 == 0 else [("B", a.b), ("A", a.a)]
                 for who, tool in order:
                     r = rverbs(tool, size, iters)

@@ -101,6 +101,15 @@ def pair(server, client, env=None, port=None, timeout=60):
 # ---- the measurements: each returns a Run (µs for latency, Gb/s for
 # bandwidth) or None
 
+def bw_iterations(size, shm, quick=False):
+    """A bandwidth run's N, the same for every tool: 512 MiB over TCP, 8 GiB
+    on the same host (about 0.1 s at 600 Gb/s; a 512 MiB same-host run took
+    6-9 ms, and one preemption by a 4 ms tick halved its figure: bench/README)."""
+    if quick:
+        return max(200, (64 << 20) // size)
+    return max(1000, ((8 << 30) if shm else (512 << 20)) // size)
+
+
 def rverbs(tool, mode, size, iters, shm, blocking):
     test = "send" if mode == LAT else "write"
     cmd = [tool, "perf", test, mode, "-s", str(size), "-n", str(iters), "--json", "--loopback",
@@ -258,12 +267,7 @@ def main():
         for rnd in range(rounds):
             for name, mode, size, shm, blocking in rows:
                 lat_iters = 2000 if a.quick else 10000
-                # Same host moves 8 GiB a run (about 0.1 s at 600 Gb/s), TCP
-                # 512 MiB: a 512 MiB same-host run took 6-9 ms, and one
-                # preemption by a 4 ms tick halved its figure (bench/README).
-                bw_bytes = 8 << 30 if shm else 512 << 20
-                bw_iters = max(200, (64 << 20) // size) if a.quick else max(1000, bw_bytes // size)
-                iters = lat_iters if mode == LAT else bw_iters
+                iters = lat_iters if mode == LAT else bw_iterations(size, shm, a.quick)
                 v = rverbs(a.rverbs, mode, size, iters, shm, blocking)
                 if v is not None:
                     cells[(name, "rverbs")].append(v)
